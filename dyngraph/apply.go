@@ -1,0 +1,303 @@
+package dyngraph
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gcsm/gcsm/graph"
+)
+
+// edgeKey identifies a data edge; on undirected graphs a < b.
+type edgeKey struct{ a, b, l uint32 }
+
+type normState struct {
+	key         edgeKey
+	before, now bool
+	flipped     bool // the state changed at least once inside the batch
+}
+
+// ApplyStats counts what a batch did (DESIGN.md §2).
+type ApplyStats struct {
+	Updates   int // updates in the batch, vertices included
+	Inserted  int // edges absent before and present after: in ΔE with +
+	Deleted   int // edges present before and absent after: in ΔE with -
+	Refreshed int // insertions of an edge present at that point
+	Missing   int // deletions of an edge absent at that point
+	Cancelled int // edges whose operations changed them and then changed them back
+	Vertices  int // vertices that did not exist before the batch
+	Rejected  int // updates refused: see Rejects
+}
+
+// Reject is an update that Apply refused, with its index in the batch.
+type Reject struct {
+	Index int
+	Err   error // ErrSelfLoop, *LabelConflictError, or an out-of-range error
+}
+
+// Apply normalises the batch and applies it, leaving the graph pending: the
+// old, stable and new views of every touched list are readable until
+// Reorganize. It returns ΔE (every changed edge once, in order of first
+// appearance in the batch) and the updates it refused; both slices belong to
+// the graph and are valid until the next Apply.
+//
+// Invalid updates (self-loops, label conflicts) are refused one by one; the
+// rest of the batch is applied. An error is returned only when memory for the
+// arenas cannot be had, and then the graph must be discarded.
+func (g *Graph) Apply(batch []graph.Update) ([]graph.Change, []Reject, ApplyStats, error) {
+	if g.pending {
+		panic("BUG: dyngraph.Apply called before Reorganize")
+	}
+	st := ApplyStats{Updates: len(batch)}
+	var rejects []Reject
+	clear(g.norm)
+	g.state = g.state[:0]
+	g.delta = g.delta[:0]
+	nv := len(g.vlabel)
+
+	for i := range batch {
+		u := &batch[i]
+		err := g.normalise(u, &st)
+		if err != nil {
+			var lc *LabelConflictError
+			if !errors.Is(err, ErrSelfLoop) && !errors.As(err, &lc) && !errors.Is(err, errRange) {
+				return nil, nil, st, err
+			}
+			rejects = append(rejects, Reject{Index: i, Err: err})
+		}
+	}
+	st.Rejected = len(rejects)
+	st.Vertices = len(g.vlabel) - nv
+
+	for i := range g.state {
+		s := &g.state[i]
+		switch {
+		case s.before == s.now:
+			if s.flipped {
+				st.Cancelled++
+			}
+			continue
+		case s.now:
+			if err := g.insert(s.key); err != nil {
+				return nil, nil, st, err
+			}
+			st.Inserted++
+			g.edges++
+			g.delta = append(g.delta, graph.Change{Edge: graph.Edge{Src: s.key.a, Dst: s.key.b, Label: s.key.l}, Sign: graph.Positive})
+		default:
+			g.remove(s.key)
+			st.Deleted++
+			g.edges--
+			g.delta = append(g.delta, graph.Change{Edge: graph.Edge{Src: s.key.a, Dst: s.key.b, Label: s.key.l}, Sign: graph.Negative})
+		}
+	}
+	for _, t := range g.touched {
+		l := g.listOf(t)
+		s := &g.slabs[l.slab]
+		var lb []uint32
+		if s.lbls != nil {
+			lb = s.lbls[l.off+l.app : l.off+l.n]
+		}
+		sortPart(s.ids[l.off+l.app:l.off+l.n], lb)
+	}
+	g.pending = true
+	return g.delta, rejects, st, nil
+}
+
+var errRange = errors.New("vertex id out of range")
+
+func (g *Graph) normalise(u *graph.Update, st *ApplyStats) error {
+	switch u.Op {
+	case graph.AddVertex:
+		if u.Src >= graph.MaxVertices {
+			return fmt.Errorf("%w: %d", errRange, u.Src)
+		}
+		return g.ensureVertex(u.Src, u.SrcLabel)
+	case graph.Insert, graph.Delete:
+	default:
+		return fmt.Errorf("%w: unknown op %v", errRange, u.Op)
+	}
+	if u.Src == u.Dst {
+		return ErrSelfLoop
+	}
+	if u.Src >= graph.MaxVertices || u.Dst >= graph.MaxVertices {
+		return fmt.Errorf("%w: edge %d-%d", errRange, u.Src, u.Dst)
+	}
+	if u.Label >= graph.NoLabel {
+		return fmt.Errorf("%w: edge %d-%d has no concrete label", errRange, u.Src, u.Dst)
+	}
+	// Check both labels before creating either vertex, so that a refused
+	// update leaves no trace.
+	for _, p := range [2]struct {
+		v graph.VertexID
+		l graph.Label
+	}{{u.Src, u.SrcLabel}, {u.Dst, u.DstLabel}} {
+		if int(p.v) < len(g.vlabel) && p.l != graph.NoLabel && g.vlabel[p.v] != p.l {
+			return &LabelConflictError{Vertex: p.v, Have: g.vlabel[p.v], Got: p.l}
+		}
+	}
+	if err := g.ensureVertex(u.Src, u.SrcLabel); err != nil {
+		return err
+	}
+	if err := g.ensureVertex(u.Dst, u.DstLabel); err != nil {
+		return err
+	}
+	k := edgeKey{u.Src, u.Dst, u.Label}
+	if !g.opts.Directed && k.a > k.b {
+		k.a, k.b = k.b, k.a
+	}
+	idx, ok := g.norm[k]
+	if !ok {
+		idx = len(g.state)
+		p := g.present(k)
+		g.state = append(g.state, normState{key: k, before: p, now: p})
+		g.norm[k] = idx
+	}
+	s := &g.state[idx]
+	if u.Op == graph.Insert {
+		if s.now {
+			st.Refreshed++
+			return nil
+		}
+		if err := g.noteEdgeLabel(k.l); err != nil {
+			return err
+		}
+		s.now, s.flipped = true, true
+		return nil
+	}
+	if !s.now {
+		st.Missing++
+		return nil
+	}
+	s.now, s.flipped = false, true
+	return nil
+}
+
+// present looks k up in the graph before the batch. It runs during
+// normalisation, when every list is still clean (no tombstones, nothing
+// appended).
+func (g *Graph) present(k edgeKey) bool {
+	if !g.multiLabel && (!g.haveLabel || k.l != g.edgeLabel) {
+		return false
+	}
+	a := g.Out(k.a)
+	_, ok := search(a.Sorted, a.SortedLabels, k.b, k.l)
+	return ok
+}
+
+func (g *Graph) listOf(t touch) *list {
+	if t.in {
+		return &g.in[t.v]
+	}
+	return &g.out[t.v]
+}
+
+func (g *Graph) touch(v graph.VertexID, in bool) *list {
+	l := g.listOf(touch{v, in})
+	if l.app == l.n && l.tomb == 0 {
+		// First change to this list in the batch: it was clean.
+		g.touched = append(g.touched, touch{v, in})
+	}
+	return l
+}
+
+func (g *Graph) insert(k edgeKey) error {
+	if err := g.appendEntry(g.touch(k.a, false), k.b, k.l); err != nil {
+		return err
+	}
+	return g.appendEntry(g.touch(k.b, g.opts.Directed), k.a, k.l)
+}
+
+func (g *Graph) appendEntry(l *list, id uint32, label graph.Label) error {
+	if l.n == l.cap {
+		if err := g.grow(l); err != nil {
+			return err
+		}
+	}
+	s := &g.slabs[l.slab]
+	s.ids[l.off+l.n] = id
+	if s.lbls != nil {
+		s.lbls[l.off+l.n] = label
+	}
+	l.n++
+	g.totalEntries++
+	return nil
+}
+
+func (g *Graph) remove(k edgeKey) {
+	g.tombstone(g.touch(k.a, false), k.b, k.l)
+	g.tombstone(g.touch(k.b, g.opts.Directed), k.a, k.l)
+}
+
+func (g *Graph) tombstone(l *list, id uint32, label graph.Label) {
+	a := g.adj(l)
+	i, ok := search(a.Sorted, a.SortedLabels, id, label)
+	if !ok || a.Sorted[i]&Tombstone != 0 {
+		panic("BUG: dyngraph deleting an edge that is not in the sorted part")
+	}
+	a.Sorted[i] |= Tombstone
+	l.tomb++
+}
+
+// Reorganize ends the pending batch: each touched list drops its tombstones
+// and merges its appended part into the sorted part (linear in the list), and
+// a list left at a quarter of its capacity or less moves to a smaller chunk,
+// which keeps capacity slack under 100% when lists shrink.
+func (g *Graph) Reorganize() {
+	if !g.pending {
+		return
+	}
+	for _, t := range g.touched {
+		g.merge(g.listOf(t))
+	}
+	g.touched = g.touched[:0]
+	g.pending = false
+}
+
+func (g *Graph) merge(l *list) {
+	s := &g.slabs[l.slab]
+	ids := s.ids[l.off : l.off+l.n]
+	var lbls []uint32
+	if s.lbls != nil {
+		lbls = s.lbls[l.off : l.off+l.n]
+	}
+	sorted, app := ids[:l.app], ids[l.app:]
+	g.scratch = g.scratch[:0]
+	g.lscr = g.lscr[:0]
+	i, j := 0, 0
+	for i < len(sorted) || j < len(app) {
+		if i < len(sorted) && sorted[i]&Tombstone != 0 {
+			i++
+			continue
+		}
+		takeSorted := j == len(app) ||
+			(i < len(sorted) && (sorted[i] < app[j] || (sorted[i] == app[j] && lbls != nil && lbls[i] < lbls[l.app+uint32(j)])))
+		if takeSorted {
+			g.scratch = append(g.scratch, sorted[i])
+			if lbls != nil {
+				g.lscr = append(g.lscr, lbls[i])
+			}
+			i++
+		} else {
+			g.scratch = append(g.scratch, app[j])
+			if lbls != nil {
+				g.lscr = append(g.lscr, lbls[l.app+uint32(j)])
+			}
+			j++
+		}
+	}
+	n := uint32(len(g.scratch))
+	g.totalEntries -= int64(l.tomb)
+	if l.cap > 4 && n <= l.cap/4 {
+		if nl, err := g.alloc(roundCap(n) * 2); err == nil {
+			g.release(l)
+			l.slab, l.off, l.cap = nl.slab, nl.off, roundCap(n)*2
+			s = &g.slabs[l.slab]
+		}
+		// On allocation failure the list simply keeps its larger chunk.
+	}
+	copy(s.ids[l.off:l.off+n], g.scratch)
+	if s.lbls != nil {
+		copy(s.lbls[l.off:l.off+n], g.lscr)
+	}
+	l.n, l.app, l.tomb = n, n, 0
+}

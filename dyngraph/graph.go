@@ -1,0 +1,527 @@
+// Package dyngraph holds the evolving data graph: per-vertex neighbour lists
+// in large off-heap arenas, laid out so that one array answers all three views
+// the delta rules need (old, new, stable) while a batch is being matched.
+//
+// The life of a batch is Apply → (matching reads the views) → Reorganize.
+//
+//   - Apply normalises the batch (DESIGN.md §2), marks deleted neighbours with
+//     a tombstone bit in the sorted part of each list, and appends inserted
+//     neighbours after it. It returns ΔE, each edge once with its sign.
+//   - While the batch is pending, Adj exposes the raw parts: old = the sorted
+//     part including tombstones, stable = the sorted part without them, new =
+//     stable plus the appended part.
+//   - Reorganize merges every touched list back into one sorted run without
+//     tombstones, in time linear in the list.
+//
+// Each list is sorted by (neighbour, edge label). The edge labels live in a
+// parallel array that only exists once a second edge label has been seen: the
+// peers' datasets and most deployments have a single edge label, and for them
+// the graph costs one 32-bit word per edge direction plus capacity slack.
+//
+// A Graph is not safe for concurrent mutation. Between Apply and Reorganize it
+// is read-only and any number of goroutines may read it.
+package dyngraph
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"slices"
+	"sort"
+
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/internal/hostmem"
+)
+
+// Tombstone is the bit that marks a deleted neighbour in the sorted part of a
+// list. Vertex ids stay below graph.MaxVertices = 2^31, so it is always free.
+const Tombstone uint32 = 1 << 31
+
+// IDMask strips the tombstone bit from a neighbour entry.
+const IDMask = Tombstone - 1
+
+// Options configure a Graph.
+type Options struct {
+	// Directed graphs keep an out-list and an in-list per vertex.
+	Directed bool
+	// Alloc backs the arenas. Nil means hostmem.Mmap.
+	Alloc hostmem.Allocator
+	// SlabEntries is the size of one arena slab in neighbour entries. A list
+	// larger than a slab gets a slab of its own. Zero means 1<<24 (64 MiB).
+	SlabEntries int
+	// DefaultVertexLabel is the label of a vertex first seen in an edge
+	// update that gives no label.
+	DefaultVertexLabel graph.Label
+}
+
+// DefaultOptions returns the options of an undirected graph on mmap'd arenas.
+func DefaultOptions() Options {
+	return Options{Alloc: hostmem.Mmap{}, SlabEntries: 1 << 24}
+}
+
+func (o *Options) validate() error {
+	if o.Alloc == nil {
+		o.Alloc = hostmem.Mmap{}
+	}
+	if o.SlabEntries == 0 {
+		o.SlabEntries = 1 << 24
+	}
+	if o.SlabEntries < 1024 || o.SlabEntries > 1<<30 || o.SlabEntries&(o.SlabEntries-1) != 0 {
+		return fmt.Errorf("dyngraph: SlabEntries %d must be a power of two in [2^10, 2^30]", o.SlabEntries)
+	}
+	if o.DefaultVertexLabel >= graph.NoLabel {
+		return errors.New("dyngraph: DefaultVertexLabel must be a concrete label")
+	}
+	return nil
+}
+
+// list is one vertex's neighbour list in one direction. It is the per-vertex
+// table entry of DESIGN.md §4: location, length, appended start, capacity.
+type list struct {
+	slab uint32 // index into Graph.slabs
+	off  uint32 // first entry within the slab
+	n    uint32 // entries in use: sorted part then appended part
+	app  uint32 // start of the appended part; n when there is none
+	cap  uint32 // allocated entries: zero or a power of two
+	tomb uint32 // tombstones in the sorted part
+}
+
+type slab struct {
+	raw    []byte   // as returned by the allocator
+	ids    []uint32 // raw viewed as entries
+	lblRaw []byte
+	lbls   []uint32 // parallel edge labels; nil while the graph has one edge label
+	used   uint32   // bump pointer in entries
+}
+
+// Graph is the dynamic data graph.
+type Graph struct {
+	opts Options
+
+	vlabel []graph.Label // per vertex
+	out    []list        // per vertex; the only list on undirected graphs
+	in     []list        // per vertex on directed graphs
+
+	slabs []slab
+	free  [32][]loc // free chunks by log2 of their size
+
+	// Edge labels: while multiLabel is false every edge carries edgeLabel and
+	// no label arrays exist.
+	multiLabel   bool
+	haveLabel    bool
+	edgeLabel    graph.Label
+	edges        int64
+	totalEntries int64 // sum of list lengths, for the average-degree start capacity
+
+	pending bool
+	touched []touch // lists with tombstones or appended entries
+	delta   []graph.Change
+	norm    map[edgeKey]int // index into normState during Apply
+	state   []normState
+	scratch []uint32 // Reorganize merge buffer
+	lscr    []uint32
+}
+
+type loc struct{ slab, off uint32 }
+
+type touch struct {
+	v  graph.VertexID
+	in bool
+}
+
+// New returns an empty graph.
+func New(opts Options) (*Graph, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	return &Graph{opts: opts, norm: make(map[edgeKey]int)}, nil
+}
+
+// Close returns the arenas to the allocator. The graph is unusable after.
+func (g *Graph) Close() error {
+	var errs []error
+	for _, s := range g.slabs {
+		errs = append(errs, g.opts.Alloc.Free(s.raw))
+		if s.lblRaw != nil {
+			errs = append(errs, g.opts.Alloc.Free(s.lblRaw))
+		}
+	}
+	g.slabs = nil
+	return errors.Join(errs...)
+}
+
+// Directed reports whether the graph is directed.
+func (g *Graph) Directed() bool { return g.opts.Directed }
+
+// NumVertices is one more than the largest vertex id seen.
+func (g *Graph) NumVertices() int { return len(g.vlabel) }
+
+// NumEdges is the number of present edges (after the pending batch).
+func (g *Graph) NumEdges() int64 { return g.edges }
+
+// VertexLabel returns the label of v. v must be below NumVertices.
+func (g *Graph) VertexLabel(v graph.VertexID) graph.Label { return g.vlabel[v] }
+
+// VertexLabels returns the label of every vertex, indexed by id. The slice
+// belongs to the graph and is valid until the next Apply.
+func (g *Graph) VertexLabels() []graph.Label { return g.vlabel }
+
+// EdgeLabel reports the single edge label of the graph. ok is false when the
+// graph has seen more than one edge label (then Adj carries label arrays) or
+// no edge at all.
+func (g *Graph) EdgeLabel() (l graph.Label, ok bool) {
+	return g.edgeLabel, g.haveLabel && !g.multiLabel
+}
+
+// MultiLabel reports whether lists carry per-entry edge labels.
+func (g *Graph) MultiLabel() bool { return g.multiLabel }
+
+// Pending reports whether a batch has been applied and not yet reorganized.
+func (g *Graph) Pending() bool { return g.pending }
+
+// Adj is the raw view of one neighbour list. The slices alias the arenas: they
+// are valid until the next Apply or Reorganize and must not be modified.
+type Adj struct {
+	// Sorted is the part present before the batch, sorted by (id, label).
+	// Entries with the Tombstone bit set were deleted by the pending batch.
+	Sorted []uint32
+	// Appended holds the neighbours inserted by the pending batch, sorted.
+	Appended []uint32
+	// SortedLabels and AppendedLabels are the parallel edge labels; nil
+	// unless MultiLabel.
+	SortedLabels, AppendedLabels []graph.Label
+	// Tombstones counts the tombstoned entries of Sorted.
+	Tombstones int
+}
+
+// Out returns the out-list of v (the only list on undirected graphs).
+func (g *Graph) Out(v graph.VertexID) Adj { return g.adj(&g.out[v]) }
+
+// In returns the in-list of v on a directed graph; on undirected graphs it is
+// the same list as Out.
+func (g *Graph) In(v graph.VertexID) Adj {
+	if !g.opts.Directed {
+		return g.adj(&g.out[v])
+	}
+	return g.adj(&g.in[v])
+}
+
+func (g *Graph) adj(l *list) Adj {
+	if l.cap == 0 {
+		return Adj{}
+	}
+	s := &g.slabs[l.slab]
+	ids := s.ids[l.off : l.off+l.n : l.off+l.n]
+	a := Adj{Sorted: ids[:l.app], Appended: ids[l.app:], Tombstones: int(l.tomb)}
+	if s.lbls != nil {
+		lb := s.lbls[l.off : l.off+l.n : l.off+l.n]
+		a.SortedLabels, a.AppendedLabels = lb[:l.app], lb[l.app:]
+	}
+	return a
+}
+
+// Degree returns the number of present neighbour entries of v in the new
+// view, out-list plus in-list on directed graphs.
+func (g *Graph) Degree(v graph.VertexID) int {
+	d := int(g.out[v].n - g.out[v].tomb)
+	if g.opts.Directed {
+		d += int(g.in[v].n - g.in[v].tomb)
+	}
+	return d
+}
+
+// MaxDegree returns the largest list length (entries in use, any view).
+func (g *Graph) MaxDegree() int {
+	m := uint32(0)
+	for i := range g.out {
+		m = max(m, g.out[i].n)
+	}
+	for i := range g.in {
+		m = max(m, g.in[i].n)
+	}
+	return int(m)
+}
+
+// ensureVertex makes v exist, with label l (or the default when l is
+// NoLabel), and reports a conflict when v exists with another label.
+func (g *Graph) ensureVertex(v graph.VertexID, l graph.Label) error {
+	if v >= graph.MaxVertices {
+		return fmt.Errorf("vertex id %d out of range", v)
+	}
+	if int(v) < len(g.vlabel) {
+		if l != graph.NoLabel && g.vlabel[v] != l {
+			return &LabelConflictError{Vertex: v, Have: g.vlabel[v], Got: l}
+		}
+		return nil
+	}
+	n := int(v) + 1
+	for len(g.vlabel) < n {
+		g.vlabel = append(g.vlabel, g.opts.DefaultVertexLabel)
+		g.out = append(g.out, list{})
+		if g.opts.Directed {
+			g.in = append(g.in, list{})
+		}
+	}
+	if l != graph.NoLabel {
+		g.vlabel[v] = l
+	}
+	return nil
+}
+
+// LabelConflictError is an update that gives an existing vertex another label.
+type LabelConflictError struct {
+	Vertex    graph.VertexID
+	Have, Got graph.Label
+}
+
+func (e *LabelConflictError) Error() string {
+	return fmt.Sprintf("label conflict: vertex %d has label %d, update says %d", e.Vertex, e.Have, e.Got)
+}
+
+// ErrSelfLoop rejects an edge from a vertex to itself.
+var ErrSelfLoop = errors.New("self-loop")
+
+// AddVertex introduces v with label l, or checks that it has that label.
+func (g *Graph) AddVertex(v graph.VertexID, l graph.Label) error {
+	if l >= graph.NoLabel {
+		return fmt.Errorf("vertex %d: label must be concrete", v)
+	}
+	return g.ensureVertex(v, l)
+}
+
+// --- arena allocation ---
+
+func log2(n uint32) int { return bits.Len32(n) - 1 }
+
+// roundCap returns the capacity class for n entries: a power of two, at least 4.
+func roundCap(n uint32) uint32 {
+	if n <= 4 {
+		return 4
+	}
+	return 1 << bits.Len32(n-1)
+}
+
+func (g *Graph) alloc(c uint32) (loc, error) {
+	k := log2(c)
+	if f := g.free[k]; len(f) > 0 {
+		l := f[len(f)-1]
+		g.free[k] = f[:len(f)-1]
+		return l, nil
+	}
+	if n := len(g.slabs); n > 0 {
+		s := &g.slabs[n-1]
+		if uint64(s.used)+uint64(c) <= uint64(len(s.ids)) {
+			l := loc{uint32(n - 1), s.used}
+			s.used += c
+			return l, nil
+		}
+		g.retireTail(n - 1)
+	}
+	size := max(uint32(g.opts.SlabEntries), c)
+	raw, err := g.opts.Alloc.Alloc(int(size) * 4)
+	if err != nil {
+		return loc{}, err
+	}
+	s := slab{raw: raw, ids: hostmem.Uint32s(raw), used: c}
+	if g.multiLabel {
+		if err := g.addLabelArray(&s); err != nil {
+			_ = g.opts.Alloc.Free(raw)
+			return loc{}, err
+		}
+	}
+	g.slabs = append(g.slabs, s)
+	return loc{uint32(len(g.slabs) - 1), 0}, nil
+}
+
+// retireTail hands the unused end of a full slab to the free lists in
+// power-of-two chunks, so that no arena space is stranded.
+func (g *Graph) retireTail(i int) {
+	s := &g.slabs[i]
+	rest := uint32(len(s.ids)) - s.used
+	for rest >= 4 {
+		c := uint32(1) << log2(rest)
+		// Chunks must be aligned to their size only for tidiness; the
+		// allocator never requires it, so carve the largest first.
+		g.free[log2(c)] = append(g.free[log2(c)], loc{uint32(i), s.used})
+		s.used += c
+		rest -= c
+	}
+}
+
+func (g *Graph) release(l *list) {
+	if l.cap == 0 {
+		return
+	}
+	g.free[log2(l.cap)] = append(g.free[log2(l.cap)], loc{l.slab, l.off})
+}
+
+func (g *Graph) addLabelArray(s *slab) error {
+	raw, err := g.opts.Alloc.Alloc(len(s.ids) * 4)
+	if err != nil {
+		return err
+	}
+	s.lblRaw, s.lbls = raw, hostmem.Uint32s(raw)
+	if g.edgeLabel != 0 {
+		for i := range s.lbls {
+			s.lbls[i] = g.edgeLabel
+		}
+	}
+	return nil
+}
+
+// becomeMultiLabel gives every slab a parallel label array, filled with the
+// one label every existing edge has. It runs once, when a second edge label
+// arrives, and costs one pass over the arenas.
+func (g *Graph) becomeMultiLabel() error {
+	for i := range g.slabs {
+		if err := g.addLabelArray(&g.slabs[i]); err != nil {
+			return fmt.Errorf("dyngraph: label arrays: %w", err)
+		}
+	}
+	g.multiLabel = true
+	return nil
+}
+
+func (g *Graph) noteEdgeLabel(l graph.Label) error {
+	switch {
+	case !g.haveLabel:
+		g.haveLabel, g.edgeLabel = true, l
+	case !g.multiLabel && l != g.edgeLabel:
+		return g.becomeMultiLabel()
+	}
+	return nil
+}
+
+// grow makes room for one more entry in l, doubling its capacity. A list that
+// has never held anything starts at the average degree.
+func (g *Graph) grow(l *list) error {
+	var c uint32
+	if l.cap == 0 {
+		avg := uint32(1)
+		if len(g.vlabel) > 0 {
+			avg = uint32(g.totalEntries / int64(len(g.vlabel)))
+		}
+		c = roundCap(max(avg, 1))
+	} else {
+		c = l.cap * 2
+	}
+	nl, err := g.alloc(c)
+	if err != nil {
+		return fmt.Errorf("dyngraph: growing a list to %d entries: %w", c, err)
+	}
+	if l.cap != 0 {
+		src, dst := &g.slabs[l.slab], &g.slabs[nl.slab]
+		copy(dst.ids[nl.off:nl.off+l.n], src.ids[l.off:l.off+l.n])
+		if src.lbls != nil {
+			copy(dst.lbls[nl.off:nl.off+l.n], src.lbls[l.off:l.off+l.n])
+		}
+		g.release(l)
+	}
+	l.slab, l.off, l.cap = nl.slab, nl.off, c
+	return nil
+}
+
+// Stats describes the graph's size and memory.
+type Stats struct {
+	Vertices int
+	Edges    int64
+	// Entries is the number of neighbour entries in use (two per undirected
+	// edge, one per direction of a directed edge).
+	Entries int64
+	// CapacityEntries is the sum of list capacities; the difference to
+	// Entries is doubling slack.
+	CapacityEntries int64
+	// ArenaBytes is what the arenas hold, label arrays included.
+	ArenaBytes int64
+	// TableBytes is the per-vertex table: labels and list headers.
+	TableBytes int64
+	Slabs      int
+	MultiLabel bool
+	Allocator  string
+}
+
+// Stats returns the current sizes.
+func (g *Graph) Stats() Stats {
+	st := Stats{Vertices: len(g.vlabel), Edges: g.edges, Slabs: len(g.slabs), MultiLabel: g.multiLabel, Allocator: g.opts.Alloc.Name()}
+	for _, ls := range [][]list{g.out, g.in} {
+		for i := range ls {
+			st.Entries += int64(ls[i].n)
+			st.CapacityEntries += int64(ls[i].cap)
+		}
+	}
+	for _, s := range g.slabs {
+		st.ArenaBytes += int64(len(s.raw) + len(s.lblRaw))
+	}
+	const listBytes = 24
+	st.TableBytes = int64(len(g.vlabel))*4 + int64(len(g.out)+len(g.in))*listBytes
+	return st
+}
+
+// HasEdge reports whether (src, dst, label) is present in the new view.
+func (g *Graph) HasEdge(src, dst graph.VertexID, label graph.Label) bool {
+	if int(src) >= len(g.vlabel) || int(dst) >= len(g.vlabel) {
+		return false
+	}
+	a := g.Out(src)
+	if i, ok := search(a.Sorted, a.SortedLabels, dst, label); ok && a.Sorted[i]&Tombstone == 0 {
+		return true
+	}
+	_, ok := search(a.Appended, a.AppendedLabels, dst, label)
+	return ok
+}
+
+// search finds (id, label) in a list part sorted by (id, label), ignoring the
+// tombstone bit. lbls is nil for a single-label graph, where only id counts.
+func search(ids []uint32, lbls []graph.Label, id uint32, label graph.Label) (int, bool) {
+	lo, hi := 0, len(ids)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		x := ids[m] & IDMask
+		if x < id || (x == id && lbls != nil && lbls[m] < label) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(ids) && ids[lo]&IDMask == id && (lbls == nil || lbls[lo] == label) {
+		return lo, true
+	}
+	return lo, false
+}
+
+// Search is the exported form of search, for matchers: it returns the index
+// of the first entry of part whose id is at least id (tombstone bit ignored)
+// and whether that entry has exactly this id.
+func Search(part []uint32, id uint32) (int, bool) {
+	lo, hi := 0, len(part)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if part[m]&IDMask < id {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < len(part) && part[lo]&IDMask == id
+}
+
+// sortPart sorts a list part by (id, label).
+func sortPart(ids []uint32, lbls []graph.Label) {
+	if lbls == nil {
+		slices.Sort(ids)
+		return
+	}
+	sort.Sort(pairs{ids, lbls})
+}
+
+// pairs sorts parallel id and label arrays together.
+type pairs struct{ ids, lbls []uint32 }
+
+func (p pairs) Len() int { return len(p.ids) }
+func (p pairs) Less(i, j int) bool {
+	return p.ids[i] < p.ids[j] || (p.ids[i] == p.ids[j] && p.lbls[i] < p.lbls[j])
+}
+func (p pairs) Swap(i, j int) {
+	p.ids[i], p.ids[j] = p.ids[j], p.ids[i]
+	p.lbls[i], p.lbls[j] = p.lbls[j], p.lbls[i]
+}

@@ -1,0 +1,3 @@
+module github.com/gcsm/gcsm
+
+go 1.26

@@ -1,0 +1,231 @@
+package incremental
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/query"
+)
+
+// CPU is the multicore executor. The zero value uses every core.
+type CPU struct {
+	// Workers is the number of goroutines; zero means GOMAXPROCS.
+	Workers int
+
+	pool []*walker // reused across batches; one per worker
+}
+
+var _ Matcher = (*CPU)(nil)
+
+func (c *CPU) workers() int {
+	if c.Workers > 0 {
+		return c.Workers
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+func (c *CPU) walkers(g *dyngraph.Graph, mode Mode, sink Sink) []*walker {
+	n := c.workers()
+	for len(c.pool) < n {
+		c.pool = append(c.pool, &walker{id: len(c.pool)})
+	}
+	ws := c.pool[:n]
+	for _, w := range ws {
+		w.g, w.vl, w.multi = g, g.VertexLabels(), g.MultiLabel()
+		w.mode, w.sink, w.allowed = mode, sink, nil
+	}
+	return ws
+}
+
+// unitChunk is how many work units a worker claims at once. Units vary by
+// orders of magnitude in cost, so chunks stay small and the tail of a batch
+// balances across workers; 4 keeps the atomic counter off the profile.
+const unitChunk = 4
+
+// Match implements Matcher.
+func (c *CPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, mode Mode, sink Sink) ([]Counts, error) {
+	if !g.Pending() && len(delta) > 0 {
+		return nil, fmt.Errorf("incremental: Match on a graph with no pending batch")
+	}
+	if mode == Enumerate && sink == nil {
+		return nil, fmt.Errorf("incremental: Enumerate needs a sink")
+	}
+	res := make([]Counts, len(queries))
+	// A unit is (query, term, change). Terms of queries that cannot match on
+	// this graph's edge labels are left out up front.
+	type block struct{ qi, term int }
+	var blocks []block
+	for qi, q := range queries {
+		if !edgeLabelsPossible(g, q) {
+			continue
+		}
+		for t := range q.Terms {
+			blocks = append(blocks, block{qi, t})
+		}
+	}
+	total := int64(len(blocks)) * int64(len(delta))
+	if total == 0 {
+		return res, nil
+	}
+	ws := c.walkers(g, mode, sink)
+	pos := make([][]int64, len(ws))
+	neg := make([][]int64, len(ws))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for wi, w := range ws {
+		pos[wi] = make([]int64, len(queries))
+		neg[wi] = make([]int64, len(queries))
+		wg.Go(func() {
+			for {
+				u0 := next.Add(unitChunk) - unitChunk
+				if u0 >= total {
+					return
+				}
+				for u := u0; u < min(u0+unitChunk, total); u++ {
+					b := blocks[u/int64(len(delta))]
+					ch := &delta[u%int64(len(delta))]
+					q := queries[b.qi]
+					w.count = 0
+					w.runTerm(b.qi, q, b.term, ch)
+					if ch.Sign > 0 {
+						pos[wi][b.qi] += w.count
+					} else {
+						neg[wi][b.qi] += w.count
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for wi := range ws {
+		for qi := range queries {
+			res[qi].Positive += pos[wi][qi]
+			res[qi].Negative += neg[wi][qi]
+		}
+	}
+	return res, nil
+}
+
+// edgeLabelsPossible is false when the graph has a single edge label and the
+// query asks for another one on some edge: no match can exist, and the
+// walkers may then skip label checks altogether on single-label graphs.
+func edgeLabelsPossible(g *dyngraph.Graph, q *query.Query) bool {
+	if g.MultiLabel() {
+		return true
+	}
+	l, ok := g.EdgeLabel()
+	if !ok {
+		return false // no edges at all
+	}
+	for _, e := range q.Edges {
+		if e.Label != graph.Wildcard && e.Label != l {
+			return false
+		}
+	}
+	return true
+}
+
+// runTerm walks term t of query q for one changed edge, in each orientation
+// in which the change can play the term's query edge.
+func (w *walker) runTerm(qi int, q *query.Query, t int, ch *graph.Change) {
+	e := q.Edges[t]
+	if e.Label != graph.Wildcard && e.Label != ch.Label {
+		return
+	}
+	plan := &q.Terms[t]
+	w.setUnit(qi, q, plan, ch.Sign)
+	w.orient(e, ch, ch.Src, ch.Dst)
+	if !e.Directed {
+		w.orient(e, ch, ch.Dst, ch.Src)
+	}
+}
+
+// orient maps the term edge's endpoints A→x, B→y and walks the rest.
+func (w *walker) orient(e query.QEdge, ch *graph.Change, x, y graph.VertexID) {
+	lv := w.plan.Levels
+	if (lv[0].Label != graph.Wildcard && w.vl[x] != lv[0].Label) ||
+		(lv[1].Label != graph.Wildcard && w.vl[y] != lv[1].Label) {
+		return
+	}
+	w.m[0], w.m[1] = x, y
+	if !w.admissible(1, y) {
+		return
+	}
+	if (w.multi && e.Label == graph.Wildcard) || (w.q.Directed && !e.Directed) {
+		if !w.flipsHere(e, ch, x, y) {
+			return
+		}
+	}
+	w.loadLists(1)
+	for i := range lv[1].Cons {
+		if !w.check(1, i, y) {
+			return
+		}
+	}
+	w.extend(2)
+}
+
+// flipsHere decides, for a term edge whose truth between x and y can rest on
+// several data edges (a wildcard label on a multi-label graph, or an
+// undirected query edge on a directed graph), whether this change is the one
+// that the term counts. The query edge must hold after the batch and not
+// before (insertion) or before and not after (deletion), and of the changed
+// entries that make it flip only the first, in the order out-list then
+// in-list and by label, stands for the flip; otherwise parallel changes would
+// find the same match several times.
+func (w *walker) flipsHere(e query.QEdge, ch *graph.Change, x, y graph.VertexID) bool {
+	lists := [2]dyngraph.Adj{w.g.Out(x)}
+	n := 1
+	if w.q.Directed && !e.Directed {
+		lists[1], n = w.g.In(x), 2
+	}
+	var inOld, inNew bool
+	for k := 0; k < n; k++ {
+		o, nw := probe(&lists[k], y, e.Label)
+		inOld, inNew = inOld || o, inNew || nw
+	}
+	if (ch.Sign > 0 && inOld) || (ch.Sign < 0 && inNew) {
+		return false
+	}
+	// This change's entry: in x's out-list when x is its source (always on
+	// undirected graphs), else in x's in-list.
+	mine := 0
+	if w.q.Directed && ch.Src != x {
+		mine = 1
+	}
+	for k := 0; k < n; k++ {
+		a := &lists[k]
+		if ch.Sign > 0 {
+			i, _ := dyngraph.Search(a.Appended, y)
+			for ; i < len(a.Appended) && a.Appended[i] == y; i++ {
+				l := labelAt(a.AppendedLabels, i, ch.Label)
+				if e.Label == graph.Wildcard || l == e.Label {
+					return k == mine && l == ch.Label
+				}
+			}
+		} else {
+			i, _ := dyngraph.Search(a.Sorted, y)
+			for ; i < len(a.Sorted) && a.Sorted[i]&dyngraph.IDMask == y; i++ {
+				if a.Sorted[i]&dyngraph.Tombstone == 0 {
+					continue
+				}
+				l := labelAt(a.SortedLabels, i, ch.Label)
+				if e.Label == graph.Wildcard || l == e.Label {
+					return k == mine && l == ch.Label
+				}
+			}
+		}
+	}
+	panic("BUG: incremental: a changed edge is missing from its list")
+}
+
+func labelAt(lbls []graph.Label, i int, single graph.Label) graph.Label {
+	if lbls == nil {
+		return single
+	}
+	return lbls[i]
+}

@@ -1,0 +1,57 @@
+// Package incremental is gcsm's matching engine: given a batch that dyngraph
+// has applied (so the old, stable and new views are readable) it computes,
+// for every registered query, exactly the matches that appeared (ΔM+) and
+// disappeared (ΔM-), by the delta rules of DESIGN.md §3. It also holds the
+// static matcher that finds all matches of a new query in the current graph.
+//
+// The Matcher interface is what an executor implements. CPU is the executor
+// here: work units of (update edge, term) spread over all cores, each unit a
+// depth-first walk of the term's matching order with multiway intersections
+// of neighbour lists. The GPU executor lives in package kernels and satisfies
+// the same interface; this package never imports it.
+package incremental
+
+import (
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/query"
+)
+
+// Mode selects counting or enumeration.
+type Mode uint8
+
+const (
+	// Count never enumerates the last query vertex: it adds the size of its
+	// candidate set, less candidates the partial match already uses.
+	Count Mode = iota
+	// Enumerate streams every match to the Sink.
+	Enumerate
+)
+
+// Counts is one query's result for a batch.
+type Counts struct {
+	Positive int64 // |ΔM+|
+	Negative int64 // |ΔM-|
+}
+
+// Sink receives matches in Enumerate mode. It is called concurrently from
+// worker goroutines; worker (0 ≤ worker < number of workers) lets a sink keep
+// per-worker buffers without locking. q indexes the queries passed to the
+// matcher, m maps each query vertex to its data vertex. m is valid only
+// during the call: copy it to keep it.
+type Sink func(worker, q int, sign graph.Sign, m []graph.VertexID)
+
+// Matcher computes match deltas and static matches. Implementations must
+// give identical results: the CPU executor is the reference.
+type Matcher interface {
+	// Match computes ΔM+ and ΔM- of every query for the batch g has applied
+	// and not yet reorganized; delta is that batch's ΔE as returned by
+	// dyngraph.Graph.Apply. g is only read. The returned slice has one entry
+	// per query and belongs to the caller.
+	Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, mode Mode, sink Sink) ([]Counts, error)
+
+	// Static finds every match of each query in g, which must not be pending.
+	// In Enumerate mode matches go to sink with sign Positive. It returns one
+	// count per query.
+	Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink Sink) ([]int64, error)
+}

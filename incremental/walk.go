@@ -1,0 +1,267 @@
+package incremental
+
+import (
+	"slices"
+
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/query"
+)
+
+// walker is one worker's state: the partial match, a candidate buffer per
+// depth and the lists of the constraints being intersected. Everything is
+// reused from unit to unit, so the walk allocates only when a candidate
+// buffer first grows past its high-water mark.
+type walker struct {
+	id    int
+	g     *dyngraph.Graph
+	vl    []graph.Label
+	multi bool
+
+	mode Mode
+	sink Sink
+
+	// The unit being walked.
+	qi    int
+	q     *query.Query
+	plan  *query.Plan
+	sign  graph.Sign
+	views [query.MaxVertices][query.MaxVertices]view // per level, per constraint
+	// allowed, when not nil, holds the static matcher's candidate bitsets
+	// per query vertex.
+	allowed [][]uint64
+
+	m    [query.MaxVertices]graph.VertexID // data vertex at each depth
+	out  [query.MaxVertices]graph.VertexID // data vertex of each query vertex
+	cand [query.MaxVertices][]graph.VertexID
+	adj  [query.MaxVertices][2]dyngraph.Adj // lists of the current level's constraints
+	nadj [query.MaxVertices]int
+
+	count int64
+}
+
+// setUnit prepares the walker for units of plan p of query q with the given
+// sign; term is the plan's update edge or -1 for a static plan.
+func (w *walker) setUnit(qi int, q *query.Query, p *query.Plan, sign graph.Sign) {
+	w.qi, w.q, w.plan, w.sign = qi, q, p, sign
+	for d := range p.Levels {
+		for c, con := range p.Levels[d].Cons {
+			if p.Edge < 0 {
+				w.views[d][c] = viewNew
+			} else {
+				w.views[d][c] = termView(con.Edge, p.Edge, sign)
+			}
+		}
+	}
+}
+
+// simple reports whether a constraint's view can be read entry by entry: one
+// list, and either one edge label in the graph or a concrete label, so that
+// at most one entry per neighbour can satisfy it.
+func (w *walker) simple(c *query.Constraint) bool {
+	return c.Dir != query.Any && (!w.multi || c.Label != graph.Wildcard)
+}
+
+// loadLists fetches the lists of every constraint of level d.
+func (w *walker) loadLists(d int) {
+	for i := range w.plan.Levels[d].Cons {
+		c := &w.plan.Levels[d].Cons[i]
+		x := w.m[c.From]
+		switch c.Dir {
+		case query.Out:
+			w.adj[i][0], w.nadj[i] = w.g.Out(x), 1
+		case query.In:
+			w.adj[i][0], w.nadj[i] = w.g.In(x), 1
+		default:
+			w.adj[i][0], w.adj[i][1], w.nadj[i] = w.g.Out(x), w.g.In(x), 2
+		}
+	}
+}
+
+// check applies constraint i of level d to candidate v.
+func (w *walker) check(d, i int, v uint32) bool {
+	c := &w.plan.Levels[d].Cons[i]
+	var inOld, inNew bool
+	for k := 0; k < w.nadj[i]; k++ {
+		o, n := probe(&w.adj[i][k], v, c.Label)
+		inOld, inNew = inOld || o, inNew || n
+	}
+	return holds(w.views[d][i], inOld, inNew)
+}
+
+// admissible applies the vertex checks of level d (label, injectivity,
+// symmetry breaking, static candidate filter) to v.
+func (w *walker) admissible(d int, v uint32) bool {
+	lv := &w.plan.Levels[d]
+	if lv.Label != graph.Wildcard && w.vl[v] != lv.Label {
+		return false
+	}
+	for k := 0; k < d; k++ {
+		if w.m[k] == v {
+			return false
+		}
+	}
+	for _, a := range lv.Above {
+		if v <= w.m[a] {
+			return false
+		}
+	}
+	for _, b := range lv.Below {
+		if v >= w.m[b] {
+			return false
+		}
+	}
+	if w.allowed != nil {
+		bs := w.allowed[lv.Vertex]
+		if bs[v>>6]&(1<<(v&63)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// extend places levels d.. of the plan given levels 0..d-1.
+func (w *walker) extend(d int) {
+	n := len(w.plan.Levels)
+	if d == n {
+		w.emit()
+		return
+	}
+	w.loadLists(d)
+	if w.mode == Count && d == n-1 {
+		w.count += w.countLast(d)
+		return
+	}
+	buf := w.candidates(d, w.cand[d][:0])
+	w.cand[d] = buf
+	for _, v := range buf {
+		w.m[d] = v
+		w.extend(d + 1)
+	}
+}
+
+func (w *walker) emit() {
+	w.count++
+	if w.mode != Enumerate {
+		return
+	}
+	for d := range w.plan.Levels {
+		w.out[w.plan.Levels[d].Vertex] = w.m[d]
+	}
+	w.sink(w.id, w.qi, w.sign, w.out[:len(w.plan.Levels)])
+}
+
+// countLast counts the candidates of the last level without enumerating
+// them. With a single constraint, no vertex label and no other filter, the
+// count is the size of the list's view less the matched vertices in it.
+func (w *walker) countLast(d int) int64 {
+	lv := &w.plan.Levels[d]
+	if len(lv.Cons) == 1 && !w.multi && w.nadj[0] == 1 && lv.Label == graph.Wildcard &&
+		len(lv.Above) == 0 && len(lv.Below) == 0 && w.allowed == nil {
+		a := &w.adj[0][0]
+		n := int64(viewSize(a, w.views[d][0]))
+		for k := 0; k < d; k++ {
+			if o, nw := probe(a, w.m[k], graph.Wildcard); holds(w.views[d][0], o, nw) {
+				n--
+			}
+		}
+		return n
+	}
+	buf := w.candidates(d, w.cand[d][:0])
+	w.cand[d] = buf
+	return int64(len(buf))
+}
+
+// candidates appends to dst every data vertex that can be placed at level d:
+// the intersection of the constraints' lists, each in its own view, filtered
+// by the vertex checks. The driver is the shortest list; the others are
+// probed by binary search, so the cost is O(min · k · log max), the
+// worst-case-optimal bound up to the log factor.
+func (w *walker) candidates(d int, dst []graph.VertexID) []graph.VertexID {
+	lv := &w.plan.Levels[d]
+	drv, best := 0, -1
+	for i := range lv.Cons {
+		size := 0
+		for k := 0; k < w.nadj[i]; k++ {
+			size += len(w.adj[i][k].Sorted) + len(w.adj[i][k].Appended)
+		}
+		if best < 0 || size < best {
+			drv, best = i, size
+		}
+	}
+	if w.simple(&lv.Cons[drv]) {
+		return w.driveSimple(d, drv, dst)
+	}
+	return w.driveGeneral(d, drv, dst)
+}
+
+func (w *walker) accept(d, drv int, v uint32, checkDriver bool) bool {
+	if !w.admissible(d, v) {
+		return false
+	}
+	for i := range w.plan.Levels[d].Cons {
+		if (i != drv || checkDriver) && !w.check(d, i, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// driveSimple walks the driver's entries in its view; each entry is itself
+// proof that the driver constraint holds.
+func (w *walker) driveSimple(d, drv int, dst []graph.VertexID) []graph.VertexID {
+	c := &w.plan.Levels[d].Cons[drv]
+	a := &w.adj[drv][0]
+	vw := w.views[d][drv]
+	lbl := a.SortedLabels
+	for i, e := range a.Sorted {
+		if e&dyngraph.Tombstone != 0 && vw != viewOld {
+			continue
+		}
+		if lbl != nil && c.Label != graph.Wildcard && lbl[i] != c.Label {
+			continue
+		}
+		if v := e & dyngraph.IDMask; w.accept(d, drv, v, false) {
+			dst = append(dst, v)
+		}
+	}
+	if vw == viewNew {
+		lbl = a.AppendedLabels
+		for i, v := range a.Appended {
+			if lbl != nil && c.Label != graph.Wildcard && lbl[i] != c.Label {
+				continue
+			}
+			if w.accept(d, drv, v, false) {
+				dst = append(dst, v)
+			}
+		}
+	}
+	return dst
+}
+
+// driveGeneral handles a driver that spans two lists or matches any of
+// several edge labels: one neighbour may have several entries, and whether
+// the constraint holds depends on all of them. It collects the distinct
+// neighbours, then checks the driver like any other constraint.
+func (w *walker) driveGeneral(d, drv int, dst []graph.VertexID) []graph.VertexID {
+	start := len(dst)
+	for k := 0; k < w.nadj[drv]; k++ {
+		a := &w.adj[drv][k]
+		for _, e := range a.Sorted {
+			dst = append(dst, e&dyngraph.IDMask)
+		}
+		if w.views[d][drv] == viewNew {
+			dst = append(dst, a.Appended...)
+		}
+	}
+	seg := dst[start:]
+	slices.Sort(seg)
+	seg = slices.Compact(seg)
+	out := dst[:start]
+	for _, v := range seg {
+		if w.accept(d, drv, v, true) {
+			out = append(out, v)
+		}
+	}
+	return out
+}

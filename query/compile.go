@@ -1,0 +1,270 @@
+package query
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/gcsm/gcsm/graph"
+)
+
+// Semantics says which matches count (DESIGN.md §1).
+type Semantics uint8
+
+const (
+	// Embeddings counts every injective label- and edge-preserving map: the
+	// peers' counts.
+	Embeddings Semantics = iota
+	// Instances counts each matched subgraph once: of the maps related by an
+	// automorphism of the pattern, only the one that satisfies the
+	// symmetry-breaking conditions.
+	Instances
+)
+
+func (s Semantics) String() string {
+	if s == Instances {
+		return "instances"
+	}
+	return "embeddings"
+}
+
+// ParseSemantics reads "embeddings" or "instances".
+func ParseSemantics(s string) (Semantics, error) {
+	switch s {
+	case "embeddings", "":
+		return Embeddings, nil
+	case "instances":
+		return Instances, nil
+	}
+	return 0, fmt.Errorf("unknown semantics %q: want embeddings or instances", s)
+}
+
+// Dir says which list of a matched data vertex holds a constraint's candidates.
+type Dir uint8
+
+const (
+	// Out reads the out-list: the query edge points from the matched vertex
+	// to the candidate. On undirected graphs every constraint reads Out, the
+	// one list a vertex has.
+	Out Dir = iota
+	// In reads the in-list: the query edge points at the matched vertex.
+	In
+	// Any reads both lists: an undirected query edge on a directed graph.
+	Any
+)
+
+// QEdge is a compiled query edge. On directed graphs with Directed set it
+// points from A to B; otherwise A < B and the edge has no direction.
+type QEdge struct {
+	A, B     int
+	Label    graph.Label // graph.Wildcard matches any edge label
+	Directed bool
+}
+
+// Query is a Pattern bound to a graph's labels and direction: what the
+// matchers execute. It is immutable once compiled and safe to share.
+type Query struct {
+	Name      string
+	Pattern   *Pattern
+	Directed  bool // the data graph's direction
+	Semantics Semantics
+
+	Labels []graph.Label // per query vertex; graph.Wildcard for wildcards
+	Edges  []QEdge       // deduplicated; the term order e_1..e_m of DESIGN.md §3
+
+	// Less holds the symmetry-breaking conditions f(u) < f(v) under
+	// Instances semantics; empty under Embeddings.
+	Less [][2]int
+	// Automorphisms is the size of the pattern's automorphism group,
+	// saturating at MaxUint64.
+	Automorphisms uint64
+
+	// Terms holds one plan per query edge: Terms[i] starts at Edges[i].
+	Terms []Plan
+}
+
+// N is the number of query vertices.
+func (q *Query) N() int { return len(q.Labels) }
+
+// Compile binds p to a label dictionary (query labels are interned, so a
+// label no data vertex has yet simply matches nothing until one arrives) and
+// to the graph's direction, removes duplicate edges, finds the automorphisms
+// and builds one matching plan per query edge.
+func Compile(p *Pattern, labels *graph.Dict, directed bool, sem Semantics) (*Query, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	q := &Query{Name: p.Name, Pattern: p, Directed: directed, Semantics: sem}
+	for _, v := range p.Vertices {
+		l := graph.Wildcard
+		if !v.Wildcard {
+			l = labels.Intern(v.Label)
+		}
+		q.Labels = append(q.Labels, l)
+	}
+	seen := make(map[QEdge]bool)
+	for _, e := range p.Edges {
+		ce := QEdge{A: e.From, B: e.To, Label: graph.Wildcard, Directed: directed && e.Directed}
+		if !e.Wildcard {
+			ce.Label = labels.Intern(e.Label)
+		}
+		if !ce.Directed && ce.A > ce.B {
+			ce.A, ce.B = ce.B, ce.A
+		}
+		if seen[ce] {
+			continue // e.g. CSM files that list each edge in both directions
+		}
+		seen[ce] = true
+		q.Edges = append(q.Edges, ce)
+	}
+	q.Automorphisms, q.Less = symmetryBreaking(q)
+	if sem == Embeddings {
+		q.Less = nil
+	}
+	for i := range q.Edges {
+		q.Terms = append(q.Terms, q.termPlan(i))
+	}
+	return q, nil
+}
+
+// Constraint is one query edge between the vertex placed at a level and a
+// vertex placed earlier, at depth From.
+type Constraint struct {
+	From  int // depth of the matched endpoint
+	Edge  int // index into Query.Edges: decides the view in a delta term
+	Label graph.Label
+	Dir   Dir // which list of the matched endpoint's data vertex to read
+}
+
+// Level is one step of a matching order.
+type Level struct {
+	Vertex int         // the query vertex placed here
+	Label  graph.Label // its label or graph.Wildcard
+	Cons   []Constraint
+	// Symmetry breaking: the data vertex placed here must be greater than
+	// those at depths Above and less than those at depths Below.
+	Above, Below []int
+}
+
+// Plan is a matching order with the checks each level performs. In a delta
+// term, levels 0 and 1 are the endpoints of the update edge, and level 1's
+// constraints are the other query edges between them.
+type Plan struct {
+	Edge   int     // the term's update edge, or -1 for a static plan
+	Levels []Level // Levels[d] places query vertex Levels[d].Vertex
+}
+
+// termPlan builds the plan of term i: start at edge i's endpoints, then
+// repeatedly take the vertex with the most edges into the placed set (the
+// most intersections, so the smallest candidate sets), preferring labeled
+// vertices and then higher degree.
+func (q *Query) termPlan(i int) Plan {
+	e := q.Edges[i]
+	return q.plan(i, []int{e.A, e.B}, nil)
+}
+
+// StaticPlan builds a plan for the static matcher starting at vertex start.
+// candidates, when not nil, gives each query vertex's candidate count and
+// breaks ties towards the most selective vertex.
+func (q *Query) StaticPlan(start int, candidates []int) Plan {
+	return q.plan(-1, []int{start}, candidates)
+}
+
+func (q *Query) plan(term int, prefix []int, cands []int) Plan {
+	n := q.N()
+	depth := make([]int, n)
+	for v := range depth {
+		depth[v] = -1
+	}
+	order := slices.Clone(prefix)
+	for d, v := range order {
+		depth[v] = d
+	}
+	deg := make([]int, n)
+	for _, e := range q.Edges {
+		deg[e.A]++
+		deg[e.B]++
+	}
+	for len(order) < n {
+		best, bestLinks := -1, -1
+		for v := 0; v < n; v++ {
+			if depth[v] >= 0 {
+				continue
+			}
+			links := 0
+			for _, e := range q.Edges {
+				if (e.A == v && depth[e.B] >= 0) || (e.B == v && depth[e.A] >= 0) {
+					links++
+				}
+			}
+			if links == 0 {
+				continue // keep the order connected
+			}
+			if best < 0 || better(q, cands, deg, v, links, best, bestLinks) {
+				best, bestLinks = v, links
+			}
+		}
+		if best < 0 {
+			panic("BUG: query.plan on a disconnected pattern")
+		}
+		depth[best] = len(order)
+		order = append(order, best)
+	}
+	p := Plan{Edge: term, Levels: make([]Level, n)}
+	for d, v := range order {
+		lv := Level{Vertex: v, Label: q.Labels[v]}
+		for j, e := range q.Edges {
+			if j == term {
+				continue // satisfied by the update edge itself
+			}
+			var other int
+			switch v {
+			case e.A:
+				other = e.B
+			case e.B:
+				other = e.A
+			default:
+				continue
+			}
+			if depth[other] >= d {
+				continue
+			}
+			c := Constraint{From: depth[other], Edge: j, Label: e.Label}
+			switch {
+			case !q.Directed:
+				c.Dir = Out
+			case !e.Directed:
+				c.Dir = Any
+			case e.A == other:
+				c.Dir = Out // other → v: v is in other's out-list
+			default:
+				c.Dir = In
+			}
+			lv.Cons = append(lv.Cons, c)
+		}
+		for _, lt := range q.Less {
+			u, w := lt[0], lt[1] // f(u) < f(w)
+			switch {
+			case v == w && depth[u] < d:
+				lv.Above = append(lv.Above, depth[u])
+			case v == u && depth[w] < d:
+				lv.Below = append(lv.Below, depth[w])
+			}
+		}
+		p.Levels[d] = lv
+	}
+	return p
+}
+
+func better(q *Query, cands, deg []int, v, links, best, bestLinks int) bool {
+	if links != bestLinks {
+		return links > bestLinks
+	}
+	if cands != nil && cands[v] != cands[best] {
+		return cands[v] < cands[best]
+	}
+	lv, lb := q.Labels[v] != graph.Wildcard, q.Labels[best] != graph.Wildcard
+	if lv != lb {
+		return lv
+	}
+	return deg[v] > deg[best]
+}
