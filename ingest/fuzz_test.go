@@ -1,0 +1,168 @@
+package ingest
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/gcsm/gcsm/graph"
+)
+
+// fuzzSeeds are FuzzReader inputs beside the corpus in testdata: one of
+// each format and the awkward corners of each.
+var fuzzSeeds = []struct {
+	data   string
+	format Format
+}{
+	{"t 2 1\nv 0 1 2\nv 1 1\ne 0 1 0\n", FormatAuto},
+	{"e 1 2 0\n-e 1 2 0\n+e 2 3\nv 4 5\n", FormatCSM},
+	{"e 1\nx 1 2\nv a b\n", FormatCSM},
+	{"# c\r\n1\t2\r\n3 4 1082040961\r\n5 6 0.5", FormatSNAP},
+	{"Source,Target,Rating,Time\n7188,1,10,1407470400\n1,2\n", FormatAuto},
+	{"1,2,-1,5\n,\n", FormatSNAP},
+	{`{"op":"+","src":1,"dst":"b","ts":"2024-06-01T12:00:00Z"}` + "\n" + `{"op":"vertex","id":2,"label":3}`, FormatJSON},
+	{`{"op":"-","src":"\u00e9","dst":2,"ts":5}` + "\n[]\n{\n", FormatAuto},
+	{"\xef\xbb\xbf% x\n\n1 1\n", FormatAuto},
+}
+
+// result is what one call of Next gave, in a form to compare.
+type result struct {
+	rec Record
+	err string
+}
+
+// readResults reads data to its end, going on after line errors.
+func readResults(t *testing.T, data string, opts Options, size int) ([]result, *Reader) {
+	r := newReader(strings.NewReader(data), opts, size)
+	var out []result
+	// Each call consumes a line, so there are at most len(data)+1 of them.
+	for range len(data) + 2 {
+		rec, err := r.Next()
+		if err == io.EOF {
+			return out, r
+		}
+		if err != nil {
+			var le *LineError
+			if !errors.As(err, &le) {
+				t.Fatalf("Next: %v, not a *LineError", err)
+			}
+			if le.Line < 1 || le.File != opts.File {
+				t.Fatalf("error %v names the wrong place", err)
+			}
+			out = append(out, result{err: err.Error()})
+			continue
+		}
+		checkRecord(t, rec)
+		out = append(out, result{rec: rec})
+	}
+	t.Fatalf("no io.EOF after %d calls of Next", len(data)+2)
+	return nil, nil
+}
+
+func checkRecord(t *testing.T, rec Record) {
+	switch {
+	case rec.Line < 1:
+		t.Fatalf("record %+v has no line", rec)
+	case rec.Src == "":
+		t.Fatalf("record %+v has no Src", rec)
+	case rec.Op == graph.AddVertex && rec.SrcLabel == "":
+		t.Fatalf("vertex record %+v has no label", rec)
+	case rec.Op != graph.AddVertex && rec.Op != graph.Insert && rec.Op != graph.Delete:
+		t.Fatalf("record %+v has a bad op", rec)
+	case rec.Op != graph.AddVertex && rec.Dst == "":
+		t.Fatalf("edge record %+v has no Dst", rec)
+	}
+}
+
+// FuzzReader reads arbitrary input in every format. Beyond not panicking, a
+// tiny bufio buffer must read exactly what a large one does, and SkipBad
+// must return the good records of the same reading and count the bad lines.
+func FuzzReader(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add(s.data, int(s.format))
+	}
+	f.Fuzz(func(t *testing.T, data string, format int) {
+		opts := Options{Format: Format(uint(format) % uint(FormatJSON+1)), File: "fuzz", MaxLineBytes: 64}
+		want, _ := readResults(t, data, opts, bufSize)
+		got, _ := readResults(t, data, opts, 16)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("16-byte buffer:\n got %v\nwant %v", got, want)
+		}
+
+		opts.SkipBad = true
+		skipping, r := readResults(t, data, opts, bufSize)
+		var good []result
+		bad := 0
+		for _, res := range want {
+			if res.err != "" {
+				bad++
+			} else {
+				good = append(good, res)
+			}
+		}
+		if fmt.Sprint(skipping) != fmt.Sprint(good) {
+			t.Fatalf("SkipBad:\n got %v\nwant %v", skipping, good)
+		}
+		if r.Skipped() != bad || len(r.Bad()) != min(bad, maxBad) {
+			t.Fatalf("Skipped() = %d with %d errors kept, want %d", r.Skipped(), len(r.Bad()), bad)
+		}
+
+		res := &Resolver{IDs: graph.NewIDs(), Labels: graph.NewDict()}
+		for _, g := range good {
+			if _, err := res.Resolve(g.rec); err != nil && !errors.Is(err, ErrSelfLoop) {
+				t.Fatalf("Resolve(%+v): %v", g.rec, err)
+			}
+		}
+	})
+}
+
+// FuzzResolve resolves arbitrary records: the update must name what the
+// record does, and a refused record must leave the dictionaries alone.
+func FuzzResolve(f *testing.F) {
+	f.Add(uint8(graph.Insert), "1", "2", "", "", "")
+	f.Add(uint8(graph.Delete), "a", "07", "x", "A", "B")
+	f.Add(uint8(graph.Insert), "5", "5", "0", "", "")
+	f.Add(uint8(graph.AddVertex), "3", "", "", "L", "")
+	f.Add(uint8(graph.AddVertex), "3", "", "", "", "")
+	f.Add(uint8(0), "1", "2", "", "", "")
+	f.Fuzz(func(t *testing.T, op uint8, src, dst, label, srcLabel, dstLabel string) {
+		res := &Resolver{IDs: graph.NewIDs(), Labels: graph.NewDict(), DefaultEdgeLabel: "def"}
+		rec := Record{Op: graph.Op(op), Src: src, Dst: dst, Label: label, SrcLabel: srcLabel, DstLabel: dstLabel, Line: 1}
+		u, err := res.Resolve(rec)
+		edge := rec.Op == graph.Insert || rec.Op == graph.Delete
+		if loop := edge && src != "" && src == dst; loop != errors.Is(err, ErrSelfLoop) {
+			t.Fatalf("Resolve(%+v): %v", rec, err)
+		}
+		if err != nil {
+			var le *LineError
+			if !errors.As(err, &le) || le.Line != 1 {
+				t.Fatalf("Resolve(%+v): %v, want a *LineError of line 1", rec, err)
+			}
+			if res.IDs.Len() != 0 || res.Labels.Len() != 0 {
+				t.Fatalf("refused %+v but interned names", rec)
+			}
+			return
+		}
+		name := func(l graph.Label) string {
+			if l == graph.NoLabel {
+				return ""
+			}
+			return res.Labels.Name(l)
+		}
+		if u.Op != rec.Op || res.IDs.Name(u.Src) != src || name(u.SrcLabel) != srcLabel {
+			t.Fatalf("Resolve(%+v) = %+v", rec, u)
+		}
+		if !edge {
+			return
+		}
+		wantLabel := label
+		if wantLabel == "" {
+			wantLabel = res.DefaultEdgeLabel
+		}
+		if res.IDs.Name(u.Dst) != dst || name(u.Label) != wantLabel || name(u.DstLabel) != dstLabel {
+			t.Fatalf("Resolve(%+v) = %+v", rec, u)
+		}
+	})
+}

@@ -1,0 +1,311 @@
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Format is the syntax of an input.
+type Format int
+
+const (
+	// FormatAuto decides by the first line that is neither blank nor a
+	// comment, as DetectFormat does.
+	FormatAuto Format = iota
+	// FormatCSM is the format of RapidFlow, TurboFlux and the CSM benchmarks:
+	// "t N M" (a header, ignored), "v id label [degree]", "e u v [label]",
+	// "+e u v [label]" and "-e u v [label]". Vertex ids are non-negative
+	// integers; a spelling with leading zeros names the same vertex as
+	// without them.
+	FormatCSM
+	// FormatSNAP is an edge list "u v [unixtime]" separated by blanks, or by
+	// commas when the first data line has one (CSV). Every line is an
+	// insertion without labels; a third column is taken as a time in unix
+	// seconds when it is an integer and ignored otherwise (a weight, say).
+	//
+	// A CSV file may start with a header, a line with no numeric field (so
+	// a CSV whose ids are not numbers needs one). The first two columns are
+	// then the endpoints; a later column named time, timestamp or ts (any
+	// case) gives the time, which must be an integer, and one named rating,
+	// label or sign gives the edge label; the others are ignored. Without a
+	// header, a CSV line has two columns, three (the third as above) or
+	// four: SNAP's signed networks, source, target, rating (the label) and
+	// time. Quotes have no meaning in CSV fields.
+	FormatSNAP
+	// FormatJSON is one JSON object per line:
+	//
+	//	{"op":"+","src":1,"dst":"b","label":"x","src_label":"A","dst_label":"B","ts":"2024-06-01T12:00:00Z"}
+	//
+	// op is "+" or "insert", "-" or "delete", or "vertex", which introduces
+	// the vertex "id" (or "src") with the label "label". Ids and labels are
+	// JSON strings or integers. ts is optional: an RFC 3339 string or an
+	// integer of unix milliseconds. Other fields are ignored.
+	FormatJSON
+)
+
+func (f Format) String() string {
+	switch f {
+	case FormatAuto:
+		return "auto"
+	case FormatCSM:
+		return "csm"
+	case FormatSNAP:
+		return "snap"
+	case FormatJSON:
+		return "json"
+	}
+	return fmt.Sprintf("Format(%d)", int(f))
+}
+
+// Options configures a Reader. The zero value detects the format, stops at
+// the first bad line and accepts lines of up to 1 MiB.
+type Options struct {
+	Format Format
+	// File names the input in errors.
+	File string
+	// SkipBad makes Next count and skip malformed lines instead of
+	// returning their errors; see Reader.Skipped and Reader.Bad.
+	SkipBad bool
+	// MaxLineBytes is the longest line accepted, its terminator excluded;
+	// 0 means 1 MiB. Longer lines are malformed.
+	MaxLineBytes int
+}
+
+const (
+	defaultMaxLineBytes = 1 << 20
+	// bufSize is large enough that real lines never straddle a refill, so
+	// the common path hands out slices of the bufio buffer without copying.
+	bufSize = 64 << 10
+	// maxBad bounds the errors a skipping reader keeps: enough for a report,
+	// not a copy of a broken file.
+	maxBad = 100
+)
+
+// Reader reads Records from a stream of lines. Lines starting with '#' or
+// '%' are comments in every format; blank lines and a leading UTF-8 byte
+// order mark are ignored; lines may end in "\n" or "\r\n".
+//
+// A Reader checks syntax only. It passes self-loops through, as it does
+// deletions of absent edges: those are for the consumer to judge (Resolve
+// refuses self-loops).
+type Reader struct {
+	br      *bufio.Reader
+	opts    Options
+	format  Format // FormatAuto until the first data line
+	maxLine int
+	line    int   // number of the line last read
+	err     error // sticky end: io.EOF or an I/O error
+
+	long   []byte // a line that did not fit in br's buffer
+	fields []span // the fields of the current line, reused
+	js     jsonLine
+
+	// SNAP only: whether the first data line has been seen, whether it had
+	// a comma, and if it was a CSV header, how many fields it named and
+	// which of them make a record.
+	snapStarted bool
+	csv         bool
+	csvWidth    int // 0 without a header
+	csvColumns  columns
+
+	skipped int
+	bad     []*LineError
+}
+
+// NewReader returns a Reader of r.
+func NewReader(r io.Reader, opts Options) *Reader {
+	return newReader(r, opts, bufSize)
+}
+
+// newReader lets tests use a tiny buffer to exercise lines that straddle it.
+func newReader(r io.Reader, opts Options, size int) *Reader {
+	rd := &Reader{br: bufio.NewReaderSize(r, size), opts: opts, format: opts.Format, maxLine: opts.MaxLineBytes}
+	if rd.maxLine <= 0 {
+		rd.maxLine = defaultMaxLineBytes
+	}
+	if opts.Format < FormatAuto || opts.Format > FormatJSON {
+		rd.err = fmt.Errorf("ingest: unknown %v", opts.Format)
+	}
+	return rd
+}
+
+// Open opens the file at path for reading. Unless opts.File is set, errors
+// name the file by path; with FormatAuto, its content decides the format.
+// The caller must close the returned Closer.
+func Open(path string, opts Options) (*Reader, io.Closer, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if opts.File == "" {
+		opts.File = path
+	}
+	return NewReader(f, opts), f, nil
+}
+
+// Format returns the format being read: Options.Format, or once the first
+// data line has been read, the detected one.
+func (r *Reader) Format() Format { return r.format }
+
+// Skipped returns the number of malformed lines skipped so far.
+func (r *Reader) Skipped() int { return r.skipped }
+
+// Bad returns the errors of the first (up to 100) skipped lines. The caller
+// must not modify the slice.
+func (r *Reader) Bad() []*LineError { return r.bad }
+
+// Next returns the next record, or io.EOF at the end of the input. A
+// malformed line yields a *LineError, after which Next goes on with the
+// following line; with Options.SkipBad such lines are skipped instead. I/O
+// errors end the reader: Next returns them from then on.
+func (r *Reader) Next() (Record, error) {
+	for r.err == nil {
+		line, tooLong, err := r.readLine()
+		if err != nil {
+			r.err = err
+			break
+		}
+		var (
+			rec  Record
+			ok   bool
+			lerr *LineError
+		)
+		if tooLong {
+			lerr = r.errorf("line is longer than %d bytes", r.maxLine)
+		} else {
+			rec, ok, lerr = r.parse(line)
+		}
+		switch {
+		case lerr == nil && ok:
+			return rec, nil
+		case lerr == nil:
+			// A blank line, a comment or a header.
+		case !r.opts.SkipBad:
+			return Record{}, lerr
+		default:
+			r.skipped++
+			if len(r.bad) < maxBad {
+				r.bad = append(r.bad, lerr)
+			}
+		}
+	}
+	return Record{}, r.err
+}
+
+// readLine returns the next line without its terminator, valid until the
+// next read. A line over maxLine comes back empty, its bytes discarded, with
+// tooLong set. err is io.EOF only when no line is left.
+func (r *Reader) readLine() (line []byte, tooLong bool, err error) {
+	line, err = r.br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		line, tooLong, err = r.readLong(line)
+	}
+	switch {
+	case err == io.EOF && (len(line) > 0 || tooLong):
+		// The last line has no terminator: deliver it and end next time.
+		r.err = io.EOF
+	case err != nil:
+		// An I/O error drops the partial line: it may be cut anywhere.
+		return nil, false, err
+	}
+	r.line++
+	line = bytes.TrimSuffix(line, []byte{'\n'})
+	line = bytes.TrimSuffix(line, []byte{'\r'})
+	return line, tooLong || len(line) > r.maxLine, nil
+}
+
+// readLong finishes a line that overflowed the bufio buffer, whose first
+// part is first. It gathers the line in r.long or, once it is known to be
+// too long, discards the rest so that reading can go on at the next line.
+func (r *Reader) readLong(first []byte) (line []byte, tooLong bool, err error) {
+	// The +2 leaves room for a "\r\n" that does not count against maxLine.
+	limit := r.maxLine + 2
+	tooLong = len(first) > limit
+	if !tooLong {
+		r.long = append(r.long[:0], first...)
+	}
+	for {
+		var chunk []byte
+		chunk, err = r.br.ReadSlice('\n')
+		if !tooLong && len(r.long)+len(chunk) > limit {
+			tooLong = true
+		}
+		if !tooLong {
+			r.long = append(r.long, chunk...)
+		}
+		if err != bufio.ErrBufferFull {
+			break
+		}
+	}
+	if tooLong {
+		return nil, true, err
+	}
+	return r.long, false, err
+}
+
+var bom = []byte("\xef\xbb\xbf")
+
+// parse turns one line into a record. ok is false for a line that holds
+// none: blank, a comment or a header.
+func (r *Reader) parse(line []byte) (rec Record, ok bool, err *LineError) {
+	if r.line == 1 {
+		line = bytes.TrimPrefix(line, bom)
+	}
+	line = trimBlanks(line)
+	if isComment(line) {
+		return Record{}, false, nil
+	}
+	if r.format == FormatAuto {
+		r.format = detect(line)
+	}
+	switch r.format {
+	case FormatCSM:
+		return r.parseCSM(line)
+	case FormatSNAP:
+		return r.parseSNAP(line)
+	}
+	return r.parseJSON(line)
+}
+
+// DetectFormat returns the format of an input that starts with lines, judged
+// by the first that is neither blank nor a comment: JSON if it starts with
+// '{', CSM if its first field is t, v, e, +e or -e, SNAP otherwise. It
+// returns FormatAuto when no line decides. A SNAP file whose first vertex is
+// named "v" or "e" reads as CSM: pass its format explicitly.
+func DetectFormat(lines ...string) Format {
+	for _, l := range lines {
+		line := trimBlanks(bytes.TrimPrefix([]byte(l), bom))
+		if !isComment(line) {
+			return detect(line)
+		}
+	}
+	return FormatAuto
+}
+
+// detect is DetectFormat of one trimmed data line.
+func detect(line []byte) Format {
+	if line[0] == '{' {
+		return FormatJSON
+	}
+	n := 0
+	for n < len(line) && !isBlank(line[n]) {
+		n++
+	}
+	switch string(line[:n]) {
+	case "t", "v", "e", "+e", "-e":
+		return FormatCSM
+	}
+	return FormatSNAP
+}
+
+// isComment reports whether a trimmed line holds no data.
+func isComment(line []byte) bool {
+	return len(line) == 0 || line[0] == '#' || line[0] == '%'
+}
+
+func (r *Reader) errorf(format string, args ...any) *LineError {
+	return &LineError{File: r.opts.File, Line: r.line, Reason: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,102 @@
+package ingest
+
+import (
+	"fmt"
+
+	"github.com/gcsm/gcsm/graph"
+)
+
+// Record is one event as read, before ids and labels are interned. Empty
+// label strings mean "not given".
+//
+// Readers do not reject self-loops (Src == Dst): whether they are an error is
+// the consumer's policy, and Resolve applies gcsm's.
+type Record struct {
+	Op       graph.Op
+	Src, Dst string // for AddVertex, Src is the vertex and Dst is empty
+	Label    string // edge label
+	SrcLabel string // for AddVertex, the vertex's label
+	DstLabel string
+	Time     int64 // unix milliseconds; 0 if the input has no time
+	Line     int   // 1-based line in the source
+}
+
+// Resolver interns the strings of Records into a graph's dictionaries. IDs and
+// Labels must be set. Like them, a Resolver is not safe for concurrent use.
+type Resolver struct {
+	IDs    *graph.IDs
+	Labels *graph.Dict
+	// DefaultEdgeLabel is the label name of edges read without one. CSM files
+	// label their edges "0", so "0" lets SNAP edges match CSM queries.
+	DefaultEdgeLabel string
+}
+
+// Resolve turns rec into an Update. Edge updates must name both endpoints
+// and must not be self-loops (the error then wraps ErrSelfLoop); a vertex
+// update must name the vertex and its label. Errors are *LineError with the
+// record's Line and no File, which the caller knows and may fill in.
+//
+// Resolve checks rec before interning anything, so a record refused for what
+// it says adds no vertex or label.
+func (r *Resolver) Resolve(rec Record) (graph.Update, error) {
+	switch rec.Op {
+	case graph.AddVertex:
+		if rec.Src == "" || rec.SrcLabel == "" {
+			return graph.Update{}, recordError(rec, nil, "vertex record needs an id and a label")
+		}
+		id, err := r.vertex(rec, rec.Src)
+		if err != nil {
+			return graph.Update{}, err
+		}
+		return graph.Update{Op: rec.Op, Src: id, SrcLabel: r.Labels.Intern(rec.SrcLabel), DstLabel: graph.NoLabel}, nil
+	case graph.Insert, graph.Delete:
+		if rec.Src == "" || rec.Dst == "" {
+			return graph.Update{}, recordError(rec, nil, "edge record needs both endpoints")
+		}
+		// graph.IDs maps distinct spellings to distinct vertices, so comparing
+		// the strings finds every self-loop before anything is interned.
+		if rec.Src == rec.Dst {
+			return graph.Update{}, recordError(rec, ErrSelfLoop, "self-loop on vertex %q", rec.Src)
+		}
+		src, err := r.vertex(rec, rec.Src)
+		if err != nil {
+			return graph.Update{}, err
+		}
+		dst, err := r.vertex(rec, rec.Dst)
+		if err != nil {
+			return graph.Update{}, err
+		}
+		label := rec.Label
+		if label == "" {
+			label = r.DefaultEdgeLabel
+		}
+		return graph.Update{
+			Op:       rec.Op,
+			Src:      src,
+			Dst:      dst,
+			Label:    r.Labels.Intern(label),
+			SrcLabel: r.vertexLabel(rec.SrcLabel),
+			DstLabel: r.vertexLabel(rec.DstLabel),
+		}, nil
+	}
+	return graph.Update{}, recordError(rec, nil, "unknown op %v", rec.Op)
+}
+
+func (r *Resolver) vertex(rec Record, name string) (graph.VertexID, error) {
+	id, _, err := r.IDs.Intern(name)
+	if err != nil {
+		return 0, recordError(rec, err, "%v", err)
+	}
+	return id, nil
+}
+
+func (r *Resolver) vertexLabel(name string) graph.Label {
+	if name == "" {
+		return graph.NoLabel
+	}
+	return r.Labels.Intern(name)
+}
+
+func recordError(rec Record, class error, format string, args ...any) *LineError {
+	return &LineError{Line: rec.Line, Reason: fmt.Sprintf(format, args...), Err: class}
+}

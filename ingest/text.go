@@ -1,0 +1,332 @@
+package ingest
+
+import (
+	"bytes"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/gcsm/gcsm/graph"
+)
+
+// This file reads the whitespace- and comma-separated formats, CSM and SNAP.
+// Each record's strings are cut from a single string of the part of the line
+// they span: one allocation per line rather than one per field.
+
+// span is the field line[start:end] of a line.
+type span struct{ start, end int }
+
+func field(line []byte, s span) []byte { return line[s.start:s.end] }
+
+func isBlank(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'
+}
+
+func trimBlanks(b []byte) []byte {
+	for len(b) > 0 && isBlank(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isBlank(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// split cuts line into fields: at runs of blanks or, with comma set, at
+// every comma, trimming blanks around each field. It returns the spans of
+// the first keep fields, kept in r.fields, and the number of fields, so that
+// a line of a million fields costs no memory and can still be reported.
+func (r *Reader) split(line []byte, comma bool, keep int) (f []span, n int) {
+	f = r.fields[:0]
+	add := func(s span) {
+		if n < keep {
+			f = append(f, s)
+		}
+		n++
+	}
+	if comma {
+		for start := 0; ; {
+			end := bytes.IndexByte(line[start:], ',')
+			if end < 0 {
+				end = len(line)
+			} else {
+				end += start
+			}
+			s := span{start, end}
+			for s.start < s.end && isBlank(line[s.start]) {
+				s.start++
+			}
+			for s.end > s.start && isBlank(line[s.end-1]) {
+				s.end--
+			}
+			add(s)
+			if end == len(line) {
+				break
+			}
+			start = end + 1
+		}
+	} else {
+		for i := 0; i < len(line); {
+			if isBlank(line[i]) {
+				i++
+				continue
+			}
+			j := i
+			for j < len(line) && !isBlank(line[j]) {
+				j++
+			}
+			add(span{i, j})
+			i = j
+		}
+	}
+	r.fields = f
+	return f, n
+}
+
+// parseCSM reads a line of a CSM graph or stream file.
+func (r *Reader) parseCSM(line []byte) (Record, bool, *LineError) {
+	f, n := r.split(line, false, 4)
+	kind := field(line, f[0])
+	rec := Record{Line: r.line}
+	switch string(kind) {
+	case "t":
+		// "t N M" announces the sizes; the records speak for themselves.
+		return Record{}, false, nil
+	case "v":
+		if n != 3 && n != 4 {
+			return Record{}, false, r.errorf(`vertex line needs 2 or 3 fields after "v", got %d`, n-1)
+		}
+		if n == 4 {
+			if _, ok := parseUint(field(line, f[3])); !ok {
+				return Record{}, false, r.errorf("vertex degree %s is not a non-negative integer", quote(field(line, f[3])))
+			}
+		}
+		rec.Op = graph.AddVertex
+	case "e", "+e", "-e":
+		if n != 3 && n != 4 {
+			return Record{}, false, r.errorf("edge line needs 2 or 3 fields after %q, got %d", kind, n-1)
+		}
+		rec.Op = graph.Insert
+		if kind[0] == '-' {
+			rec.Op = graph.Delete
+		}
+	default:
+		return Record{}, false, r.errorf("unknown line type %s", quote(kind))
+	}
+	last := 2 // the last field that goes into the record
+	if rec.Op != graph.AddVertex {
+		last = n - 1
+	}
+	ids := f[1:3]
+	if rec.Op == graph.AddVertex {
+		ids = f[1:2]
+	}
+	for _, id := range ids {
+		if _, ok := parseUint(field(line, id)); !ok {
+			return Record{}, false, r.errorf("vertex id %s is not a non-negative integer", quote(field(line, id)))
+		}
+	}
+	s, base := string(line[f[1].start:f[last].end]), f[1].start
+	get := func(i int) string { return s[f[i].start-base : f[i].end-base] }
+	rec.Src = canonID(get(1))
+	if rec.Op == graph.AddVertex {
+		rec.SrcLabel = get(2)
+		return rec, true, nil
+	}
+	rec.Dst = canonID(get(2))
+	if n == 4 {
+		rec.Label = get(3)
+	}
+	return rec, true, nil
+}
+
+// canonID drops the leading zeros of a CSM id, which graph.IDs would take
+// for a string distinct from the number.
+func canonID(id string) string {
+	if len(id) > 1 && id[0] == '0' {
+		n, _ := strconv.ParseUint(id, 10, 64)
+		return strconv.FormatUint(n, 10)
+	}
+	return id
+}
+
+// columns says which fields of a line make an edge record; -1 is absent.
+type columns struct {
+	src, dst, label, time int
+	// anyTime lets a time field that is not an integer pass as something
+	// else, such as a weight in the third column of an edge list.
+	anyTime bool
+}
+
+var (
+	pairColumns   = columns{src: 0, dst: 1, label: -1, time: -1}
+	timedColumns  = columns{src: 0, dst: 1, label: -1, time: 2, anyTime: true}
+	signedColumns = columns{src: 0, dst: 1, label: 2, time: 3} // SNAP's soc-sign-bitcoin*
+)
+
+// parseSNAP reads a line of an edge list; the first data line decides
+// whether it is CSV.
+func (r *Reader) parseSNAP(line []byte) (Record, bool, *LineError) {
+	if !r.snapStarted {
+		r.snapStarted = true
+		r.csv = bytes.IndexByte(line, ',') >= 0
+		if r.csv && r.csvHeader(line) {
+			return Record{}, false, nil
+		}
+	}
+	if r.csv {
+		return r.parseCSV(line)
+	}
+	f, n := r.split(line, false, 3)
+	switch n {
+	case 2:
+		return r.edge(line, f, pairColumns)
+	case 3:
+		return r.edge(line, f, timedColumns)
+	}
+	return Record{}, false, r.errorf("edge list line needs 2 or 3 fields, got %d", n)
+}
+
+// csvHeader reports whether line, the first of a CSV file, is a header (no
+// field is a number) and if so sets the layout of the lines that follow.
+func (r *Reader) csvHeader(line []byte) bool {
+	f, n := r.split(line, true, math.MaxInt)
+	for _, s := range f {
+		if _, err := strconv.ParseFloat(string(field(line, s)), 64); err == nil {
+			return false
+		}
+	}
+	r.csvWidth = n
+	r.csvColumns = pairColumns
+	for i := 2; i < n; i++ {
+		name := string(field(line, f[i]))
+		switch {
+		case r.csvColumns.time < 0 && oneOf(name, "time", "timestamp", "ts"):
+			r.csvColumns.time = i
+		case r.csvColumns.label < 0 && oneOf(name, "rating", "label", "sign"):
+			r.csvColumns.label = i
+		}
+	}
+	return true
+}
+
+func oneOf(name string, names ...string) bool {
+	for _, n := range names {
+		if strings.EqualFold(name, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseCSV reads a data line of a CSV edge list.
+func (r *Reader) parseCSV(line []byte) (Record, bool, *LineError) {
+	if r.csvWidth > 0 {
+		f, n := r.split(line, true, r.csvWidth)
+		if n != r.csvWidth {
+			return Record{}, false, r.errorf("CSV line has %d fields, the header %d", n, r.csvWidth)
+		}
+		return r.edge(line, f, r.csvColumns)
+	}
+	f, n := r.split(line, true, 4)
+	switch n {
+	case 2:
+		return r.edge(line, f, pairColumns)
+	case 3:
+		return r.edge(line, f, timedColumns)
+	case 4:
+		return r.edge(line, f, signedColumns)
+	}
+	return Record{}, false, r.errorf("CSV line needs 2, 3 or 4 fields, got %d", n)
+}
+
+// maxUnixSeconds is the largest time in seconds whose milliseconds fit int64.
+const maxUnixSeconds = math.MaxInt64 / 1000
+
+// edge makes an insertion of the fields c picks from an edge list line.
+func (r *Reader) edge(line []byte, f []span, c columns) (Record, bool, *LineError) {
+	rec := Record{Op: graph.Insert, Line: r.line}
+	if c.time >= 0 {
+		t := field(line, f[c.time])
+		sec, ok := parseInt(t)
+		switch {
+		case ok && (sec > maxUnixSeconds || sec < -maxUnixSeconds):
+			return Record{}, false, r.errorf("unix time %s is out of range", quote(t))
+		case ok:
+			rec.Time = sec * 1000
+		case !c.anyTime:
+			return Record{}, false, r.errorf("time %s is not an integer of unix seconds", quote(t))
+		}
+	}
+	if f[c.src].start == f[c.src].end || f[c.dst].start == f[c.dst].end {
+		return Record{}, false, r.errorf("empty vertex id")
+	}
+	lo, hi := min(f[c.src].start, f[c.dst].start), max(f[c.src].end, f[c.dst].end)
+	if c.label >= 0 {
+		lo, hi = min(lo, f[c.label].start), max(hi, f[c.label].end)
+	}
+	s := string(line[lo:hi])
+	get := func(i int) string { return s[f[i].start-lo : f[i].end-lo] }
+	rec.Src, rec.Dst = get(c.src), get(c.dst)
+	if c.label >= 0 {
+		rec.Label = get(c.label)
+	}
+	return rec, true, nil
+}
+
+// parseUint parses an unsigned decimal integer. It takes bytes where
+// strconv takes a string, which would cost an allocation per field.
+func parseUint(b []byte) (uint64, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		d := uint64(c - '0')
+		if d > 9 || n > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	return n, true
+}
+
+// parseInt parses a signed decimal integer, like strconv.ParseInt(s, 10, 64).
+func parseInt(b []byte) (int64, bool) {
+	neg := false
+	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
+		neg = b[0] == '-'
+		b = b[1:]
+	}
+	u, ok := parseUint(b)
+	switch {
+	case !ok:
+		return 0, false
+	case neg && u <= 1<<63:
+		return int64(-u), true // two's complement: exact down to math.MinInt64
+	case !neg && u <= math.MaxInt64:
+		return int64(u), true
+	}
+	return 0, false
+}
+
+// clipLen bounds the input quoted in an error message, so that a megabyte
+// token cannot flood a log.
+const clipLen = 40
+
+// clip returns b, cut short at clipLen bytes, as a string.
+func clip(b []byte) string {
+	if len(b) > clipLen {
+		return string(b[:clipLen]) + "..."
+	}
+	return string(b)
+}
+
+// quote returns b as a Go string literal for an error message, cut short at
+// clipLen bytes.
+func quote(b []byte) string {
+	if len(b) > clipLen {
+		return strconv.Quote(string(b[:clipLen])) + "..."
+	}
+	return strconv.Quote(string(b))
+}
