@@ -49,10 +49,16 @@ func (g *Graph) Apply(batch []graph.Update) ([]graph.Change, []Reject, ApplyStat
 	}
 	st := ApplyStats{Updates: len(batch)}
 	var rejects []Reject
-	clear(g.norm)
+	if len(batch) > g.normHint {
+		// Sized once for the largest batch so far: growing the map while
+		// loading a graph cost a third of Apply in rehashing.
+		g.norm, g.normHint = make(map[edgeKey]int, len(batch)), len(batch)
+	} else {
+		clear(g.norm)
+	}
 	g.state = g.state[:0]
 	g.delta = g.delta[:0]
-	nv := len(g.vlabel)
+	nv := g.vertices
 
 	for i := range batch {
 		u := &batch[i]
@@ -66,8 +72,11 @@ func (g *Graph) Apply(batch []graph.Update) ([]graph.Change, []Reject, ApplyStat
 		}
 	}
 	st.Rejected = len(rejects)
-	st.Vertices = len(g.vlabel) - nv
+	st.Vertices = g.vertices - nv
 
+	if err := g.reserve(); err != nil {
+		return nil, nil, st, err
+	}
 	for i := range g.state {
 		s := &g.state[i]
 		switch {
@@ -77,9 +86,7 @@ func (g *Graph) Apply(batch []graph.Update) ([]graph.Change, []Reject, ApplyStat
 			}
 			continue
 		case s.now:
-			if err := g.insert(s.key); err != nil {
-				return nil, nil, st, err
-			}
+			g.insert(s.key)
 			st.Inserted++
 			g.edges++
 			g.delta = append(g.delta, graph.Change{Edge: graph.Edge{Src: s.key.a, Dst: s.key.b, Label: s.key.l}, Sign: graph.Positive})
@@ -90,6 +97,7 @@ func (g *Graph) Apply(batch []graph.Update) ([]graph.Change, []Reject, ApplyStat
 			g.delta = append(g.delta, graph.Change{Edge: graph.Edge{Src: s.key.a, Dst: s.key.b, Label: s.key.l}, Sign: graph.Negative})
 		}
 	}
+	o := g.Order()
 	for _, t := range g.touched {
 		l := g.listOf(t)
 		s := &g.slabs[l.slab]
@@ -97,7 +105,7 @@ func (g *Graph) Apply(batch []graph.Update) ([]graph.Change, []Reject, ApplyStat
 		if s.lbls != nil {
 			lb = s.lbls[l.off+l.app : l.off+l.n]
 		}
-		sortPart(s.ids[l.off+l.app:l.off+l.n], lb)
+		g.sortPart(o, s.ids[l.off+l.app:l.off+l.n], lb)
 	}
 	g.pending = true
 	return g.delta, rejects, st, nil
@@ -110,6 +118,9 @@ func (g *Graph) normalise(u *graph.Update, st *ApplyStats) error {
 	case graph.AddVertex:
 		if u.Src >= graph.MaxVertices {
 			return fmt.Errorf("%w: %d", errRange, u.Src)
+		}
+		if u.SrcLabel == graph.Wildcard {
+			return fmt.Errorf("%w: vertex %d: the wildcard is not a data label", errRange, u.Src)
 		}
 		return g.ensureVertex(u.Src, u.SrcLabel)
 	case graph.Insert, graph.Delete:
@@ -125,13 +136,16 @@ func (g *Graph) normalise(u *graph.Update, st *ApplyStats) error {
 	if u.Label >= graph.NoLabel {
 		return fmt.Errorf("%w: edge %d-%d has no concrete label", errRange, u.Src, u.Dst)
 	}
+	if u.SrcLabel == graph.Wildcard || u.DstLabel == graph.Wildcard {
+		return fmt.Errorf("%w: edge %d-%d: the wildcard is not a data label", errRange, u.Src, u.Dst)
+	}
 	// Check both labels before creating either vertex, so that a refused
 	// update leaves no trace.
 	for _, p := range [2]struct {
 		v graph.VertexID
 		l graph.Label
 	}{{u.Src, u.SrcLabel}, {u.Dst, u.DstLabel}} {
-		if int(p.v) < len(g.vlabel) && p.l != graph.NoLabel && g.vlabel[p.v] != p.l {
+		if g.exists(p.v) && p.l != graph.NoLabel && g.vlabel[p.v] != p.l {
 			return &LabelConflictError{Vertex: p.v, Have: g.vlabel[p.v], Got: p.l}
 		}
 	}
@@ -180,7 +194,7 @@ func (g *Graph) present(k edgeKey) bool {
 		return false
 	}
 	a := g.Out(k.a)
-	_, ok := search(a.Sorted, a.SortedLabels, k.b, k.l)
+	_, ok := g.Order().search(a.Sorted, a.SortedLabels, k.b, k.l)
 	return ok
 }
 
@@ -200,18 +214,50 @@ func (g *Graph) touch(v graph.VertexID, in bool) *list {
 	return l
 }
 
-func (g *Graph) insert(k edgeKey) error {
-	if err := g.appendEntry(g.touch(k.a, false), k.b, k.l); err != nil {
-		return err
+// reserve grows every list that the batch inserts into once, to its final
+// size rounded up to a power of two, instead of doubling it step by step:
+// loading a graph through Apply spent a quarter of its time in those copies.
+//
+// A new list gets exactly its batch's need rounded up, not the average degree
+// that DESIGN.md §4 suggests: on power-law graphs most vertices have degree 1
+// or 2, and starting them at the average would break the bound of at most
+// 100% capacity slack.
+func (g *Graph) reserve() error {
+	g.growing = g.growing[:0]
+	want := func(v graph.VertexID, in bool) {
+		l := g.listOf(touch{v, in})
+		if l.want == 0 {
+			g.growing = append(g.growing, touch{v, in})
+		}
+		l.want++
 	}
-	return g.appendEntry(g.touch(k.b, g.opts.Directed), k.a, k.l)
+	for i := range g.state {
+		if s := &g.state[i]; s.now && !s.before {
+			want(s.key.a, false)
+			want(s.key.b, g.opts.Directed)
+		}
+	}
+	for _, t := range g.growing {
+		l := g.listOf(t)
+		need := l.n + l.want
+		l.want = 0
+		if need > l.cap {
+			if err := g.growTo(l, roundCap(need)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
-func (g *Graph) appendEntry(l *list, id uint32, label graph.Label) error {
+func (g *Graph) insert(k edgeKey) {
+	g.appendEntry(g.touch(k.a, false), k.b, k.l)
+	g.appendEntry(g.touch(k.b, g.opts.Directed), k.a, k.l)
+}
+
+func (g *Graph) appendEntry(l *list, id uint32, label graph.Label) {
 	if l.n == l.cap {
-		if err := g.grow(l); err != nil {
-			return err
-		}
+		panic("BUG: dyngraph appending to a list that reserve did not grow")
 	}
 	s := &g.slabs[l.slab]
 	s.ids[l.off+l.n] = id
@@ -219,8 +265,6 @@ func (g *Graph) appendEntry(l *list, id uint32, label graph.Label) error {
 		s.lbls[l.off+l.n] = label
 	}
 	l.n++
-	g.totalEntries++
-	return nil
 }
 
 func (g *Graph) remove(k edgeKey) {
@@ -230,7 +274,7 @@ func (g *Graph) remove(k edgeKey) {
 
 func (g *Graph) tombstone(l *list, id uint32, label graph.Label) {
 	a := g.adj(l)
-	i, ok := search(a.Sorted, a.SortedLabels, id, label)
+	i, ok := g.Order().search(a.Sorted, a.SortedLabels, id, label)
 	if !ok || a.Sorted[i]&Tombstone != 0 {
 		panic("BUG: dyngraph deleting an edge that is not in the sorted part")
 	}
@@ -239,9 +283,14 @@ func (g *Graph) tombstone(l *list, id uint32, label graph.Label) {
 }
 
 // Reorganize ends the pending batch: each touched list drops its tombstones
-// and merges its appended part into the sorted part (linear in the list), and
-// a list left at a quarter of its capacity or less moves to a smaller chunk,
-// which keeps capacity slack under 100% when lists shrink.
+// and merges its appended part into the sorted part (linear in the list).
+//
+// A list left at a quarter of its capacity or less moves to a chunk of its
+// length rounded up to a power of two, so its slack is back under 100%. The
+// quarter, rather than a half, is hysteresis: a list that shrinks and grows
+// around a power of two would otherwise be copied on every batch. Between
+// the two points a shrinking list may hold up to 300% slack; Stats reports
+// the real figure.
 func (g *Graph) Reorganize() {
 	if !g.pending {
 		return
@@ -263,6 +312,7 @@ func (g *Graph) merge(l *list) {
 	sorted, app := ids[:l.app], ids[l.app:]
 	g.scratch = g.scratch[:0]
 	g.lscr = g.lscr[:0]
+	o := g.Order()
 	i, j := 0, 0
 	for i < len(sorted) || j < len(app) {
 		if i < len(sorted) && sorted[i]&Tombstone != 0 {
@@ -270,7 +320,7 @@ func (g *Graph) merge(l *list) {
 			continue
 		}
 		takeSorted := j == len(app) ||
-			(i < len(sorted) && (sorted[i] < app[j] || (sorted[i] == app[j] && lbls != nil && lbls[i] < lbls[l.app+uint32(j)])))
+			(i < len(sorted) && o.less(sorted[i], labelOr(lbls, i), app[j], labelOr(lbls, int(l.app)+j)))
 		if takeSorted {
 			g.scratch = append(g.scratch, sorted[i])
 			if lbls != nil {
@@ -286,11 +336,15 @@ func (g *Graph) merge(l *list) {
 		}
 	}
 	n := uint32(len(g.scratch))
-	g.totalEntries -= int64(l.tomb)
-	if l.cap > 4 && n <= l.cap/4 {
-		if nl, err := g.alloc(roundCap(n) * 2); err == nil {
+	switch {
+	case n == 0:
+		g.release(l)
+		*l = list{}
+		return
+	case n <= l.cap/4:
+		if nl, err := g.alloc(roundCap(n)); err == nil {
 			g.release(l)
-			l.slab, l.off, l.cap = nl.slab, nl.off, roundCap(n)*2
+			l.slab, l.off, l.cap = nl.slab, nl.off, roundCap(n)
 			s = &g.slabs[l.slab]
 		}
 		// On allocation failure the list simply keeps its larger chunk.
@@ -300,4 +354,11 @@ func (g *Graph) merge(l *list) {
 		copy(s.lbls[l.off:l.off+n], g.lscr)
 	}
 	l.n, l.app, l.tomb = n, n, 0
+}
+
+func labelOr(lbls []uint32, i int) graph.Label {
+	if lbls == nil {
+		return 0
+	}
+	return lbls[i]
 }

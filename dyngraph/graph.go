@@ -26,8 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"slices"
-	"sort"
 
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/internal/hostmem"
@@ -84,6 +82,7 @@ type list struct {
 	app  uint32 // start of the appended part; n when there is none
 	cap  uint32 // allocated entries: zero or a power of two
 	tomb uint32 // tombstones in the sorted part
+	want uint32 // insertions reserved by the batch being applied
 }
 
 type slab struct {
@@ -105,21 +104,30 @@ type Graph struct {
 	slabs []slab
 	free  [32][]loc // free chunks by log2 of their size
 
+	// oneVLabel holds while every vertex has the same label, firstVLabel;
+	// see Order.
+	oneVLabel   bool
+	firstVLabel graph.Label
+	born        []uint64 // bitset: ids that an update has mentioned
+	vertices    int      // born vertices
+
 	// Edge labels: while multiLabel is false every edge carries edgeLabel and
 	// no label arrays exist.
-	multiLabel   bool
-	haveLabel    bool
-	edgeLabel    graph.Label
-	edges        int64
-	totalEntries int64 // sum of list lengths, for the average-degree start capacity
+	multiLabel bool
+	haveLabel  bool
+	edgeLabel  graph.Label
+	edges      int64
 
-	pending bool
-	touched []touch // lists with tombstones or appended entries
-	delta   []graph.Change
-	norm    map[edgeKey]int // index into normState during Apply
-	state   []normState
-	scratch []uint32 // Reorganize merge buffer
-	lscr    []uint32
+	pending  bool
+	touched  []touch // lists with tombstones or appended entries
+	growing  []touch // lists the batch inserts into
+	delta    []graph.Change
+	norm     map[edgeKey]int // index into state during Apply
+	normHint int             // the size norm was made for
+	state    []normState
+	pairs    pairs    // sortPart's sorter, kept to avoid an allocation
+	scratch  []uint32 // Reorganize merge buffer
+	lscr     []uint32
 }
 
 type loc struct{ slab, off uint32 }
@@ -134,7 +142,7 @@ func New(opts Options) (*Graph, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	return &Graph{opts: opts, norm: make(map[edgeKey]int)}, nil
+	return &Graph{opts: opts, norm: make(map[edgeKey]int), oneVLabel: true}, nil
 }
 
 // Close returns the arenas to the allocator. The graph is unusable after.
@@ -153,7 +161,8 @@ func (g *Graph) Close() error {
 // Directed reports whether the graph is directed.
 func (g *Graph) Directed() bool { return g.opts.Directed }
 
-// NumVertices is one more than the largest vertex id seen.
+// NumVertices is one more than the largest vertex id seen: the size of the
+// vertex table. Ids never mentioned in between are rows without edges.
 func (g *Graph) NumVertices() int { return len(g.vlabel) }
 
 // NumEdges is the number of present edges (after the pending batch).
@@ -244,28 +253,46 @@ func (g *Graph) MaxDegree() int {
 
 // ensureVertex makes v exist, with label l (or the default when l is
 // NoLabel), and reports a conflict when v exists with another label.
+//
+// Ids below v that were never mentioned get table rows too, but they are not
+// born: their first mention still sets their label.
 func (g *Graph) ensureVertex(v graph.VertexID, l graph.Label) error {
 	if v >= graph.MaxVertices {
 		return fmt.Errorf("vertex id %d out of range", v)
 	}
-	if int(v) < len(g.vlabel) {
+	if g.exists(v) {
 		if l != graph.NoLabel && g.vlabel[v] != l {
 			return &LabelConflictError{Vertex: v, Have: g.vlabel[v], Got: l}
 		}
 		return nil
 	}
-	n := int(v) + 1
-	for len(g.vlabel) < n {
+	for len(g.vlabel) <= int(v) {
 		g.vlabel = append(g.vlabel, g.opts.DefaultVertexLabel)
 		g.out = append(g.out, list{})
 		if g.opts.Directed {
 			g.in = append(g.in, list{})
 		}
+		if len(g.vlabel)%64 == 1 {
+			g.born = append(g.born, 0)
+		}
 	}
-	if l != graph.NoLabel {
-		g.vlabel[v] = l
+	if l == graph.NoLabel {
+		l = g.opts.DefaultVertexLabel
+	}
+	g.vlabel[v] = l
+	g.born[v/64] |= 1 << (v % 64)
+	g.vertices++
+	if g.vertices == 1 {
+		g.firstVLabel = l
+	} else if l != g.firstVLabel {
+		g.oneVLabel = false
 	}
 	return nil
+}
+
+// exists reports whether v has been mentioned by an update.
+func (g *Graph) exists(v graph.VertexID) bool {
+	return int(v) < len(g.vlabel) && g.born[v/64]&(1<<(v%64)) != 0
 }
 
 // LabelConflictError is an update that gives an existing vertex another label.
@@ -294,9 +321,10 @@ func (g *Graph) AddVertex(v graph.VertexID, l graph.Label) error {
 func log2(n uint32) int { return bits.Len32(n) - 1 }
 
 // roundCap returns the capacity class for n entries: a power of two, at least 4.
+// roundCap returns the capacity class for n entries: the next power of two.
 func roundCap(n uint32) uint32 {
-	if n <= 4 {
-		return 4
+	if n <= 1 {
+		return 1
 	}
 	return 1 << bits.Len32(n-1)
 }
@@ -338,7 +366,7 @@ func (g *Graph) alloc(c uint32) (loc, error) {
 func (g *Graph) retireTail(i int) {
 	s := &g.slabs[i]
 	rest := uint32(len(s.ids)) - s.used
-	for rest >= 4 {
+	for rest > 0 {
 		c := uint32(1) << log2(rest)
 		// Chunks must be aligned to their size only for tidiness; the
 		// allocator never requires it, so carve the largest first.
@@ -392,19 +420,8 @@ func (g *Graph) noteEdgeLabel(l graph.Label) error {
 	return nil
 }
 
-// grow makes room for one more entry in l, doubling its capacity. A list that
-// has never held anything starts at the average degree.
-func (g *Graph) grow(l *list) error {
-	var c uint32
-	if l.cap == 0 {
-		avg := uint32(1)
-		if len(g.vlabel) > 0 {
-			avg = uint32(g.totalEntries / int64(len(g.vlabel)))
-		}
-		c = roundCap(max(avg, 1))
-	} else {
-		c = l.cap * 2
-	}
+// growTo moves l to a chunk of c entries, a capacity class above its length.
+func (g *Graph) growTo(l *list, c uint32) error {
 	nl, err := g.alloc(c)
 	if err != nil {
 		return fmt.Errorf("dyngraph: growing a list to %d entries: %w", c, err)
@@ -442,7 +459,7 @@ type Stats struct {
 
 // Stats returns the current sizes.
 func (g *Graph) Stats() Stats {
-	st := Stats{Vertices: len(g.vlabel), Edges: g.edges, Slabs: len(g.slabs), MultiLabel: g.multiLabel, Allocator: g.opts.Alloc.Name()}
+	st := Stats{Vertices: g.vertices, Edges: g.edges, Slabs: len(g.slabs), MultiLabel: g.multiLabel, Allocator: g.opts.Alloc.Name()}
 	for _, ls := range [][]list{g.out, g.in} {
 		for i := range ls {
 			st.Entries += int64(ls[i].n)
@@ -452,7 +469,7 @@ func (g *Graph) Stats() Stats {
 	for _, s := range g.slabs {
 		st.ArenaBytes += int64(len(s.raw) + len(s.lblRaw))
 	}
-	const listBytes = 24
+	const listBytes = 28
 	st.TableBytes = int64(len(g.vlabel))*4 + int64(len(g.out)+len(g.in))*listBytes
 	return st
 }
@@ -462,66 +479,13 @@ func (g *Graph) HasEdge(src, dst graph.VertexID, label graph.Label) bool {
 	if int(src) >= len(g.vlabel) || int(dst) >= len(g.vlabel) {
 		return false
 	}
-	a := g.Out(src)
-	if i, ok := search(a.Sorted, a.SortedLabels, dst, label); ok && a.Sorted[i]&Tombstone == 0 {
+	if !g.multiLabel && (!g.haveLabel || label != g.edgeLabel) {
+		return false // without label arrays, the search below sees ids only
+	}
+	a, o := g.Out(src), g.Order()
+	if i, ok := o.search(a.Sorted, a.SortedLabels, dst, label); ok && a.Sorted[i]&Tombstone == 0 {
 		return true
 	}
-	_, ok := search(a.Appended, a.AppendedLabels, dst, label)
+	_, ok := o.search(a.Appended, a.AppendedLabels, dst, label)
 	return ok
-}
-
-// search finds (id, label) in a list part sorted by (id, label), ignoring the
-// tombstone bit. lbls is nil for a single-label graph, where only id counts.
-func search(ids []uint32, lbls []graph.Label, id uint32, label graph.Label) (int, bool) {
-	lo, hi := 0, len(ids)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		x := ids[m] & IDMask
-		if x < id || (x == id && lbls != nil && lbls[m] < label) {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo < len(ids) && ids[lo]&IDMask == id && (lbls == nil || lbls[lo] == label) {
-		return lo, true
-	}
-	return lo, false
-}
-
-// Search is the exported form of search, for matchers: it returns the index
-// of the first entry of part whose id is at least id (tombstone bit ignored)
-// and whether that entry has exactly this id.
-func Search(part []uint32, id uint32) (int, bool) {
-	lo, hi := 0, len(part)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if part[m]&IDMask < id {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo, lo < len(part) && part[lo]&IDMask == id
-}
-
-// sortPart sorts a list part by (id, label).
-func sortPart(ids []uint32, lbls []graph.Label) {
-	if lbls == nil {
-		slices.Sort(ids)
-		return
-	}
-	sort.Sort(pairs{ids, lbls})
-}
-
-// pairs sorts parallel id and label arrays together.
-type pairs struct{ ids, lbls []uint32 }
-
-func (p pairs) Len() int { return len(p.ids) }
-func (p pairs) Less(i, j int) bool {
-	return p.ids[i] < p.ids[j] || (p.ids[i] == p.ids[j] && p.lbls[i] < p.lbls[j])
-}
-func (p pairs) Swap(i, j int) {
-	p.ids[i], p.ids[j] = p.ids[j], p.ids[i]
-	p.lbls[i], p.lbls[j] = p.lbls[j], p.lbls[i]
 }

@@ -35,7 +35,7 @@ func (c *CPU) walkers(g *dyngraph.Graph, mode Mode, sink Sink) []*walker {
 	}
 	ws := c.pool[:n]
 	for _, w := range ws {
-		w.g, w.vl, w.multi = g, g.VertexLabels(), g.MultiLabel()
+		w.g, w.vl, w.multi, w.ord = g, g.VertexLabels(), g.MultiLabel(), g.Order()
 		w.mode, w.sink, w.allowed = mode, sink, nil
 	}
 	return ws
@@ -185,7 +185,7 @@ func (w *walker) flipsHere(e query.QEdge, ch *graph.Change, x, y graph.VertexID)
 	}
 	var inOld, inNew bool
 	for k := 0; k < n; k++ {
-		o, nw := probe(&lists[k], y, e.Label)
+		o, nw := probe(w.ord, &lists[k], y, e.Label)
 		inOld, inNew = inOld || o, inNew || nw
 	}
 	if (ch.Sign > 0 && inOld) || (ch.Sign < 0 && inNew) {
@@ -200,7 +200,7 @@ func (w *walker) flipsHere(e query.QEdge, ch *graph.Change, x, y graph.VertexID)
 	for k := 0; k < n; k++ {
 		a := &lists[k]
 		if ch.Sign > 0 {
-			i, _ := dyngraph.Search(a.Appended, y)
+			i, _ := w.ord.Search(a.Appended, y)
 			for ; i < len(a.Appended) && a.Appended[i] == y; i++ {
 				l := labelAt(a.AppendedLabels, i, ch.Label)
 				if e.Label == graph.Wildcard || l == e.Label {
@@ -208,7 +208,7 @@ func (w *walker) flipsHere(e query.QEdge, ch *graph.Change, x, y graph.VertexID)
 				}
 			}
 		} else {
-			i, _ := dyngraph.Search(a.Sorted, y)
+			i, _ := w.ord.Search(a.Sorted, y)
 			for ; i < len(a.Sorted) && a.Sorted[i]&dyngraph.IDMask == y; i++ {
 				if a.Sorted[i]&dyngraph.Tombstone == 0 {
 					continue

@@ -36,10 +36,10 @@ func termView(j, i int, sign graph.Sign) view {
 //
 // Entries of one neighbour are adjacent (lists are sorted by id, then label),
 // so a multi-label run is scanned after one binary search.
-func probe(a *dyngraph.Adj, w uint32, label graph.Label) (inOld, inNew bool) {
+func probe(o dyngraph.Order, a *dyngraph.Adj, w uint32, label graph.Label) (inOld, inNew bool) {
 	s := a.Sorted
 	if len(s) > 0 {
-		i, _ := dyngraph.Search(s, w)
+		i, _ := o.Search(s, w)
 		for ; i < len(s) && s[i]&dyngraph.IDMask == w; i++ {
 			if a.SortedLabels != nil && label != graph.Wildcard && a.SortedLabels[i] != label {
 				continue
@@ -52,7 +52,7 @@ func probe(a *dyngraph.Adj, w uint32, label graph.Label) (inOld, inNew bool) {
 	}
 	if !inNew && len(a.Appended) > 0 {
 		ap := a.Appended
-		j, _ := dyngraph.Search(ap, w)
+		j, _ := o.Search(ap, w)
 		for ; j < len(ap) && ap[j] == w; j++ {
 			if a.AppendedLabels == nil || label == graph.Wildcard || a.AppendedLabels[j] == label {
 				inNew = true

@@ -16,6 +16,7 @@ type walker struct {
 	id    int
 	g     *dyngraph.Graph
 	vl    []graph.Label
+	ord   dyngraph.Order
 	multi bool
 
 	mode Mode
@@ -83,7 +84,7 @@ func (w *walker) check(d, i int, v uint32) bool {
 	c := &w.plan.Levels[d].Cons[i]
 	var inOld, inNew bool
 	for k := 0; k < w.nadj[i]; k++ {
-		o, n := probe(&w.adj[i][k], v, c.Label)
+		o, n := probe(w.ord, &w.adj[i][k], v, c.Label)
 		inOld, inNew = inOld || o, inNew || n
 	}
 	return holds(w.views[d][i], inOld, inNew)
@@ -152,20 +153,43 @@ func (w *walker) emit() {
 }
 
 // countLast counts the candidates of the last level without enumerating
-// them. With a single constraint, no vertex label and no other filter, the
-// count is the size of the list's view less the matched vertices in it.
+// them. With a single constraint and no filter beyond the vertex label, the
+// count is the size of the label's range of the list in the constraint's
+// view, less the matched vertices in it.
 func (w *walker) countLast(d int) int64 {
 	lv := &w.plan.Levels[d]
-	if len(lv.Cons) == 1 && !w.multi && w.nadj[0] == 1 && lv.Label == graph.Wildcard &&
+	if len(lv.Cons) == 1 && !w.multi && w.nadj[0] == 1 &&
 		len(lv.Above) == 0 && len(lv.Below) == 0 && w.allowed == nil {
 		a := &w.adj[0][0]
-		n := int64(viewSize(a, w.views[d][0]))
+		vw := w.views[d][0]
+		var n int
+		if lv.Label == graph.Wildcard {
+			n = viewSize(a, vw)
+		} else {
+			lo, hi := w.ord.Range(a.Sorted, lv.Label)
+			n = hi - lo
+			if vw != viewOld && a.Tombstones > 0 {
+				for _, e := range a.Sorted[lo:hi] {
+					if e&dyngraph.Tombstone != 0 {
+						n--
+					}
+				}
+			}
+			if vw == viewNew {
+				lo, hi := w.ord.Range(a.Appended, lv.Label)
+				n += hi - lo
+			}
+		}
 		for k := 0; k < d; k++ {
-			if o, nw := probe(a, w.m[k], graph.Wildcard); holds(w.views[d][0], o, nw) {
+			v := w.m[k]
+			if lv.Label != graph.Wildcard && w.vl[v] != lv.Label {
+				continue
+			}
+			if o, nw := probe(w.ord, a, v, graph.Wildcard); holds(vw, o, nw) {
 				n--
 			}
 		}
-		return n
+		return int64(n)
 	}
 	buf := w.candidates(d, w.cand[d][:0])
 	w.cand[d] = buf
@@ -207,33 +231,36 @@ func (w *walker) accept(d, drv int, v uint32, checkDriver bool) bool {
 	return true
 }
 
-// driveSimple walks the driver's entries in its view; each entry is itself
-// proof that the driver constraint holds.
+// driveSimple walks the driver's entries in its view, within the range of
+// the level's vertex label; each entry is itself proof that the driver
+// constraint holds.
 func (w *walker) driveSimple(d, drv int, dst []graph.VertexID) []graph.VertexID {
-	c := &w.plan.Levels[d].Cons[drv]
+	lv := &w.plan.Levels[d]
+	c := &lv.Cons[drv]
 	a := &w.adj[drv][0]
 	vw := w.views[d][drv]
-	lbl := a.SortedLabels
-	for i, e := range a.Sorted {
-		if e&dyngraph.Tombstone != 0 && vw != viewOld {
+	dst = w.driveRange(d, drv, a.Sorted, a.SortedLabels, c.Label, vw == viewOld, dst)
+	if vw == viewNew {
+		dst = w.driveRange(d, drv, a.Appended, a.AppendedLabels, c.Label, false, dst)
+	}
+	return dst
+}
+
+func (w *walker) driveRange(d, drv int, part []uint32, lbls []graph.Label, elabel graph.Label, tombstones bool, dst []graph.VertexID) []graph.VertexID {
+	lo, hi := 0, len(part)
+	if l := w.plan.Levels[d].Label; l != graph.Wildcard {
+		lo, hi = w.ord.Range(part, l)
+	}
+	for i := lo; i < hi; i++ {
+		e := part[i]
+		if e&dyngraph.Tombstone != 0 && !tombstones {
 			continue
 		}
-		if lbl != nil && c.Label != graph.Wildcard && lbl[i] != c.Label {
+		if lbls != nil && elabel != graph.Wildcard && lbls[i] != elabel {
 			continue
 		}
 		if v := e & dyngraph.IDMask; w.accept(d, drv, v, false) {
 			dst = append(dst, v)
-		}
-	}
-	if vw == viewNew {
-		lbl = a.AppendedLabels
-		for i, v := range a.Appended {
-			if lbl != nil && c.Label != graph.Wildcard && lbl[i] != c.Label {
-				continue
-			}
-			if w.accept(d, drv, v, false) {
-				dst = append(dst, v)
-			}
 		}
 	}
 	return dst

@@ -1,0 +1,15 @@
+// Package bench generates the workloads that gcsm is measured on, and will
+// run the harness that measures it.
+//
+// The generators are deterministic for a seed, so that a figure can be
+// reproduced and two configurations compared on the same input:
+//
+//   - RMAT streams power-law graphs with Zipf-skewed vertex labels, the
+//     synthetic graphs of DESIGN.md §11, without holding the graph in memory.
+//   - SplitStream turns a static edge list into an initial graph and an
+//     update stream, following the CSM literature's protocol.
+//   - Transfers produces a labeled money-transfer stream with planted rings
+//     and fan-ins, for demonstrations that must find matches.
+//   - Shapes and RandomWalkQuery give the benchmark queries as Cypher-style
+//     patterns.
+package bench

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/query"
+)
+
+// session is what the file-driven commands share: a graph and the
+// dictionaries that name its vertices and labels.
+type session struct {
+	labels   *graph.Dict
+	ids      *graph.IDs
+	g        *dyngraph.Graph
+	resolver *ingest.Resolver
+	skipBad  bool
+	skipped  int // bad lines and refused updates skipped under --skip-bad
+}
+
+func newSession(directed, skipBad bool) (*session, error) {
+	s := &session{labels: graph.NewDict(), ids: graph.NewIDs(), skipBad: skipBad}
+	opts := dyngraph.DefaultOptions()
+	opts.Directed = directed
+	// Unlabelled vertices (SNAP files) get the CSM files' first label, "0".
+	opts.DefaultVertexLabel = s.labels.Intern("0")
+	g, err := dyngraph.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	s.g = g
+	s.resolver = &ingest.Resolver{IDs: s.ids, Labels: s.labels, DefaultEdgeLabel: "0"}
+	return s, nil
+}
+
+// stream is a file's updates with the line each came from, for errors.
+type stream struct {
+	file    string
+	updates []graph.Update
+	lines   []int
+}
+
+// read parses a whole file of graph or stream records. Malformed lines and
+// records that Resolve refuses stop the read with an error naming file and
+// line, or are counted and skipped under --skip-bad.
+func (s *session) read(path string) (*stream, error) {
+	r, c, err := ingest.Open(path, ingest.Options{SkipBad: s.skipBad})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	st := &stream{file: path}
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		u, err := s.resolver.Resolve(rec)
+		if err != nil {
+			var le *ingest.LineError
+			if errors.As(err, &le) {
+				le.File = path
+			}
+			if s.skipBad {
+				s.skipped++
+				continue
+			}
+			return nil, err
+		}
+		st.updates = append(st.updates, u)
+		st.lines = append(st.lines, rec.Line)
+	}
+	s.skipped += r.Skipped()
+	return st, nil
+}
+
+// apply applies updates[lo:hi] of st as one batch. Updates the graph refuses
+// (label conflicts) are an error naming their line, or skipped under
+// --skip-bad.
+func (s *session) apply(st *stream, lo, hi int) ([]graph.Change, error) {
+	delta, rejects, _, err := s.g.Apply(st.updates[lo:hi])
+	if err != nil {
+		return nil, err
+	}
+	if len(rejects) > 0 {
+		if !s.skipBad {
+			rj := rejects[0]
+			s.g.Reorganize()
+			return nil, fmt.Errorf("%s:%d: %v", st.file, st.lines[lo+rj.Index], s.describeReject(rj.Err))
+		}
+		s.skipped += len(rejects)
+	}
+	return delta, nil
+}
+
+func (s *session) describeReject(err error) string {
+	var lc *dyngraph.LabelConflictError
+	if errors.As(err, &lc) {
+		return fmt.Sprintf("label conflict: vertex %s has label %s, this line says %s",
+			s.ids.Name(lc.Vertex), s.labels.Name(lc.Have), s.labels.Name(lc.Got))
+	}
+	return err.Error()
+}
+
+// loadBatch is how many records of a data graph file go into one Apply; it
+// bounds the normalisation map, not the graph.
+const loadBatch = 1 << 16
+
+// loadGraph reads a data graph file into the session's graph.
+func (s *session) loadGraph(path string) error {
+	st, err := s.read(path)
+	if err != nil {
+		return err
+	}
+	for lo := 0; lo < len(st.updates); lo += loadBatch {
+		hi := min(lo+loadBatch, len(st.updates))
+		if _, err := s.apply(st, lo, hi); err != nil {
+			return err
+		}
+		s.g.Reorganize()
+	}
+	return nil
+}
+
+// loadQueries compiles each -q argument: a file (CSM or Cypher-style), an
+// inline Cypher-style pattern, or NAME=PATTERN.
+func loadQueries(specs []string, labels *graph.Dict, directed bool, sem query.Semantics) ([]*query.Query, error) {
+	if len(specs) == 0 {
+		return nil, errors.New("no query: give at least one -q")
+	}
+	var qs []*query.Query
+	names := map[string]bool{}
+	for i, spec := range specs {
+		p, err := parseQuerySpec(spec, i)
+		if err != nil {
+			return nil, err
+		}
+		if names[p.Name] {
+			return nil, fmt.Errorf("two queries are named %q", p.Name)
+		}
+		names[p.Name] = true
+		q, err := query.Compile(p, labels, directed, sem)
+		if err != nil {
+			return nil, err
+		}
+		qs = append(qs, q)
+	}
+	return qs, nil
+}
+
+func parseQuerySpec(spec string, i int) (*query.Pattern, error) {
+	if fi, err := os.Stat(spec); err == nil && !fi.IsDir() {
+		return query.ParseFile(spec)
+	}
+	name, text := fmt.Sprintf("q%d", i+1), spec
+	if k := strings.Index(spec, "="); k > 0 && !strings.ContainsAny(spec[:k], "()[]-") {
+		name, text = spec[:k], spec[k+1:]
+	}
+	t := strings.TrimSpace(text)
+	if !strings.HasPrefix(t, "(") && !strings.HasPrefix(strings.ToUpper(t), "MATCH") {
+		if filepath.Ext(spec) != "" || strings.ContainsRune(spec, '/') {
+			return nil, fmt.Errorf("query file %s: no such file", spec)
+		}
+	}
+	return query.Parse(name, text)
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/incremental"
+	"github.com/gcsm/gcsm/query"
+)
+
+func runMatch(args []string, stdout, stderr io.Writer) error {
+	var (
+		data                                        string
+		queries                                     queryFlags
+		semantics                                   string
+		countOnly, emit, jsonOut, directed, skipBad bool
+		workers                                     int
+	)
+	fs := flag.NewFlagSet("match", flag.ContinueOnError)
+	fs.StringVar(&data, "d", "", "data graph `file` (CSM, SNAP or JSON lines)")
+	fs.Var(&queries, "q", "query: a CSM or Cypher-style `file`, an inline pattern, or NAME=PATTERN (repeatable)")
+	fs.StringVar(&semantics, "semantics", "embeddings", "embeddings (every injective map, the peers' counts) or instances (each subgraph once)")
+	fs.BoolVar(&countOnly, "count-only", false, "count matches without enumerating the last query vertex")
+	fs.BoolVar(&emit, "emit", false, "print every match as a line: QUERY v1 v2 ... (query vertex order)")
+	fs.BoolVar(&jsonOut, "json", false, "end stdout with one JSON summary line")
+	fs.BoolVar(&directed, "directed", false, "treat the graph as directed")
+	fs.BoolVar(&skipBad, "skip-bad", false, "count and skip malformed lines instead of failing")
+	fs.IntVar(&workers, "workers", 0, "matching goroutines; 0 uses every core")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if data == "" {
+		fmt.Fprintln(stderr, "gcsm match: need -d DATA")
+		return errUsage
+	}
+	if countOnly && emit {
+		return fmt.Errorf("--emit lists matches, which --count-only does not enumerate; give one of them")
+	}
+	sem, err := query.ParseSemantics(semantics)
+	if err != nil {
+		return err
+	}
+	s, err := newSession(directed, skipBad)
+	if err != nil {
+		return err
+	}
+	defer s.g.Close()
+	if err := s.loadGraph(data); err != nil {
+		return err
+	}
+	qs, err := loadQueries(queries, s.labels, directed, sem)
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriter(stdout)
+	defer out.Flush()
+	mode, sink := incremental.Count, incremental.Sink(nil)
+	if !countOnly {
+		var mu sync.Mutex
+		mode = incremental.Enumerate
+		sink = func(_, qi int, _ graph.Sign, m []graph.VertexID) {
+			if !emit {
+				return
+			}
+			var b strings.Builder
+			b.WriteString(qs[qi].Name)
+			for _, v := range m {
+				b.WriteByte(' ')
+				b.WriteString(s.ids.Name(v))
+			}
+			b.WriteByte('\n')
+			mu.Lock()
+			out.WriteString(b.String())
+			mu.Unlock()
+		}
+	}
+	cpu := incremental.CPU{Workers: workers}
+	t0 := time.Now()
+	counts, err := cpu.Static(s.g, qs, mode, sink)
+	if err != nil {
+		return err
+	}
+	secs := time.Since(t0).Seconds()
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "query\tmatches")
+	for i, q := range qs {
+		fmt.Fprintf(tw, "%s\t%d\n", q.Name, counts[i])
+	}
+	tw.Flush()
+	fmt.Fprintf(out, "time: %.3fs\n", secs)
+	if !jsonOut {
+		return nil
+	}
+	type jq struct {
+		Name    string `json:"name"`
+		Matches int64  `json:"matches"`
+	}
+	res := struct {
+		Queries []jq    `json:"queries"`
+		Seconds float64 `json:"seconds"`
+	}{Seconds: secs}
+	for i, q := range qs {
+		res.Queries = append(res.Queries, jq{q.Name, counts[i]})
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	out.Write(append(b, '\n'))
+	return nil
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// progress draws a bar on a terminal. It stays silent for the first second,
+// so short runs print nothing, and when w is not a terminal (a pipe, a CI
+// log), where carriage returns would leave a mess.
+type progress struct {
+	w         io.Writer
+	total     int
+	start     time.Time
+	last      time.Time
+	on, drawn bool
+}
+
+func newProgress(w io.Writer, total int, enabled bool) *progress {
+	p := &progress{w: w, total: total, start: time.Now()}
+	if f, ok := w.(*os.File); ok && enabled && total > 0 {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			p.on = true
+		}
+	}
+	return p
+}
+
+func (p *progress) set(n int) {
+	if !p.on {
+		return
+	}
+	now := time.Now()
+	if now.Sub(p.start) < time.Second || now.Sub(p.last) < 100*time.Millisecond {
+		return
+	}
+	p.last, p.drawn = now, true
+	const width = 30
+	frac := float64(n) / float64(p.total)
+	fill := int(frac * width)
+	rate := float64(n) / now.Sub(p.start).Seconds()
+	fmt.Fprintf(p.w, "\r[%s%s] %3.0f%% %d/%d updates, %.0f/s ", strings.Repeat("=", fill), strings.Repeat(" ", width-fill), frac*100, n, p.total, rate)
+}
+
+func (p *progress) done() {
+	if p.drawn {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}

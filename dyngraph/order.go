@@ -1,0 +1,140 @@
+package dyngraph
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/gcsm/gcsm/graph"
+)
+
+// Order is the order of every neighbour list: by the neighbour's vertex
+// label, then its id (then the edge label on multi-label graphs).
+//
+// Sorting by label first puts all neighbours of one label in one contiguous
+// range, so a query vertex with a label reads only its range instead of
+// filtering the whole list, and the last query vertex is counted from the
+// range's size. On the human/HybridFlow suite (44 labels) that cut matching
+// time by about 5x compared with lists sorted by id alone. Intersections
+// still work as on id-sorted lists, with the composite key in place of the id.
+//
+// Vertex labels never change once a vertex exists (a conflicting label is
+// refused), so the order of a list never goes stale. While the graph has a
+// single vertex label the key is the id and no label is looked up; when a
+// second label arrives, existing lists (all of the first label) are already
+// in key order.
+type Order struct {
+	vl  []graph.Label
+	one bool
+}
+
+// Order returns the comparator of the graph's lists. It is valid until the
+// next Apply, which may add vertices.
+func (g *Graph) Order() Order { return Order{vl: g.vlabel, one: g.oneVLabel} }
+
+// Key is the sort key of neighbour w (tombstone bit excluded).
+func (o Order) Key(w uint32) uint64 {
+	if o.one {
+		return uint64(w)
+	}
+	return uint64(o.vl[w])<<32 | uint64(w)
+}
+
+// Search returns the index of the first entry of part whose key is at least
+// w's (tombstone bits ignored) and whether that entry is w.
+func (o Order) Search(part []uint32, w uint32) (int, bool) {
+	k := o.Key(w)
+	lo, hi := 0, len(part)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if o.Key(part[m]&IDMask) < k {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < len(part) && part[lo]&IDMask == w
+}
+
+// Range returns the half-open index range of the entries of part whose
+// vertex label is l.
+func (o Order) Range(part []uint32, l graph.Label) (lo, hi int) {
+	if o.one {
+		if len(part) > 0 && o.vl[part[0]&IDMask] != l {
+			return 0, 0
+		}
+		return 0, len(part)
+	}
+	first := func(k uint64) int {
+		lo, hi := 0, len(part)
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if o.Key(part[m]&IDMask) < k {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		return lo
+	}
+	return first(uint64(l) << 32), first(uint64(l+1) << 32)
+}
+
+// search finds (id, label) in a list part sorted in list order, ignoring the
+// tombstone bit. lbls is nil for a single-label graph, where only id counts.
+func (o Order) search(ids []uint32, lbls []graph.Label, id uint32, label graph.Label) (int, bool) {
+	i, _ := o.Search(ids, id)
+	if lbls != nil {
+		for i < len(ids) && ids[i]&IDMask == id && lbls[i] < label {
+			i++
+		}
+	}
+	if i < len(ids) && ids[i]&IDMask == id && (lbls == nil || lbls[i] == label) {
+		return i, true
+	}
+	return i, false
+}
+
+// less compares two entries with their edge labels (nil lbls: ids only).
+func (o Order) less(a uint32, la graph.Label, b uint32, lb graph.Label) bool {
+	ka, kb := o.Key(a&IDMask), o.Key(b&IDMask)
+	return ka < kb || (ka == kb && la < lb)
+}
+
+// sortPart sorts a list part in list order. The pair sorter lives in the
+// graph because sort.Sort on a fresh value allocates it on the heap, once
+// per touched list.
+func (g *Graph) sortPart(o Order, ids []uint32, lbls []graph.Label) {
+	if lbls == nil {
+		if o.one {
+			slices.Sort(ids)
+			return
+		}
+		slices.SortFunc(ids, func(a, b uint32) int {
+			ka, kb := o.Key(a), o.Key(b)
+			switch {
+			case ka < kb:
+				return -1
+			case ka > kb:
+				return 1
+			}
+			return 0
+		})
+		return
+	}
+	g.pairs = pairs{o, ids, lbls}
+	sort.Sort(&g.pairs)
+	g.pairs = pairs{}
+}
+
+// pairs sorts parallel id and label arrays together.
+type pairs struct {
+	o         Order
+	ids, lbls []uint32
+}
+
+func (p *pairs) Len() int           { return len(p.ids) }
+func (p *pairs) Less(i, j int) bool { return p.o.less(p.ids[i], p.lbls[i], p.ids[j], p.lbls[j]) }
+func (p *pairs) Swap(i, j int) {
+	p.ids[i], p.ids[j] = p.ids[j], p.ids[i]
+	p.lbls[i], p.lbls[j] = p.lbls[j], p.lbls[i]
+}
