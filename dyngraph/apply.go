@@ -49,13 +49,7 @@ func (g *Graph) Apply(batch []graph.Update) ([]graph.Change, []Reject, ApplyStat
 	}
 	st := ApplyStats{Updates: len(batch)}
 	var rejects []Reject
-	if len(batch) > g.normHint {
-		// Sized once for the largest batch so far: growing the map while
-		// loading a graph cost a third of Apply in rehashing.
-		g.norm, g.normHint = make(map[edgeKey]int, len(batch)), len(batch)
-	} else {
-		clear(g.norm)
-	}
+	g.norm.reset(len(batch))
 	g.state = g.state[:0]
 	g.delta = g.delta[:0]
 	nv := g.vertices
@@ -64,8 +58,7 @@ func (g *Graph) Apply(batch []graph.Update) ([]graph.Change, []Reject, ApplyStat
 		u := &batch[i]
 		err := g.normalise(u, &st)
 		if err != nil {
-			var lc *LabelConflictError
-			if !errors.Is(err, ErrSelfLoop) && !errors.As(err, &lc) && !errors.Is(err, errRange) {
+			if !refusal(err) {
 				return nil, nil, st, err
 			}
 			rejects = append(rejects, Reject{Index: i, Err: err})
@@ -113,7 +106,24 @@ func (g *Graph) Apply(batch []graph.Update) ([]graph.Change, []Reject, ApplyStat
 
 var errRange = errors.New("vertex id out of range")
 
+// refusal tells an update's own fault, which refuses just that update, from
+// a failure of the graph (out of memory), which ends the batch.
+func refusal(err error) bool {
+	var lc *LabelConflictError
+	return errors.Is(err, ErrSelfLoop) || errors.As(err, &lc) || errors.Is(err, errRange)
+}
+
+// normalise admits u and folds it into the batch's per-edge state.
 func (g *Graph) normalise(u *graph.Update, st *ApplyStats) error {
+	if err := g.admit(u); err != nil || u.Op == graph.AddVertex {
+		return err
+	}
+	return g.fold(u, st)
+}
+
+// admit validates u and creates the vertices it names; it refuses
+// self-loops, label conflicts and ids or labels out of range.
+func (g *Graph) admit(u *graph.Update) error {
 	switch u.Op {
 	case graph.AddVertex:
 		if u.Src >= graph.MaxVertices {
@@ -152,19 +162,19 @@ func (g *Graph) normalise(u *graph.Update, st *ApplyStats) error {
 	if err := g.ensureVertex(u.Src, u.SrcLabel); err != nil {
 		return err
 	}
-	if err := g.ensureVertex(u.Dst, u.DstLabel); err != nil {
-		return err
-	}
+	return g.ensureVertex(u.Dst, u.DstLabel)
+}
+
+// fold applies an admitted edge update to the batch's state of its edge.
+func (g *Graph) fold(u *graph.Update, st *ApplyStats) error {
 	k := edgeKey{u.Src, u.Dst, u.Label}
 	if !g.opts.Directed && k.a > k.b {
 		k.a, k.b = k.b, k.a
 	}
-	idx, ok := g.norm[k]
+	idx, ok := g.norm.find(k, len(g.state))
 	if !ok {
-		idx = len(g.state)
 		p := g.present(k)
 		g.state = append(g.state, normState{key: k, before: p, now: p})
-		g.norm[k] = idx
 	}
 	s := &g.state[idx]
 	if u.Op == graph.Insert {

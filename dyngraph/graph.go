@@ -118,16 +118,16 @@ type Graph struct {
 	edgeLabel  graph.Label
 	edges      int64
 
-	pending  bool
-	touched  []touch // lists with tombstones or appended entries
-	growing  []touch // lists the batch inserts into
-	delta    []graph.Change
-	norm     map[edgeKey]int // index into state during Apply
-	normHint int             // the size norm was made for
-	state    []normState
-	pairs    pairs    // sortPart's sorter, kept to avoid an allocation
-	scratch  []uint32 // Reorganize merge buffer
-	lscr     []uint32
+	pending bool
+	touched []touch // lists with tombstones or appended entries
+	growing []touch // lists the batch inserts into
+	delta   []graph.Change
+	norm    normTable // edge → index into state during Apply
+	state   []normState
+	pairs   pairs    // sortPart's sorter, kept to avoid an allocation
+	keys    []uint64 // sortPart's key buffer
+	scratch []uint32 // Reorganize merge buffer
+	lscr    []uint32
 }
 
 type loc struct{ slab, off uint32 }
@@ -142,7 +142,7 @@ func New(opts Options) (*Graph, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	return &Graph{opts: opts, norm: make(map[edgeKey]int), oneVLabel: true}, nil
+	return &Graph{opts: opts, oneVLabel: true}, nil
 }
 
 // Close returns the arenas to the allocator. The graph is unusable after.

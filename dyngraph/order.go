@@ -109,16 +109,17 @@ func (g *Graph) sortPart(o Order, ids []uint32, lbls []graph.Label) {
 			slices.Sort(ids)
 			return
 		}
-		slices.SortFunc(ids, func(a, b uint32) int {
-			ka, kb := o.Key(a), o.Key(b)
-			switch {
-			case ka < kb:
-				return -1
-			case ka > kb:
-				return 1
-			}
-			return 0
-		})
+		// Sorting the composite keys themselves is about twice as fast as
+		// sorting ids with a comparator that looks labels up.
+		keys := g.keys[:0]
+		for _, id := range ids {
+			keys = append(keys, o.Key(id))
+		}
+		slices.Sort(keys)
+		for i, k := range keys {
+			ids[i] = uint32(k)
+		}
+		g.keys = keys
 		return
 	}
 	g.pairs = pairs{o, ids, lbls}

@@ -53,10 +53,15 @@ func (d *Dict) Len() int { return len(d.names) }
 func (d *Dict) Names() []string { return d.names }
 
 // IDs maps external vertex ids onto dense internal ids. External ids that are
-// non-negative decimal integers are kept as integers (a map of uint64 is about
-// 3x smaller and faster than one of strings), everything else as strings; the
-// two spaces are distinct only in spelling: "7" and 7 are the same vertex.
+// non-negative decimal integers are kept as integers, everything else as
+// strings; "7" and 7 are the same vertex.
+//
+// Small integers, the usual case in dataset files whose ids run 0..n-1, are
+// looked up in a slice indexed by the integer; the rest go to maps. The slice
+// grows only while it stays within a few times the number of vertices, so
+// sparse ids such as account numbers cannot inflate it.
 type IDs struct {
+	dense []VertexID // dense[n] is the internal id of integer n, plus one; 0 means absent
 	ints  map[uint64]VertexID
 	strs  map[string]VertexID
 	names []extID
@@ -93,16 +98,31 @@ func (m *IDs) Intern(name string) (id VertexID, isNew bool, err error) {
 
 // InternInt is Intern for an integer external id.
 func (m *IDs) InternInt(n uint64) (id VertexID, isNew bool, err error) {
-	if id, ok := m.ints[n]; ok {
+	if id, ok := m.lookupInt(n); ok {
 		return id, false, nil
 	}
 	id, err = m.next()
 	if err != nil {
 		return 0, false, err
 	}
-	m.ints[n] = id
+	if n < uint64(4*len(m.names)+1024) {
+		for uint64(len(m.dense)) <= n {
+			m.dense = append(m.dense, 0)
+		}
+		m.dense[n] = id + 1
+	} else {
+		m.ints[n] = id
+	}
 	m.names = append(m.names, extID{n: n})
 	return id, true, nil
+}
+
+func (m *IDs) lookupInt(n uint64) (VertexID, bool) {
+	if n < uint64(len(m.dense)) && m.dense[n] != 0 {
+		return m.dense[n] - 1, true
+	}
+	id, ok := m.ints[n]
+	return id, ok
 }
 
 func (m *IDs) next() (VertexID, error) {
@@ -115,8 +135,7 @@ func (m *IDs) next() (VertexID, error) {
 // Lookup returns the internal id of name without adding it.
 func (m *IDs) Lookup(name string) (VertexID, bool) {
 	if n, err := strconv.ParseUint(name, 10, 64); err == nil && (len(name) == 1 || name[0] != '0') {
-		id, ok := m.ints[n]
-		return id, ok
+		return m.lookupInt(n)
 	}
 	id, ok := m.strs[name]
 	return id, ok

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/gcsm/gcsm/dyngraph"
@@ -57,6 +58,12 @@ func (s *session) read(path string) (*stream, error) {
 	}
 	defer c.Close()
 	st := &stream{file: path}
+	if fi, err := os.Stat(path); err == nil {
+		// Lines of dataset files are 8 to 20 bytes; guessing low keeps the
+		// guess from wasting memory on files of long JSON lines.
+		guess := int(fi.Size() / 16)
+		st.updates, st.lines = make([]graph.Update, 0, guess), make([]int, 0, guess)
+	}
 	for {
 		rec, err := r.Next()
 		if errors.Is(err, io.EOF) {
@@ -92,15 +99,25 @@ func (s *session) apply(st *stream, lo, hi int) ([]graph.Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(rejects) > 0 {
-		if !s.skipBad {
-			rj := rejects[0]
-			s.g.Reorganize()
-			return nil, fmt.Errorf("%s:%d: %v", st.file, st.lines[lo+rj.Index], s.describeReject(rj.Err))
-		}
-		s.skipped += len(rejects)
+	if err := s.refused(st, lo, rejects); err != nil {
+		s.g.Reorganize()
+		return nil, err
 	}
 	return delta, nil
+}
+
+// refused turns the graph's refusals of st.updates[lo:] into an error naming
+// the first one's line, or counts them under --skip-bad.
+func (s *session) refused(st *stream, lo int, rejects []dyngraph.Reject) error {
+	if len(rejects) == 0 {
+		return nil
+	}
+	if !s.skipBad {
+		rj := rejects[0]
+		return fmt.Errorf("%s:%d: %v", st.file, st.lines[lo+rj.Index], s.describeReject(rj.Err))
+	}
+	s.skipped += len(rejects)
+	return nil
 }
 
 func (s *session) describeReject(err error) string {
@@ -116,11 +133,19 @@ func (s *session) describeReject(err error) string {
 // bounds the normalisation map, not the graph.
 const loadBatch = 1 << 16
 
-// loadGraph reads a data graph file into the session's graph.
+// loadGraph reads a data graph file into the session's graph: with Build
+// when the file only adds, with Apply when it also deletes.
 func (s *session) loadGraph(path string) error {
 	st, err := s.read(path)
 	if err != nil {
 		return err
+	}
+	if !slices.ContainsFunc(st.updates, func(u graph.Update) bool { return u.Op == graph.Delete }) {
+		rejects, _, err := s.g.Build(st.updates)
+		if err != nil {
+			return err
+		}
+		return s.refused(st, 0, rejects)
 	}
 	for lo := 0; lo < len(st.updates); lo += loadBatch {
 		hi := min(lo+loadBatch, len(st.updates))

@@ -4,9 +4,23 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 )
+
+// startProfile writes a CPU profile to path until the returned stop is called.
+func startProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
 
 // progress draws a bar on a terminal. It stays silent for the first second,
 // so short runs print nothing, and when w is not a terminal (a pipe, a CI

@@ -30,6 +30,7 @@ type replayFlags struct {
 	workers       int
 	demo          bool
 	progress      bool
+	cpuprofile    string
 }
 
 func runReplay(args []string, stdout, stderr io.Writer) error {
@@ -48,8 +49,16 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.workers, "workers", 0, "matching goroutines; 0 uses every core")
 	fs.BoolVar(&f.demo, "demo", false, "replay a generated money-transfer workload with built-in queries")
 	fs.BoolVar(&f.progress, "progress", true, "show a progress bar on stderr when it is a terminal and the run takes over a second")
+	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the whole run to `file`")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
+	}
+	if f.cpuprofile != "" {
+		stop, err := startProfile(f.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	if f.batch < 1 {
 		return fmt.Errorf("--batch must be at least 1, got %d", f.batch)
