@@ -36,7 +36,7 @@ type replayFlags struct {
 func runReplay(args []string, stdout, stderr io.Writer) error {
 	var f replayFlags
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	fs.StringVar(&f.data, "d", "", "data graph `file` (CSM, SNAP or JSON lines)")
+	fs.StringVar(&f.data, "d", "", "initial data graph `file` (CSM, SNAP or JSON lines); empty graph if omitted")
 	fs.StringVar(&f.updates, "u", "", "update stream `file` (CSM e/-e/v lines, SNAP or JSON lines)")
 	fs.Var(&f.queries, "q", "query: a CSM or Cypher-style `file`, an inline pattern, or NAME=PATTERN (repeatable)")
 	fs.IntVar(&f.batch, "batch", 1024, "updates per batch; 1 processes one update at a time like the peers")
@@ -94,11 +94,14 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 		}
 		st, err = s.loadDemo(&f)
 	} else {
-		if f.data == "" || f.updates == "" {
-			fmt.Fprintln(stderr, "gcsm replay: need -d DATA and -u STREAM (or --demo)")
+		if f.updates == "" {
+			fmt.Fprintln(stderr, "gcsm replay: need -u STREAM (and -d DATA unless the graph starts empty), or --demo")
 			return errUsage
 		}
-		if err = s.loadGraph(f.data); err == nil {
+		if f.data != "" {
+			err = s.loadGraph(f.data)
+		}
+		if err == nil {
 			st, err = s.read(f.updates)
 		}
 	}

@@ -1,0 +1,92 @@
+package graph
+
+import (
+	"strconv"
+	"testing"
+)
+
+func TestDict(t *testing.T) {
+	d := NewDict()
+	if a, b := d.Intern("Account"), d.Intern("Merchant"); a != 0 || b != 1 {
+		t.Fatalf("first labels got %d, %d", a, b)
+	}
+	if l := d.Intern("Account"); l != 0 {
+		t.Fatalf("re-interning gave %d", l)
+	}
+	if l, ok := d.Lookup("Merchant"); !ok || l != 1 {
+		t.Fatalf("Lookup = %d, %v", l, ok)
+	}
+	if _, ok := d.Lookup("nope"); ok {
+		t.Fatal("Lookup found an unknown name")
+	}
+	if d.Name(1) != "Merchant" || d.Name(Wildcard) != "*" || d.Len() != 2 {
+		t.Fatalf("Name/Len: %q %q %d", d.Name(1), d.Name(Wildcard), d.Len())
+	}
+}
+
+// TestIDs covers both id spaces: small integers (the dense slice), large
+// integers (the map) and strings, which must agree on spelling rules.
+func TestIDs(t *testing.T) {
+	m := NewIDs()
+	names := []string{"0", "5", "acct:17", "4000000000", "5", "07", "7", "", "18446744073709551615"}
+	want := map[string]VertexID{}
+	next := VertexID(0)
+	for _, n := range names {
+		id, isNew, err := m.Intern(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if old, seen := want[n]; seen {
+			if isNew || id != old {
+				t.Fatalf("Intern(%q) again: id %d new %v, want %d", n, id, isNew, old)
+			}
+			continue
+		}
+		if !isNew || id != next {
+			t.Fatalf("Intern(%q) = %d new %v, want %d", n, id, isNew, next)
+		}
+		want[n] = id
+		next++
+	}
+	// "07" is not the integer 7: leading zeros make it a string id.
+	if want["07"] == want["7"] {
+		t.Fatal(`"07" and "7" are one vertex`)
+	}
+	for n, id := range want {
+		if got, ok := m.Lookup(n); !ok || got != id {
+			t.Fatalf("Lookup(%q) = %d %v, want %d", n, got, ok, id)
+		}
+		if m.Name(id) != n {
+			t.Fatalf("Name(%d) = %q, want %q", id, m.Name(id), n)
+		}
+	}
+	if m.Len() != len(want) {
+		t.Fatalf("Len = %d, want %d", m.Len(), len(want))
+	}
+	if _, ok := m.Lookup("123456"); ok {
+		t.Fatal("Lookup found an unknown integer")
+	}
+}
+
+// TestIDsDenseGrowth interns many integers out of order and checks the
+// round trip, so that the dense slice's growth rule and the map fallback
+// both run.
+func TestIDsDenseGrowth(t *testing.T) {
+	m := NewIDs()
+	for i := 0; i < 5000; i++ {
+		n := uint64((i * 7919) % 5000)
+		if i%100 == 0 {
+			n += 1 << 40 // sparse: must go to the map
+		}
+		id, _, err := m.InternInt(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := m.Lookup(strconv.FormatUint(n, 10)); !ok || got != id {
+			t.Fatalf("Lookup(%d) = %d %v, want %d", n, got, ok, id)
+		}
+	}
+	if len(m.dense) > 4*m.Len()+1024 {
+		t.Fatalf("dense slice of %d for %d ids", len(m.dense), m.Len())
+	}
+}
