@@ -57,7 +57,6 @@ func (c *CPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 	res := make([]Counts, len(queries))
 	// A unit is (query, term, change). Terms of queries that cannot match on
 	// this graph's edge labels are left out up front.
-	type block struct{ qi, term int }
 	var blocks []block
 	for qi, q := range queries {
 		if !edgeLabelsPossible(g, q) {
@@ -72,6 +71,9 @@ func (c *CPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 		return res, nil
 	}
 	ws := c.walkers(g, mode, sink)
+	if len(ws) > 1 && total < int64(len(ws))*splitBelow {
+		return c.matchSplit(ws, blocks, delta, queries, res), nil
+	}
 	pos := make([][]int64, len(ws))
 	neg := make([][]int64, len(ws))
 	var next atomic.Int64
@@ -108,6 +110,77 @@ func (c *CPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 		}
 	}
 	return res, nil
+}
+
+// splitBelow: a batch with fewer than splitBelow units per worker is split
+// one level deeper. With one update per batch (the peers' mode) a batch has
+// one unit per query edge and orientation, a few of which hold nearly all
+// the work, so whole units would leave cores idle.
+const splitBelow = 16
+
+// block is a (query, term) pair; a unit is a block and one changed edge.
+type block struct{ qi, term int }
+
+// seed is a partial match of levels 0..2 of a term, the unit of a split batch.
+type seed struct {
+	qi, term, ch int32
+	m            [3]graph.VertexID
+}
+
+// matchSplit runs a small batch in two phases: one walker maps the update
+// edges and expands level 2 into seeds (finishing outright the terms of
+// queries too small to split), then all walkers share the seeds.
+func (c *CPU) matchSplit(ws []*walker, blocks []block, delta []graph.Change, queries []*query.Query, res []Counts) []Counts {
+	w0 := ws[0]
+	var seeds []seed
+	w0.collect = &seeds
+	for _, b := range blocks {
+		for ci := range delta {
+			w0.count, w0.ch = 0, int32(ci)
+			w0.runTerm(b.qi, queries[b.qi], b.term, &delta[ci])
+			add(res, b.qi, delta[ci].Sign, w0.count)
+		}
+	}
+	w0.collect = nil
+	per := make([][]Counts, len(ws))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for wi, w := range ws {
+		per[wi] = make([]Counts, len(queries))
+		wg.Go(func() {
+			for {
+				i0 := next.Add(unitChunk) - unitChunk
+				if i0 >= int64(len(seeds)) {
+					return
+				}
+				for _, sd := range seeds[i0:min(i0+unitChunk, int64(len(seeds)))] {
+					q := queries[sd.qi]
+					sign := delta[sd.ch].Sign
+					w.setUnit(int(sd.qi), q, &q.Terms[sd.term], sign)
+					w.m[0], w.m[1], w.m[2] = sd.m[0], sd.m[1], sd.m[2]
+					w.count = 0
+					w.extend(3)
+					add(per[wi], int(sd.qi), sign, w.count)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for wi := range ws {
+		for qi := range queries {
+			res[qi].Positive += per[wi][qi].Positive
+			res[qi].Negative += per[wi][qi].Negative
+		}
+	}
+	return res
+}
+
+func add(res []Counts, qi int, sign graph.Sign, n int64) {
+	if sign > 0 {
+		res[qi].Positive += n
+	} else {
+		res[qi].Negative += n
+	}
 }
 
 // edgeLabelsPossible is false when the graph has a single edge label and the
@@ -166,7 +239,16 @@ func (w *walker) orient(e query.QEdge, ch *graph.Change, x, y graph.VertexID) {
 			return
 		}
 	}
-	w.extend(2)
+	if w.collect == nil || len(lv) < 4 {
+		w.extend(2)
+		return
+	}
+	w.loadLists(2)
+	buf := w.candidates(2, w.cand[2][:0])
+	w.cand[2] = buf
+	for _, v := range buf {
+		*w.collect = append(*w.collect, seed{qi: int32(w.qi), term: int32(w.plan.Edge), ch: w.ch, m: [3]graph.VertexID{x, y, v}})
+	}
 }
 
 // flipsHere decides, for a term edge whose truth between x and y can rest on

@@ -48,6 +48,11 @@ type walker struct {
 	lastNSet [query.MaxVertices]bool
 
 	count int64
+
+	// collect, when set, makes orient stop at level 2 and record seeds for
+	// a split batch (see matchSplit); ch is the change being seeded.
+	collect *[]seed
+	ch      int32
 }
 
 // setUnit prepares the walker for units of plan p of query q with the given
