@@ -4,6 +4,27 @@
 // disappeared (ΔM-), by the delta rules of DESIGN.md §3. It also holds the
 // static matcher that finds all matches of a new query in the current graph.
 //
+// # Delta rules
+//
+// Fix the order e_1..e_m of the query edges. A batch changes each data edge
+// at most once (dyngraph normalises it), and every touched list offers three
+// views: old (before the batch), new (after it) and stable (both). Term i
+// maps a changed edge δ onto e_i, in both orientations where direction
+// allows, and checks every other query edge e_j in one view:
+//
+//	δ is        e_j, j < i   e_j, j > i   emits
+//	insertion   stable       new          +match
+//	deletion    old          stable       -match
+//
+// A match that appeared is found exactly once, by the term of its
+// smallest-index inserted edge; one that disappeared by the term of its
+// largest-index deleted edge; nothing else is found. So results can be
+// streamed with no cancelling pairs. Where several data edges can stand for
+// one query edge (a wildcard edge label on a multi-label graph, or an
+// undirected query edge on a directed graph) the views are evaluated on the
+// query edge's predicate, and only the first changed edge that flips it
+// stands for the flip.
+//
 // The Matcher interface is what an executor implements. CPU is the executor
 // here: work units of (update edge, term) spread over all cores, each unit a
 // depth-first walk of the term's matching order with multiway intersections
