@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -91,19 +90,19 @@ func (s *session) read(path string) (*stream, error) {
 	return st, nil
 }
 
-// apply applies updates[lo:hi] of st as one batch. Updates the graph refuses
-// (label conflicts) are an error naming their line, or skipped under
-// --skip-bad.
-func (s *session) apply(st *stream, lo, hi int) ([]graph.Change, error) {
+// apply applies updates[lo:hi] of st as one batch and returns ΔE and the
+// number of updates refused. Updates the graph refuses (label conflicts) are
+// an error naming their line, or skipped under --skip-bad.
+func (s *session) apply(st *stream, lo, hi int) ([]graph.Change, int, error) {
 	delta, rejects, _, err := s.g.Apply(st.updates[lo:hi])
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := s.refused(st, lo, rejects); err != nil {
 		s.g.Reorganize()
-		return nil, err
+		return nil, 0, err
 	}
-	return delta, nil
+	return delta, len(rejects), nil
 }
 
 // refused turns the graph's refusals of st.updates[lo:] into an error naming
@@ -149,7 +148,7 @@ func (s *session) loadGraph(path string) error {
 	}
 	for lo := 0; lo < len(st.updates); lo += loadBatch {
 		hi := min(lo+loadBatch, len(st.updates))
-		if _, err := s.apply(st, lo, hi); err != nil {
+		if _, _, err := s.apply(st, lo, hi); err != nil {
 			return err
 		}
 		s.g.Reorganize()
@@ -191,11 +190,11 @@ func parseQuerySpec(spec string, i int) (*query.Pattern, error) {
 	if k := strings.Index(spec, "="); k > 0 && !strings.ContainsAny(spec[:k], "()[]-") {
 		name, text = spec[:k], spec[k+1:]
 	}
+	// Inline queries are Cypher-style; anything else names a file, such as
+	// the peers' extensionless Q_1.
 	t := strings.TrimSpace(text)
 	if !strings.HasPrefix(t, "(") && !strings.HasPrefix(strings.ToUpper(t), "MATCH") {
-		if filepath.Ext(spec) != "" || strings.ContainsRune(spec, '/') {
-			return nil, fmt.Errorf("query file %s: no such file", spec)
-		}
+		return nil, fmt.Errorf("query file %s: no such file (an inline query starts with '(' or MATCH)", spec)
 	}
 	return query.Parse(name, text)
 }

@@ -95,6 +95,9 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%d\n", q.Name, counts[i])
 	}
 	tw.Flush()
+	if s.skipped > 0 {
+		fmt.Fprintf(out, "skipped: %d bad lines or refused updates\n", s.skipped)
+	}
 	fmt.Fprintf(out, "time: %.3fs\n", secs)
 	if !jsonOut {
 		return nil

@@ -47,7 +47,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&f.directed, "directed", false, "treat the graph as directed (CSM and SNAP files are undirected by default)")
 	fs.BoolVar(&f.skipBad, "skip-bad", false, "count and skip malformed lines and refused updates instead of failing")
 	fs.IntVar(&f.workers, "workers", 0, "matching goroutines; 0 uses every core")
-	fs.BoolVar(&f.demo, "demo", false, "replay a generated money-transfer workload with built-in queries")
+	fs.BoolVar(&f.demo, "demo", false, "replay a generated money-transfer workload with built-in queries (implies --directed)")
 	fs.BoolVar(&f.progress, "progress", true, "show a progress bar on stderr when it is a terminal and the run takes over a second")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the whole run to `file`")
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -160,7 +160,7 @@ func (r *replayer) run(bar *progress) (replayResult, error) {
 	for lo := 0; lo < n; lo += r.flags.batch {
 		hi := min(lo+r.flags.batch, n)
 		t0 := time.Now()
-		delta, err := r.s.apply(r.st, lo, hi)
+		delta, refused, err := r.s.apply(r.st, lo, hi)
 		if err != nil {
 			return res, err
 		}
@@ -183,7 +183,7 @@ func (r *replayer) run(bar *progress) (replayResult, error) {
 				res.deleted++
 			}
 		}
-		res.noop += hi - lo - len(delta)
+		res.noop += hi - lo - len(delta) - refused
 		for i, c := range counts {
 			res.counts[i].Positive += c.Positive
 			res.counts[i].Negative += c.Negative
