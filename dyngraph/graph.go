@@ -489,3 +489,55 @@ func (g *Graph) HasEdge(src, dst graph.VertexID, label graph.Label) bool {
 	_, ok := o.search(a.Appended, a.AppendedLabels, dst, label)
 	return ok
 }
+
+// TableWords is the size of one row of the per-vertex table that Table
+// writes: slab, offset, length, appended start, tombstones.
+const TableWords = 5
+
+// Table appends the per-vertex table of the out-lists (in false) or in-lists
+// (in true; the out-lists on undirected graphs) to dst, TableWords words per
+// vertex. It is what an executor that reads the arenas in place (the GPU)
+// needs to find a list; the layout of each list is the one Adj describes.
+func (g *Graph) Table(dst []uint32, in bool) []uint32 {
+	ls := g.out
+	if in && g.opts.Directed {
+		ls = g.in
+	}
+	for i := range ls {
+		l := &ls[i]
+		dst = append(dst, l.slab, l.off, l.n, l.app, l.tomb)
+	}
+	return dst
+}
+
+// NumSlabs is the number of arena slabs.
+func (g *Graph) NumSlabs() int { return len(g.slabs) }
+
+// Slab returns slab i's entries and, on a multi-label graph, its parallel
+// edge labels (nil otherwise), as allocated: the memory the Allocator gave.
+func (g *Graph) Slab(i int) (ids, labels []uint32) {
+	return g.slabs[i].ids, g.slabs[i].lbls
+}
+
+// ListRef names one list: a vertex and whether it is the in-list.
+type ListRef struct {
+	V  graph.VertexID
+	In bool
+}
+
+// Touched appends the lists the pending batch changed (tombstones or
+// appended entries, possibly moved to a larger chunk) to dst. After
+// Reorganize the same lists are rewritten again, so a mirror of the arenas
+// must refresh them once more before the next batch.
+func (g *Graph) Touched(dst []ListRef) []ListRef {
+	for _, t := range g.touched {
+		dst = append(dst, ListRef{t.v, t.in})
+	}
+	return dst
+}
+
+// Where returns the location of a list: slab, offset and length in entries.
+func (g *Graph) Where(r ListRef) (slab, off, n uint32) {
+	l := g.listOf(touch{r.V, r.In})
+	return l.slab, l.off, l.n
+}

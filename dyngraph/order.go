@@ -31,6 +31,11 @@ type Order struct {
 // next Apply, which may add vertices.
 func (g *Graph) Order() Order { return Order{vl: g.vlabel, one: g.oneVLabel} }
 
+// IDOnly reports whether keys are plain ids (the graph has one vertex
+// label), so that a reimplementation of the order, such as the GPU
+// kernel's, compares exactly as dyngraph sorted.
+func (o Order) IDOnly() bool { return o.one }
+
 // Key is the sort key of neighbour w (tombstone bit excluded).
 func (o Order) Key(w uint32) uint64 {
 	if o.one {

@@ -11,6 +11,7 @@ import (
 	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/internal/hostmem"
 	"github.com/gcsm/gcsm/query"
 )
 
@@ -25,10 +26,11 @@ type session struct {
 	skipped  int // bad lines and refused updates skipped under --skip-bad
 }
 
-func newSession(directed, skipBad bool) (*session, error) {
+func newSession(directed, skipBad bool, alloc hostmem.Allocator) (*session, error) {
 	s := &session{labels: graph.NewDict(), ids: graph.NewIDs(), skipBad: skipBad}
 	opts := dyngraph.DefaultOptions()
 	opts.Directed = directed
+	opts.Alloc = alloc
 	// Unlabelled vertices (SNAP files) get the CSM files' first label, "0".
 	opts.DefaultVertexLabel = s.labels.Intern("0")
 	g, err := dyngraph.New(opts)

@@ -34,6 +34,8 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&directed, "directed", false, "treat the graph as directed")
 	fs.BoolVar(&skipBad, "skip-bad", false, "count and skip malformed lines instead of failing")
 	fs.IntVar(&workers, "workers", 0, "matching goroutines; 0 uses every core")
+	var dev deviceFlags
+	dev.register(fs)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -48,7 +50,12 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s, err := newSession(directed, skipBad)
+	eng, err := dev.open(stderr, workers)
+	if err != nil {
+		return err
+	}
+	defer eng.close()
+	s, err := newSession(directed, skipBad, eng.alloc)
 	if err != nil {
 		return err
 	}
@@ -82,9 +89,8 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 			mu.Unlock()
 		}
 	}
-	cpu := incremental.CPU{Workers: workers}
 	t0 := time.Now()
-	counts, err := cpu.Static(s.g, qs, mode, sink)
+	counts, err := eng.matcher.Static(s.g, qs, mode, sink)
 	if err != nil {
 		return err
 	}

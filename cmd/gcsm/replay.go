@@ -31,6 +31,7 @@ type replayFlags struct {
 	demo          bool
 	progress      bool
 	cpuprofile    string
+	dev           deviceFlags
 }
 
 func runReplay(args []string, stdout, stderr io.Writer) error {
@@ -50,6 +51,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&f.demo, "demo", false, "replay a generated money-transfer workload with built-in queries (implies --directed)")
 	fs.BoolVar(&f.progress, "progress", true, "show a progress bar on stderr when it is a terminal and the run takes over a second")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the whole run to `file`")
+	f.dev.register(fs)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -80,7 +82,12 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s, err := newSession(f.directed, f.skipBad)
+	eng, err := f.dev.open(stderr, f.workers)
+	if err != nil {
+		return err
+	}
+	defer eng.close()
+	s, err := newSession(f.directed, f.skipBad, eng.alloc)
 	if err != nil {
 		return err
 	}
@@ -117,9 +124,8 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "initial graph: %d vertices, %d edges, lists %.1f MiB in use of %.1f MiB capacity (loaded in %.2fs)\n",
 		gs.Vertices, gs.Edges, float64(gs.Entries*4)/(1<<20), float64(gs.CapacityEntries*4)/(1<<20), loadTime.Seconds())
 
-	r := &replayer{s: s, st: st, queries: qs, flags: &f, out: bufio.NewWriter(stdout)}
+	r := &replayer{s: s, st: st, queries: qs, flags: &f, out: bufio.NewWriter(stdout), matcher: eng.matcher}
 	defer r.out.Flush()
-	r.cpu.Workers = f.workers
 	bar := newProgress(stderr, len(st.updates), f.progress)
 	res, err := r.run(bar)
 	bar.done()
@@ -134,7 +140,7 @@ type replayer struct {
 	st      *stream
 	queries []*query.Query
 	flags   *replayFlags
-	cpu     incremental.CPU
+	matcher incremental.Matcher
 	out     *bufio.Writer
 	mu      sync.Mutex // guards out while workers emit
 }
@@ -165,7 +171,7 @@ func (r *replayer) run(bar *progress) (replayResult, error) {
 			return res, err
 		}
 		t1 := time.Now()
-		counts, err := r.cpu.Match(r.s.g, delta, r.queries, mode, sink)
+		counts, err := r.matcher.Match(r.s.g, delta, r.queries, mode, sink)
 		if err != nil {
 			return res, err
 		}

@@ -31,10 +31,11 @@ var allowed = map[string][]string{
 	"incremental":      {"graph", "query", "dyngraph", "internal/hostmem"},
 	"sampler":          {"graph", "query", "dyngraph"},
 	"cache":            {"graph", "query", "dyngraph", "sampler", "internal/hostmem"},
-	"kernels":          {"graph", "query", "dyngraph", "incremental", "sampler", "cache", "internal/hostmem"},
+	"kernels":          {"graph", "query", "dyngraph", "incremental", "sampler", "cache", "internal/hostmem", "kernels/cuda"},
+	"kernels/cuda":     {},
 	"output":           {"graph", "query"},
 	"bench":            {"graph", "query", "dyngraph", "ingest", "incremental", "internal/hostmem"},
-	"service":          {"graph", "query", "dyngraph", "ingest", "incremental", "sampler", "cache", "kernels", "output", "internal/hostmem"},
+	"service":          {"graph", "query", "dyngraph", "ingest", "incremental", "sampler", "cache", "kernels", "kernels/cuda", "output", "internal/hostmem"},
 	"cmd/gcsm":         nil, // may import everything; nothing imports it
 }
 

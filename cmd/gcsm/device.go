@@ -1,0 +1,73 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime"
+
+	"github.com/gcsm/gcsm/incremental"
+	"github.com/gcsm/gcsm/internal/hostmem"
+	"github.com/gcsm/gcsm/kernels"
+	"github.com/gcsm/gcsm/kernels/cuda"
+)
+
+// deviceFlags choose the executor: --device, --gpu-placement, --gpu-mem.
+type deviceFlags struct {
+	device, placement string
+	mem               int64
+}
+
+func (d *deviceFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&d.device, "device", "auto", "auto (the GPU when one is present), cpu or gpu")
+	fs.StringVar(&d.placement, "gpu-placement", "device", "where the GPU reads neighbour lists: device (a mirror in GPU memory) or zero-copy (pinned host memory)")
+	fs.Int64Var(&d.mem, "gpu-mem", 0, "cap on the GPU memory gcsm uses, in `bytes`; 0 means no cap. A device placement that does not fit falls back to zero-copy")
+}
+
+// engine is the chosen executor and the memory the graph must live in.
+type engine struct {
+	matcher incremental.Matcher
+	alloc   hostmem.Allocator
+	gpu     *kernels.GPU // nil on the CPU
+}
+
+func (e *engine) close() {
+	if e.gpu != nil {
+		e.gpu.Close()
+	}
+}
+
+// open picks the executor and says which on w.
+func (d *deviceFlags) open(w io.Writer, workers int) (*engine, error) {
+	cpu := &engine{matcher: &incremental.CPU{Workers: workers}, alloc: hostmem.Mmap{}}
+	switch d.device {
+	case "cpu":
+		fmt.Fprintf(w, "device: cpu, %d workers\n", cpuWorkers(workers))
+		return cpu, nil
+	case "auto", "gpu":
+	default:
+		return nil, fmt.Errorf("--device %q: want auto, cpu or gpu", d.device)
+	}
+	pl, err := kernels.ParsePlacement(d.placement)
+	if err != nil {
+		return nil, err
+	}
+	x, err := kernels.Open(kernels.Options{Placement: pl, MemLimit: d.mem})
+	if err != nil {
+		if d.device == "auto" && (errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice)) {
+			fmt.Fprintf(w, "device: cpu, %d workers (no GPU: %v)\n", cpuWorkers(workers), err)
+			return cpu, nil
+		}
+		return nil, fmt.Errorf("--device %s: %w", d.device, err)
+	}
+	fmt.Fprintf(w, "device: gpu %s, %s placement\n", x.Name(), pl)
+	return &engine{matcher: x, alloc: x.Allocator(), gpu: x}, nil
+}
+
+func cpuWorkers(n int) int {
+	if n > 0 {
+		return n
+	}
+	return runtime.GOMAXPROCS(0)
+}

@@ -1,0 +1,438 @@
+// Package kernels is gcsm's GPU engine: the CUDA sources (match.cu), their
+// PTX embedded at build time, and the executor that satisfies
+// incremental.Matcher by running the incremental matching kernel.
+//
+// The driver is reached through kernels/cuda (purego, no cgo), so gcsm builds
+// and runs without the CUDA toolkit; a machine without a GPU gets an
+// ordinary error from Open and the CPU executor is used instead.
+//
+// Two placements decide where the kernel reads neighbour lists:
+//   - zero-copy: in place, in dyngraph's arenas, which then live in pinned,
+//     device-mapped host memory (GPU.Allocator); every read crosses PCIe.
+//   - device: a mirror of the arenas in GPU memory. The first batch copies
+//     every slab; later batches copy only the lists that changed, gathered
+//     into one staging buffer and scattered on the device.
+//
+// The per-vertex table and the vertex labels are copied to the device for
+// every batch. That is |V|·20 bytes per direction: negligible for the peer
+// suites, and the next thing to make incremental for graphs of 10^8 vertices.
+package kernels
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/incremental"
+	"github.com/gcsm/gcsm/internal/hostmem"
+	"github.com/gcsm/gcsm/kernels/cuda"
+)
+
+// Placement is where the kernel reads neighbour lists from.
+type Placement string
+
+const (
+	ZeroCopy Placement = "zero-copy"
+	Device   Placement = "device"
+)
+
+// ParsePlacement reads a --gpu-placement value.
+func ParsePlacement(s string) (Placement, error) {
+	switch p := Placement(s); p {
+	case ZeroCopy, Device:
+		return p, nil
+	}
+	return "", fmt.Errorf("unknown GPU placement %q: want zero-copy or device", s)
+}
+
+// Options configure the GPU executor.
+type Options struct {
+	Device    int       // ordinal
+	Placement Placement // zero-copy or device; default device
+	// MemLimit caps the device memory gcsm uses, in bytes; 0 means what
+	// the device has free. A device placement whose mirror would not fit
+	// falls back to zero-copy (GPU.Placement says which is in effect).
+	MemLimit int64
+	// EnumRecords is the capacity of the enumeration buffer in matches;
+	// 0 means 1<<22. A launch that fills it resumes where it stopped.
+	EnumRecords int
+}
+
+// GPU runs the incremental matching kernel on one device. It is not safe for
+// concurrent use; one engine drives it.
+type GPU struct {
+	opts   Options
+	ctx    *cuda.Context
+	dev    *cuda.Device
+	mod    *cuda.Module
+	match  *cuda.Function
+	scat   *cuda.Function
+	alloc  *cuda.HostAllocator
+	bufs   map[string]devBuf
+	used   int64 // device bytes held
+	mirror []slabMirror
+	// lists rewritten by the last Reorganize, to refresh in the mirror
+	stale []dyngraph.ListRef
+	// FellBack is set when a device placement did not fit under the
+	// memory cap and zero-copy is used instead.
+	FellBack bool
+}
+
+type devBuf struct {
+	p cuda.DevicePtr
+	n int
+}
+
+type slabMirror struct {
+	host     []uint32
+	ids, lbl cuda.DevicePtr
+	hostLbl  []uint32
+}
+
+var _ incremental.Matcher = (*GPU)(nil)
+
+// Open starts the executor on a device. The error wraps cuda.ErrNoDriver or
+// cuda.ErrNoDevice when there is no GPU to use.
+func Open(opts Options) (*GPU, error) {
+	if opts.Placement == "" {
+		opts.Placement = Device
+	}
+	if _, err := ParsePlacement(string(opts.Placement)); err != nil {
+		return nil, err
+	}
+	if opts.EnumRecords == 0 {
+		opts.EnumRecords = 1 << 22
+	}
+	d, err := cuda.Open()
+	if err != nil {
+		return nil, err
+	}
+	n, err := d.Devices()
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, cuda.ErrNoDevice
+	}
+	dev, err := d.Device(opts.Device)
+	if err != nil {
+		return nil, err
+	}
+	if dev.Major < 8 {
+		return nil, fmt.Errorf("kernels: %s has compute capability %d.%d; gcsm needs 8.0 or newer", dev.Name, dev.Major, dev.Minor)
+	}
+	if !dev.UnifiedAddressing || !dev.CanMapHostMemory {
+		return nil, fmt.Errorf("kernels: %s cannot map host memory with unified addressing", dev.Name)
+	}
+	ctx, err := dev.Context()
+	if err != nil {
+		return nil, err
+	}
+	x := &GPU{opts: opts, ctx: ctx, dev: dev, bufs: map[string]devBuf{}, alloc: cuda.NewHostAllocator(ctx)}
+	if x.mod, err = ctx.LoadModule(matchPTX); err != nil {
+		ctx.Close()
+		return nil, fmt.Errorf("kernels: loading the matching kernel: %w", err)
+	}
+	if x.match, err = x.mod.Function("match_delta"); err == nil {
+		x.scat, err = x.mod.Function("scatter")
+	}
+	if err != nil {
+		x.Close()
+		return nil, err
+	}
+	return x, nil
+}
+
+// Close releases the device memory and the context.
+func (x *GPU) Close() error {
+	var errs []error
+	for _, b := range x.bufs {
+		errs = append(errs, x.ctx.Free(b.p))
+	}
+	for _, m := range x.mirror {
+		errs = append(errs, x.ctx.Free(m.ids))
+		if m.lbl != 0 {
+			errs = append(errs, x.ctx.Free(m.lbl))
+		}
+	}
+	if x.mod != nil {
+		errs = append(errs, x.mod.Close())
+	}
+	errs = append(errs, x.ctx.Close())
+	return errors.Join(errs...)
+}
+
+// Name describes the device.
+func (x *GPU) Name() string {
+	return fmt.Sprintf("%s (sm_%d%d, %d SMs, %d MiB)", x.dev.Name, x.dev.Major, x.dev.Minor, x.dev.Multiprocessors, x.dev.TotalMem>>20)
+}
+
+// Placement is the placement in effect.
+func (x *GPU) Placement() Placement {
+	if x.FellBack {
+		return ZeroCopy
+	}
+	return x.opts.Placement
+}
+
+// Allocator returns pinned, device-mapped host memory for dyngraph's arenas.
+// The zero-copy placement needs the graph built on it; the device placement
+// works with any allocator but copies faster from pinned memory.
+func (x *GPU) Allocator() hostmem.Allocator { return x.alloc }
+
+// buf returns a device buffer of at least n bytes under name, reallocating
+// when it must grow.
+func (x *GPU) buf(name string, n int) (cuda.DevicePtr, error) {
+	n = max(n, 8)
+	if b, ok := x.bufs[name]; ok && b.n >= n {
+		return b.p, nil
+	}
+	if b, ok := x.bufs[name]; ok {
+		x.ctx.Free(b.p)
+		x.used -= int64(b.n)
+		delete(x.bufs, name)
+	}
+	size := n + n/4 // headroom, so that slowly growing inputs reallocate rarely
+	if err := x.reserve(int64(size)); err != nil {
+		return 0, err
+	}
+	p, err := x.ctx.Alloc(size)
+	if err != nil {
+		return 0, fmt.Errorf("kernels: device buffer %s of %d bytes: %w", name, size, err)
+	}
+	x.bufs[name] = devBuf{p, size}
+	x.used += int64(size)
+	return p, nil
+}
+
+func (x *GPU) reserve(n int64) error {
+	if x.opts.MemLimit > 0 && x.used+n > x.opts.MemLimit {
+		return fmt.Errorf("kernels: %d more bytes would pass the GPU memory cap of %d (%d in use): %w", n, x.opts.MemLimit, x.used, cuda.ErrOutOfMemory)
+	}
+	return nil
+}
+
+func (x *GPU) upload(name string, data unsafe.Pointer, n int) (cuda.DevicePtr, error) {
+	p, err := x.buf(name, n)
+	if err != nil || n == 0 {
+		return p, err
+	}
+	return p, x.ctx.CopyHtoD(p, data, n)
+}
+
+func u32ptr(s []uint32) unsafe.Pointer {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Pointer(&s[0])
+}
+
+// graphArgs are the kernel's view of the graph for one launch.
+type graphArgs struct {
+	slabIDs, slabLbls, outTab, inTab, vlabel cuda.DevicePtr
+	oneVLabel, multi, directed               uint32
+}
+
+// prepare makes the graph readable by the kernel: slab addresses (mapped or
+// mirrored), the per-vertex table and the vertex labels. With allAppended
+// the table presents every list as appended by the batch, which turns the
+// incremental kernel into a static matcher (see Static).
+func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool) (graphArgs, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var a graphArgs
+	ids, lbls, err := x.slabAddresses(g)
+	if err != nil {
+		return a, err
+	}
+	if a.slabIDs, err = x.upload("slab_ids", unsafe.Pointer(&ids[0]), 8*len(ids)); err != nil {
+		return a, err
+	}
+	if a.slabLbls, err = x.upload("slab_lbls", unsafe.Pointer(&lbls[0]), 8*len(lbls)); err != nil {
+		return a, err
+	}
+	tab := g.Table(nil, false)
+	if allAppended {
+		presentAppended(tab)
+	}
+	if a.outTab, err = x.upload("out_tab", u32ptr(tab), 4*len(tab)); err != nil {
+		return a, err
+	}
+	a.inTab = a.outTab
+	if g.Directed() {
+		tab = g.Table(tab[:0], true)
+		if allAppended {
+			presentAppended(tab)
+		}
+		if a.inTab, err = x.upload("in_tab", u32ptr(tab), 4*len(tab)); err != nil {
+			return a, err
+		}
+	}
+	vl := g.VertexLabels()
+	if a.vlabel, err = x.upload("vlabel", u32ptr(vl), 4*len(vl)); err != nil {
+		return a, err
+	}
+	// The kernel must compare keys exactly as dyngraph sorted them.
+	a.oneVLabel = b2u(g.Order().IDOnly())
+	a.multi = b2u(g.MultiLabel())
+	a.directed = b2u(g.Directed())
+	return a, nil
+}
+
+// presentAppended rewrites table rows so that each list reads as wholly
+// appended: sorted part empty, no tombstones.
+func presentAppended(tab []uint32) {
+	for i := 0; i < len(tab); i += dyngraph.TableWords {
+		tab[i+3], tab[i+4] = 0, 0
+	}
+}
+
+// slabAddresses returns, per slab, the device address of its ids and labels.
+func (x *GPU) slabAddresses(g *dyngraph.Graph) (ids, lbls []uint64, err error) {
+	ns := g.NumSlabs()
+	if ns == 0 {
+		return []uint64{0}, []uint64{0}, nil
+	}
+	if x.opts.Placement == Device && !x.FellBack {
+		if err := x.syncMirror(g); err != nil {
+			if !errors.Is(err, cuda.ErrOutOfMemory) {
+				return nil, nil, err
+			}
+			x.dropMirror()
+			x.FellBack = true
+		} else {
+			for _, m := range x.mirror {
+				ids = append(ids, uint64(m.ids))
+				lbls = append(lbls, uint64(m.lbl))
+			}
+			return ids, lbls, nil
+		}
+	}
+	for i := 0; i < ns; i++ {
+		s, l := g.Slab(i)
+		p, err := x.ctx.DevicePointerOf(unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 4*len(s)))
+		if err != nil {
+			return nil, nil, fmt.Errorf("kernels: zero-copy needs the graph's arenas in pinned memory (build the graph with GPU.Allocator): %w", err)
+		}
+		ids = append(ids, uint64(p))
+		var lp cuda.DevicePtr
+		if l != nil {
+			if lp, err = x.ctx.DevicePointerOf(unsafe.Slice((*byte)(unsafe.Pointer(&l[0])), 4*len(l))); err != nil {
+				return nil, nil, err
+			}
+		}
+		lbls = append(lbls, uint64(lp))
+	}
+	return ids, lbls, nil
+}
+
+func (x *GPU) dropMirror() {
+	for _, m := range x.mirror {
+		x.ctx.Free(m.ids)
+		x.used -= int64(4 * len(m.host))
+		if m.lbl != 0 {
+			x.ctx.Free(m.lbl)
+			x.used -= int64(4 * len(m.host))
+		}
+	}
+	x.mirror = nil
+}
+
+// syncMirror brings the device copy of the arenas up to date: new slabs (or
+// slabs that gained label arrays) are copied whole, and the lists changed
+// since the last call are copied through one staging buffer and the scatter
+// kernel.
+func (x *GPU) syncMirror(g *dyngraph.Graph) error {
+	for i := 0; i < g.NumSlabs(); i++ {
+		ids, lbls := g.Slab(i)
+		if i < len(x.mirror) && (lbls == nil) == (x.mirror[i].lbl == 0) {
+			continue
+		}
+		if i < len(x.mirror) { // the slab gained a label array: copy again
+			m := x.mirror[i]
+			x.ctx.Free(m.ids)
+			x.used -= int64(4 * len(m.host))
+		}
+		need := int64(4 * len(ids))
+		if lbls != nil {
+			need *= 2
+		}
+		if err := x.reserve(need); err != nil {
+			return err
+		}
+		m := slabMirror{host: ids, hostLbl: lbls}
+		var err error
+		if m.ids, err = x.ctx.Alloc(4 * len(ids)); err != nil {
+			return err
+		}
+		if err = x.ctx.CopyHtoD(m.ids, unsafe.Pointer(&ids[0]), 4*len(ids)); err != nil {
+			return err
+		}
+		if lbls != nil {
+			if m.lbl, err = x.ctx.Alloc(4 * len(lbls)); err != nil {
+				return err
+			}
+			if err = x.ctx.CopyHtoD(m.lbl, unsafe.Pointer(&lbls[0]), 4*len(lbls)); err != nil {
+				return err
+			}
+		}
+		x.used += need
+		if i < len(x.mirror) {
+			x.mirror[i] = m
+		} else {
+			x.mirror = append(x.mirror, m)
+		}
+	}
+	refs := append(x.stale, g.Touched(nil)...)
+	x.stale = g.Touched(nil)
+	if len(refs) == 0 {
+		return nil
+	}
+	var hdr, data []uint32
+	multi := g.MultiLabel()
+	for _, r := range refs {
+		slab, off, n := g.Where(r)
+		if n == 0 {
+			continue
+		}
+		ids, lbls := g.Slab(int(slab))
+		hdr = append(hdr, slab, off, n, uint32(len(data)))
+		data = append(data, ids[off:off+n]...)
+		if multi {
+			hdr = append(hdr, slab|1<<31, off, n, uint32(len(data)))
+			data = append(data, lbls[off:off+n]...)
+		}
+	}
+	if len(hdr) == 0 {
+		return nil
+	}
+	// One table of destinations: ids of slab s at 2s, labels at 2s+1.
+	dst := make([]uint64, 2*len(x.mirror))
+	for i, m := range x.mirror {
+		dst[2*i], dst[2*i+1] = uint64(m.ids), uint64(m.lbl)
+	}
+	for i := 0; i < len(hdr); i += 4 {
+		s := hdr[i]
+		hdr[i] = 2*(s&^(1<<31)) + s>>31
+	}
+	dp, err := x.upload("scatter_dst", unsafe.Pointer(&dst[0]), 8*len(dst))
+	if err != nil {
+		return err
+	}
+	hp, err := x.upload("scatter_hdr", u32ptr(hdr), 4*len(hdr))
+	if err != nil {
+		return err
+	}
+	sp, err := x.upload("scatter_data", u32ptr(data), 4*len(data))
+	if err != nil {
+		return err
+	}
+	nseg := uint32(len(hdr) / 4)
+	grid := min(nseg, 65535)
+	if err := x.scat.Launch([3]uint32{grid, 1, 1}, [3]uint32{256, 1, 1}, 0, nil, dp, hp, nseg, sp); err != nil {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,722 @@
+// gcsm's incremental matching kernel (DESIGN.md §3 and §5; the GCSM paper,
+// section V-C; STMatch's warp-per-unit depth-first walk).
+//
+// Each warp takes work units (term, changed edge) from a global counter and
+// walks the term's matching order depth first. A level's candidates are made
+// by the whole warp: the lanes read 32 consecutive entries of the driver list
+// (the constraint with the shortest list), check each against the level's
+// other constraints by binary search, and compact the survivors into the
+// level's buffer with a ballot. The buffer holds CHUNK candidates; when it
+// runs out the warp resumes scanning the driver where it stopped, so a level
+// costs a fixed amount of memory whatever the degree.
+//
+// Lists are read where they are: through the device mapping of pinned host
+// memory (zero-copy placement) or from a device mirror (device placement).
+// The kernel does not know which; it gets base pointers.
+//
+// The views, the label-ordered lists and the flip rule mirror the CPU walker
+// in incremental/walk.go and incremental/cpu.go exactly: the two executors
+// must find the same matches.
+
+#include <stdint.h>
+
+#define WARP 32
+#define CHUNK 128
+#define WILDCARD 0xFFFFFFFFu
+#define TOMB 0x80000000u
+#define IDMASK 0x7FFFFFFFu
+
+// Views (incremental/views.go).
+#define V_OLD 0
+#define V_NEW 1
+#define V_STABLE 2
+
+// Directions (query.Dir).
+#define D_OUT 0
+#define D_IN 1
+#define D_ANY 2
+
+// Term program layout, written by kernels/plan.go.
+#define T_QUERY 0
+#define T_EDGE 1
+#define T_N 2
+#define T_ELABEL 3
+#define T_BOTH 4
+#define T_ANY 5
+#define T_FLIP 6
+#define T_LEVELS 8
+#define L_WORDS 7
+#define L_LABEL 0
+#define L_NCONS 1
+#define L_CONS 2
+#define L_NABOVE 3
+#define L_ABOVE 4
+#define L_NBELOW 5
+#define L_BELOW 6
+#define C_WORDS 5
+#define C_FROM 0
+#define C_LABEL 1
+#define C_DIR 2
+#define C_VPOS 3
+#define C_VNEG 4
+
+// Per-level walk state in the warp's scratch.
+#define S_DRV 0
+#define S_GENERAL 1
+#define S_NPARTS 2
+#define S_PARTS 3 // 4 parts of 4 words: list (0 out, 1 in), part (0 sorted, 1 appended), lo, hi
+#define S_POS 19
+#define S_END 20
+#define S_CNT 21
+#define S_IDX 22
+#define S_WORDS 24
+#define S_STRIDE (S_WORDS + CHUNK)
+
+struct Graph {
+    const unsigned long long* slab_ids;  // per slab: address of its ids
+    const unsigned long long* slab_lbls; // per slab: address of its edge labels, or 0
+    const uint32_t* out_tab;             // per vertex: slab, off, n, app, tomb
+    const uint32_t* in_tab;              // the same for in-lists (out_tab when undirected)
+    const uint32_t* vlabel;
+    uint32_t one_vlabel;
+    uint32_t multi;
+    uint32_t directed;
+};
+
+struct Adj {
+    const uint32_t* ids;
+    const uint32_t* lbl;
+    uint32_t n, app, tomb;
+};
+
+__device__ __forceinline__ Adj get_adj(const Graph& g, uint32_t v, uint32_t in)
+{
+    const uint32_t* t = (in ? g.in_tab : g.out_tab) + 5ull * v;
+    Adj a;
+    uint32_t slab = t[0], off = t[1];
+    a.n = t[2];
+    a.app = t[3];
+    a.tomb = t[4];
+    if (a.n == 0) {
+        a.ids = 0;
+        a.lbl = 0;
+        return a;
+    }
+    a.ids = (const uint32_t*)g.slab_ids[slab] + off;
+    unsigned long long lb = g.slab_lbls[slab];
+    a.lbl = lb ? (const uint32_t*)lb + off : 0;
+    return a;
+}
+
+__device__ __forceinline__ unsigned long long key(const Graph& g, uint32_t w)
+{
+    if (g.one_vlabel)
+        return w;
+    return ((unsigned long long)g.vlabel[w] << 32) | w;
+}
+
+// lower bound of w's key in ids[lo, hi), tombstone bits ignored
+__device__ uint32_t search(const Graph& g, const uint32_t* ids, uint32_t lo, uint32_t hi, uint32_t w)
+{
+    unsigned long long k = key(g, w);
+    while (lo < hi) {
+        uint32_t m = (lo + hi) >> 1;
+        if (key(g, ids[m] & IDMASK) < k)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
+}
+
+__device__ uint32_t label_bound(const Graph& g, const uint32_t* ids, uint32_t lo, uint32_t hi, unsigned long long k)
+{
+    while (lo < hi) {
+        uint32_t m = (lo + hi) >> 1;
+        if (key(g, ids[m] & IDMASK) < k)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
+}
+
+// range of entries with vertex label l in ids[lo, hi)
+__device__ void label_range(const Graph& g, const uint32_t* ids, uint32_t lo, uint32_t hi, uint32_t l,
+                            uint32_t* rlo, uint32_t* rhi)
+{
+    if (l == WILDCARD || hi == lo) {
+        *rlo = lo;
+        *rhi = hi;
+        return;
+    }
+    if (g.one_vlabel) {
+        if (g.vlabel[ids[lo] & IDMASK] != l) {
+            *rlo = *rhi = lo;
+        } else {
+            *rlo = lo;
+            *rhi = hi;
+        }
+        return;
+    }
+    *rlo = label_bound(g, ids, lo, hi, (unsigned long long)l << 32);
+    *rhi = label_bound(g, ids, *rlo, hi, (unsigned long long)(l + 1) << 32);
+}
+
+// probe: does a hold w with an edge label the filter accepts, before the
+// batch (old) and after it (nw)? (incremental/views.go probe)
+__device__ void probe(const Graph& g, const Adj& a, uint32_t w, uint32_t label, bool* old, bool* nw)
+{
+    if (a.app > 0) {
+        uint32_t i = search(g, a.ids, 0, a.app, w);
+        for (; i < a.app && (a.ids[i] & IDMASK) == w; i++) {
+            if (a.lbl && label != WILDCARD && a.lbl[i] != label)
+                continue;
+            *old = true;
+            if ((a.ids[i] & TOMB) == 0)
+                *nw = true;
+        }
+    }
+    if (!*nw && a.n > a.app) {
+        uint32_t j = search(g, a.ids, a.app, a.n, w);
+        for (; j < a.n && a.ids[j] == w; j++) {
+            if (!a.lbl || label == WILDCARD || a.lbl[j] == label) {
+                *nw = true;
+                break;
+            }
+        }
+    }
+}
+
+__device__ __forceinline__ bool holds(uint32_t view, bool old, bool nw)
+{
+    if (view == V_OLD)
+        return old;
+    if (view == V_NEW)
+        return nw;
+    return old && nw;
+}
+
+struct Walk {
+    const Graph* g;
+    const uint32_t* prog; // the term's program
+    uint32_t* m;          // data vertex per depth (shared, per warp)
+    uint32_t* st;         // per-level state (global scratch)
+    int sign;             // +1 or -1
+    uint32_t n;
+};
+
+__device__ __forceinline__ const uint32_t* level(const Walk& w, uint32_t d)
+{
+    return w.prog + T_LEVELS + d * L_WORDS;
+}
+
+__device__ __forceinline__ uint32_t cons_view(const Walk& w, const uint32_t* c)
+{
+    return w.sign > 0 ? c[C_VPOS] : c[C_VNEG];
+}
+
+__device__ bool check_cons(const Walk& w, const uint32_t* c, uint32_t v)
+{
+    uint32_t x = w.m[c[C_FROM]];
+    bool old = false, nw = false;
+    uint32_t dir = c[C_DIR];
+    if (dir == D_OUT || dir == D_ANY) {
+        Adj a = get_adj(*w.g, x, 0);
+        probe(*w.g, a, v, c[C_LABEL], &old, &nw);
+    }
+    if (dir == D_IN || dir == D_ANY) {
+        Adj a = get_adj(*w.g, x, w.g->directed ? 1 : 0);
+        probe(*w.g, a, v, c[C_LABEL], &old, &nw);
+    }
+    return holds(cons_view(w, c), old, nw);
+}
+
+// vertex checks of level d: label, injectivity, symmetry breaking
+__device__ bool admissible(const Walk& w, uint32_t d, uint32_t v)
+{
+    const uint32_t* lv = level(w, d);
+    uint32_t l = lv[L_LABEL];
+    if (l != WILDCARD && w.g->vlabel[v] != l)
+        return false;
+    for (uint32_t k = 0; k < d; k++)
+        if (w.m[k] == v)
+            return false;
+    const uint32_t* ab = w.prog + lv[L_ABOVE];
+    for (uint32_t k = 0; k < lv[L_NABOVE]; k++)
+        if (v <= w.m[ab[k]])
+            return false;
+    const uint32_t* be = w.prog + lv[L_BELOW];
+    for (uint32_t k = 0; k < lv[L_NBELOW]; k++)
+        if (v >= w.m[be[k]])
+            return false;
+    return true;
+}
+
+__device__ __forceinline__ bool simple_cons(const Walk& w, const uint32_t* c)
+{
+    return c[C_DIR] != D_ANY && (!w.g->multi || c[C_LABEL] != WILDCARD);
+}
+
+__device__ uint32_t list_len(const Walk& w, const uint32_t* c)
+{
+    uint32_t x = w.m[c[C_FROM]];
+    uint32_t n = 0;
+    if (c[C_DIR] == D_OUT || c[C_DIR] == D_ANY)
+        n += get_adj(*w.g, x, 0).n;
+    if (c[C_DIR] == D_IN || c[C_DIR] == D_ANY)
+        n += get_adj(*w.g, x, w.g->directed ? 1 : 0).n;
+    return n;
+}
+
+// enter sets up level d's scan of its driver list. Lane-uniform.
+__device__ void enter(const Walk& w, uint32_t d)
+{
+    const uint32_t* lv = level(w, d);
+    const uint32_t* cons = w.prog + lv[L_CONS];
+    uint32_t nc = lv[L_NCONS];
+    uint32_t drv = 0, best = 0xFFFFFFFFu;
+    for (uint32_t i = 0; i < nc; i++) {
+        uint32_t len = list_len(w, cons + i * C_WORDS);
+        if (len < best) {
+            best = len;
+            drv = i;
+        }
+    }
+    const uint32_t* c = cons + drv * C_WORDS;
+    uint32_t* s = w.st + d * S_STRIDE;
+    bool general = !simple_cons(w, c);
+    uint32_t view = cons_view(w, c);
+    uint32_t x = w.m[c[C_FROM]];
+    uint32_t np = 0, end = 0;
+    for (uint32_t k = 0; k < 2; k++) {
+        if (k == 0 && c[C_DIR] == D_IN)
+            continue;
+        if (k == 1 && c[C_DIR] != D_IN && c[C_DIR] != D_ANY)
+            continue;
+        uint32_t in = (k == 1 && w.g->directed) ? 1 : 0;
+        Adj a = get_adj(*w.g, x, in);
+        for (uint32_t p = 0; p < 2; p++) {
+            if (p == 1 && view != V_NEW)
+                continue; // only the new view reads appended entries
+            uint32_t lo = p ? a.app : 0, hi = p ? a.n : a.app;
+            if (!general)
+                label_range(*w.g, a.ids, lo, hi, lv[L_LABEL], &lo, &hi);
+            uint32_t* part = s + S_PARTS + np * 4;
+            part[0] = in;
+            part[1] = p;
+            part[2] = lo;
+            part[3] = hi;
+            np++;
+            end += hi - lo;
+        }
+    }
+    s[S_DRV] = drv;
+    s[S_GENERAL] = general;
+    s[S_NPARTS] = np;
+    s[S_POS] = 0;
+    s[S_END] = end;
+    s[S_CNT] = 0;
+    s[S_IDX] = 0;
+}
+
+// entry_at resolves virtual position pos of level d's driver scan.
+__device__ bool entry_at(const Walk& w, const uint32_t* s, const uint32_t* c, uint32_t pos,
+                         uint32_t* id, uint32_t* lbl, bool* tomb, uint32_t* part_no, uint32_t* index)
+{
+    uint32_t x = w.m[c[C_FROM]];
+    for (uint32_t p = 0; p < s[S_NPARTS]; p++) {
+        const uint32_t* part = s + S_PARTS + p * 4;
+        uint32_t len = part[3] - part[2];
+        if (pos < len) {
+            Adj a = get_adj(*w.g, x, part[0]);
+            uint32_t i = part[2] + pos;
+            uint32_t e = a.ids[i];
+            *id = e & IDMASK;
+            *tomb = part[1] == 0 && (e & TOMB);
+            *lbl = a.lbl ? a.lbl[i] : WILDCARD;
+            *part_no = p;
+            *index = i;
+            return true;
+        }
+        pos -= len;
+    }
+    return false;
+}
+
+// first_occurrence: in a general scan, a vertex is taken only at its first
+// entry in the scan order, since its predicate covers all its entries.
+__device__ bool first_occurrence(const Walk& w, const uint32_t* s, const uint32_t* c, uint32_t part_no, uint32_t index, uint32_t id)
+{
+    uint32_t x = w.m[c[C_FROM]];
+    const uint32_t* part = s + S_PARTS + part_no * 4;
+    Adj a = get_adj(*w.g, x, part[0]);
+    if (index > part[2] && (a.ids[index - 1] & IDMASK) == id)
+        return false;
+    for (uint32_t p = 0; p < part_no; p++) {
+        const uint32_t* q = s + S_PARTS + p * 4;
+        Adj b = get_adj(*w.g, x, q[0]);
+        uint32_t i = search(*w.g, b.ids, q[2], q[3], id);
+        if (i < q[3] && (b.ids[i] & IDMASK) == id)
+            return false;
+    }
+    return true;
+}
+
+// candidate decides whether the lane's driver entry yields a candidate.
+__device__ bool candidate(const Walk& w, uint32_t d, const uint32_t* s, uint32_t pos, uint32_t* out)
+{
+    const uint32_t* lv = level(w, d);
+    const uint32_t* cons = w.prog + lv[L_CONS];
+    uint32_t drv = s[S_DRV];
+    const uint32_t* c = cons + drv * C_WORDS;
+    uint32_t id, lbl, part_no, index;
+    bool tomb;
+    if (!entry_at(w, s, c, pos, &id, &lbl, &tomb, &part_no, &index))
+        return false;
+    bool general = s[S_GENERAL];
+    if (!general) {
+        if (tomb && cons_view(w, c) != V_OLD)
+            return false;
+        if (lbl != WILDCARD && c[C_LABEL] != WILDCARD && lbl != c[C_LABEL])
+            return false;
+    } else if (!first_occurrence(w, s, c, part_no, index, id)) {
+        return false;
+    }
+    if (!admissible(w, d, id))
+        return false;
+    for (uint32_t i = 0; i < lv[L_NCONS]; i++) {
+        if (i == drv && !general)
+            continue;
+        if (!check_cons(w, cons + i * C_WORDS, id))
+            return false;
+    }
+    *out = id;
+    return true;
+}
+
+// refill scans the driver from S_POS until the buffer is nearly full or the
+// scan ends; candidates are compacted in order with a ballot.
+__device__ void refill(const Walk& w, uint32_t d, uint32_t lane)
+{
+    uint32_t* s = w.st + d * S_STRIDE;
+    uint32_t* buf = s + S_WORDS;
+    uint32_t pos = s[S_POS], end = s[S_END];
+    uint32_t cnt = 0;
+    while (pos < end && cnt + WARP <= CHUNK) {
+        uint32_t v = 0;
+        bool ok = pos + lane < end && candidate(w, d, s, pos + lane, &v);
+        unsigned mask = __ballot_sync(0xFFFFFFFFu, ok);
+        if (ok)
+            buf[cnt + __popc(mask & ((1u << lane) - 1))] = v;
+        cnt += __popc(mask);
+        pos += WARP;
+    }
+    __syncwarp();
+    if (lane == 0) {
+        s[S_POS] = min(pos, end);
+        s[S_CNT] = cnt;
+        s[S_IDX] = 0;
+    }
+    __syncwarp();
+}
+
+// count_last counts level d's candidates without enumerating them.
+__device__ unsigned long long count_last(const Walk& w, uint32_t d, uint32_t lane)
+{
+    const uint32_t* lv = level(w, d);
+    const uint32_t* cons = w.prog + lv[L_CONS];
+    if (lv[L_NCONS] == 1 && lv[L_NABOVE] == 0 && lv[L_NBELOW] == 0 && !w.g->multi && cons[C_DIR] != D_ANY) {
+        // The label range of the one list, in its view, less the matched
+        // vertices in it (incremental/walk.go countLast).
+        const uint32_t* c = cons;
+        uint32_t view = cons_view(w, c);
+        Adj a = get_adj(*w.g, w.m[c[C_FROM]], c[C_DIR] == D_IN && w.g->directed);
+        uint32_t lo, hi;
+        label_range(*w.g, a.ids, 0, a.app, lv[L_LABEL], &lo, &hi);
+        long long n = 0;
+        if (lane == 0)
+            n = hi - lo;
+        if (view != V_OLD && a.tomb > 0)
+            for (uint32_t i = lo + lane; i < hi; i += WARP)
+                if (a.ids[i] & TOMB)
+                    n--;
+        if (view == V_NEW && lane == 0) {
+            uint32_t alo, ahi;
+            label_range(*w.g, a.ids, a.app, a.n, lv[L_LABEL], &alo, &ahi);
+            n += ahi - alo;
+        }
+        if (lane < d) {
+            uint32_t v = w.m[lane];
+            if (lv[L_LABEL] == WILDCARD || w.g->vlabel[v] == lv[L_LABEL]) {
+                bool old = false, nw = false;
+                probe(*w.g, a, v, WILDCARD, &old, &nw);
+                if (holds(view, old, nw))
+                    n--;
+            }
+        }
+        for (int o = 16; o > 0; o >>= 1)
+            n += __shfl_down_sync(0xFFFFFFFFu, n, o);
+        return (unsigned long long)__shfl_sync(0xFFFFFFFFu, n, 0);
+    }
+    enter(w, d);
+    __syncwarp();
+    uint32_t* s = w.st + d * S_STRIDE;
+    unsigned long long total = 0;
+    for (uint32_t pos = 0; pos < s[S_END]; pos += WARP) {
+        uint32_t v;
+        bool ok = pos + lane < s[S_END] && candidate(w, d, s, pos + lane, &v);
+        total += __popc(__ballot_sync(0xFFFFFFFFu, ok));
+    }
+    return total;
+}
+
+struct Out {
+    uint32_t* rec;
+    unsigned long long cap; // records
+    unsigned long long* count;
+    uint32_t words; // per record: unit, sign, then m[0..n)
+    uint32_t* incomplete;
+    uint32_t* overflow;
+};
+
+// emit writes the current match (levels 0..n-1, m[n-1] = v for the lanes
+// whose ok is set). Returns false when the buffer is full.
+__device__ bool emit(const Walk& w, const Out& o, unsigned long long unit, bool ok, uint32_t v, uint32_t lane)
+{
+    unsigned mask = __ballot_sync(0xFFFFFFFFu, ok);
+    uint32_t k = __popc(mask);
+    if (k == 0)
+        return true;
+    unsigned long long base = 0;
+    if (lane == 0)
+        base = atomicAdd(o.count, (unsigned long long)k);
+    base = __shfl_sync(0xFFFFFFFFu, base, 0);
+    if (base + k > o.cap) {
+        if (lane == 0) {
+            o.incomplete[unit] = 1;
+            atomicExch(o.overflow, 1u);
+        }
+        return false;
+    }
+    if (ok) {
+        uint32_t* r = o.rec + (base + __popc(mask & ((1u << lane) - 1))) * (unsigned long long)o.words;
+        r[0] = (uint32_t)unit;
+        r[1] = w.sign > 0 ? 1 : 0;
+        for (uint32_t i = 0; i + 1 < w.n; i++)
+            r[2 + i] = w.m[i];
+        r[2 + w.n - 1] = v;
+    }
+    return true;
+}
+
+// flips_here: lane 0's version of incremental/cpu.go flipsHere.
+__device__ bool flips_here(const Walk& w, uint32_t elabel, bool any, uint32_t src, uint32_t label, uint32_t x, uint32_t y)
+{
+    const Graph& g = *w.g;
+    Adj lists[2];
+    uint32_t n = 1;
+    lists[0] = get_adj(g, x, 0);
+    if (any) {
+        lists[1] = get_adj(g, x, 1);
+        n = 2;
+    }
+    bool old = false, nw = false;
+    for (uint32_t k = 0; k < n; k++)
+        probe(g, lists[k], y, elabel, &old, &nw);
+    if ((w.sign > 0 && old) || (w.sign < 0 && nw))
+        return false;
+    uint32_t mine = (g.directed && src != x) ? 1 : 0;
+    for (uint32_t k = 0; k < n; k++) {
+        const Adj& a = lists[k];
+        if (w.sign > 0) {
+            uint32_t i = search(g, a.ids, a.app, a.n, y);
+            for (; i < a.n && a.ids[i] == y; i++) {
+                uint32_t l = a.lbl ? a.lbl[i] : label;
+                if (elabel == WILDCARD || l == elabel)
+                    return k == mine && l == label;
+            }
+        } else {
+            uint32_t i = search(g, a.ids, 0, a.app, y);
+            for (; i < a.app && (a.ids[i] & IDMASK) == y; i++) {
+                if ((a.ids[i] & TOMB) == 0)
+                    continue;
+                uint32_t l = a.lbl ? a.lbl[i] : label;
+                if (elabel == WILDCARD || l == elabel)
+                    return k == mine && l == label;
+            }
+        }
+    }
+    return false;
+}
+
+// walk runs the plan from levels 0 and 1 already set in w.m. Returns false
+// when enumeration ran out of buffer.
+__device__ bool walk(const Walk& w, uint32_t mode, const Out& o, unsigned long long unit, uint32_t lane,
+                     unsigned long long* count)
+{
+    uint32_t n = w.n;
+    if (n == 2) {
+        if (mode == 0) {
+            *count += 1;
+            return true;
+        }
+        bool r = emit(w, o, unit, lane == 0, w.m[1], lane);
+        if (r)
+            *count += 1;
+        return r;
+    }
+    int d = 2;
+    if (mode == 0 && n == 3) {
+        *count += count_last(w, 2, lane);
+        return true;
+    }
+    enter(w, 2);
+    __syncwarp();
+    while (d >= 2) {
+        uint32_t* s = w.st + d * S_STRIDE;
+        if (s[S_IDX] >= s[S_CNT]) {
+            if (s[S_POS] >= s[S_END]) {
+                d--;
+                continue;
+            }
+            refill(w, d, lane);
+            continue;
+        }
+        if ((uint32_t)d == n - 1) {
+            // enumerate mode only: the whole buffer is matches
+            uint32_t cnt = s[S_CNT];
+            uint32_t* buf = s + S_WORDS;
+            for (uint32_t i = 0; i < cnt; i += WARP) {
+                bool ok = i + lane < cnt;
+                uint32_t v = ok ? buf[i + lane] : 0;
+                if (!emit(w, o, unit, ok, v, lane))
+                    return false;
+                *count += __popc(__ballot_sync(0xFFFFFFFFu, ok));
+            }
+            __syncwarp();
+            if (lane == 0)
+                s[S_IDX] = cnt;
+            __syncwarp();
+            continue;
+        }
+        uint32_t v = (s + S_WORDS)[s[S_IDX]];
+        __syncwarp();
+        if (lane == 0) {
+            s[S_IDX]++;
+            w.m[d] = v;
+        }
+        __syncwarp();
+        if (mode == 0 && (uint32_t)d + 2 == n) {
+            *count += count_last(w, d + 1, lane);
+            continue;
+        }
+        d++;
+        enter(w, d);
+        __syncwarp();
+    }
+    return true;
+}
+
+#define WARPS_PER_BLOCK 4
+#define MAXN 32
+
+extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * WARP)
+match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
+            const uint32_t* changes, uint32_t nchanges,
+            const unsigned long long* slab_ids, const unsigned long long* slab_lbls,
+            const uint32_t* out_tab, const uint32_t* in_tab, const uint32_t* vlabel,
+            uint32_t one_vlabel, uint32_t multi, uint32_t directed,
+            unsigned long long* counts, uint32_t* scratch,
+            unsigned long long* next_unit, unsigned long long total_units, const unsigned long long* unit_list,
+            uint32_t mode, uint32_t* out_rec, unsigned long long out_cap, unsigned long long* out_count,
+            uint32_t out_words, uint32_t* incomplete, uint32_t* overflow)
+{
+    __shared__ uint32_t sm[WARPS_PER_BLOCK][MAXN];
+    uint32_t lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
+    unsigned long long warp = (unsigned long long)blockIdx.x * WARPS_PER_BLOCK + wib;
+    Graph g;
+    g.slab_ids = slab_ids;
+    g.slab_lbls = slab_lbls;
+    g.out_tab = out_tab;
+    g.in_tab = in_tab;
+    g.vlabel = vlabel;
+    g.one_vlabel = one_vlabel;
+    g.multi = multi;
+    g.directed = directed;
+    Out o;
+    o.rec = out_rec;
+    o.cap = out_cap;
+    o.count = out_count;
+    o.words = out_words;
+    o.incomplete = incomplete;
+    o.overflow = overflow;
+    Walk w;
+    w.g = &g;
+    w.m = sm[wib];
+    w.st = scratch + warp * (unsigned long long)(MAXN * S_STRIDE);
+
+    for (;;) {
+        unsigned long long i = 0;
+        if (lane == 0)
+            i = (mode == 1 && *(volatile uint32_t*)overflow) ? total_units : atomicAdd(next_unit, 1ull);
+        i = __shfl_sync(0xFFFFFFFFu, i, 0);
+        if (i >= total_units)
+            return;
+        unsigned long long unit = unit_list ? unit_list[i] : i;
+        uint32_t t = (uint32_t)(unit / nchanges), c = (uint32_t)(unit % nchanges);
+        const uint32_t* p = prog + term_off[t];
+        const uint32_t* ch = changes + 4ull * c;
+        uint32_t src = ch[0], dst = ch[1], label = ch[2];
+        w.prog = p;
+        w.sign = ch[3] ? 1 : -1;
+        w.n = p[T_N];
+        uint32_t elabel = p[T_ELABEL];
+        if (elabel != WILDCARD && elabel != label)
+            continue;
+        unsigned long long cnt = 0;
+        bool done = true;
+        for (uint32_t orient = 0; orient < 2 && done; orient++) {
+            if (orient == 1 && !p[T_BOTH])
+                break;
+            uint32_t x = orient ? dst : src, y = orient ? src : dst;
+            bool ok = true;
+            if (lane == 0) {
+                w.m[0] = x;
+                w.m[1] = y;
+                const uint32_t* l0 = level(w, 0);
+                ok = l0[L_LABEL] == WILDCARD || g.vlabel[x] == l0[L_LABEL];
+                ok = ok && admissible(w, 1, y);
+                if (ok && p[T_FLIP])
+                    ok = flips_here(w, elabel, p[T_ANY], src, label, x, y);
+                const uint32_t* l1 = level(w, 1);
+                const uint32_t* cons = p + l1[L_CONS];
+                for (uint32_t k = 0; ok && k < l1[L_NCONS]; k++)
+                    ok = check_cons(w, cons + k * C_WORDS, y);
+            }
+            ok = __shfl_sync(0xFFFFFFFFu, ok, 0);
+            __syncwarp();
+            if (!ok)
+                continue;
+            done = walk(w, mode, o, unit, lane, &cnt);
+        }
+        if (lane == 0 && cnt > 0 && done) {
+            uint32_t q = p[T_QUERY];
+            atomicAdd(counts + 2 * q + (w.sign > 0 ? 0 : 1), cnt);
+        }
+    }
+}
+
+// scatter copies staged list contents into the device mirror of the arenas
+// (device placement). Each block takes one staged segment: dst word offset
+// into the slab given by its header, length, and source offset in data.
+extern "C" __global__ void scatter(const unsigned long long* dst_base, const uint32_t* hdr, uint32_t nseg, const uint32_t* data)
+{
+    for (uint32_t s = blockIdx.x; s < nseg; s += gridDim.x) {
+        const uint32_t* h = hdr + 4ull * s; // slab, off, len, src
+        uint32_t* dst = (uint32_t*)dst_base[h[0]] + h[1];
+        const uint32_t* src = data + h[3];
+        for (uint32_t i = threadIdx.x; i < h[2]; i += blockDim.x)
+            dst[i] = src[i];
+    }
+}

@@ -1,0 +1,323 @@
+package kernels
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/incremental"
+	"github.com/gcsm/gcsm/kernels/cuda"
+	"github.com/gcsm/gcsm/query"
+)
+
+// Kernel geometry: match.cu's WARPS_PER_BLOCK, MAXN and per-level state.
+const (
+	warpsPerBlock = 4
+	blocksPerSM   = 8
+	levelWords    = 24 + 128 // S_WORDS + CHUNK
+)
+
+// Match implements incremental.Matcher.
+func (x *GPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, mode incremental.Mode, sink incremental.Sink) ([]incremental.Counts, error) {
+	if !g.Pending() && len(delta) > 0 {
+		return nil, fmt.Errorf("kernels: Match on a graph with no pending batch")
+	}
+	res := make([]incremental.Counts, len(queries))
+	live := possible(g, queries)
+	if len(delta) == 0 || len(live) == 0 {
+		// The mirror must still follow the lists this batch touched.
+		if x.opts.Placement == Device && !x.FellBack && g.NumSlabs() > 0 {
+			_, err := x.prepare(g, false)
+			return res, err
+		}
+		return res, nil
+	}
+	prog, err := encode(pick(queries, live), g.MultiLabel(), false)
+	if err != nil {
+		return nil, err
+	}
+	changes := make([]uint32, 0, 4*len(delta))
+	for _, c := range delta {
+		changes = append(changes, c.Src, c.Dst, c.Label, b2u(c.Sign > 0))
+	}
+	counts, err := x.run(g, false, prog, changes, pick(queries, live), mode, sink, live)
+	if err != nil {
+		return nil, err
+	}
+	for i, qi := range live {
+		res[qi] = counts[i]
+	}
+	return res, nil
+}
+
+// Static implements incremental.Matcher. The matches of a graph are the
+// matches that appear when every edge is inserted into an empty graph, and
+// of the delta terms only the first can then find any (its later edges are
+// read in the new view, and there is no stable edge for the others). So the
+// static matcher is the incremental kernel run on term 0, with every edge as
+// an insertion and every list presented as wholly appended.
+func (x *GPU) Static(g *dyngraph.Graph, queries []*query.Query, mode incremental.Mode, sink incremental.Sink) ([]int64, error) {
+	if g.Pending() {
+		return nil, fmt.Errorf("kernels: Static on a graph with a pending batch")
+	}
+	out := make([]int64, len(queries))
+	live := possible(g, queries)
+	if len(live) == 0 {
+		return out, nil
+	}
+	var changes []uint32
+	for v := 0; v < g.NumVertices(); v++ {
+		a := g.Out(graph.VertexID(v))
+		for i, e := range a.Sorted {
+			w := e & dyngraph.IDMask
+			if !g.Directed() && w < uint32(v) {
+				continue // each undirected edge once
+			}
+			l, _ := g.EdgeLabel()
+			if a.SortedLabels != nil {
+				l = a.SortedLabels[i]
+			}
+			changes = append(changes, uint32(v), w, l, 1)
+		}
+	}
+	if len(changes) == 0 {
+		return out, nil
+	}
+	qs := pick(queries, live)
+	prog, err := encode(qs, g.MultiLabel(), true)
+	if err != nil {
+		return nil, err
+	}
+	counts, err := x.run(g, true, prog, changes, qs, mode, sink, live)
+	if err != nil {
+		return nil, err
+	}
+	for i, qi := range live {
+		out[qi] = counts[i].Positive
+	}
+	return out, nil
+}
+
+// possible lists the queries whose edge labels the graph can match at all
+// (incremental's edgeLabelsPossible).
+func possible(g *dyngraph.Graph, queries []*query.Query) []int {
+	var live []int
+	for qi, q := range queries {
+		ok := true
+		if !g.MultiLabel() {
+			l, has := g.EdgeLabel()
+			ok = has
+			for _, e := range q.Edges {
+				if e.Label != graph.Wildcard && e.Label != l {
+					ok = false
+				}
+			}
+		}
+		if ok {
+			live = append(live, qi)
+		}
+	}
+	return live
+}
+
+func pick(queries []*query.Query, idx []int) []*query.Query {
+	out := make([]*query.Query, len(idx))
+	for i, qi := range idx {
+		out[i] = queries[qi]
+	}
+	return out
+}
+
+// run launches the kernel over every (term, change) unit until all units
+// are done: in Enumerate mode a launch that fills the record buffer stops,
+// the finished units' matches go to the sink, and the rest run again.
+func (x *GPU) run(g *dyngraph.Graph, allAppended bool, prog *program, changes []uint32, qs []*query.Query,
+	mode incremental.Mode, sink incremental.Sink, live []int) ([]incremental.Counts, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	ga, err := x.prepare(g, allAppended)
+	if err != nil {
+		return nil, err
+	}
+	nch := len(changes) / 4
+	total := uint64(len(prog.terms)) * uint64(nch)
+	pp, err := x.upload("prog", u32ptr(prog.words), 4*len(prog.words))
+	if err != nil {
+		return nil, err
+	}
+	tp, err := x.upload("terms", u32ptr(prog.terms), 4*len(prog.terms))
+	if err != nil {
+		return nil, err
+	}
+	cp, err := x.upload("changes", u32ptr(changes), 4*len(changes))
+	if err != nil {
+		return nil, err
+	}
+	counts, err := x.buf("counts", 16*len(qs))
+	if err != nil {
+		return nil, err
+	}
+	if err := x.ctx.Memset32(counts, 0, 4*len(qs)); err != nil {
+		return nil, err
+	}
+	sms := uint32(x.dev.Multiprocessors)
+	blocks := sms * blocksPerSM
+	warps := int(blocks) * warpsPerBlock
+	scratch, err := x.buf("scratch", warps*maxLevels*levelWords*4)
+	if err != nil {
+		return nil, err
+	}
+	next, err := x.buf("next", 8)
+	if err != nil {
+		return nil, err
+	}
+	flags, err := x.buf("overflow", 8)
+	if err != nil {
+		return nil, err
+	}
+	mb := uint32(0)
+	words := uint32(2 + prog.maxN)
+	var rec, outCount, incomplete, units cuda.DevicePtr
+	capRecs := uint64(x.opts.EnumRecords)
+	if mode == incremental.Enumerate {
+		mb = 1
+		if rec, err = x.buf("records", int(capRecs)*int(words)*4); err != nil {
+			return nil, err
+		}
+		if outCount, err = x.buf("out_count", 8); err != nil {
+			return nil, err
+		}
+		if incomplete, err = x.buf("incomplete", 4*int(total)); err != nil {
+			return nil, err
+		}
+	}
+	var pending []uint64 // units left after an overflow; nil on the first launch
+	for {
+		n := total
+		var list cuda.DevicePtr
+		if pending != nil {
+			n = uint64(len(pending))
+			if units, err = x.upload("units", unsafe.Pointer(&pending[0]), 8*len(pending)); err != nil {
+				return nil, err
+			}
+			list = units
+		}
+		for _, p := range []cuda.DevicePtr{next, flags} {
+			if err := x.ctx.Memset32(p, 0, 2); err != nil {
+				return nil, err
+			}
+		}
+		if mode == incremental.Enumerate {
+			if err := x.ctx.Memset32(outCount, 0, 2); err != nil {
+				return nil, err
+			}
+			if err := x.ctx.Memset32(incomplete, 0, int(total)); err != nil {
+				return nil, err
+			}
+		}
+		err := x.match.Launch([3]uint32{blocks, 1, 1}, [3]uint32{warpsPerBlock * 32, 1, 1}, 0, nil,
+			pp, tp, uint32(len(prog.terms)), cp, uint32(nch),
+			ga.slabIDs, ga.slabLbls, ga.outTab, ga.inTab, ga.vlabel,
+			ga.oneVLabel, ga.multi, ga.directed,
+			counts, scratch, next, total, list /* unit_list: 0 on the first launch */, mb,
+			rec, capRecs, outCount, words, incomplete, flags)
+		if err == nil {
+			err = x.ctx.Synchronize()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("kernels: match_delta: %w", err)
+		}
+		if mode != incremental.Enumerate {
+			break
+		}
+		more, err := x.drain(prog, qs, changes, rec, outCount, incomplete, flags, next, n, pending, capRecs, words, sink, live)
+		if err != nil {
+			return nil, err
+		}
+		if more == nil {
+			break
+		}
+		pending = more
+	}
+	host := make([]uint64, 2*len(qs))
+	if err := x.ctx.CopyDtoH(unsafe.Pointer(&host[0]), counts, 8*len(host)); err != nil {
+		return nil, err
+	}
+	out := make([]incremental.Counts, len(qs))
+	for i := range qs {
+		out[i] = incremental.Counts{Positive: int64(host[2*i]), Negative: int64(host[2*i+1])}
+	}
+	return out, nil
+}
+
+// drain hands the finished units' records to the sink and returns the units
+// to run again (nil when none are left).
+func (x *GPU) drain(prog *program, qs []*query.Query, changes []uint32, rec, outCount, incomplete, flags, next cuda.DevicePtr,
+	n uint64, pending []uint64, capRecs uint64, words uint32, sink incremental.Sink, live []int) ([]uint64, error) {
+	var hdr [2]uint64
+	if err := x.ctx.CopyDtoH(unsafe.Pointer(&hdr[0]), outCount, 8); err != nil {
+		return nil, err
+	}
+	var ov [2]uint32
+	if err := x.ctx.CopyDtoH(unsafe.Pointer(&ov[0]), flags, 4); err != nil {
+		return nil, err
+	}
+	total := uint64(len(prog.terms)) * uint64(len(changes)/4)
+	inc := make([]uint32, total)
+	if err := x.ctx.CopyDtoH(unsafe.Pointer(&inc[0]), incomplete, 4*int(total)); err != nil {
+		return nil, err
+	}
+	got := min(hdr[0], capRecs)
+	recs := make([]uint32, got*uint64(words))
+	if got > 0 {
+		if err := x.ctx.CopyDtoH(unsafe.Pointer(&recs[0]), rec, 4*len(recs)); err != nil {
+			return nil, err
+		}
+	}
+	nch := uint64(len(changes) / 4)
+	m := make([]graph.VertexID, prog.maxN)
+	for r := uint64(0); r < got; r++ {
+		row := recs[r*uint64(words) : (r+1)*uint64(words)]
+		unit := uint64(row[0])
+		if inc[unit] != 0 {
+			continue // the unit runs again
+		}
+		t := prog.owner[unit/nch]
+		q := qs[t.q]
+		sign := graph.Negative
+		if row[1] == 1 {
+			sign = graph.Positive
+		}
+		plan := &q.Terms[t.t]
+		for d, lv := range plan.Levels {
+			m[lv.Vertex] = row[2+d]
+		}
+		sink(0, live[t.q], sign, m[:q.N()])
+	}
+	if ov[0] == 0 {
+		return nil, nil
+	}
+	// Units to run again: those that overflowed and those never taken.
+	var nextTaken [1]uint64
+	if err := x.ctx.CopyDtoH(unsafe.Pointer(&nextTaken[0]), next, 8); err != nil {
+		return nil, err
+	}
+	var more []uint64
+	for i := uint64(0); i < n; i++ {
+		u := i
+		if pending != nil {
+			u = pending[i]
+		}
+		if inc[u] != 0 || i >= nextTaken[0] {
+			more = append(more, u)
+		}
+	}
+	if uint64(len(more)) == n {
+		// Not one unit finished: a single unit has more matches than the
+		// buffer holds, and running it again would fill it again.
+		return nil, fmt.Errorf("kernels: one work unit has more matches than the enumeration buffer holds (%d); raise Options.EnumRecords", capRecs)
+	}
+	return more, nil
+}
