@@ -55,6 +55,9 @@ type Options struct {
 	// the device has free. A device placement whose mirror would not fit
 	// falls back to zero-copy (GPU.Placement says which is in effect).
 	MemLimit int64
+	// NoSplit walks every unit whole instead of splitting deep plans into
+	// seeds (see runSplit); for measuring what splitting buys.
+	NoSplit bool
 	// EnumRecords is the capacity of the enumeration buffer in matches;
 	// 0 means 1<<22. A launch that fills it resumes where it stopped.
 	EnumRecords int
@@ -72,7 +75,8 @@ type GPU struct {
 	alloc  *cuda.HostAllocator
 	bufs   map[string]devBuf
 	used   int64 // device bytes held
-	mirror []slabMirror
+	mirror   []slabMirror
+	mirrorOf *dyngraph.Graph // the graph the mirror copies
 	// lists rewritten by the last Reorganize, to refresh in the mirror
 	stale []dyngraph.ListRef
 	// FellBack is set when a device placement did not fit under the
@@ -345,15 +349,24 @@ func (x *GPU) dropMirror() {
 // since the last call are copied through one staging buffer and the scatter
 // kernel.
 func (x *GPU) syncMirror(g *dyngraph.Graph) error {
+	if x.mirrorOf != g {
+		// Another graph: nothing of the mirror is valid.
+		x.dropMirror()
+		x.stale, x.mirrorOf = nil, g
+	}
 	for i := 0; i < g.NumSlabs(); i++ {
 		ids, lbls := g.Slab(i)
-		if i < len(x.mirror) && (lbls == nil) == (x.mirror[i].lbl == 0) {
+		if i < len(x.mirror) && &x.mirror[i].host[0] == &ids[0] && (lbls == nil) == (x.mirror[i].lbl == 0) {
 			continue
 		}
-		if i < len(x.mirror) { // the slab gained a label array: copy again
+		if i < len(x.mirror) { // a new slab or one that gained labels: copy again
 			m := x.mirror[i]
 			x.ctx.Free(m.ids)
 			x.used -= int64(4 * len(m.host))
+			if m.lbl != 0 {
+				x.ctx.Free(m.lbl)
+				x.used -= int64(4 * len(m.host))
+			}
 		}
 		need := int64(4 * len(ids))
 		if lbls != nil {

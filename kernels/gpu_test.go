@@ -17,9 +17,9 @@ import (
 )
 
 // openGPU opens the executor or skips: CI machines have no GPU.
-func openGPU(t testing.TB, p Placement) *GPU {
+func openGPU(t testing.TB, p Placement, noSplit bool) *GPU {
 	t.Helper()
-	x, err := Open(Options{Placement: p, EnumRecords: 1 << 20})
+	x, err := Open(Options{Placement: p, EnumRecords: 1 << 20, NoSplit: noSplit})
 	if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
 		t.Skipf("no GPU: %v", err)
 	}
@@ -134,14 +134,17 @@ func TestGPUEqualsCPU(t *testing.T) {
 	if testing.Short() {
 		trials = 8
 	}
-	for _, pl := range []Placement{ZeroCopy, Device} {
-		x := openGPU(t, pl)
+	for _, cfg := range []struct {
+		pl      Placement
+		noSplit bool
+	}{{ZeroCopy, false}, {Device, false}, {Device, true}} {
+		x := openGPU(t, cfg.pl, cfg.noSplit)
 		for trial := 0; trial < trials; trial++ {
 			directed := trial%2 == 1
 			sem := query.Semantics(trial / 2 % 2)
 			kind := []string{"insert", "delete", "mixed"}[trial%3]
-			where := fmt.Sprintf("%s trial %d directed=%v %v %s", pl, trial, directed, sem, kind)
-			gpuVsCPU(t, x, uint64(trial), directed, sem, kind, where)
+			where := fmt.Sprintf("%s nosplit=%v trial %d directed=%v %v %s", cfg.pl, cfg.noSplit, trial, directed, sem, kind)
+			t.Run(where, func(t *testing.T) { gpuVsCPU(t, x, uint64(trial), directed, sem, kind, where) })
 		}
 		x.Close()
 	}
@@ -196,6 +199,9 @@ func gpuVsCPU(t *testing.T, x *GPU, seed uint64, directed bool, sem query.Semant
 		t.Fatalf("%s: GPU static: %v", where, err)
 	}
 	if !slices.Equal(cs, gs) {
+		for i, q := range qs {
+			t.Logf("query %d: labels %v edges %+v", i, q.Labels, q.Edges)
+		}
 		t.Fatalf("%s: static counts CPU %v GPU %v", where, cs, gs)
 	}
 	sizes := []int{1, 7, 64, 1000, 8192}

@@ -550,30 +550,30 @@ __device__ bool flips_here(const Walk& w, uint32_t elabel, bool any, uint32_t sr
     return false;
 }
 
-// walk runs the plan from levels 0 and 1 already set in w.m. Returns false
-// when enumeration ran out of buffer.
+// walk runs the plan from level start on, levels below it already set in
+// w.m. Returns false when enumeration ran out of buffer.
 __device__ bool walk(const Walk& w, uint32_t mode, const Out& o, unsigned long long unit, uint32_t lane,
-                     unsigned long long* count)
+                     unsigned long long* count, int start)
 {
     uint32_t n = w.n;
-    if (n == 2) {
+    if (n == (uint32_t)start) {
         if (mode == 0) {
             *count += 1;
             return true;
         }
-        bool r = emit(w, o, unit, lane == 0, w.m[1], lane);
+        bool r = emit(w, o, unit, lane == 0, w.m[n - 1], lane);
         if (r)
             *count += 1;
         return r;
     }
-    int d = 2;
-    if (mode == 0 && n == 3) {
-        *count += count_last(w, 2, lane);
+    int d = start;
+    if (mode == 0 && n == (uint32_t)start + 1) {
+        *count += count_last(w, start, lane);
         return true;
     }
-    enter(w, 2);
+    enter(w, start);
     __syncwarp();
-    while (d >= 2) {
+    while (d >= start) {
         uint32_t* s = w.st + d * S_STRIDE;
         if (s[S_IDX] >= s[S_CNT]) {
             if (s[S_POS] >= s[S_END]) {
@@ -621,6 +621,11 @@ __device__ bool walk(const Walk& w, uint32_t mode, const Out& o, unsigned long l
 #define WARPS_PER_BLOCK 4
 #define MAXN 32
 
+// match_delta runs work units. A unit is (term, changed edge); with seeds
+// set, a unit is instead a seed: a partial match of levels 0..split-1 that
+// an earlier launch with split set and no seeds wrote as a record (the
+// expansion launch). Splitting deep plans this way spreads one heavy unit
+// over many warps, where a single warp would walk it alone.
 extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * WARP)
 match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
             const uint32_t* changes, uint32_t nchanges,
@@ -630,7 +635,8 @@ match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
             unsigned long long* counts, uint32_t* scratch,
             unsigned long long* next_unit, unsigned long long total_units, const unsigned long long* unit_list,
             uint32_t mode, uint32_t* out_rec, unsigned long long out_cap, unsigned long long* out_count,
-            uint32_t out_words, uint32_t* incomplete, uint32_t* overflow)
+            uint32_t out_words, uint32_t* incomplete, uint32_t* overflow,
+            uint32_t split, const uint32_t* seeds, uint32_t seed_words)
 {
     __shared__ uint32_t sm[WARPS_PER_BLOCK][MAXN];
     uint32_t lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
@@ -655,14 +661,31 @@ match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
     w.g = &g;
     w.m = sm[wib];
     w.st = scratch + warp * (unsigned long long)(MAXN * S_STRIDE);
+    bool expanding = split > 0 && seeds == 0;
 
     for (;;) {
         unsigned long long i = 0;
         if (lane == 0)
-            i = (mode == 1 && *(volatile uint32_t*)overflow) ? total_units : atomicAdd(next_unit, 1ull);
+            i = ((mode == 1 || expanding) && *(volatile uint32_t*)overflow) ? total_units : atomicAdd(next_unit, 1ull);
         i = __shfl_sync(0xFFFFFFFFu, i, 0);
         if (i >= total_units)
             return;
+        if (seeds) {
+            const uint32_t* rec = seeds + i * (unsigned long long)seed_words;
+            unsigned long long unit = rec[0];
+            const uint32_t* p = prog + term_off[unit / nchanges];
+            w.prog = p;
+            w.sign = rec[1] ? 1 : -1;
+            w.n = p[T_N];
+            if (lane < split)
+                w.m[lane] = rec[2 + lane];
+            __syncwarp();
+            unsigned long long cnt = 0;
+            walk(w, 0, o, unit, lane, &cnt, (int)split);
+            if (lane == 0 && cnt > 0)
+                atomicAdd(counts + 2 * p[T_QUERY] + (w.sign > 0 ? 0 : 1), cnt);
+            continue;
+        }
         unsigned long long unit = unit_list ? unit_list[i] : i;
         uint32_t t = (uint32_t)(unit / nchanges), c = (uint32_t)(unit % nchanges);
         const uint32_t* p = prog + term_off[t];
@@ -670,7 +693,11 @@ match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
         uint32_t src = ch[0], dst = ch[1], label = ch[2];
         w.prog = p;
         w.sign = ch[3] ? 1 : -1;
-        w.n = p[T_N];
+        // An expansion launch stops deep plans at level split and writes
+        // the partial matches as seeds; shallow plans it finishes itself.
+        bool seeding = expanding && p[T_N] >= split + 2;
+        uint32_t umode = seeding ? 1 : (expanding ? 0 : mode);
+        w.n = seeding ? split : p[T_N];
         uint32_t elabel = p[T_ELABEL];
         if (elabel != WILDCARD && elabel != label)
             continue;
@@ -698,9 +725,9 @@ match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
             __syncwarp();
             if (!ok)
                 continue;
-            done = walk(w, mode, o, unit, lane, &cnt);
+            done = walk(w, umode, o, unit, lane, &cnt, 2);
         }
-        if (lane == 0 && cnt > 0 && done) {
+        if (lane == 0 && cnt > 0 && done && !seeding) {
             uint32_t q = p[T_QUERY];
             atomicAdd(counts + 2 * q + (w.sign > 0 ? 0 : 1), cnt);
         }

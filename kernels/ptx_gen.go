@@ -5,7 +5,7 @@ package kernels
 import _ "embed"
 
 // sourceHash is the SHA-256 of match.cu when match.ptx was generated.
-const sourceHash = "53f84cd68d4486027bb44591d70a351a8e033c4f68343ed6b9a9832b71b693b4"
+const sourceHash = "df88ef80d85d64bca30a7bb600904f831db934815c2d4d06431e82091f919a64"
 
 //go:embed match.ptx
 var matchPTX string
