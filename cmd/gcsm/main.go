@@ -3,6 +3,7 @@
 //	gcsm replay -d DATA -u STREAM -q QUERY [-q QUERY ...]   replay a stream file in batches
 //	gcsm replay --demo                                      replay a generated transfer workload
 //	gcsm match  -d DATA -q QUERY [-q QUERY ...]             count or list all matches of a graph
+//	gcsm bench  [--scale N] [--batches 64,1024,4096]        time the engines on an R-MAT workload
 //
 // Run "gcsm COMMAND -h" for a command's flags.
 package main
@@ -24,6 +25,7 @@ func commands() []command {
 	return []command{
 		{"replay", "replay a stream file against standing queries, batch by batch", runReplay},
 		{"match", "find all matches of queries in a graph (the static matcher)", runMatch},
+		{"bench", "time the CPU and GPU engines side by side on a generated R-MAT workload", runBench},
 	}
 }
 
