@@ -101,6 +101,7 @@ func (g *Graph) Apply(batch []graph.Update) ([]graph.Change, []Reject, ApplyStat
 		g.sortPart(o, s.ids[l.off+l.app:l.off+l.n], lb)
 	}
 	g.pending = true
+	g.epoch++
 	return g.delta, rejects, st, nil
 }
 

@@ -87,6 +87,7 @@ func (g *Graph) Build(batch []graph.Update) ([]Reject, ApplyStats, error) {
 			}
 		}
 	}
+	g.epoch++
 	// Each edge holds two entries: both ends of an undirected edge, or the
 	// out- and in-list of a directed one.
 	g.edges = entries / 2

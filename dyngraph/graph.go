@@ -110,6 +110,7 @@ type Graph struct {
 	firstVLabel graph.Label
 	born        []uint64 // bitset: ids that an update has mentioned
 	vertices    int      // born vertices
+	epoch       uint64   // batches applied
 
 	// Edge labels: while multiLabel is false every edge carries edgeLabel and
 	// no label arrays exist.
@@ -541,3 +542,18 @@ func (g *Graph) Where(r ListRef) (slab, off, n uint32) {
 	l := g.listOf(touch{r.V, r.In})
 	return l.slab, l.off, l.n
 }
+
+// Row returns the table row of one list, as Table writes it.
+func (g *Graph) Row(r ListRef) [TableWords]uint32 {
+	l := g.listOf(touch{r.V, r.In && g.opts.Directed})
+	return [TableWords]uint32{l.slab, l.off, l.n, l.app, l.tomb}
+}
+
+// Epoch counts the batches applied (Apply and Build), so that a copy of the
+// graph kept elsewhere can tell whether it has seen every batch.
+func (g *Graph) Epoch() uint64 { return g.epoch }
+
+// Born is the number of vertices that updates have mentioned. It changes
+// whenever a vertex label is set, so a copy of VertexLabels is current while
+// NumVertices and Born are unchanged.
+func (g *Graph) Born() int { return g.vertices }

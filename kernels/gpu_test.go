@@ -228,6 +228,12 @@ func gpuVsCPU(t *testing.T, x *GPU, seed uint64, directed bool, sem query.Semant
 		if err != nil {
 			t.Fatal(err)
 		}
+		if r.IntN(5) == 0 {
+			// A batch the GPU never sees: its copies must notice and
+			// catch up at the next one.
+			g.Reorganize()
+			continue
+		}
 		got, err := x.Match(g, delta, qs, incremental.Count, nil)
 		if err != nil {
 			t.Fatalf("%s batch %d: %v", where, b, err)

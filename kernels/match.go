@@ -28,8 +28,9 @@ func (x *GPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 	res := make([]incremental.Counts, len(queries))
 	live := possible(g, queries)
 	if len(delta) == 0 || len(live) == 0 {
-		// The mirror must still follow the lists this batch touched.
-		if x.opts.Placement == Device && !x.FellBack && g.NumSlabs() > 0 {
+		// Nothing to match, but the device's copies follow the batch, so
+		// that the next one need not copy everything again.
+		if g.NumSlabs() > 0 {
 			_, err := x.prepare(g, false)
 			return res, err
 		}
