@@ -47,7 +47,13 @@ func (o Order) Key(w uint32) uint64 {
 // Search returns the index of the first entry of part whose key is at least
 // w's (tombstone bits ignored) and whether that entry is w.
 func (o Order) Search(part []uint32, w uint32) (int, bool) {
-	k := o.Key(w)
+	i := o.lowerBound(part, o.Key(w))
+	return i, i < len(part) && part[i]&IDMask == w
+}
+
+// lowerBound returns the index of the first entry of part whose key is at
+// least k.
+func (o Order) lowerBound(part []uint32, k uint64) int {
 	lo, hi := 0, len(part)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -57,11 +63,11 @@ func (o Order) Search(part []uint32, w uint32) (int, bool) {
 			hi = m
 		}
 	}
-	return lo, lo < len(part) && part[lo]&IDMask == w
+	return lo
 }
 
 // Range returns the half-open index range of the entries of part whose
-// vertex label is l.
+// vertex label is l, a concrete label (not graph.Wildcard).
 func (o Order) Range(part []uint32, l graph.Label) (lo, hi int) {
 	if o.one {
 		if len(part) > 0 && o.vl[part[0]&IDMask] != l {
@@ -69,19 +75,7 @@ func (o Order) Range(part []uint32, l graph.Label) (lo, hi int) {
 		}
 		return 0, len(part)
 	}
-	first := func(k uint64) int {
-		lo, hi := 0, len(part)
-		for lo < hi {
-			m := int(uint(lo+hi) >> 1)
-			if o.Key(part[m]&IDMask) < k {
-				lo = m + 1
-			} else {
-				hi = m
-			}
-		}
-		return lo
-	}
-	return first(uint64(l) << 32), first(uint64(l+1) << 32)
+	return o.lowerBound(part, uint64(l)<<32), o.lowerBound(part, uint64(l+1)<<32)
 }
 
 // search finds (id, label) in a list part sorted in list order, ignoring the

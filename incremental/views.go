@@ -5,18 +5,19 @@ import (
 	"github.com/gcsm/gcsm/graph"
 )
 
-// view is a state of the graph that a constraint is checked in (DESIGN.md §3).
-type view uint8
+// View is a state of the graph that a constraint is checked in (DESIGN.md
+// §3). The values are part of the GPU kernel's program format.
+type View uint8
 
 const (
-	viewOld    view = iota // before the batch
+	viewOld    View = iota // before the batch
 	viewNew                // after the batch
 	viewStable             // in both
 )
 
-// termView returns the view in which query edge j is checked by the term of
+// TermView returns the view in which query edge j is checked by the term of
 // update edge i for an update of the given sign.
-func termView(j, i int, sign graph.Sign) view {
+func TermView(j, i int, sign graph.Sign) View {
 	if sign > 0 {
 		if j < i {
 			return viewStable
@@ -67,7 +68,7 @@ func probe(o dyngraph.Order, a *dyngraph.Adj, w uint32, label graph.Label) (inOl
 // which for a wildcard edge on a multi-label graph is "some edge before and
 // some edge after", not "one edge that stayed": the delta rules need the
 // predicate of the query edge, not the identity of the data edge.
-func holds(v view, inOld, inNew bool) bool {
+func holds(v View, inOld, inNew bool) bool {
 	switch v {
 	case viewOld:
 		return inOld
@@ -78,7 +79,7 @@ func holds(v view, inOld, inNew bool) bool {
 }
 
 // viewSize is the number of entries of a in view v on a single-label graph.
-func viewSize(a *dyngraph.Adj, v view) int {
+func viewSize(a *dyngraph.Adj, v View) int {
 	switch v {
 	case viewOld:
 		return len(a.Sorted)

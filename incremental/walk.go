@@ -27,7 +27,7 @@ type walker struct {
 	q     *query.Query
 	plan  *query.Plan
 	sign  graph.Sign
-	views [query.MaxVertices][query.MaxVertices]view // per level, per constraint
+	views [query.MaxVertices][query.MaxVertices]View // per level, per constraint
 	// allowed, when not nil, holds the static matcher's candidate bitsets
 	// per query vertex.
 	allowed [][]uint64
@@ -66,7 +66,7 @@ func (w *walker) setUnit(qi int, q *query.Query, p *query.Plan, sign graph.Sign)
 			if p.Edge < 0 {
 				w.views[d][c] = viewNew
 			} else {
-				w.views[d][c] = termView(con.Edge, p.Edge, sign)
+				w.views[d][c] = TermView(con.Edge, p.Edge, sign)
 			}
 		}
 	}
@@ -207,7 +207,7 @@ func (w *walker) countLast(d int) int64 {
 
 // viewCount is the number of entries of a in view vw whose vertex has label
 // l (any label for graph.Wildcard), on a single-edge-label graph.
-func (w *walker) viewCount(a *dyngraph.Adj, vw view, l graph.Label) int {
+func (w *walker) viewCount(a *dyngraph.Adj, vw View, l graph.Label) int {
 	if l == graph.Wildcard {
 		return viewSize(a, vw)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/query"
 )
 
@@ -19,10 +20,6 @@ const (
 	tLevels = 8
 	lWords  = 7
 	cWords  = 5
-
-	viewOld    = 0
-	viewNew    = 1
-	viewStable = 2
 )
 
 // maxLevels is match.cu's MAXN: the kernel keeps a walk state per level.
@@ -35,21 +32,6 @@ type program struct {
 	// query and term of each entry of terms
 	owner []struct{ q, t int }
 	maxN  int
-}
-
-// termView mirrors incremental's: the view of query edge j in the term of
-// update edge i, for an update of the given sign.
-func termView(j, i int, sign graph.Sign) uint32 {
-	if sign > 0 {
-		if j < i {
-			return viewStable
-		}
-		return viewNew
-	}
-	if j < i {
-		return viewOld
-	}
-	return viewStable
 }
 
 // encode lays out every term of every query, or only each query's first
@@ -100,7 +82,7 @@ func appendTerm(w []uint32, qi int, q *query.Query, ti int, multi bool) []uint32
 		rec[2] = uint32(len(w) - base)
 		for _, c := range lv.Cons {
 			w = append(w, uint32(c.From), c.Label, uint32(c.Dir),
-				termView(c.Edge, ti, graph.Positive), termView(c.Edge, ti, graph.Negative))
+				uint32(incremental.TermView(c.Edge, ti, graph.Positive)), uint32(incremental.TermView(c.Edge, ti, graph.Negative)))
 		}
 		rec = w[levelAt+d*lWords : levelAt+(d+1)*lWords] // w may have moved
 		rec[3] = uint32(len(lv.Above))
