@@ -43,9 +43,13 @@ func TestRMATDeterministic(t *testing.T) {
 	if !slices.Equal(a, b) {
 		t.Error("two runs with the same seed gave different edges")
 	}
-	for v := range uint32(1 << r.Scale) {
-		if r.VertexLabel(v) != r.VertexLabel(v) {
-			t.Fatalf("VertexLabel(%d) differs between calls", v)
+	first := make([]uint32, 1<<r.Scale)
+	for v := range first {
+		first[v] = r.VertexLabel(uint32(v))
+	}
+	for v := range first {
+		if got := r.VertexLabel(uint32(v)); got != first[v] {
+			t.Fatalf("VertexLabel(%d) was %d, then %d", v, first[v], got)
 		}
 	}
 	r.Seed++

@@ -73,14 +73,6 @@ func (m *model) begin() {
 	m.rejects = m.rejects[:0]
 }
 
-// present reports the state of k at this point of the batch.
-func (m *model) present(k mkey) bool {
-	if s := m.batch[k]; s != nil {
-		return s.now
-	}
-	return m.edges[k]
-}
-
 func (m *model) exists(v uint32) bool { return int(v) < len(m.born) && m.born[v] }
 
 func (m *model) conflict(v uint32, l graph.Label) bool {

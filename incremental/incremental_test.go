@@ -191,10 +191,7 @@ func (s *scenario) filter(q *query.Query, ms map[string]bool) map[string]bool {
 	}
 	out := map[string]bool{}
 	for k := range ms {
-		var m []uint32
-		for _, f := range splitKey(k) {
-			m = append(m, f)
-		}
+		m := splitKey(k)
 		ok := true
 		for _, lt := range q.Less {
 			if m[lt[0]] >= m[lt[1]] {

@@ -94,9 +94,8 @@ type devBuf struct {
 }
 
 type slabMirror struct {
-	host     []uint32
+	host     []uint32 // the slab it copies, to notice a different slab
 	ids, lbl cuda.DevicePtr
-	hostLbl  []uint32
 }
 
 var _ incremental.Matcher = (*GPU)(nil)
@@ -468,7 +467,7 @@ func (x *GPU) syncMirror(g *dyngraph.Graph, refs []dyngraph.ListRef) error {
 		if err := x.reserve(need); err != nil {
 			return err
 		}
-		m := slabMirror{host: ids, hostLbl: lbls}
+		m := slabMirror{host: ids}
 		var err error
 		if m.ids, err = x.ctx.Alloc(4 * len(ids)); err != nil {
 			return err

@@ -32,6 +32,14 @@ type engine struct {
 	gpu     *kernels.GPU // nil on the CPU
 }
 
+// warnFallback says when the device placement did not fit under --gpu-mem
+// and the GPU read the graph through zero-copy instead.
+func (e *engine) warnFallback(w io.Writer) {
+	if e.gpu != nil && e.gpu.Placement() == kernels.ZeroCopy && e.gpu.FellBack {
+		fmt.Fprintln(w, "warning: the graph did not fit in GPU memory under --gpu-mem; the GPU read it through zero-copy")
+	}
+}
+
 func (e *engine) close() {
 	if e.gpu != nil {
 		e.gpu.Close()

@@ -95,6 +95,7 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	secs := time.Since(t0).Seconds()
+	eng.warnFallback(stderr)
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "query\tmatches")
 	for i, q := range qs {

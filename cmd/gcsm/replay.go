@@ -132,6 +132,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	eng.warnFallback(stderr)
 	return r.report(res)
 }
 

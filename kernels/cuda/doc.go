@@ -38,7 +38,7 @@
 // a Go pointer past the call, and Go memory passed to C may hold Go pointers
 // only to pinned objects. Pointer arguments are passed as
 // uintptr(unsafe.Pointer(p)) inside the call expression, which the
-// go:uintptrescapes functions keep alive; the one array of pointers C reads,
+// functions marked go:uintptrescapes keep alive; the one array of pointers C reads,
 // Launch's kernelParams, points into an argument block pinned with
 // runtime.Pinner for the call. Memory the device reads after a call returns
 // (asynchronous copies, kernel arguments that are host pointers) should be

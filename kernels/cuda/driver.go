@@ -159,7 +159,7 @@ func loadLib() (*lib, error) {
 //
 // Pointer arguments follow unsafe.Pointer rule 4: the caller writes
 // uintptr(unsafe.Pointer(p)) in the argument list of call itself, and
-// go:uintptrescapes (here, and again on purego.SyscallN) keeps p alive and
+// The go:uintptrescapes mark (here, and again on purego.SyscallN) keeps p alive and
 // unmoved until call returns. The C side never keeps a Go pointer past the
 // call, as the cgo rules require; where a pointer is stored inside Go memory
 // handed to C (Launch, LoadModule) the pointee is pinned with runtime.Pinner.
