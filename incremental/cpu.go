@@ -72,7 +72,7 @@ func (c *CPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 	}
 	ws := c.walkers(g, mode, sink)
 	if len(ws) > 1 && total < int64(len(ws))*splitBelow {
-		return c.matchSplit(ws, blocks, delta, queries, res), nil
+		return scale(c.matchSplit(ws, blocks, delta, queries, res), queries, mode), nil
 	}
 	pos := make([][]int64, len(ws))
 	neg := make([][]int64, len(ws))
@@ -109,7 +109,7 @@ func (c *CPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 			res[qi].Negative += neg[wi][qi]
 		}
 	}
-	return res, nil
+	return scale(res, queries, mode), nil
 }
 
 // splitBelow: a batch with fewer than splitBelow units per worker is split
@@ -156,7 +156,7 @@ func (c *CPU) matchSplit(ws []*walker, blocks []block, delta []graph.Change, que
 				for _, sd := range seeds[i0:min(i0+unitChunk, int64(len(seeds)))] {
 					q := queries[sd.qi]
 					sign := delta[sd.ch].Sign
-					w.setUnit(int(sd.qi), q, &q.Terms[sd.term], sign)
+					w.setUnit(int(sd.qi), q, w.termPlan(q, int(sd.term)), sign)
 					w.m[0], w.m[1], w.m[2] = sd.m[0], sd.m[1], sd.m[2]
 					w.count = 0
 					w.extend(3)
@@ -181,6 +181,28 @@ func add(res []Counts, qi int, sign graph.Sign, n int64) {
 	} else {
 		res[qi].Negative += n
 	}
+}
+
+// termPlan is the plan of term t that the walker's mode walks: counting
+// uses the symmetry-broken plans and multiplies (query.Query.CountTerms).
+func (w *walker) termPlan(q *query.Query, t int) *query.Plan {
+	if w.mode == Count {
+		return &q.CountTerms[t]
+	}
+	return &q.Terms[t]
+}
+
+// scale multiplies count-mode results by each query's CountFactor.
+func scale(res []Counts, queries []*query.Query, mode Mode) []Counts {
+	if mode != Count {
+		return res
+	}
+	for i, q := range queries {
+		f := int64(q.CountFactor)
+		res[i].Positive *= f
+		res[i].Negative *= f
+	}
+	return res
 }
 
 // edgeLabelsPossible is false when the graph has a single edge label and the
@@ -209,7 +231,7 @@ func (w *walker) runTerm(qi int, q *query.Query, t int, ch *graph.Change) {
 	if e.Label != graph.Wildcard && e.Label != ch.Label {
 		return
 	}
-	plan := &q.Terms[t]
+	plan := w.termPlan(q, t)
 	w.setUnit(qi, q, plan, ch.Sign)
 	w.orient(e, ch, ch.Src, ch.Dst)
 	if !e.Directed {

@@ -45,7 +45,7 @@ func (c *CPU) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink 
 		if f.Count[start] == 0 {
 			continue
 		}
-		plan := q.StaticPlan(start, f.Count)
+		plan := q.StaticPlan(start, f.Count, mode == Count)
 		roots := f.Members(start)
 		ws := c.walkers(g, mode, sink)
 		var next atomic.Int64
@@ -71,6 +71,9 @@ func (c *CPU) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink 
 		}
 		wg.Wait()
 		res[qi] = total.Load()
+		if mode == Count {
+			res[qi] *= int64(q.CountFactor)
+		}
 	}
 	return res, nil
 }

@@ -2,6 +2,7 @@ package query
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/gcsm/gcsm/graph"
@@ -80,6 +81,17 @@ type Query struct {
 
 	// Terms holds one plan per query edge: Terms[i] starts at Edges[i].
 	Terms []Plan
+
+	// CountTerms are the plans for counting, and CountFactor what their
+	// counts are multiplied by. Under Embeddings semantics the embeddings
+	// of any set of matches that is closed under the automorphisms (M(G),
+	// ΔM+, ΔM-) are exactly |Aut| times its instances, so counting walks
+	// the symmetry-broken plans and multiplies: a 4-clique is then counted
+	// 24 times faster. Under Instances, or when |Aut| saturates, they are
+	// Terms and 1.
+	CountTerms  []Plan
+	CountFactor uint64
+	symLess     [][2]int // the symmetry-breaking conditions, whatever the semantics
 }
 
 // N is the number of query vertices.
@@ -116,12 +128,19 @@ func Compile(p *Pattern, labels *graph.Dict, directed bool, sem Semantics) (*Que
 		seen[ce] = true
 		q.Edges = append(q.Edges, ce)
 	}
-	q.Automorphisms, q.Less = symmetryBreaking(q)
-	if sem == Embeddings {
-		q.Less = nil
+	q.Automorphisms, q.symLess = symmetryBreaking(q)
+	if sem == Instances {
+		q.Less = q.symLess
 	}
 	for i := range q.Edges {
-		q.Terms = append(q.Terms, q.termPlan(i))
+		q.Terms = append(q.Terms, q.termPlan(i, q.Less))
+	}
+	q.CountTerms, q.CountFactor = q.Terms, 1
+	if sem == Embeddings && q.Automorphisms > 1 && q.Automorphisms < math.MaxUint64 {
+		q.CountTerms, q.CountFactor = nil, q.Automorphisms
+		for i := range q.Edges {
+			q.CountTerms = append(q.CountTerms, q.termPlan(i, q.symLess))
+		}
 	}
 	return q, nil
 }
@@ -157,19 +176,24 @@ type Plan struct {
 // repeatedly take the vertex with the most edges into the placed set (the
 // most intersections, so the smallest candidate sets), preferring labeled
 // vertices and then higher degree.
-func (q *Query) termPlan(i int) Plan {
+func (q *Query) termPlan(i int, less [][2]int) Plan {
 	e := q.Edges[i]
-	return q.plan(i, []int{e.A, e.B}, nil)
+	return q.plan(i, []int{e.A, e.B}, nil, less)
 }
 
 // StaticPlan builds a plan for the static matcher starting at vertex start.
 // candidates, when not nil, gives each query vertex's candidate count and
-// breaks ties towards the most selective vertex.
-func (q *Query) StaticPlan(start int, candidates []int) Plan {
-	return q.plan(-1, []int{start}, candidates)
+// breaks ties towards the most selective vertex. forCount asks for the plan
+// whose count is multiplied by CountFactor.
+func (q *Query) StaticPlan(start int, candidates []int, forCount bool) Plan {
+	less := q.Less
+	if forCount && q.CountFactor > 1 {
+		less = q.symLess
+	}
+	return q.plan(-1, []int{start}, candidates, less)
 }
 
-func (q *Query) plan(term int, prefix []int, cands []int) Plan {
+func (q *Query) plan(term int, prefix []int, cands []int, less [][2]int) Plan {
 	n := q.N()
 	depth := make([]int, n)
 	for v := range depth {
@@ -241,7 +265,7 @@ func (q *Query) plan(term int, prefix []int, cands []int) Plan {
 			}
 			lv.Cons = append(lv.Cons, c)
 		}
-		for _, lt := range q.Less {
+		for _, lt := range less {
 			u, w := lt[0], lt[1] // f(u) < f(w)
 			switch {
 			case v == w && depth[u] < d:
