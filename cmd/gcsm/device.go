@@ -64,7 +64,11 @@ func (d *deviceFlags) open(w io.Writer, workers int) (*engine, error) {
 	x, err := kernels.Open(kernels.Options{Placement: pl, MemLimit: d.mem})
 	if err != nil {
 		if d.device == "auto" && (errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice)) {
-			fmt.Fprintf(w, "device: cpu, %d workers (no GPU: %v)\n", cpuWorkers(workers), err)
+			why := "no GPU"
+			if errors.Is(err, cuda.ErrNoDriver) {
+				why = "no CUDA driver"
+			}
+			fmt.Fprintf(w, "device: cpu, %d workers (%s)\n", cpuWorkers(workers), why)
 			return cpu, nil
 		}
 		return nil, fmt.Errorf("--device %s: %w", d.device, err)
