@@ -41,7 +41,14 @@ type EngineRow struct {
 	Batches            int
 	PerBatch           time.Duration // mean matching time per batch
 	Positive, Negative int64
+	// ListBytes is the mean number of neighbour-list bytes the engine asked
+	// for per batch, for engines that count them (the GPU; in its zero-copy
+	// placement an upper bound of the PCIe traffic); zero otherwise.
+	ListBytes uint64
 }
+
+// listReader is an engine that counts the neighbour-list bytes it reads.
+type listReader interface{ ListBytes() uint64 }
 
 // RunEngines replays the workload on every engine, each on its own copy of
 // the graph, and times the matching of every shape per batch. Apply and
@@ -89,8 +96,8 @@ func RunEngines(cfg EngineConfig, engines []Engine, log io.Writer) ([]EngineRow,
 					return nil, fmt.Errorf("%s disagrees with %s on %s at batch %d: +%d -%d against +%d -%d",
 						e.Name, ref[i].Engine, rs[i].Shape, size, rs[i].Positive, rs[i].Negative, ref[i].Positive, ref[i].Negative)
 				}
-				fmt.Fprintf(log, "  %-10s batch %5d %-12s %10.3f ms/batch  +%d -%d\n", rs[i].Shape, size, e.Name,
-					float64(rs[i].PerBatch.Microseconds())/1000, rs[i].Positive, rs[i].Negative)
+				fmt.Fprintf(log, "  %-10s batch %5d %-12s %10.3f ms/batch  +%d -%d  %.1f MB of list reads/batch\n", rs[i].Shape, size, e.Name,
+					float64(rs[i].PerBatch.Microseconds())/1000, rs[i].Positive, rs[i].Negative, float64(rs[i].ListBytes)/1e6)
 			}
 			if ref == nil {
 				ref = rs
@@ -131,12 +138,20 @@ func runEngine(cfg EngineConfig, e Engine, initial []graph.Edge, stream []graph.
 		}
 		for i, q := range qs {
 			one[0] = q
+			var before uint64
+			lr, counts := e.Matcher.(listReader)
+			if counts {
+				before = lr.ListBytes()
+			}
 			t0 := time.Now()
 			c, err := e.Matcher.Match(g, delta, one, incremental.Count, nil)
 			if err != nil {
 				return nil, err
 			}
 			rows[i].PerBatch += time.Since(t0)
+			if counts {
+				rows[i].ListBytes += lr.ListBytes() - before
+			}
 			rows[i].Positive += c[0].Positive
 			rows[i].Negative += c[0].Negative
 			rows[i].Batches++
@@ -146,6 +161,7 @@ func runEngine(cfg EngineConfig, e Engine, initial []graph.Edge, stream []graph.
 	for i := range rows {
 		if rows[i].Batches > 0 {
 			rows[i].PerBatch /= time.Duration(rows[i].Batches)
+			rows[i].ListBytes /= uint64(rows[i].Batches)
 		}
 	}
 	return rows, nil

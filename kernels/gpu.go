@@ -83,6 +83,8 @@ type GPU struct {
 	epoch   uint64 // tracked's Epoch when last prepared
 	stale   []dyngraph.ListRef
 	tab     tableCopy
+	// listBytes counts the neighbour-list bytes the kernel read.
+	listBytes uint64
 	// FellBack is set when a device placement did not fit under the
 	// memory cap and zero-copy is used instead.
 	FellBack bool

@@ -146,6 +146,9 @@ func TestGPUEqualsCPU(t *testing.T) {
 			where := fmt.Sprintf("%s nosplit=%v trial %d directed=%v %v %s", cfg.pl, cfg.noSplit, trial, directed, sem, kind)
 			t.Run(where, func(t *testing.T) { gpuVsCPU(t, x, uint64(trial), directed, sem, kind, where) })
 		}
+		if x.ListBytes() == 0 {
+			t.Errorf("%s: the kernel counted no neighbour-list reads", cfg.pl)
+		}
 		x.Close()
 	}
 }

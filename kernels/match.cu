@@ -81,7 +81,13 @@ struct Graph {
     uint32_t one_vlabel;
     uint32_t multi;
     uint32_t directed;
+    // reads counts the bytes of neighbour lists this thread read: through
+    // PCIe in the zero-copy placement, from GPU memory in the device one.
+    unsigned long long* reads;
 };
+
+// RD reads a neighbour-list word and counts it.
+#define RD(g, x) ((*(g).reads += 4), (x))
 
 struct Adj {
     const uint32_t* ids;
@@ -121,7 +127,7 @@ __device__ uint32_t search(const Graph& g, const uint32_t* ids, uint32_t lo, uin
     unsigned long long k = key(g, w);
     while (lo < hi) {
         uint32_t m = (lo + hi) >> 1;
-        if (key(g, ids[m] & IDMASK) < k)
+        if (key(g, RD(g, ids[m]) & IDMASK) < k)
             lo = m + 1;
         else
             hi = m;
@@ -133,7 +139,7 @@ __device__ uint32_t label_bound(const Graph& g, const uint32_t* ids, uint32_t lo
 {
     while (lo < hi) {
         uint32_t m = (lo + hi) >> 1;
-        if (key(g, ids[m] & IDMASK) < k)
+        if (key(g, RD(g, ids[m]) & IDMASK) < k)
             lo = m + 1;
         else
             hi = m;
@@ -151,7 +157,7 @@ __device__ void label_range(const Graph& g, const uint32_t* ids, uint32_t lo, ui
         return;
     }
     if (g.one_vlabel) {
-        if (g.vlabel[ids[lo] & IDMASK] != l) {
+        if (g.vlabel[RD(g, ids[lo]) & IDMASK] != l) {
             *rlo = *rhi = lo;
         } else {
             *rlo = lo;
@@ -169,8 +175,8 @@ __device__ void probe(const Graph& g, const Adj& a, uint32_t w, uint32_t label, 
 {
     if (a.app > 0) {
         uint32_t i = search(g, a.ids, 0, a.app, w);
-        for (; i < a.app && (a.ids[i] & IDMASK) == w; i++) {
-            if (a.lbl && label != WILDCARD && a.lbl[i] != label)
+        for (; i < a.app && (RD(g, a.ids[i]) & IDMASK) == w; i++) {
+            if (a.lbl && label != WILDCARD && RD(g, a.lbl[i]) != label)
                 continue;
             *old = true;
             if ((a.ids[i] & TOMB) == 0)
@@ -179,8 +185,8 @@ __device__ void probe(const Graph& g, const Adj& a, uint32_t w, uint32_t label, 
     }
     if (!*nw && a.n > a.app) {
         uint32_t j = search(g, a.ids, a.app, a.n, w);
-        for (; j < a.n && a.ids[j] == w; j++) {
-            if (!a.lbl || label == WILDCARD || a.lbl[j] == label) {
+        for (; j < a.n && RD(g, a.ids[j]) == w; j++) {
+            if (!a.lbl || label == WILDCARD || RD(g, a.lbl[j]) == label) {
                 *nw = true;
                 break;
             }
@@ -324,6 +330,7 @@ __device__ void enter(const Walk& w, uint32_t d)
 __device__ bool entry_at(const Walk& w, const uint32_t* s, const uint32_t* c, uint32_t pos,
                          uint32_t* id, uint32_t* lbl, bool* tomb, uint32_t* part_no, uint32_t* index)
 {
+    const Graph& g = *w.g;
     uint32_t x = w.m[c[C_FROM]];
     for (uint32_t p = 0; p < s[S_NPARTS]; p++) {
         const uint32_t* part = s + S_PARTS + p * 4;
@@ -331,10 +338,10 @@ __device__ bool entry_at(const Walk& w, const uint32_t* s, const uint32_t* c, ui
         if (pos < len) {
             Adj a = get_adj(*w.g, x, part[0]);
             uint32_t i = part[2] + pos;
-            uint32_t e = a.ids[i];
+            uint32_t e = RD(g, a.ids[i]);
             *id = e & IDMASK;
             *tomb = part[1] == 0 && (e & TOMB);
-            *lbl = a.lbl ? a.lbl[i] : WILDCARD;
+            *lbl = a.lbl ? RD(g, a.lbl[i]) : WILDCARD;
             *part_no = p;
             *index = i;
             return true;
@@ -348,16 +355,17 @@ __device__ bool entry_at(const Walk& w, const uint32_t* s, const uint32_t* c, ui
 // entry in the scan order, since its predicate covers all its entries.
 __device__ bool first_occurrence(const Walk& w, const uint32_t* s, const uint32_t* c, uint32_t part_no, uint32_t index, uint32_t id)
 {
+    const Graph& g = *w.g;
     uint32_t x = w.m[c[C_FROM]];
     const uint32_t* part = s + S_PARTS + part_no * 4;
     Adj a = get_adj(*w.g, x, part[0]);
-    if (index > part[2] && (a.ids[index - 1] & IDMASK) == id)
+    if (index > part[2] && (RD(g, a.ids[index - 1]) & IDMASK) == id)
         return false;
     for (uint32_t p = 0; p < part_no; p++) {
         const uint32_t* q = s + S_PARTS + p * 4;
         Adj b = get_adj(*w.g, x, q[0]);
         uint32_t i = search(*w.g, b.ids, q[2], q[3], id);
-        if (i < q[3] && (b.ids[i] & IDMASK) == id)
+        if (i < q[3] && (RD(g, b.ids[i]) & IDMASK) == id)
             return false;
     }
     return true;
@@ -424,6 +432,7 @@ __device__ void refill(const Walk& w, uint32_t d, uint32_t lane)
 // count_last counts level d's candidates without enumerating them.
 __device__ unsigned long long count_last(const Walk& w, uint32_t d, uint32_t lane)
 {
+    const Graph& g = *w.g;
     const uint32_t* lv = level(w, d);
     const uint32_t* cons = w.prog + lv[L_CONS];
     if (lv[L_NCONS] == 1 && lv[L_NABOVE] == 0 && lv[L_NBELOW] == 0 && !w.g->multi && cons[C_DIR] != D_ANY) {
@@ -439,7 +448,7 @@ __device__ unsigned long long count_last(const Walk& w, uint32_t d, uint32_t lan
             n = hi - lo;
         if (view != V_OLD && a.tomb > 0)
             for (uint32_t i = lo + lane; i < hi; i += WARP)
-                if (a.ids[i] & TOMB)
+                if (RD(g, a.ids[i]) & TOMB)
                     n--;
         if (view == V_NEW && lane == 0) {
             uint32_t alo, ahi;
@@ -531,17 +540,17 @@ __device__ bool flips_here(const Walk& w, uint32_t elabel, bool any, uint32_t sr
         const Adj& a = lists[k];
         if (w.sign > 0) {
             uint32_t i = search(g, a.ids, a.app, a.n, y);
-            for (; i < a.n && a.ids[i] == y; i++) {
-                uint32_t l = a.lbl ? a.lbl[i] : label;
+            for (; i < a.n && RD(g, a.ids[i]) == y; i++) {
+                uint32_t l = a.lbl ? RD(g, a.lbl[i]) : label;
                 if (elabel == WILDCARD || l == elabel)
                     return k == mine && l == label;
             }
         } else {
             uint32_t i = search(g, a.ids, 0, a.app, y);
-            for (; i < a.app && (a.ids[i] & IDMASK) == y; i++) {
+            for (; i < a.app && (RD(g, a.ids[i]) & IDMASK) == y; i++) {
                 if ((a.ids[i] & TOMB) == 0)
                     continue;
-                uint32_t l = a.lbl ? a.lbl[i] : label;
+                uint32_t l = a.lbl ? RD(g, a.lbl[i]) : label;
                 if (elabel == WILDCARD || l == elabel)
                     return k == mine && l == label;
             }
@@ -636,7 +645,7 @@ match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
             unsigned long long* next_unit, unsigned long long total_units, const unsigned long long* unit_list,
             uint32_t mode, uint32_t* out_rec, unsigned long long out_cap, unsigned long long* out_count,
             uint32_t out_words, uint32_t* incomplete, uint32_t* overflow,
-            uint32_t split, const uint32_t* seeds, uint32_t seed_words)
+            uint32_t split, const uint32_t* seeds, uint32_t seed_words, unsigned long long* list_bytes)
 {
     __shared__ uint32_t sm[WARPS_PER_BLOCK][MAXN];
     uint32_t lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
@@ -650,6 +659,8 @@ match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
     g.one_vlabel = one_vlabel;
     g.multi = multi;
     g.directed = directed;
+    unsigned long long reads = 0;
+    g.reads = &reads;
     Out o;
     o.rec = out_rec;
     o.cap = out_cap;
@@ -668,8 +679,11 @@ match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
         if (lane == 0)
             i = ((mode == 1 || expanding) && *(volatile uint32_t*)overflow) ? total_units : atomicAdd(next_unit, 1ull);
         i = __shfl_sync(0xFFFFFFFFu, i, 0);
-        if (i >= total_units)
+        if (i >= total_units) {
+            if (reads)
+                atomicAdd(list_bytes, reads);
             return;
+        }
         if (seeds) {
             const uint32_t* rec = seeds + i * (unsigned long long)seed_words;
             unsigned long long unit = rec[0];

@@ -5,7 +5,7 @@ package kernels
 import _ "embed"
 
 // sourceHash is the SHA-256 of match.cu when match.ptx was generated.
-const sourceHash = "df88ef80d85d64bca30a7bb600904f831db934815c2d4d06431e82091f919a64"
+const sourceHash = "26cf3ffb3b8062ada2278fa829704839a39754371b6f4c50e5af6cb2344e66db"
 
 //go:embed match.ptx
 var matchPTX string
