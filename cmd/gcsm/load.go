@@ -200,3 +200,20 @@ func parseQuerySpec(spec string, i int) (*query.Pattern, error) {
 	}
 	return query.Parse(name, text)
 }
+
+// matchLine formats one match for --emit: an optional prefix (the sign),
+// the query name, then the external id of each query vertex's data vertex.
+func (s *session) matchLine(prefix, query string, m []graph.VertexID) string {
+	var b strings.Builder
+	if prefix != "" {
+		b.WriteString(prefix)
+		b.WriteByte(' ')
+	}
+	b.WriteString(query)
+	for _, v := range m {
+		b.WriteByte(' ')
+		b.WriteString(s.ids.Name(v))
+	}
+	b.WriteByte('\n')
+	return b.String()
+}

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -77,15 +76,9 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 			if !emit {
 				return
 			}
-			var b strings.Builder
-			b.WriteString(qs[qi].Name)
-			for _, v := range m {
-				b.WriteByte(' ')
-				b.WriteString(s.ids.Name(v))
-			}
-			b.WriteByte('\n')
+			line := s.matchLine("", qs[qi].Name, m)
 			mu.Lock()
-			out.WriteString(b.String())
+			out.WriteString(line)
 			mu.Unlock()
 		}
 	}

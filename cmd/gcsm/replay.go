@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -201,17 +200,9 @@ func (r *replayer) run(bar *progress) (replayResult, error) {
 }
 
 func (r *replayer) emit(_ int, qi int, sign graph.Sign, m []graph.VertexID) {
-	var b strings.Builder
-	b.WriteString(sign.String())
-	b.WriteByte(' ')
-	b.WriteString(r.queries[qi].Name)
-	for _, v := range m {
-		b.WriteByte(' ')
-		b.WriteString(r.s.ids.Name(v))
-	}
-	b.WriteByte('\n')
+	line := r.s.matchLine(sign.String(), r.queries[qi].Name, m)
 	r.mu.Lock()
-	r.out.WriteString(b.String())
+	r.out.WriteString(line)
 	r.mu.Unlock()
 }
 
