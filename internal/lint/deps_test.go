@@ -22,21 +22,23 @@ const module = "github.com/gcsm/gcsm/"
 // package missing from this table fails the test, so a new package has to
 // take a place in the order before it can land.
 var allowed = map[string][]string{
-	"graph":            {},
-	"internal/hostmem": {},
-	"internal/lint":    {},
-	"query":            {"graph"},
-	"dyngraph":         {"graph", "internal/hostmem"},
-	"ingest":           {"graph"},
-	"incremental":      {"graph", "query", "dyngraph", "internal/hostmem"},
-	"sampler":          {"graph", "query", "dyngraph"},
-	"cache":            {"graph", "query", "dyngraph", "sampler", "internal/hostmem"},
-	"kernels":          {"graph", "query", "dyngraph", "incremental", "sampler", "cache", "internal/hostmem", "kernels/cuda"},
-	"kernels/cuda":     {},
-	"output":           {"graph", "query"},
-	"bench":            {"graph", "query", "dyngraph", "ingest", "incremental", "internal/hostmem"},
-	"service":          {"graph", "query", "dyngraph", "ingest", "incremental", "sampler", "cache", "kernels", "kernels/cuda", "output", "internal/hostmem"},
-	"cmd/gcsm":         nil, // may import everything; nothing imports it
+	"graph":             {},
+	"internal/hostmem":  {},
+	"internal/lint":     {},
+	"internal/statedir": {},
+	"query":             {"graph"},
+	"dyngraph":          {"graph", "internal/hostmem"},
+	"ingest":            {"graph"},
+	"incremental":       {"graph", "query", "dyngraph", "internal/hostmem"},
+	"sampler":           {"graph", "query", "dyngraph"},
+	"cache":             {"graph", "query", "dyngraph", "sampler", "internal/hostmem"},
+	"kernels":           {"graph", "query", "dyngraph", "incremental", "sampler", "cache", "internal/hostmem", "kernels/cuda"},
+	"kernels/cuda":      {},
+	"output":            {"graph", "query"},
+	"bench":             {"graph", "query", "dyngraph", "ingest", "incremental", "internal/hostmem"},
+	"service":           {"graph", "query", "dyngraph", "ingest", "incremental", "sampler", "cache", "kernels", "kernels/cuda", "output", "internal/hostmem", "internal/statedir"},
+	"deploy":            {},
+	"cmd/gcsm":          nil, // may import everything; nothing imports it
 }
 
 func TestImportDirection(t *testing.T) {
