@@ -1,14 +1,24 @@
 // Package ingest turns outside input into validated records and batches.
-// Today the input is files (CSM graph and stream files, SNAP edge lists and
-// their CSV variant, JSON lines); a Kafka source will follow.
+// The input is files (CSM graph and stream files, SNAP edge lists and their
+// CSV variant, JSON lines) or the messages of a Kafka topic, each one event
+// in JSON or as a CSM line.
 //
-// A Reader yields Records: events as read, with vertex ids and labels still
-// strings. A Resolver then interns them into a graph.Update. The split keeps
-// the readers free of shared state, so several can parse in parallel while
-// one goroutine owns the dictionaries.
+// A Reader yields Records from a file, a Decoder from one message value:
+// events as read, with vertex ids and labels still strings. Both parse with
+// the same code, so a line means the same in a file and in a message, and
+// AppendEvent writes any Record back as the JSON event that decodes to it.
+// A Resolver then interns Records into a graph.Update. The split keeps the
+// parsers free of shared state, so several can parse in parallel while one
+// goroutine owns the dictionaries.
 //
 // Bad input is never silently dropped or guessed at. Every malformed line
 // comes back as a *LineError that names the file, the line and what is wrong
 // with it. A reader with Options.SkipBad set counts and skips such lines
-// instead, and keeps the first few errors for a report.
+// instead, and keeps the first few errors for a report. A refused message is
+// a *DecodeError, whose Reason is a small fixed class for metrics and dead
+// letters.
+//
+// Event-time windows are an Expiry: it tracks the last time of every live
+// edge and the watermark, and returns the deletions of the edges that have
+// fallen out of the window, for the engine to apply in its next batch.
 package ingest

@@ -32,12 +32,20 @@ func trimBlanks(b []byte) []byte {
 	return b
 }
 
-// split cuts line into fields: at runs of blanks or, with comma set, at
-// every comma, trimming blanks around each field. It returns the spans of
-// the first keep fields, kept in r.fields, and the number of fields, so that
-// a line of a million fields costs no memory and can still be reported.
+// split is splitFields into r.fields.
 func (r *Reader) split(line []byte, comma bool, keep int) (f []span, n int) {
-	f = r.fields[:0]
+	f, n = splitFields(r.fields, line, comma, keep)
+	r.fields = f
+	return f, n
+}
+
+// splitFields cuts line into fields: at runs of blanks or, with comma set,
+// at every comma, trimming blanks around each field. It returns the spans
+// of the first keep fields, appended to buf[:0], and the number of fields,
+// so that a line of a million fields costs no memory and can still be
+// reported.
+func splitFields(buf []span, line []byte, comma bool, keep int) (f []span, n int) {
+	f = buf[:0]
 	add := func(s span) {
 		if n < keep {
 			f = append(f, s)
@@ -79,39 +87,51 @@ func (r *Reader) split(line []byte, comma bool, keep int) (f []span, n int) {
 			i = j
 		}
 	}
-	r.fields = f
 	return f, n
 }
 
 // parseCSM reads a line of a CSM graph or stream file.
 func (r *Reader) parseCSM(line []byte) (Record, bool, *LineError) {
-	f, n := r.split(line, false, 4)
+	rec, ok, err := parseCSM(line, &r.fields)
+	if err != nil {
+		return Record{}, false, r.errorf("%s", err.Detail)
+	}
+	rec.Line = r.line
+	return rec, ok, nil
+}
+
+// parseCSM parses one trimmed, non-blank CSM line, splitting it into
+// *fields (scratch space kept by the caller from line to line). ok is false
+// for a "t" header, which holds no record. Errors have ReasonCSM. The
+// record has Line 0.
+func parseCSM(line []byte, fields *[]span) (rec Record, ok bool, err *DecodeError) {
+	f, n := splitFields(*fields, line, false, 4)
+	*fields = f
 	kind := field(line, f[0])
-	rec := Record{Line: r.line}
 	switch string(kind) {
 	case "t":
 		// "t N M" announces the sizes; the records speak for themselves.
 		return Record{}, false, nil
 	case "v":
 		if n != 3 && n != 4 {
-			return Record{}, false, r.errorf(`vertex line needs 2 or 3 fields after "v", got %d`, n-1)
+			return Record{}, false, decodeErrorf(ReasonCSM, `vertex line needs 2 or 3 fields after "v", got %d`, n-1)
 		}
 		if n == 4 {
 			if _, ok := parseUint(field(line, f[3])); !ok {
-				return Record{}, false, r.errorf("vertex degree %s is not a non-negative integer", quote(field(line, f[3])))
+				return Record{}, false, decodeErrorf(ReasonCSM, "vertex degree %s is not a non-negative integer", quote(field(line, f[3])))
 			}
 		}
 		rec.Op = graph.AddVertex
 	case "e", "+e", "-e":
 		if n != 3 && n != 4 {
-			return Record{}, false, r.errorf("edge line needs 2 or 3 fields after %q, got %d", kind, n-1)
+			return Record{}, false, decodeErrorf(ReasonCSM, "edge line needs 2 or 3 fields after %q, got %d", kind, n-1)
 		}
 		rec.Op = graph.Insert
 		if kind[0] == '-' {
 			rec.Op = graph.Delete
 		}
 	default:
-		return Record{}, false, r.errorf("unknown line type %s", quote(kind))
+		return Record{}, false, decodeErrorf(ReasonCSM, "unknown line type %s", quote(kind))
 	}
 	last := 2 // the last field that goes into the record
 	if rec.Op != graph.AddVertex {
@@ -123,7 +143,7 @@ func (r *Reader) parseCSM(line []byte) (Record, bool, *LineError) {
 	}
 	for _, id := range ids {
 		if _, ok := parseUint(field(line, id)); !ok {
-			return Record{}, false, r.errorf("vertex id %s is not a non-negative integer", quote(field(line, id)))
+			return Record{}, false, decodeErrorf(ReasonCSM, "vertex id %s is not a non-negative integer", quote(field(line, id)))
 		}
 	}
 	s, base := string(line[f[1].start:f[last].end]), f[1].start

@@ -22,28 +22,7 @@ type pairKind []uint64
 // than by listing the group, which for a star of 31 leaves has 31! elements.
 func symmetryBreaking(q *Query) (uint64, [][2]int) {
 	n := q.N()
-	kinds := make([][]pairKind, n)
-	for a := range kinds {
-		kinds[a] = make([]pairKind, n)
-	}
-	for _, e := range q.Edges {
-		code := uint64(0)
-		if e.Directed {
-			code = 1
-		}
-		kinds[e.A][e.B] = append(kinds[e.A][e.B], uint64(e.Label)<<2|code)
-		back := code
-		if e.Directed {
-			back = 2
-		}
-		kinds[e.B][e.A] = append(kinds[e.B][e.A], uint64(e.Label)<<2|back)
-	}
-	for a := range kinds {
-		for b := range kinds[a] {
-			slices.Sort(kinds[a][b])
-		}
-	}
-	s := &autSearch{q: q, kinds: kinds, img: make([]int, n), used: make([]bool, n)}
+	s := &autSearch{q: q, kinds: pairKinds(q), img: make([]int, n), used: make([]bool, n)}
 
 	fixed := make([]bool, n)
 	size := uint64(1)
@@ -76,6 +55,72 @@ func symmetryBreaking(q *Query) (uint64, [][2]int) {
 			less = append(less, [2]int{bestV, w})
 		}
 		fixed[bestV] = true
+	}
+}
+
+// pairKinds computes the pairKind of every ordered pair of q's vertices.
+func pairKinds(q *Query) [][]pairKind {
+	n := q.N()
+	kinds := make([][]pairKind, n)
+	for a := range kinds {
+		kinds[a] = make([]pairKind, n)
+	}
+	for _, e := range q.Edges {
+		code := uint64(0)
+		if e.Directed {
+			code = 1
+		}
+		kinds[e.A][e.B] = append(kinds[e.A][e.B], uint64(e.Label)<<2|code)
+		back := code
+		if e.Directed {
+			back = 2
+		}
+		kinds[e.B][e.A] = append(kinds[e.B][e.A], uint64(e.Label)<<2|back)
+	}
+	for a := range kinds {
+		for b := range kinds[a] {
+			slices.Sort(kinds[a][b])
+		}
+	}
+	return kinds
+}
+
+// AutomorphismList lists the automorphisms of q (labels, edge labels and
+// directions preserved) as permutations, p[u] being u's image, the
+// identity first. It returns nil when there are more than limit: the group
+// of a star of 31 leaves has 31! elements. Under Instances semantics the
+// service uses them to report every instance by one canonical map.
+func (q *Query) AutomorphismList(limit int) [][]int {
+	if q.Automorphisms > uint64(limit) {
+		return nil
+	}
+	n := q.N()
+	s := &autSearch{q: q, kinds: pairKinds(q), img: make([]int, n), used: make([]bool, n)}
+	for i := range s.img {
+		s.img[i] = -1
+	}
+	var out [][]int
+	s.all(0, func() { out = append(out, slices.Clone(s.img)) })
+	return out
+}
+
+// all calls found for every completion of the partial map in s.img, in
+// lexicographic order of the images, so the identity comes first.
+func (s *autSearch) all(u int, found func()) {
+	n := s.q.N()
+	if u == n {
+		found()
+		return
+	}
+	for c := 0; c < n; c++ {
+		if s.used[c] || s.q.Labels[c] != s.q.Labels[u] {
+			continue
+		}
+		s.img[u], s.used[c] = c, true
+		if s.consistent(u) {
+			s.all(u+1, found)
+		}
+		s.img[u], s.used[c] = -1, false
 	}
 }
 

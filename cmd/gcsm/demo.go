@@ -1,8 +1,25 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
 	"github.com/gcsm/gcsm/bench"
 	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/service"
 )
 
 // The demo workload: a power-law stream of money transfers between accounts
@@ -39,4 +56,239 @@ func (s *session) loadDemo(f *replayFlags) (*stream, error) {
 		st.lines = append(st.lines, i+1)
 	}
 	return st, nil
+}
+
+// demoServiceQueries are gcsm demo's standing queries: the rings of
+// replay --demo and a fan-in of three accounts into one (a money mule).
+var demoServiceQueries = []service.QueryConfig{
+	{Name: "ring3", Pattern: "(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(a)"},
+	{Name: "ring4", Pattern: "(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(d:Account)-[:TRANSFER]->(a)"},
+	{Name: "fanin3", Pattern: "(a:Account)-[:TRANSFER]->(m:Account), (b:Account)-[:TRANSFER]->(m), (c:Account)-[:TRANSFER]->(m)",
+		MaxMatchesPerBatch: 200},
+}
+
+// demoBad are malformed messages slipped into the demo stream, to show
+// that they go to the dead-letter topic and that nothing else is lost.
+var demoBad = []string{
+	`{"op":"+","src":"acct-1"}`,
+	`{"op":"+","src":"acct-2","dst":"acct-2","label":"TRANSFER"}`,
+	`not an event`,
+}
+
+func runDemo(args []string, stdout, stderr io.Writer) error {
+	var (
+		events, accounts, show, batch int
+		state                         string
+		dev                           deviceFlags
+	)
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.IntVar(&events, "events", demoEvents, "transfer events to generate")
+	fs.IntVar(&accounts, "accounts", demoAccounts, "accounts among which they flow")
+	fs.IntVar(&show, "show", 5, "alerts to print per query and change; the rest are counted")
+	fs.IntVar(&batch, "batch", 1024, "updates per batch at most")
+	fs.StringVar(&state, "state", "", "state `directory`; a temporary one, removed at the end, if omitted")
+	dev.register(fs)
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if events < 3 || accounts < 3 {
+		return errors.New("--events and --accounts must be at least 3")
+	}
+	if state == "" {
+		dir, err := os.MkdirTemp("", "gcsm-demo-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		state = dir
+	}
+	cfg := service.DefaultConfig()
+	cfg.Embedded.Listen = "127.0.0.1:0" // any free port: the demo must not clash with a running gcsm
+	cfg.State.Dir = state
+	cfg.HTTP.Listen = ""
+	cfg.Batch = service.BatchConfig{Size: batch, Linger: 20 * time.Millisecond}
+	cfg.Graph = service.GraphConfig{Directed: true, DefaultEdgeLabel: "TRANSFER", DefaultVertexLabel: "Account"}
+	cfg.Input.SessionTimeout = 6 * time.Second
+	cfg.Queries = demoServiceQueries
+	log, err := newLogger(stderr, service.LogConfig{Level: "warn", Format: "console"})
+	if err != nil {
+		return err
+	}
+	var devLine strings.Builder
+	eng, err := dev.open(&devLine, 0)
+	if err != nil {
+		return err
+	}
+	defer eng.close()
+	s, err := service.New(service.Options{Config: cfg, Matcher: eng.matcher, Alloc: eng.alloc, Log: log})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "gcsm demo: embedded Kafka broker on %s, %s", s.Brokers()[0], devLine.String())
+	for _, q := range cfg.Queries {
+		fmt.Fprintf(stdout, "  query %-7s %s\n", q.Name, q.Pattern)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(ctx) }()
+
+	d := &demo{out: stdout, show: show, seen: map[string]int{}, totals: map[string]int{}}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	watched := make(chan error, 1)
+	go func() { watched <- d.watch(watchCtx, s.Brokers(), cfg.Output.Topic) }()
+
+	t0 := time.Now()
+	n, err := d.produce(ctx, s.Brokers(), cfg.Input.Topic, bench.Transfers(accounts, events, demoSeed))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "produced %d events (%d malformed) in %.2fs\n", n, len(demoBad), time.Since(t0).Seconds())
+
+	// Done when the service has applied every message and the watcher has
+	// read every event it wrote.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		p := s.Progress()
+		if p.Position[0] >= int64(n) && d.read() >= p.Events {
+			break
+		}
+		select {
+		case err := <-ran:
+			return fmt.Errorf("service stopped: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out: the service applied %v of %d messages", p.Position, n)
+		}
+	}
+	elapsed := time.Since(t0)
+	stopWatch()
+	<-watched
+	cancel()
+	if err := <-ran; err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	p := s.Progress()
+	fmt.Fprintf(stdout, "\nsummary: %d messages in %d batches, %.2fs end to end (%.0f messages/s); %d dead letters\n",
+		n, p.Batches, elapsed.Seconds(), float64(n)/elapsed.Seconds(), p.DeadLetters)
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "query\tappeared\tdisappeared")
+	for _, q := range cfg.Queries {
+		fmt.Fprintf(tw, "%s\t%d\t%d\n", q.Name, d.totals[q.Name+"/appeared"], d.totals[q.Name+"/disappeared"])
+	}
+	tw.Flush()
+	if lat := d.latencies(); len(lat) > 0 {
+		fmt.Fprintf(stdout, "alert latency (produced → alert read): p50 %v, p99 %v over %d alerts\n",
+			lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*99/100].Round(time.Millisecond), len(lat))
+	}
+	return nil
+}
+
+// demo produces the stream and prints the alerts that come back.
+type demo struct {
+	out  io.Writer
+	show int
+
+	mu      sync.Mutex
+	sentAt  []time.Time // per input offset: when its write was acknowledged
+	seen    map[string]int
+	totals  map[string]int
+	events  int64
+	latency []time.Duration
+}
+
+func (d *demo) read() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.events
+}
+
+// produce writes the transfers as JSON events, with demoBad spread among
+// them, in chunks so that alerts show while the stream still flows.
+func (d *demo) produce(ctx context.Context, brokers []string, topic string, evs []bench.TransferEvent) (int, error) {
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, RequiredAcks: kafka.RequireAll,
+		BatchTimeout: time.Millisecond, BatchSize: 1000}
+	defer w.Close()
+	var msgs []kafka.Message
+	for i, ev := range evs {
+		v := ingest.AppendEvent(nil, ingest.Record{Op: ev.Op, Src: ev.Src, Dst: ev.Dst, Label: ev.Label,
+			SrcLabel: ev.SrcLabel, DstLabel: ev.DstLabel, Time: ev.Time})
+		msgs = append(msgs, kafka.Message{Value: v})
+		if k := (i + 1) * len(demoBad) / len(evs); k > 0 && (i+1)*len(demoBad)%len(evs) < len(demoBad) {
+			msgs = append(msgs, kafka.Message{Value: []byte(demoBad[k-1])})
+		}
+	}
+	const chunk = 1000
+	for lo := 0; lo < len(msgs); lo += chunk {
+		hi := min(lo+chunk, len(msgs))
+		if err := w.WriteMessages(ctx, msgs[lo:hi]...); err != nil {
+			return lo, fmt.Errorf("produce: %w", err)
+		}
+		now := time.Now()
+		d.mu.Lock()
+		for range msgs[lo:hi] {
+			d.sentAt = append(d.sentAt, now)
+		}
+		d.mu.Unlock()
+	}
+	return len(msgs), nil
+}
+
+// demoEvent is the part of an output event the demo prints.
+type demoEvent struct {
+	Query  string            `json:"query"`
+	Change string            `json:"change"`
+	Match  map[string]string `json:"match"`
+	Batch  uint64            `json:"batch"`
+	Source *struct {
+		ToOffset int64 `json:"to_offset"`
+	} `json:"source"`
+}
+
+// watch reads the output topic from its start and prints alerts.
+func (d *demo) watch(ctx context.Context, brokers []string, topic string) error {
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: 0, MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 50 * time.Millisecond})
+	defer r.Close()
+	for {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			return err
+		}
+		var ev demoEvent
+		if err := json.Unmarshal(m.Value, &ev); err != nil {
+			return fmt.Errorf("output offset %d: %w", m.Offset, err)
+		}
+		now := time.Now()
+		d.mu.Lock()
+		d.events++
+		k := ev.Query + "/" + ev.Change
+		d.totals[k]++
+		if ev.Source != nil && ev.Source.ToOffset < int64(len(d.sentAt)) {
+			d.latency = append(d.latency, now.Sub(d.sentAt[ev.Source.ToOffset]))
+		}
+		d.seen[k]++
+		if d.seen[k] <= d.show {
+			vars := slices.Sorted(maps.Keys(ev.Match))
+			var b strings.Builder
+			for _, v := range vars {
+				fmt.Fprintf(&b, " %s=%s", v, ev.Match[v])
+			}
+			fmt.Fprintf(d.out, "ALERT %-6s %-11s%s  (batch %d)\n", ev.Query, ev.Change, b.String(), ev.Batch)
+			if d.seen[k] == d.show {
+				fmt.Fprintf(d.out, "      (further %s %s alerts are counted, not shown)\n", ev.Query, ev.Change)
+			}
+		}
+		d.mu.Unlock()
+	}
+}
+
+func (d *demo) latencies() []time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l := slices.Clone(d.latency)
+	slices.Sort(l)
+	return l
 }

@@ -1,9 +1,12 @@
 // Command gcsm is the continuous subgraph matching stream processor.
 //
+//	gcsm run    [--config gcsm.yaml]                       consume Kafka, write match events (the service)
+//	gcsm demo                                               the service end to end on a generated stream
 //	gcsm replay -d DATA -u STREAM -q QUERY [-q QUERY ...]   replay a stream file in batches
 //	gcsm replay --demo                                      replay a generated transfer workload
 //	gcsm match  -d DATA -q QUERY [-q QUERY ...]             count or list all matches of a graph
 //	gcsm bench  [--scale N] [--batches 64,1024,4096]        time the engines on an R-MAT workload
+//	gcsm produce -u STREAM --topic T [--rate N]             publish a stream file to Kafka as JSON events
 //
 // Run "gcsm COMMAND -h" for a command's flags.
 package main
@@ -23,9 +26,12 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"run", "run the streaming service: Kafka in, match events out", runRun},
+		{"demo", "run the service on a generated transfer stream and print its alerts", runDemo},
 		{"replay", "replay a stream file against standing queries, batch by batch", runReplay},
 		{"match", "find all matches of queries in a graph (the static matcher)", runMatch},
 		{"bench", "time the CPU and GPU engines side by side on a generated R-MAT workload", runBench},
+		{"produce", "publish a stream file to a Kafka topic as JSON events", runProduce},
 	}
 }
 

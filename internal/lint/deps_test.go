@@ -36,7 +36,7 @@ var allowed = map[string][]string{
 	"kernels/cuda":      {},
 	"output":            {"graph", "query"},
 	"bench":             {"graph", "query", "dyngraph", "ingest", "incremental", "internal/hostmem"},
-	"service":           {"graph", "query", "dyngraph", "ingest", "incremental", "sampler", "cache", "kernels", "kernels/cuda", "output", "internal/hostmem", "internal/statedir"},
+	"service":           {"graph", "query", "dyngraph", "ingest", "incremental", "sampler", "cache", "kernels", "kernels/cuda", "output", "internal/hostmem", "internal/statedir", "bench"},
 	"deploy":            {},
 	"cmd/gcsm":          nil, // may import everything; nothing imports it
 }

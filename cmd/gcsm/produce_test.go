@@ -1,0 +1,246 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/gcsm/gcsm/ingest"
+)
+
+// This file publishes files to an in-process Kafka cluster (kfake) and
+// reads the topic back with kafka-go's Reader.
+
+const producePartitions = 3
+
+func produceCluster(t *testing.T) string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(producePartitions))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()[0]
+}
+
+// produceFileRecords reads path with ingest's file Reader.
+func produceFileRecords(t *testing.T, path string, opts ingest.Options) []ingest.Record {
+	t.Helper()
+	r, c, err := ingest.Open(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var recs []ingest.Record
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			return recs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.Line = 0 // Decode's records have none
+		recs = append(recs, rec)
+	}
+}
+
+// producedEvent is one message read back, decoded.
+type producedEvent struct {
+	partition int
+	key       string
+	rec       ingest.Record
+}
+
+// produceReadTopic reads every message of every partition of topic.
+func produceReadTopic(t *testing.T, broker, topic string) []producedEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []producedEvent
+	var d ingest.Decoder
+	for p := range producePartitions {
+		conn, err := kafka.DialLeader(ctx, "tcp", broker, topic, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, last, err := conn.ReadOffsets()
+		conn.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{broker}, Topic: topic, Partition: p, MaxWait: 50 * time.Millisecond})
+		if err := r.SetOffset(first); err != nil {
+			t.Fatal(err)
+		}
+		for off := first; off < last; off++ {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				t.Fatalf("partition %d offset %d of [%d, %d): %v", p, off, first, last, err)
+			}
+			rec, err := d.Decode(m.Value)
+			if err != nil {
+				t.Fatalf("partition %d offset %d: Decode(%s): %v", p, m.Offset, m.Value, err)
+			}
+			out = append(out, producedEvent{p, string(m.Key), rec})
+		}
+		r.Close()
+	}
+	return out
+}
+
+// produceCheckTopic checks that the topic holds exactly want: each record once,
+// keyed by its source vertex, all of one key on one partition, in the
+// file's order.
+func produceCheckTopic(t *testing.T, got []producedEvent, want []ingest.Record) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("topic has %d events, the file %d", len(got), len(want))
+	}
+	partition := map[string]int{}
+	gotBySrc := map[string][]ingest.Record{}
+	for _, c := range got {
+		if c.key != c.rec.Src {
+			t.Errorf("key %q on an event of vertex %q", c.key, c.rec.Src)
+		}
+		if p, ok := partition[c.key]; ok && p != c.partition {
+			t.Errorf("key %q on partitions %d and %d", c.key, p, c.partition)
+		}
+		partition[c.key] = c.partition
+		gotBySrc[c.key] = append(gotBySrc[c.key], c.rec)
+	}
+	wantBySrc := map[string][]ingest.Record{}
+	for _, rec := range want {
+		wantBySrc[rec.Src] = append(wantBySrc[rec.Src], rec)
+	}
+	for src, recs := range wantBySrc {
+		if !slices.Equal(gotBySrc[src], recs) {
+			t.Errorf("vertex %s:\n got %+v\nwant %+v", src, gotBySrc[src], recs)
+		}
+	}
+	used := map[int]bool{}
+	for _, p := range partition {
+		used[p] = true
+	}
+	if len(partition) >= 10 && len(used) == 1 {
+		t.Errorf("%d keys all on one partition: the key does not spread them", len(partition))
+	}
+}
+
+var produceSummaryRE = regexp.MustCompile(`^produced (\d+) events to (\S+) in \d+\.\d\d s \(\d+ events/s\)\n$`)
+
+func produceOK(t *testing.T, args ...string) (stdout, stderr string) {
+	t.Helper()
+	out, errs, code := gcsm(t, append([]string{"produce"}, args...)...)
+	if code != 0 {
+		t.Fatalf("gcsm produce %s: exit %d\nstderr:\n%s", strings.Join(args, " "), code, errs)
+	}
+	return out, errs
+}
+
+func TestProduce(t *testing.T) {
+	broker := produceCluster(t)
+
+	var csm strings.Builder
+	csm.WriteString("t 40 100\n# a CSM stream\nv 1 7\nv 2 8\n")
+	for i := range 150 {
+		// Repeated sources, so that order within a key means something.
+		fmt.Fprintf(&csm, "e %d %d %d\n", i%17, i%17+1+i%5, i%3)
+		if i%4 == 0 {
+			fmt.Fprintf(&csm, "-e %d %d\n", i%17, i%17+1+i%5)
+		}
+	}
+	json := `{"op":"+","src":"acct:17","dst":"acct:42","label":"TRANSFER","src_label":"Account","dst_label":"Account","ts":"2026-11-21T10:00:00Z"}
+{"op":"vertex","id":"acct:9","label":"Account","ts":1795255200001}
+{"op":"delete","src":"acct:17","dst":"acct:42","label":"TRANSFER","ts":"2026-11-21T10:00:00.5+01:00"}
+{"op":"insert","src":5,"dst":"acct:\"q\"\u00e9","label":3}
+{"op":"-","src":"acct:9","dst":"acct:17"}
+`
+	csv := "src,dst,time\na,b,60\nb,c,61\na,c,62\n"
+	for _, tt := range []struct {
+		name, file, content string
+		format              string
+	}{
+		{"csm", "stream.csm", csm.String(), "auto"},
+		{"json", "stream.json", json, "json"},
+		{"csv", "stream.csv", csv, "csv"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeFile(t, t.TempDir(), tt.file, tt.content)
+			topic := "edges-" + tt.name
+			want := produceFileRecords(t, path, ingest.Options{})
+			stdout, _ := produceOK(t, "-u", path, "--topic", topic, "--brokers", broker, "--format", tt.format)
+			m := produceSummaryRE.FindStringSubmatch(stdout)
+			if m == nil || m[1] != fmt.Sprint(len(want)) || m[2] != topic {
+				t.Fatalf("stdout %q, want a summary of %d events to %s", stdout, len(want), topic)
+			}
+			produceCheckTopic(t, produceReadTopic(t, broker, topic), want)
+		})
+	}
+}
+
+func TestProduceBadLine(t *testing.T) {
+	broker := produceCluster(t)
+	path := writeFile(t, t.TempDir(), "bad.csm", "e 1 2\ne 2 3\ne x 4\ne 3 4\n")
+
+	_, stderr, code := gcsm(t, "produce", "-u", path, "--topic", "bad", "--brokers", broker)
+	if code != 1 || !strings.Contains(stderr, path+`:3: vertex id "x" is not a non-negative integer`) {
+		t.Fatalf("exit %d, stderr %q; want 1 and the bad line's place", code, stderr)
+	}
+	// Nothing was published: a bad line fails the run before the first event.
+	if got := produceReadTopic(t, broker, "bad"); len(got) != 0 {
+		t.Fatalf("a failed run published %d events", len(got))
+	}
+
+	stdout, stderr := produceOK(t, "-u", path, "--topic", "skip", "--brokers", broker, "--skip-bad")
+	if !strings.HasPrefix(stdout, "produced 3 events to skip") || !strings.Contains(stderr, "skipped 1 bad lines") {
+		t.Fatalf("--skip-bad: stdout %q, stderr %q", stdout, stderr)
+	}
+	produceCheckTopic(t, produceReadTopic(t, broker, "skip"), produceFileRecords(t, path, ingest.Options{SkipBad: true}))
+}
+
+// TestProduceRate checks that --rate holds publishing back. Only the lower
+// bound is checked: sleeping guarantees it, while an upper bound would
+// fail on a slow machine.
+func TestProduceRate(t *testing.T) {
+	broker := produceCluster(t)
+	path := writeFile(t, t.TempDir(), "s.csm", strings.Repeat("e 1 2\n", 21))
+	start := time.Now()
+	produceOK(t, "-u", path, "--topic", "paced", "--brokers", broker, "--rate", "100")
+	// The 21st event is due 20/100 s after the first.
+	if elapsed := time.Since(start); elapsed < 200*time.Millisecond {
+		t.Fatalf("21 events at 100/s took %v", elapsed)
+	}
+	if got := produceReadTopic(t, broker, "paced"); len(got) != 21 {
+		t.Fatalf("%d events on the topic, want 21", len(got))
+	}
+}
+
+func TestProduceUsage(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"-u", "x.csm"}, 2, "need -u STREAM and --topic TOPIC"},
+		{[]string{"--topic", "t"}, 2, "need -u STREAM and --topic TOPIC"},
+		{[]string{"-u", "x.csm", "--topic", "t", "--format", "xml"}, 1, `--format "xml": want auto, csm, snap, csv or json`},
+		{[]string{"-u", "x.csm", "--topic", "t", "--rate", "-1"}, 1, "--rate must not be negative"},
+		{[]string{"-u", "x.csm", "--topic", "t", "--brokers", " , "}, 1, "--brokers names no broker"},
+		{[]string{"-u", filepath.Join(t.TempDir(), "none.csm"), "--topic", "t"}, 1, "no such file"},
+	} {
+		_, stderr, code := gcsm(t, append([]string{"produce"}, tt.args...)...)
+		if code != tt.code || !strings.Contains(stderr, tt.want) {
+			t.Errorf("gcsm produce %s: exit %d, stderr %q; want %d and %q", strings.Join(tt.args, " "), code, stderr, tt.code, tt.want)
+		}
+	}
+}

@@ -1,0 +1,253 @@
+package ingest
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/gcsm/gcsm/graph"
+)
+
+// The reasons for which a Decoder refuses a value, as DecodeError.Reason.
+// They are few and stable, because the service counts refusals by reason
+// (gcsm_rejects_total{reason}) and files dead letters under them; what
+// exactly is wrong goes into DecodeError.Detail.
+const (
+	// ReasonOversized: the value is longer than Decoder.MaxBytes.
+	ReasonOversized = "oversized"
+	// ReasonEmpty: the value holds no event: it is blank, a comment (a line
+	// starting with '#' or '%') or a CSM "t" header.
+	ReasonEmpty = "empty"
+	// ReasonJSON: the value is not one JSON object.
+	ReasonJSON = "json"
+	// ReasonMissingField: "op", "src" or "dst", or a vertex's "id" or
+	// "label", is absent, null or empty.
+	ReasonMissingField = "missing_field"
+	// ReasonUnknownOp: "op" is none of "+", "-", "insert", "delete" and
+	// "vertex".
+	ReasonUnknownOp = "unknown_op"
+	// ReasonBadTime: "ts" is neither an RFC 3339 string nor an integer.
+	ReasonBadTime = "bad_time"
+	// ReasonBadValue: an id or a label is neither a string nor an integer.
+	ReasonBadValue = "bad_value"
+	// ReasonCSM: the value is not a CSM line (e, +e, -e or v), or not UTF-8,
+	// which a JSON event could not carry on.
+	ReasonCSM = "csm"
+	// ReasonFormat: Decoder.Format is not one that a Decoder decodes. It is
+	// the configuration that is wrong, not the value.
+	ReasonFormat = "format"
+)
+
+// DecodeReasons returns every DecodeError.Reason, so that a service can
+// export a zero count for each before the first refusal.
+func DecodeReasons() []string {
+	return []string{ReasonOversized, ReasonEmpty, ReasonJSON, ReasonMissingField, ReasonUnknownOp,
+		ReasonBadTime, ReasonBadValue, ReasonCSM, ReasonFormat}
+}
+
+// DecodeError says why a value was refused.
+type DecodeError struct {
+	// Reason is one of the Reason constants: a class fit for a metric label.
+	Reason string
+	// Detail says what is wrong, for people: `missing field "dst"`. It
+	// quotes at most a few dozen bytes of the value.
+	Detail string
+}
+
+// Error returns Detail: the caller knows where the value came from and
+// adds that.
+func (e *DecodeError) Error() string { return e.Detail }
+
+func decodeErrorf(reason, format string, args ...any) *DecodeError {
+	return &DecodeError{Reason: reason, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Decoder decodes message values, such as those of the input topic, into
+// Records: each value is one event, a JSON object of FormatJSON or one CSM
+// line. The syntax is the file Reader's, parsed by the same code, but a
+// value holds exactly one event: a value without one is refused
+// (ReasonEmpty) rather than skipped, since it is as much a producer's
+// mistake as a malformed one.
+//
+// A Decoder is not safe for concurrent use; use one per goroutine. The zero
+// value detects the format of each value and accepts values of up to 1 MiB.
+type Decoder struct {
+	// Format is FormatAuto (JSON if the value starts with '{' after white
+	// space, else CSM), FormatJSON or FormatCSM. Others are refused with
+	// ReasonFormat.
+	Format Format
+	// MaxBytes is the longest value accepted; 0 means 1 MiB. Longer values
+	// are refused with ReasonOversized before they are looked at.
+	MaxBytes int
+
+	fields []span
+	js     jsonLine
+}
+
+// Decode decodes one value. A failure is a *DecodeError. The Record has
+// Line 0; its strings share one allocation (a CSM line with leading zeros
+// in an id takes another) and none refers to value.
+//
+// Decode checks syntax only, like the Reader: self-loops and deletions of
+// absent edges are for the consumer to judge.
+func (d *Decoder) Decode(value []byte) (Record, error) {
+	rec, err := d.decode(value)
+	if err != nil {
+		return Record{}, err
+	}
+	return rec, nil
+}
+
+func (d *Decoder) decode(value []byte) (Record, *DecodeError) {
+	limit := d.MaxBytes
+	if limit <= 0 {
+		limit = defaultMaxLineBytes
+	}
+	if len(value) > limit {
+		return Record{}, decodeErrorf(ReasonOversized, "value is %d bytes, over the limit of %d", len(value), limit)
+	}
+	line := trimValue(value)
+	if isComment(line) {
+		if len(line) == 0 {
+			return Record{}, decodeErrorf(ReasonEmpty, "value is blank")
+		}
+		return Record{}, decodeErrorf(ReasonEmpty, "value is a comment, not an event: %s", quote(line))
+	}
+	format := d.Format
+	if format == FormatAuto {
+		format = FormatCSM
+		if line[0] == '{' {
+			format = FormatJSON
+		}
+	}
+	switch format {
+	case FormatJSON:
+		return d.js.parse(line)
+	case FormatCSM:
+		if !utf8.Valid(line) {
+			return Record{}, decodeErrorf(ReasonCSM, "CSM line is not UTF-8: %s", quote(line))
+		}
+		rec, ok, err := parseCSM(line, &d.fields)
+		if err == nil && !ok {
+			err = decodeErrorf(ReasonEmpty, `value is a CSM "t" header, not an event`)
+		}
+		return rec, err
+	}
+	return Record{}, decodeErrorf(ReasonFormat, "a Decoder decodes JSON and CSM, not %v", format)
+}
+
+// trimValue drops a leading byte order mark and surrounding blanks and
+// newlines: tools that publish a file line by line may keep the newline.
+func trimValue(b []byte) []byte {
+	b = bytes.TrimPrefix(b, bom)
+	for len(b) > 0 && (isBlank(b[0]) || b[0] == '\n') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (isBlank(b[len(b)-1]) || b[len(b)-1] == '\n') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// AppendEvent appends rec to dst as one JSON input event, without a
+// newline, and returns the extended slice. It is the inverse of Decode:
+// for every Record r that Decode returns, Decode(AppendEvent(nil, r))
+// returns r again. Ids and labels are written as strings, labels only when
+// given, "ts" as unix milliseconds when rec.Time is not 0. A vertex record
+// is {"op":"vertex","id":…,"label":…}. Bytes of rec's strings that are not
+// UTF-8 become U+FFFD, as they do in encoding/json.
+func AppendEvent(dst []byte, rec Record) []byte {
+	dst = append(dst, `{"op":`...)
+	switch rec.Op {
+	case graph.AddVertex:
+		dst = append(dst, `"vertex","id":`...)
+		dst = appendJSONString(dst, rec.Src)
+		dst = append(dst, `,"label":`...)
+		dst = appendJSONString(dst, rec.SrcLabel)
+		return appendTS(dst, rec.Time)
+	case graph.Insert:
+		dst = append(dst, `"+"`...)
+	case graph.Delete:
+		dst = append(dst, `"-"`...)
+	default:
+		// Not an event: written so that it reads back as ReasonUnknownOp.
+		dst = appendJSONString(dst, rec.Op.String())
+	}
+	dst = append(dst, `,"src":`...)
+	dst = appendJSONString(dst, rec.Src)
+	dst = append(dst, `,"dst":`...)
+	dst = appendJSONString(dst, rec.Dst)
+	for _, f := range [...]struct{ key, val string }{
+		{`,"label":`, rec.Label}, {`,"src_label":`, rec.SrcLabel}, {`,"dst_label":`, rec.DstLabel},
+	} {
+		if f.val != "" {
+			dst = append(dst, f.key...)
+			dst = appendJSONString(dst, f.val)
+		}
+	}
+	return appendTS(dst, rec.Time)
+}
+
+// appendTS ends an event: its "ts" when it has one, then the brace.
+func appendTS(dst []byte, ms int64) []byte {
+	if ms != 0 {
+		dst = append(dst, `,"ts":`...)
+		dst = strconv.AppendInt(dst, ms, 10)
+	}
+	return append(dst, '}')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string literal, escaped as
+// encoding/json escapes it but for HTML's characters: those matter in a web
+// page, not in a Kafka message.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			// Valid JSON, but not valid JavaScript before ES2019: escaped,
+			// as encoding/json does, for consumers that eval.
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\u202`...)
+			dst = append(dst, hexDigits[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

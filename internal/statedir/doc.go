@@ -1,0 +1,36 @@
+// Package statedir keeps the service's checkpoints in a state directory:
+// each one written atomically, checksummed, and the newest few kept, so that
+// a crash at any instant leaves the last published checkpoint readable, and a
+// checkpoint damaged on disk is noticed and skipped in favour of an older one
+// instead of restoring a wrong graph.
+//
+// A checkpoint is published by the classic sequence: write a temporary file
+// in the same directory, fsync it, rename it to its final name, fsync the
+// directory. Until the rename the old state is intact; after the directory
+// fsync the new one survives power loss. A crash in between leaves a
+// temporary file, which Open removes. Names carry a zero-padded sequence
+// number (ckpt-00000000000000000042), so the lexical order of the names is
+// the order of the writes and no clock is involved.
+//
+// File layout, version 1 (integers little-endian):
+//
+//	offset  size  field
+//	0       8     magic "GCSMCKPT"
+//	8       4     version (1)
+//	12      8     content length n
+//	20      n     content, as the caller's write function produced it
+//	20+n    4     CRC-32C (Castagnoli) of the content
+//
+// The header has no checksum of its own: each of its fields is checked
+// exactly (the magic, the version, and the length against the file's size),
+// so a damaged header fails as surely as damaged content. CRC-32C runs at
+// about 15 GB/s with the SSE4.2 instruction that Go's hash/crc32 uses (2-core
+// Xeon VM), so the extra verification pass costs about 1 ms per 10 MB, far
+// less than decoding the graph it guards (dyngraph.Read: about 10 MB/s).
+//
+// statedir knows nothing of what a checkpoint holds; the service composes
+// the content (the graph of dyngraph.WriteTo, the dictionaries, the input
+// offsets the checkpoint covers). A directory belongs to one process at a
+// time: statedir takes no lock, and a second process opening it would remove
+// the first one's temporary file.
+package statedir

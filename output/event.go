@@ -1,0 +1,169 @@
+package output
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// The values of Event.Change.
+const (
+	Appeared    = "appeared"
+	Disappeared = "disappeared"
+)
+
+// Source is the input range of a batch on one partition.
+type Source struct {
+	Topic      string `json:"topic"`
+	Partition  int    `json:"partition"`
+	FromOffset int64  `json:"from_offset"`
+	ToOffset   int64  `json:"to_offset"`
+}
+
+// Binding is one query vertex's name and the external id of the data vertex it matched.
+type Binding struct{ Var, ID string }
+
+// Event is one match delta, DESIGN.md §9.
+type Event struct {
+	Query     string
+	Change    string      // Appeared or Disappeared
+	Match     []Binding   // in query-vertex order; marshalled as a JSON object in this order
+	Edges     [][3]string // [src id, dst id, edge label] per query edge, in query-edge order
+	Batch     uint64
+	EventTime string  // RFC 3339 (UTC, millisecond precision), "" omits the field
+	Source    *Source // nil omits the field (e.g. deletions made by window expiry)
+	Initial   bool    // part of a new query's initial snapshot; false omits the field
+	Key       string
+}
+
+// MarshalJSON encodes e with AppendJSON, so that encoding/json (the HTTP API, tests) writes the same
+// object as the sinks do rather than one keyed by Go field names.
+func (e Event) MarshalJSON() ([]byte, error) {
+	return AppendJSON(nil, &e), nil
+}
+
+// AppendJSON appends e as one JSON object, without a newline, to dst and returns the extended buffer. The
+// keys come in the order "query", "change", "match", "edges", "batch", "event_time", "source", "initial",
+// "key"; "event_time", "source" and "initial" are left out when empty. Match is an object whose members keep
+// the order of e.Match. Strings are escaped as encoding/json escapes them with SetEscapeHTML(false): invalid
+// UTF-8 becomes U+FFFD, so the output is always valid JSON.
+//
+// It allocates nothing when dst has room: encoding/json would cost a reflection walk and a map per match
+// for the same bytes.
+func AppendJSON(dst []byte, e *Event) []byte {
+	dst = append(dst, `{"query":`...)
+	dst = appendString(dst, e.Query)
+	dst = append(dst, `,"change":`...)
+	dst = appendString(dst, e.Change)
+	dst = append(dst, `,"match":{`...)
+	for i := range e.Match {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, e.Match[i].Var)
+		dst = append(dst, ':')
+		dst = appendString(dst, e.Match[i].ID)
+	}
+	dst = append(dst, `},"edges":[`...)
+	for i := range e.Edges {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		edge := &e.Edges[i]
+		dst = append(dst, '[')
+		dst = appendString(dst, edge[0])
+		dst = append(dst, ',')
+		dst = appendString(dst, edge[1])
+		dst = append(dst, ',')
+		dst = appendString(dst, edge[2])
+		dst = append(dst, ']')
+	}
+	dst = append(dst, `],"batch":`...)
+	dst = strconv.AppendUint(dst, e.Batch, 10)
+	if e.EventTime != "" {
+		dst = append(dst, `,"event_time":`...)
+		dst = appendString(dst, e.EventTime)
+	}
+	if s := e.Source; s != nil {
+		dst = append(dst, `,"source":{"topic":`...)
+		dst = appendString(dst, s.Topic)
+		dst = append(dst, `,"partition":`...)
+		dst = strconv.AppendInt(dst, int64(s.Partition), 10)
+		dst = append(dst, `,"from_offset":`...)
+		dst = strconv.AppendInt(dst, s.FromOffset, 10)
+		dst = append(dst, `,"to_offset":`...)
+		dst = strconv.AppendInt(dst, s.ToOffset, 10)
+		dst = append(dst, '}')
+	}
+	if e.Initial {
+		dst = append(dst, `,"initial":true`...)
+	}
+	dst = append(dst, `,"key":`...)
+	dst = appendString(dst, e.Key)
+	return append(dst, '}')
+}
+
+// plain reports the ASCII bytes that go into a JSON string as they are.
+var plain = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a quoted JSON string. It writes the same bytes as encoding/json with
+// SetEscapeHTML(false): short escapes for \b \f \n \r \t " and \, \u00XX for other control characters,
+// \u2028 and \u2029 (which break JavaScript that evals JSON), and \ufffd for each byte of invalid UTF-8.
+// Ids and labels are nearly always plain ASCII, so the loop copies runs of plain bytes in one append.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if plain[c] {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

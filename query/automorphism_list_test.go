@@ -1,0 +1,67 @@
+package query
+
+import (
+	"testing"
+
+	"github.com/gcsm/gcsm/graph"
+)
+
+// TestAutomorphismList checks the listed maps against the group sizes the
+// symmetry breaking finds, and that each is an automorphism.
+func TestAutomorphismList(t *testing.T) {
+	for _, tc := range []struct {
+		pattern  string
+		directed bool
+		size     int
+	}{
+		{"(a)-[]-(b)-[]-(c)-[]-(a)", false, 6},
+		{"(a)-[]->(b)-[]->(c)-[]->(a)", true, 3},
+		{"(a:A)-[]-(b:B)-[]-(c:A)", false, 2},
+		{"(a)-[]-(b)-[]-(c)-[]-(d)-[]-(a)", false, 8},
+		{"(a)-[]-(b)-[]-(c)-[]-(d)-[]-(a), (a)-[]-(c), (b)-[]-(d)", false, 24},
+		{"(a)-[:X]->(b)-[:Y]->(c)", true, 1},
+	} {
+		p, err := ParseCypher("t", tc.pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := Compile(p, graph.NewDict(), tc.directed, Instances)
+		if err != nil {
+			t.Fatal(err)
+		}
+		auts := q.AutomorphismList(1000)
+		if len(auts) != tc.size || uint64(len(auts)) != q.Automorphisms {
+			t.Fatalf("%s: %d automorphisms listed, group size %d, want %d", tc.pattern, len(auts), q.Automorphisms, tc.size)
+		}
+		for i, a := range auts {
+			if i == 0 {
+				for u, v := range a {
+					if u != v {
+						t.Fatalf("%s: first map %v is not the identity", tc.pattern, a)
+					}
+				}
+			}
+			// An automorphism maps the edge multiset onto itself.
+			edges := map[QEdge]int{}
+			for _, e := range q.Edges {
+				edges[canon(e)]++
+			}
+			for _, e := range q.Edges {
+				img := canon(QEdge{A: a[e.A], B: a[e.B], Label: e.Label, Directed: e.Directed})
+				if edges[img] == 0 {
+					t.Fatalf("%s: map %v sends edge %v to a non-edge", tc.pattern, a, e)
+				}
+			}
+		}
+		if q.AutomorphismList(tc.size-1) != nil && tc.size > 1 {
+			t.Fatalf("%s: list over the limit not refused", tc.pattern)
+		}
+	}
+}
+
+func canon(e QEdge) QEdge {
+	if !e.Directed && e.A > e.B {
+		e.A, e.B = e.B, e.A
+	}
+	return e
+}

@@ -1,0 +1,284 @@
+package service
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/incremental"
+	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/internal/statedir"
+	"github.com/gcsm/gcsm/query"
+)
+
+// A checkpoint holds everything the run loop owns, so that a restart from
+// it and its input offsets reproduces the same state. Its content, framed
+// and checksummed by statedir:
+//
+//	"GCSMCKPT" 1          magic and version
+//	meta                  uvarint length, then JSON: batch, positions, queries, settings
+//	labels, ids, window   uvarint length, then each one's binary encoding
+//	graph                 dyngraph's encoding, to the end
+const ckptMagic = "GCSMCKPT\x01"
+
+type ckptMeta struct {
+	Batch     uint64           `json:"batch"`
+	Position  map[string]int64 `json:"position"` // partition → next offset
+	Queries   []QueryConfig    `json:"queries"`
+	Directed  bool             `json:"directed"`
+	Semantics string           `json:"semantics"`
+	Written   time.Time        `json:"written"`
+}
+
+// restore loads the newest valid checkpoint, or sets up an empty state when
+// there is none.
+func (s *Service) restore() error {
+	path, skipped, err := s.dir.Load(s.readCheckpoint)
+	for _, e := range skipped {
+		s.log.Error().Err(e).Msg("checkpoint unusable; trying an older one")
+	}
+	switch {
+	case err == nil:
+		s.log.Info().Str("path", path).Uint64("batch", s.batch).Int64("edges", s.g.NumEdges()).
+			Interface("position", s.position).Int("queries", len(s.queries)).Msg("checkpoint loaded")
+		return nil
+	case errors.Is(err, statedir.ErrNoCheckpoint):
+		if len(skipped) > 0 {
+			s.log.Warn().Msg("no usable checkpoint: starting from an empty graph and the input's first offsets")
+		}
+		return s.fresh()
+	}
+	return err
+}
+
+// fresh sets up an empty state.
+func (s *Service) fresh() error {
+	s.labels, s.ids = graph.NewDict(), graph.NewIDs()
+	s.batch, s.position, s.queries = 0, map[int]int64{}, nil
+	s.lastCkpt = time.Time{}
+	return s.setup(nil)
+}
+
+// setup makes the graph (from r, or empty), the resolver and the window
+// for the current dictionaries.
+func (s *Service) setup(r io.Reader) error {
+	opts := dyngraph.DefaultOptions()
+	opts.Directed = s.cfg.Graph.Directed
+	opts.Alloc = s.alloc
+	opts.DefaultVertexLabel = s.labels.Intern(s.cfg.Graph.DefaultVertexLabel)
+	var err error
+	if s.g != nil {
+		s.g.Close()
+		s.g = nil
+	}
+	if r == nil {
+		s.g, err = dyngraph.New(opts)
+	} else {
+		s.g, err = dyngraph.Read(r, opts)
+	}
+	if err != nil {
+		return err
+	}
+	s.resolver = &ingest.Resolver{IDs: s.ids, Labels: s.labels, DefaultEdgeLabel: s.cfg.Graph.DefaultEdgeLabel}
+	if s.expiry == nil && s.cfg.Window.Size > 0 {
+		s.expiry = ingest.NewExpiry(ingest.Window{Size: s.cfg.Window.Size, Lateness: s.cfg.Window.Lateness}, s.cfg.Graph.Directed)
+	}
+	return nil
+}
+
+func (s *Service) readCheckpoint(r io.Reader) error {
+	br := bufio.NewReaderSize(r, 1<<20)
+	magic := make([]byte, len(ckptMagic))
+	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != ckptMagic {
+		return errors.New("not a gcsm checkpoint of this version")
+	}
+	section := func(what string) ([]byte, error) {
+		n, err := binary.ReadUvarint(br)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		if n > 1<<34 {
+			return nil, fmt.Errorf("%s: length %d is implausible", what, n)
+		}
+		b := make([]byte, n)
+		if _, err := io.ReadFull(br, b); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		return b, nil
+	}
+	mb, err := section("meta")
+	if err != nil {
+		return err
+	}
+	var meta ckptMeta
+	if err := json.Unmarshal(mb, &meta); err != nil {
+		return fmt.Errorf("meta: %w", err)
+	}
+	if meta.Directed != s.cfg.Graph.Directed {
+		return fmt.Errorf("the checkpoint's graph is directed=%v but graph.directed is %v; a graph's direction cannot change (use a new state.dir)", meta.Directed, s.cfg.Graph.Directed)
+	}
+	labels, ids := graph.NewDict(), graph.NewIDs()
+	for _, sec := range []struct {
+		name string
+		into interface{ UnmarshalBinary([]byte) error }
+	}{{"labels", labels}, {"ids", ids}} {
+		b, err := section(sec.name)
+		if err != nil {
+			return err
+		}
+		if err := sec.into.UnmarshalBinary(b); err != nil {
+			return fmt.Errorf("%s: %w", sec.name, err)
+		}
+	}
+	wb, err := section("window")
+	if err != nil {
+		return err
+	}
+	s.expiry = nil
+	if s.cfg.Window.Size > 0 {
+		s.expiry = ingest.NewExpiry(ingest.Window{Size: s.cfg.Window.Size, Lateness: s.cfg.Window.Lateness}, s.cfg.Graph.Directed)
+		if len(wb) > 0 {
+			if err := s.expiry.UnmarshalBinary(wb); err != nil {
+				return fmt.Errorf("window: %w", err)
+			}
+		}
+	}
+	s.labels, s.ids = labels, ids
+	if err := s.setup(br); err != nil {
+		return fmt.Errorf("graph: %w", err)
+	}
+	s.batch, s.position, s.queries = meta.Batch, map[int]int64{}, nil
+	for p, o := range meta.Position {
+		pi, err := strconv.Atoi(p)
+		if err != nil {
+			return fmt.Errorf("meta: partition %q", p)
+		}
+		s.position[pi] = o
+	}
+	s.ckptPos = clonePos(s.position)
+	for _, c := range meta.Queries {
+		st, err := s.compileQuery(c)
+		if err != nil {
+			return fmt.Errorf("query %q: %w", c.Name, err)
+		}
+		s.queries = append(s.queries, st)
+	}
+	s.lastCkpt = meta.Written
+	s.publishQueries()
+	return nil
+}
+
+// checkpoint writes the state now. The graph must not be pending.
+func (s *Service) checkpoint() error {
+	t0 := time.Now()
+	meta := ckptMeta{Batch: s.batch, Position: map[string]int64{}, Directed: s.cfg.Graph.Directed,
+		Semantics: s.cfg.Engine.Semantics, Written: t0.UTC()}
+	for p, o := range s.position {
+		meta.Position[strconv.Itoa(p)] = o
+	}
+	for _, st := range s.queries {
+		meta.Queries = append(meta.Queries, st.cfg)
+	}
+	path, err := s.dir.Save(func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 1<<20)
+		bw.WriteString(ckptMagic)
+		mb, err := json.Marshal(meta)
+		if err != nil {
+			return err
+		}
+		var win []byte
+		if s.expiry != nil {
+			win = s.expiry.AppendBinary(nil)
+		}
+		for _, b := range [][]byte{mb, s.labels.AppendBinary(nil), s.ids.AppendBinary(nil), win} {
+			bw.Write(binary.AppendUvarint(nil, uint64(len(b))))
+			bw.Write(b)
+		}
+		if _, err := s.g.WriteTo(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	d := time.Since(t0)
+	s.lastCkpt = t0
+	s.ckptPos = clonePos(s.position)
+	s.met.checkpoint.Observe(d.Seconds())
+	s.met.checkpointAge.Set(0)
+	s.log.Debug().Str("path", path).Dur("took", d).Uint64("batch", s.batch).Msg("checkpoint written")
+	return nil
+}
+
+// maybeCheckpoint writes a checkpoint when one is due and there is new
+// input to cover, then commits the offsets it covers: the committed group
+// offsets never run ahead of what a restart can restore.
+func (s *Service) maybeCheckpoint(gen *ingest.Generation) error {
+	if time.Since(s.lastCkpt) < s.cfg.State.CheckpointEvery || s.positionsEqual() {
+		return nil
+	}
+	t0 := time.Now()
+	if err := s.checkpoint(); err != nil {
+		return err
+	}
+	if err := gen.Commit(s.ckptPos); err != nil {
+		// The generation ended under us: the next one re-reads from the
+		// positions, so nothing is lost; the commit waits for the next
+		// checkpoint.
+		s.log.Warn().Err(err).Msg("offset commit refused; it will be retried with the next checkpoint")
+	}
+	s.met.batchSeconds.WithLabelValues("commit").Observe(time.Since(t0).Seconds())
+	return nil
+}
+
+func clonePos(m map[int]int64) map[int]int64 {
+	c := make(map[int]int64, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// compiled lists the standing queries' compiled forms, in registration
+// order (the q index of the matcher's sink).
+func (s *Service) compiled() []*query.Query {
+	qs := make([]*query.Query, len(s.queries))
+	for i, st := range s.queries {
+		qs[i] = st.q
+	}
+	return qs
+}
+
+// emitInitial sends a new query's matches in the current graph, before its
+// first delta, as appeared events marked initial.
+func (s *Service) emitInitial(ctx context.Context, st *standing) error {
+	// events indexes queries by position in s.queries, so the new query
+	// takes the next position for the duration of the call.
+	s.queries = append(s.queries, st)
+	defer func() { s.queries = s.queries[:len(s.queries)-1] }()
+	qi := len(s.queries) - 1
+	c := &collector{workers: make([]workerBuf, 64)}
+	sink := func(worker, _ int, sign graph.Sign, m []graph.VertexID) { c.sink(worker, qi, sign, m) }
+	if _, err := s.matcher.Static(s.g, []*query.Query{st.q}, incremental.Enumerate, sink); err != nil {
+		return err
+	}
+	b := &batchState{}
+	s.events(b, c, true)
+	if err := s.deliver(ctx, b); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.progress.Events += int64(len(b.events))
+	s.mu.Unlock()
+	s.log.Info().Str("query", st.cfg.Name).Int("matches", len(b.events)).Msg("initial matches emitted")
+	return nil
+}

@@ -1,0 +1,219 @@
+package service
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is gcsm run's configuration: the YAML file's shape, with the
+// defaults of DefaultConfig. Flags of cmd/gcsm override single fields.
+type Config struct {
+	// Brokers of the Kafka cluster; empty starts the embedded broker.
+	Brokers  []string       `yaml:"brokers"`
+	Embedded EmbeddedConfig `yaml:"embedded"`
+	Input    InputConfig    `yaml:"input"`
+	Output   OutputConfig   `yaml:"output"`
+	Batch    BatchConfig    `yaml:"batch"`
+	Graph    GraphConfig    `yaml:"graph"`
+	Window   WindowConfig   `yaml:"window"`
+	State    StateConfig    `yaml:"state"`
+	HTTP     HTTPConfig     `yaml:"http"`
+	Engine   EngineConfig   `yaml:"engine"`
+	Log      LogConfig      `yaml:"log"`
+	Queries  []QueryConfig  `yaml:"queries"`
+}
+
+// EmbeddedConfig is the in-process broker started when Brokers is empty.
+type EmbeddedConfig struct {
+	Listen     string `yaml:"listen"`     // host:port the broker serves on
+	Partitions int    `yaml:"partitions"` // partitions of each topic it creates
+}
+
+type InputConfig struct {
+	Topic           string `yaml:"topic"`
+	Group           string `yaml:"group"`
+	Format          string `yaml:"format"` // auto, json or csm
+	MaxMessageBytes int    `yaml:"max_message_bytes"`
+	// SessionTimeout is how long the group waits for a silent member before
+	// a standby takes over.
+	SessionTimeout time.Duration `yaml:"session_timeout"`
+}
+
+type OutputConfig struct {
+	Topic           string `yaml:"topic"`
+	DeadLetterTopic string `yaml:"dead_letter_topic"` // "" counts bad input without keeping it
+}
+
+type BatchConfig struct {
+	Size   int           `yaml:"size"`   // updates per batch at most
+	Linger time.Duration `yaml:"linger"` // how long a partial batch waits for more input
+}
+
+type GraphConfig struct {
+	Directed           bool   `yaml:"directed"`
+	DefaultEdgeLabel   string `yaml:"default_edge_label"`
+	DefaultVertexLabel string `yaml:"default_vertex_label"`
+}
+
+type WindowConfig struct {
+	Size     time.Duration `yaml:"size"` // 0: no window, edges live until deleted
+	Lateness time.Duration `yaml:"lateness"`
+}
+
+type StateConfig struct {
+	Dir             string        `yaml:"dir"`
+	CheckpointEvery time.Duration `yaml:"checkpoint_every"`
+	Keep            int           `yaml:"keep"`
+}
+
+type HTTPConfig struct {
+	Listen string `yaml:"listen"` // "" disables the HTTP server
+	// Token, when set, is the bearer token the query API requires.
+	Token string `yaml:"token"`
+}
+
+type EngineConfig struct {
+	Device    string `yaml:"device"` // auto, cpu or gpu; read by cmd/gcsm
+	Workers   int    `yaml:"workers"`
+	Semantics string `yaml:"semantics"` // instances (each subgraph once) or embeddings
+}
+
+type LogConfig struct {
+	Level  string `yaml:"level"`
+	Format string `yaml:"format"` // json or console; read by cmd/gcsm
+}
+
+// QueryConfig is one standing query, from the file or the HTTP API.
+type QueryConfig struct {
+	Name    string `yaml:"name" json:"name"`
+	Pattern string `yaml:"pattern" json:"pattern"` // Cypher-style or CSM text
+	// Initial emits the query's matches in the graph at registration before
+	// its deltas.
+	Initial bool `yaml:"initial" json:"initial"`
+	// MaxMatchesPerBatch caps the events one batch emits for the query; 0
+	// means no cap. Matches beyond it are counted, not emitted, and the cap
+	// is reported.
+	MaxMatchesPerBatch int64 `yaml:"max_matches_per_batch" json:"max_matches_per_batch,omitempty"`
+	// MaxTime caps the time one batch spends emitting the query's events.
+	MaxTime time.Duration `yaml:"max_time" json:"max_time,omitempty"`
+}
+
+// DefaultConfig is the configuration with no file: an embedded broker on
+// 127.0.0.1:9092 and state under ./gcsm-state.
+func DefaultConfig() Config {
+	return Config{
+		Embedded: EmbeddedConfig{Listen: "127.0.0.1:9092", Partitions: 1},
+		Input:    InputConfig{Topic: "edges", Group: "gcsm", Format: "auto", MaxMessageBytes: 1 << 20, SessionTimeout: 10 * time.Second},
+		Output:   OutputConfig{Topic: "matches", DeadLetterTopic: "edges.dlq"},
+		Batch:    BatchConfig{Size: 4096, Linger: 50 * time.Millisecond},
+		Graph:    GraphConfig{Directed: true, DefaultEdgeLabel: "0", DefaultVertexLabel: "0"},
+		State:    StateConfig{Dir: "gcsm-state", CheckpointEvery: 30 * time.Second, Keep: 3},
+		HTTP:     HTTPConfig{Listen: "127.0.0.1:8080"},
+		Engine:   EngineConfig{Device: "auto", Semantics: "instances"},
+		Log:      LogConfig{Level: "info", Format: "console"},
+	}
+}
+
+// LoadConfig reads a YAML file over DefaultConfig. Unknown keys are errors,
+// so a misspelt setting is not silently ignored.
+func LoadConfig(path string) (Config, error) {
+	cfg := DefaultConfig()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Validate checks the settings that would otherwise fail later, or worse,
+// silently.
+func (c *Config) Validate() error {
+	var errs []string
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
+	if c.Input.Topic == "" || c.Output.Topic == "" {
+		bad("input.topic and output.topic are required")
+	}
+	if c.Input.Topic == c.Output.Topic || c.Input.Topic == c.Output.DeadLetterTopic {
+		bad("input.topic %q must differ from the output topics", c.Input.Topic)
+	}
+	if c.Input.Group == "" {
+		bad("input.group is required")
+	}
+	switch c.Input.Format {
+	case "auto", "json", "csm":
+	default:
+		bad("input.format %q: want auto, json or csm", c.Input.Format)
+	}
+	if c.Input.MaxMessageBytes < 1 {
+		bad("input.max_message_bytes must be positive")
+	}
+	if c.Batch.Size < 1 {
+		bad("batch.size must be at least 1, got %d", c.Batch.Size)
+	}
+	if c.Batch.Linger < 0 || c.Window.Size < 0 || c.Window.Lateness < 0 || c.State.CheckpointEvery < 0 {
+		bad("durations must not be negative")
+	}
+	if c.State.Dir == "" {
+		bad("state.dir is required")
+	}
+	if c.State.Keep < 1 {
+		bad("state.keep must be at least 1, got %d", c.State.Keep)
+	}
+	if c.Graph.DefaultEdgeLabel == "" || c.Graph.DefaultVertexLabel == "" {
+		bad("graph.default_edge_label and graph.default_vertex_label must not be empty")
+	}
+	switch c.Engine.Semantics {
+	case "instances", "embeddings":
+	default:
+		bad("engine.semantics %q: want instances or embeddings", c.Engine.Semantics)
+	}
+	if len(c.Brokers) == 0 && c.Embedded.Listen == "" {
+		bad("no brokers and no embedded.listen")
+	}
+	if c.Embedded.Partitions < 1 {
+		bad("embedded.partitions must be at least 1")
+	}
+	names := map[string]bool{}
+	for i, q := range c.Queries {
+		if err := q.validate(); err != nil {
+			bad("queries[%d]: %v", i, err)
+		}
+		if names[q.Name] {
+			bad("queries[%d]: a second query named %q", i, q.Name)
+		}
+		names[q.Name] = true
+	}
+	if len(errs) > 0 {
+		return errors.New("invalid configuration: " + strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func (q *QueryConfig) validate() error {
+	switch {
+	case q.Name == "":
+		return errors.New("a query needs a name")
+	case strings.ContainsAny(q.Name, "/ \t\n"):
+		return fmt.Errorf("query name %q: no slashes or spaces (it starts every output key)", q.Name)
+	case q.Pattern == "":
+		return fmt.Errorf("query %q has no pattern", q.Name)
+	case q.MaxMatchesPerBatch < 0 || q.MaxTime < 0:
+		return fmt.Errorf("query %q: limits must not be negative", q.Name)
+	}
+	return nil
+}

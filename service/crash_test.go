@@ -1,0 +1,168 @@
+package service
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/segmentio/kafka-go"
+)
+
+func newTestLogger(w io.Writer) zerolog.Logger { return zerolog.New(w) }
+
+// TestCrashRestart kills the service with SIGKILL at seeded random moments
+// and restarts it on the same state directory until it has consumed the
+// whole stream. No match may be lost: the output, read in order, must end
+// with exactly the final graph's matches (duplicates from re-reading after
+// a crash are allowed; they carry the same keys).
+func TestCrashRestart(t *testing.T) {
+	trials := 20
+	if testing.Short() {
+		trials = 3
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for trial := range trials {
+		t.Run(fmt.Sprint("trial=", trial), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(trial), 99))
+			addrs := cluster(t, 1, 1)
+			recs, vals := transferStream(2500, uint64(100+trial))
+			cfg := testConfig(t, addrs)
+			cfg.Batch = BatchConfig{Size: 64, Linger: 5 * time.Millisecond}
+			cfg.State.CheckpointEvery = time.Duration(50+rng.IntN(200)) * time.Millisecond
+			cfgJSON, err := json.Marshal(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := consume(t, addrs, "matches", true)
+			// Half the stream waits; the rest arrives while the service runs.
+			produce(t, addrs, "edges", vals[:len(vals)/2])
+			produced := make(chan struct{})
+			delay := time.Duration(rng.IntN(500)) * time.Millisecond
+			go func() {
+				defer close(produced)
+				time.Sleep(delay)
+				produce(t, addrs, "edges", vals[len(vals)/2:])
+			}()
+			var stderr syncBuilder
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("children's logs:\n%s", stderr.String())
+				}
+			})
+			kills := 1 + rng.IntN(3)
+			for run := 0; ; run++ {
+				cmd := exec.Command(exe, "-test.run=^$")
+				cmd.Env = append(os.Environ(), childEnv+"="+string(cfgJSON))
+				cmd.Stderr = &stderr
+				stdout, err := cmd.StdoutPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				ready := make(chan struct{})
+				go func() {
+					sc := bufio.NewScanner(stdout)
+					for sc.Scan() {
+						if sc.Text() == childReady {
+							close(ready)
+						}
+					}
+				}()
+				if run < kills {
+					time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
+					cmd.Process.Signal(syscall.SIGKILL)
+					cmd.Wait()
+					continue
+				}
+				<-produced
+				select {
+				case <-ready:
+				case <-time.After(time.Minute):
+					t.Fatalf("the last run did not start\n%s", stderr.String())
+				}
+				// The last run goes on until the group's committed offset,
+				// which only a checkpoint moves, covers the whole stream.
+				waitFor(t, "the stream to be committed", 2*time.Minute, func() bool {
+					return committed(t, addrs, cfg.Input.Group) == int64(len(vals))
+				})
+				cmd.Process.Signal(syscall.SIGTERM)
+				if err := cmd.Wait(); err != nil {
+					t.Fatalf("last run: %v\n%s", err, stderr.String())
+				}
+				break
+			}
+			// Every event written before the final checkpoint is readable
+			// once the output topic's end is reached.
+			end := topicEnd(t, addrs, "matches")
+			waitFor(t, "the output", time.Minute, func() bool { return int64(out.count()) >= end })
+			events, _ := out.snapshot(t)
+			checkNet(t, events, finalMatches(t, cfg, recs))
+			t.Logf("%d kills, %d events for %d messages", kills, len(events), len(vals))
+		})
+	}
+}
+
+// syncBuilder is a strings.Builder that the children's stderr copiers may
+// share.
+type syncBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuilder) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuilder) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// committed is the group's committed offset of partition 0, or -1.
+func committed(t testing.TB, brokers []string, group string) int64 {
+	c := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second}
+	resp, err := c.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{"edges": {0}}})
+	if err != nil || resp.Error != nil {
+		return -1
+	}
+	for _, p := range resp.Topics["edges"] {
+		if p.Partition == 0 && p.Error == nil {
+			return p.CommittedOffset
+		}
+	}
+	return -1
+}
+
+// topicEnd is the end offset of partition 0 of topic.
+func topicEnd(t testing.TB, brokers []string, topic string) int64 {
+	t.Helper()
+	conn, err := kafka.DialLeader(context.Background(), "tcp", brokers[0], topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	end, err := conn.ReadLastOffset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return end
+}

@@ -1,0 +1,47 @@
+// Package service is gcsm run: it consumes edge events from Kafka, keeps the
+// graph and the standing queries, and writes every match that appeared or
+// disappeared to an output topic. It is the only package that knows the
+// order of the pipeline (DESIGN.md §10): decode (ingest) → window expiry →
+// apply (dyngraph) → match (incremental or the GPU) → reorganize → output →
+// checkpoint → commit.
+//
+// # Delivery
+//
+// At least once. A batch's events and dead letters are written and
+// acknowledged before its offsets count as applied; a checkpoint of the
+// whole state is written when due, and only the offsets a checkpoint covers
+// are committed to the group. After a crash gcsm restarts from its newest
+// valid checkpoint and re-reads the input from the checkpoint's offsets, so
+// some events are written again, with the same keys (package output).
+//
+// # Consumer group
+//
+// The group has one active member and any number of standbys (see
+// ingest.Consumer): the graph is one state, so partitions are never split.
+// A standby that takes over starts from its own newest checkpoint, so
+// standbys should share the state directory (a shared volume) or accept
+// re-reading the topic from their last checkpoint.
+//
+// # Metrics
+//
+// All are prefixed gcsm_ and served on /metrics:
+//
+//	updates_total{op,result}      input updates: op insert, delete (applied: an edge changed), expire (window
+//	                              deletions scheduled), any (noop: changed nothing; rejected: dead-lettered)
+//	rejects_total{reason}         dead letters by reason: oversized, empty, json, missing_field, unknown_op,
+//	                              bad_time, bad_value, csm, self_loop, label_conflict, late, missing_time
+//	matches_total{query,change}   match deltas found (appeared, disappeared), withheld ones included
+//	query_limit_hits_total{query,limit}  batches in which a query's limit withheld events
+//	batches_total                 batches processed
+//	zero_copy_bytes_total         neighbour-list bytes the GPU read from host memory (zero on the CPU)
+//	batch_seconds{stage}          time per batch in decode, apply, estimate, upload, match, reorganize,
+//	                              output and commit (estimate and upload are the GPU cache's)
+//	checkpoint_seconds            time to write a checkpoint
+//	graph_vertices, graph_edges   the graph's size
+//	gpu_cache_bytes, gpu_cache_hit_ratio  the GPU cache (zero on the CPU)
+//	consumer_lag                  records behind the input partitions' ends at the last batch
+//	checkpoint_age_seconds        time since the last checkpoint
+//	queries                       standing queries
+//
+// plus the Go runtime's and the process's standard collectors.
+package service

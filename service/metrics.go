@@ -1,0 +1,81 @@
+package service
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/gcsm/gcsm/ingest"
+)
+
+// metrics are the service's Prometheus series (DESIGN.md §9); the package
+// doc lists them with their meaning.
+type metrics struct {
+	updates      *prometheus.CounterVec // op, result
+	rejects      *prometheus.CounterVec // reason
+	matches      *prometheus.CounterVec // query, change
+	limitHits    *prometheus.CounterVec // query, limit
+	batches      prometheus.Counter
+	zeroCopy     prometheus.Counter
+	batchSeconds *prometheus.HistogramVec // stage
+	checkpoint   prometheus.Histogram
+
+	vertices, edges        prometheus.Gauge
+	cacheBytes, cacheRatio prometheus.Gauge
+	lag, checkpointAge     prometheus.Gauge
+	queries                prometheus.Gauge
+}
+
+// stages of a batch, the values of batch_seconds' stage label. estimate and
+// upload are the GPU cache's; they stay at zero on the CPU.
+var stages = []string{"decode", "apply", "estimate", "upload", "match", "reorganize", "output", "commit"}
+
+// rejectReasons are the values of rejects_total's reason label: ingest's
+// decoding reasons and the service's own.
+var rejectReasons = append(ingest.DecodeReasons(), "self_loop", "label_conflict", "late", "missing_time")
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	const ns = "gcsm"
+	m := &metrics{
+		updates: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "updates_total",
+			Help: "Input updates by op (insert, delete, vertex, expire) and result (applied, noop, rejected)."}, []string{"op", "result"}),
+		rejects: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rejects_total",
+			Help: "Input messages sent to the dead-letter topic, by reason."}, []string{"reason"}),
+		matches: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "matches_total",
+			Help: "Match deltas found, by query and change (appeared, disappeared); counted even when a limit keeps them from the output."}, []string{"query", "change"}),
+		limitHits: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "query_limit_hits_total",
+			Help: "Batches in which a query hit a limit (max_matches_per_batch or max_time) and events were withheld."}, []string{"query", "limit"}),
+		batches: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "batches_total",
+			Help: "Batches processed."}),
+		zeroCopy: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "zero_copy_bytes_total",
+			Help: "Bytes of neighbour lists the GPU read from host memory (an upper bound of PCIe traffic); zero on the CPU."}),
+		batchSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "batch_seconds",
+			Help:    "Time per batch in each stage.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14)}, []string{"stage"}),
+		checkpoint: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "checkpoint_seconds",
+			Help: "Time to write a checkpoint.", Buckets: prometheus.ExponentialBuckets(0.001, 3, 12)}),
+		vertices:      prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "graph_vertices", Help: "Vertices in the graph."}),
+		edges:         prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "graph_edges", Help: "Edges in the graph."}),
+		cacheBytes:    prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "gpu_cache_bytes", Help: "Bytes of neighbour lists held in GPU memory; zero on the CPU."}),
+		cacheRatio:    prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "gpu_cache_hit_ratio", Help: "Share of list reads served from GPU memory in the last batch; zero on the CPU."}),
+		lag:           prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "consumer_lag", Help: "Input records behind the partitions' ends, as of the last batch."}),
+		checkpointAge: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "checkpoint_age_seconds", Help: "Seconds since the last checkpoint was written or loaded."}),
+		queries:       prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "queries", Help: "Standing queries."}),
+	}
+	reg.MustRegister(m.updates, m.rejects, m.matches, m.limitHits, m.batches, m.zeroCopy, m.batchSeconds, m.checkpoint,
+		m.vertices, m.edges, m.cacheBytes, m.cacheRatio, m.lag, m.checkpointAge, m.queries,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Series that exist from the start, so a dashboard shows zeros rather
+	// than "no data" before the first batch.
+	for _, s := range stages {
+		m.batchSeconds.WithLabelValues(s)
+	}
+	for _, r := range rejectReasons {
+		m.rejects.WithLabelValues(r)
+	}
+	for _, op := range []string{"insert", "delete", "expire"} {
+		m.updates.WithLabelValues(op, "applied")
+	}
+	m.updates.WithLabelValues("any", "noop")
+	m.updates.WithLabelValues("any", "rejected")
+	return m
+}

@@ -1,0 +1,433 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/incremental"
+	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/output"
+	"github.com/gcsm/gcsm/query"
+)
+
+// process runs one batch: decode, window expiry, apply, match, output. It
+// returns only errors that end the service; bad input becomes dead letters.
+func (s *Service) process(ctx context.Context, msgs []ingest.Message) error {
+	t0 := time.Now()
+	b := &batchState{msgs: msgs, origin: make([]int, 0, len(msgs)), times: make([]int64, 0, len(msgs)),
+		msgTime: make([]int64, len(msgs)), ranges: map[int][2]int64{}}
+	for _, m := range msgs {
+		r, ok := b.ranges[m.Partition]
+		if !ok {
+			r = [2]int64{m.Offset, m.Offset}
+		}
+		b.ranges[m.Partition] = [2]int64{min(r[0], m.Offset), max(r[1], m.Offset)}
+	}
+	s.decode(b)
+	t1 := time.Now()
+
+	delta, rejects, stats, err := s.g.Apply(b.updates)
+	if err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+	for _, r := range rejects {
+		b.rejected(r.Index)
+		if o := b.origin[r.Index]; o >= 0 {
+			s.deadLetter(b, o, rejectReason(r.Err), r.Err.Error())
+		}
+	}
+	s.track(b, delta)
+	t2 := time.Now()
+
+	s.batch++
+	counts, err := s.match(ctx, b, delta)
+	if err != nil {
+		return fmt.Errorf("match: %w", err)
+	}
+	t3 := time.Now()
+	s.g.Reorganize()
+	t4 := time.Now()
+
+	if err := s.deliver(ctx, b); err != nil {
+		return err
+	}
+	t5 := time.Now()
+
+	for _, m := range msgs {
+		s.position[m.Partition] = m.Offset + 1
+	}
+	s.mu.Lock()
+	s.progress.Batches = s.batch
+	s.progress.Position = clonePos(s.position)
+	s.progress.Events += int64(len(b.events))
+	s.progress.DeadLetters += int64(len(b.dead))
+	s.mu.Unlock()
+	s.observe(b, counts, stats, []time.Duration{t1.Sub(t0), t2.Sub(t1), 0, 0, t3.Sub(t2), t4.Sub(t3), t5.Sub(t4)})
+	if s.onBatch != nil {
+		s.onBatch(BatchInfo{Batch: s.batch, Messages: len(msgs), Events: len(b.events), Latency: time.Since(t0)})
+	}
+	return nil
+}
+
+// batchState is one batch on its way through process.
+type batchState struct {
+	msgs    []ingest.Message
+	updates []graph.Update
+	origin  []int            // per update: index into msgs, -1 for a window expiry
+	times   []int64          // per update: event time in unix ms, 0 if none
+	refused []bool           // per update, after Apply: refused by the graph
+	msgTime []int64          // per message: its event time, 0 if none
+	ranges  map[int][2]int64 // per partition: the batch's first and last offset
+	dead    []output.DeadLetter
+	events  []output.Event
+	// changedBy maps each edge this batch changed to the message that
+	// changed it last, the "source" of the matches that edge completes.
+	changedBy map[edgeKey]int
+	// withheld counts per query the events a limit kept from the output.
+	withheld map[int]string
+}
+
+func (b *batchState) rejected(i int) {
+	if b.refused == nil {
+		b.refused = make([]bool, len(b.updates))
+	}
+	b.refused[i] = true
+}
+
+type edgeKey struct {
+	a, b graph.VertexID
+	l    graph.Label
+}
+
+func (s *Service) key(e graph.Edge) edgeKey {
+	if !s.cfg.Graph.Directed && e.Src > e.Dst {
+		e.Src, e.Dst = e.Dst, e.Src
+	}
+	return edgeKey{e.Src, e.Dst, e.Label}
+}
+
+// decode turns messages into updates, dead-lettering what cannot be used,
+// and puts the window's expiries first: an edge that expires and is sent
+// again in this batch is then refreshed, not deleted.
+func (s *Service) decode(b *batchState) {
+	if s.expiry != nil {
+		n := len(b.updates)
+		b.updates = s.expiry.Expire(b.updates)
+		for range b.updates[n:] {
+			b.origin = append(b.origin, -1)
+			b.times = append(b.times, 0)
+		}
+		if k := len(b.updates) - n; k > 0 {
+			s.met.updates.WithLabelValues("expire", "applied").Add(float64(k))
+		}
+	}
+	for i, m := range b.msgs {
+		rec, err := s.dec.Decode(m.Value)
+		if err != nil {
+			var de *ingest.DecodeError
+			reason := "bad_value"
+			if errors.As(err, &de) {
+				reason = de.Reason
+			}
+			s.deadLetter(b, i, reason, err.Error())
+			continue
+		}
+		if s.expiry != nil && rec.Op != graph.AddVertex {
+			if rec.Time == 0 {
+				s.deadLetter(b, i, "missing_time", `missing field "ts": a windowed stream needs event times`)
+				continue
+			}
+			if s.expiry.Late(rec.Time) {
+				s.deadLetter(b, i, "late", fmt.Sprintf("event time %s is older than the window (watermark %s)",
+					formatTime(rec.Time), formatTime(s.expiry.Watermark())))
+				continue
+			}
+		}
+		u, err := s.resolver.Resolve(rec)
+		if err != nil {
+			reason := "bad_value"
+			if errors.Is(err, ingest.ErrSelfLoop) {
+				reason = "self_loop"
+			}
+			s.deadLetter(b, i, reason, err.Error())
+			continue
+		}
+		b.updates = append(b.updates, u)
+		b.msgTime[i] = rec.Time
+		b.origin = append(b.origin, i)
+		b.times = append(b.times, rec.Time)
+	}
+}
+
+func rejectReason(err error) string {
+	var lc *dyngraph.LabelConflictError
+	switch {
+	case errors.As(err, &lc):
+		return "label_conflict"
+	case errors.Is(err, dyngraph.ErrSelfLoop):
+		return "self_loop"
+	}
+	return "bad_value"
+}
+
+func (s *Service) deadLetter(b *batchState, i int, reason, detail string) {
+	m := b.msgs[i]
+	b.dead = append(b.dead, output.NewDeadLetter(detail, s.cfg.Input.Topic, m.Partition, m.Offset, m.Value))
+	s.met.rejects.WithLabelValues(reason).Inc()
+	s.log.Debug().Str("reason", reason).Int("partition", m.Partition).Int64("offset", m.Offset).Msg(detail)
+}
+
+// track records what the batch changed: the window's last-seen times and
+// which message changed each edge.
+func (s *Service) track(b *batchState, delta []graph.Change) {
+	b.changedBy = make(map[edgeKey]int, len(delta))
+	for i, u := range b.updates {
+		if u.Op == graph.AddVertex || (b.refused != nil && b.refused[i]) {
+			continue
+		}
+		e := graph.Edge{Src: u.Src, Dst: u.Dst, Label: u.Label}
+		if s.expiry != nil && b.origin[i] >= 0 {
+			if u.Op == graph.Insert {
+				s.expiry.Observe(e, b.times[i])
+			} else {
+				s.expiry.Forget(e)
+			}
+		}
+		if b.origin[i] >= 0 {
+			b.changedBy[s.key(e)] = b.origin[i]
+		}
+	}
+}
+
+// found is one match as the sink saw it.
+type found struct {
+	q    int
+	sign graph.Sign
+	at   int // offset of its vertices in the worker's buffer
+}
+
+// collector gathers matches per worker without locks; its buffers are
+// reused from batch to batch.
+type collector struct {
+	mu      sync.Mutex
+	workers []workerBuf
+}
+
+type workerBuf struct {
+	found []found
+	verts []graph.VertexID
+}
+
+func (c *collector) sink(worker, q int, sign graph.Sign, m []graph.VertexID) {
+	if worker >= len(c.workers) {
+		// A matcher with more workers than announced: grow under the lock
+		// once; later calls of that worker take the fast path.
+		c.mu.Lock()
+		for worker >= len(c.workers) {
+			c.workers = append(c.workers, workerBuf{})
+		}
+		c.mu.Unlock()
+	}
+	w := &c.workers[worker]
+	w.found = append(w.found, found{q: q, sign: sign, at: len(w.verts)})
+	w.verts = append(w.verts, m...)
+}
+
+// match runs the queries on the batch and turns their matches into events.
+func (s *Service) match(ctx context.Context, b *batchState, delta []graph.Change) ([]incremental.Counts, error) {
+	if len(s.queries) == 0 || len(delta) == 0 {
+		return make([]incremental.Counts, len(s.queries)), nil
+	}
+	qs := s.compiled()
+	c := &collector{workers: make([]workerBuf, 64)}
+	counts, err := s.matcher.Match(s.g, delta, qs, incremental.Enumerate, c.sink)
+	if err != nil {
+		return nil, err
+	}
+	s.events(b, c, false)
+	return counts, nil
+}
+
+// events turns collected matches into output events, in a deterministic
+// order (query, disappeared before appeared, then vertex ids), applying the
+// per-query limits.
+func (s *Service) events(b *batchState, c *collector, initial bool) {
+	type ref struct {
+		f found
+		m []graph.VertexID
+	}
+	var all []ref
+	for wi := range c.workers {
+		w := &c.workers[wi]
+		for _, f := range w.found {
+			n := s.queries[f.q].q.N()
+			all = append(all, ref{f, w.verts[f.at : f.at+n]})
+		}
+	}
+	slices.SortFunc(all, func(x, y ref) int {
+		if x.f.q != y.f.q {
+			return x.f.q - y.f.q
+		}
+		if x.f.sign != y.f.sign {
+			return int(x.f.sign) - int(y.f.sign)
+		}
+		return slices.Compare(x.m, y.m)
+	})
+	emitted := make([]int64, len(s.queries))
+	start := time.Now()
+	for i, r := range all {
+		st := s.queries[r.f.q]
+		change := output.Appeared
+		if r.f.sign < 0 {
+			change = output.Disappeared
+			st.Disappeared++
+		} else {
+			st.Appeared++
+		}
+		s.met.matches.WithLabelValues(st.cfg.Name, change).Inc()
+		if limit := s.overLimit(st, emitted[r.f.q], start, i); limit != "" {
+			if b.withheld == nil {
+				b.withheld = map[int]string{}
+			}
+			if _, seen := b.withheld[r.f.q]; !seen {
+				b.withheld[r.f.q] = limit
+			}
+			continue
+		}
+		emitted[r.f.q]++
+		b.events = append(b.events, s.event(b, st, change, r.m, initial))
+	}
+	for qi, limit := range b.withheld {
+		st := s.queries[qi]
+		st.LimitHits++
+		st.LastLimit = fmt.Sprintf("batch %d: %s", s.batch, limit)
+		s.met.limitHits.WithLabelValues(st.cfg.Name, limit).Inc()
+		s.log.Warn().Str("query", st.cfg.Name).Str("limit", limit).Uint64("batch", s.batch).
+			Int64("emitted", emitted[qi]).Msg("query limit hit: further matches of this batch were counted but not emitted")
+	}
+	s.publishQueries()
+}
+
+// overLimit says which limit, if any, keeps a query's next event from the
+// output. The clock is read every 256 events, which is cheap and still
+// stops an explosive query within a fraction of a millisecond of its limit.
+func (s *Service) overLimit(st *standing, emitted int64, start time.Time, i int) string {
+	if st.cfg.MaxMatchesPerBatch > 0 && emitted >= st.cfg.MaxMatchesPerBatch {
+		return "max_matches_per_batch"
+	}
+	if st.cfg.MaxTime > 0 && i%256 == 0 && time.Since(start) > st.cfg.MaxTime {
+		return "max_time"
+	}
+	return ""
+}
+
+// event builds the output event of one match.
+func (s *Service) event(b *batchState, st *standing, change string, m []graph.VertexID, initial bool) output.Event {
+	ev := output.Event{Query: st.cfg.Name, Change: change, Batch: s.batch, Initial: initial}
+	names := make([]string, len(m))
+	for i, v := range m {
+		names[i] = s.ids.Name(v)
+	}
+	m, names = st.canonical(m, names, make([]graph.VertexID, 0, len(m)))
+	ev.Match = make([]output.Binding, len(m))
+	for i := range m {
+		ev.Match[i] = output.Binding{Var: st.vars[i], ID: names[i]}
+	}
+	ev.Edges = make([][3]string, len(st.q.Edges))
+	src := -1
+	for i, e := range st.q.Edges {
+		ev.Edges[i] = [3]string{ev.Match[e.A].ID, ev.Match[e.B].ID, st.edgeLabels[i]}
+		if b == nil || e.Label == graph.Wildcard {
+			continue
+		}
+		for _, k := range s.edgeKeys(m[e.A], m[e.B], e) {
+			if o, ok := b.changedBy[k]; ok && o > src {
+				src = o
+			}
+		}
+	}
+	ev.Key = output.Key(st.cfg.Name, ev.Match)
+	if src >= 0 {
+		msg := b.msgs[src]
+		r := b.ranges[msg.Partition]
+		ev.Source = &output.Source{Topic: s.cfg.Input.Topic, Partition: msg.Partition, FromOffset: r[0], ToOffset: r[1]}
+		if t := b.msgTime[src]; t != 0 {
+			ev.EventTime = formatTime(t)
+		}
+	}
+	return ev
+}
+
+// edgeKeys are the data edges that can stand for query edge e between a and
+// b: one, or both orientations for an undirected query edge on a directed
+// graph.
+func (s *Service) edgeKeys(a, b graph.VertexID, e query.QEdge) []edgeKey {
+	k := s.key(graph.Edge{Src: a, Dst: b, Label: e.Label})
+	if s.cfg.Graph.Directed && !e.Directed {
+		return []edgeKey{k, s.key(graph.Edge{Src: b, Dst: a, Label: e.Label})}
+	}
+	return []edgeKey{k}
+}
+
+func formatTime(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// deliver writes the batch's dead letters and events and waits for their
+// acknowledgement, retrying a failing output with backoff: consumption
+// stops meanwhile (backpressure), and nothing is committed past undelivered
+// output.
+func (s *Service) deliver(ctx context.Context, b *batchState) error {
+	backoff := 100 * time.Millisecond
+	for {
+		err := s.sink.WriteDead(ctx, b.dead)
+		if err == nil {
+			err = s.sink.Write(ctx, b.events)
+		}
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.log.Warn().Err(err).Dur("retry_in", backoff).Msg("output not acknowledged; retrying")
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+// observe updates the metrics after a batch.
+func (s *Service) observe(b *batchState, counts []incremental.Counts, st dyngraph.ApplyStats, times []time.Duration) {
+	s.met.batches.Inc()
+	for i, d := range times {
+		s.met.batchSeconds.WithLabelValues(stages[i]).Observe(d.Seconds())
+	}
+	s.met.updates.WithLabelValues("insert", "applied").Add(float64(st.Inserted))
+	s.met.updates.WithLabelValues("delete", "applied").Add(float64(st.Deleted))
+	s.met.updates.WithLabelValues("any", "noop").Add(float64(st.Updates - st.Inserted - st.Deleted - st.Rejected))
+	s.met.updates.WithLabelValues("any", "rejected").Add(float64(len(b.dead)))
+	s.met.vertices.Set(float64(s.g.NumVertices()))
+	s.met.edges.Set(float64(s.g.NumEdges()))
+	lag := map[int]int64{}
+	for _, m := range b.msgs {
+		lag[m.Partition] = max(0, m.HighWaterMark-m.Offset-1)
+	}
+	var total int64
+	for _, l := range lag {
+		total += l
+	}
+	s.met.lag.Set(float64(total))
+	if !s.lastCkpt.IsZero() {
+		s.met.checkpointAge.Set(time.Since(s.lastCkpt).Seconds())
+	}
+}

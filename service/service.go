@@ -1,0 +1,469 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/incremental"
+	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/internal/hostmem"
+	"github.com/gcsm/gcsm/internal/statedir"
+	"github.com/gcsm/gcsm/output"
+	"github.com/gcsm/gcsm/query"
+)
+
+// Options are what New needs beyond the configuration.
+type Options struct {
+	Config Config
+	// Matcher runs the queries; nil means the CPU engine with
+	// Config.Engine.Workers goroutines. cmd/gcsm picks the GPU here.
+	Matcher incremental.Matcher
+	// Alloc backs the graph's lists; nil means mmap'd memory. The GPU engine
+	// passes pinned, device-mapped memory.
+	Alloc hostmem.Allocator
+	// Log receives the service's structured logs.
+	Log zerolog.Logger
+	// Registry receives the metrics; nil makes a fresh one, served on
+	// /metrics either way.
+	Registry *prometheus.Registry
+	// Sink receives match events and dead letters; nil writes them to the
+	// output topics of the brokers.
+	Sink output.Sink
+	// OnBatch, if set, is called by the run loop after each batch; it must
+	// return quickly. Benchmarks take their latencies from it.
+	OnBatch func(BatchInfo)
+}
+
+// BatchInfo describes one processed batch.
+type BatchInfo struct {
+	Batch    uint64
+	Messages int
+	Events   int
+	// Latency runs from the batch's cut to the acknowledgement of its
+	// output, the time an update waits once its batch is full.
+	Latency time.Duration
+}
+
+// Service is gcsm run: one graph, its standing queries, and the loop that
+// feeds it from Kafka. Create it with New, then call Run once.
+type Service struct {
+	cfg     Config
+	log     zerolog.Logger
+	reg     *prometheus.Registry
+	met     *metrics
+	matcher incremental.Matcher
+	alloc   hostmem.Allocator
+	sem     query.Semantics
+	dir     *statedir.Dir
+	brokers []string
+	broker  *embedded // nil with external brokers
+	sink    output.Sink
+	onBatch func(BatchInfo)
+
+	// The engine state below belongs to the run loop. HTTP handlers reach it
+	// only through ops, which the loop runs between batches, or read the
+	// copies guarded by mu.
+	labels   *graph.Dict
+	ids      *graph.IDs
+	resolver *ingest.Resolver
+	g        *dyngraph.Graph
+	expiry   *ingest.Expiry // nil without a window
+	queries  []*standing
+	batch    uint64        // batches processed, the id of the last one
+	position map[int]int64 // partition → next offset to apply
+	lastCkpt time.Time
+	ckptPos  map[int]int64 // position as of the last checkpoint, which is what may be committed
+	dec      ingest.Decoder
+
+	ops chan op
+
+	mu       sync.Mutex // guards the fields below, which HTTP handlers read
+	progress Progress
+	ready    bool
+	active   bool
+	infos    []queryInfo
+	stopped  bool
+}
+
+// op is work the HTTP API hands to the run loop.
+type op struct {
+	run  func(ctx context.Context) (any, error)
+	done chan opResult
+}
+
+type opResult struct {
+	v   any
+	err error
+}
+
+// New prepares the service: it opens the state directory, loads the newest
+// valid checkpoint (or starts empty), registers the configured queries and
+// starts the embedded broker when no brokers are configured. Nothing is
+// consumed before Run.
+func New(opts Options) (*Service, error) {
+	cfg := opts.Config
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	sem, err := query.ParseSemantics(cfg.Engine.Semantics)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{
+		cfg: cfg, log: opts.Log, reg: opts.Registry, matcher: opts.Matcher, alloc: opts.Alloc, sem: sem,
+		sink: opts.Sink, onBatch: opts.OnBatch, ops: make(chan op), position: map[int]int64{}, ckptPos: map[int]int64{},
+	}
+	if s.reg == nil {
+		s.reg = prometheus.NewRegistry()
+	}
+	s.met = newMetrics(s.reg)
+	if s.matcher == nil {
+		s.matcher = &incremental.CPU{Workers: cfg.Engine.Workers}
+	}
+	if s.alloc == nil {
+		s.alloc = hostmem.Mmap{}
+	}
+	format := map[string]ingest.Format{"auto": ingest.FormatAuto, "json": ingest.FormatJSON, "csm": ingest.FormatCSM}[cfg.Input.Format]
+	s.dec = ingest.Decoder{Format: format, MaxBytes: cfg.Input.MaxMessageBytes}
+
+	if s.dir, err = statedir.Open(cfg.State.Dir, cfg.State.Keep); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	if err := s.restore(); err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			s.close()
+		}
+	}()
+	s.brokers = cfg.Brokers
+	if len(s.brokers) == 0 {
+		if s.broker, err = startEmbedded(cfg); err != nil {
+			return nil, err
+		}
+		s.brokers = s.broker.addrs
+		s.log.Info().Strs("brokers", s.brokers).Str("data", s.broker.dir).Msg("embedded Kafka broker started")
+	}
+	if s.sink == nil {
+		k, err := output.NewKafka(output.KafkaConfig{Brokers: s.brokers, Topic: cfg.Output.Topic, DeadTopic: cfg.Output.DeadLetterTopic})
+		if err != nil {
+			return nil, err
+		}
+		s.sink = k
+	}
+	ok = true
+	return s, nil
+}
+
+// Progress is a snapshot of what the service has done since it started.
+type Progress struct {
+	Batches     uint64        // id of the last batch, counted across restarts
+	Position    map[int]int64 // partition → next offset to apply
+	Events      int64         // match events delivered
+	DeadLetters int64         // input messages dead-lettered
+}
+
+// Progress returns a snapshot; it is safe to call from any goroutine.
+func (s *Service) Progress() Progress {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.progress
+	p.Position = clonePos(p.Position)
+	return p
+}
+
+// Brokers are the Kafka brokers the service uses: the configured ones or
+// the embedded broker's address.
+func (s *Service) Brokers() []string { return s.brokers }
+
+// Registry is where the service's metrics are registered.
+func (s *Service) Registry() *prometheus.Registry { return s.reg }
+
+// Run consumes until ctx is done or a fatal error occurs (the graph cannot
+// grow, a checkpoint cannot be written, the output cannot be delivered for
+// long). On the way out it writes a final checkpoint, commits, and leaves
+// the group, so a standby takes over at once.
+func (s *Service) Run(ctx context.Context) error {
+	defer s.close()
+	var srv *http.Server
+	if s.cfg.HTTP.Listen != "" {
+		ln, err := net.Listen("tcp", s.cfg.HTTP.Listen)
+		if err != nil {
+			return fmt.Errorf("http: %w", err)
+		}
+		srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ln)
+		s.log.Info().Str("listen", ln.Addr().String()).Msg("HTTP API and metrics")
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			srv.Shutdown(sctx)
+		}()
+	}
+	if err := s.registerConfigured(ctx); err != nil {
+		return err
+	}
+	cons, err := ingest.NewConsumer(ingest.ConsumerConfig{
+		Brokers: s.brokers, Topic: s.cfg.Input.Topic, Group: s.cfg.Input.Group,
+		SessionTimeout: s.cfg.Input.SessionTimeout,
+		Logf: func(format string, args ...any) {
+			s.log.Trace().Msgf(format, args...)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer cons.Close()
+	s.setReady(true)
+	defer s.setReady(false)
+	for ctx.Err() == nil {
+		gen, err := s.nextGeneration(ctx, cons)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			s.log.Warn().Err(err).Msg("consumer group; retrying")
+			continue
+		}
+		if len(gen.Partitions) == 0 {
+			s.setActive(false)
+			s.log.Info().Int32("generation", gen.ID).Msg("standby: another member holds the input")
+			s.serveOps(ctx, gen)
+			continue
+		}
+		s.setActive(true)
+		s.log.Info().Int32("generation", gen.ID).Ints("partitions", gen.Partitions).Interface("from", s.position).Msg("active: consuming")
+		if err := s.consume(ctx, gen); err != nil {
+			return err
+		}
+	}
+	return s.shutdown(cons)
+}
+
+// nextGeneration waits for the group while still serving the HTTP API's
+// operations, so a query can be registered while the group forms.
+func (s *Service) nextGeneration(ctx context.Context, cons *ingest.Consumer) (*ingest.Generation, error) {
+	type result struct {
+		g   *ingest.Generation
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		g, err := cons.Next(ctx)
+		ch <- result{g, err}
+	}()
+	for {
+		select {
+		case r := <-ch:
+			return r.g, r.err
+		case o := <-s.ops:
+			s.runOp(ctx, o)
+		}
+	}
+}
+
+// serveOps runs HTTP operations while this member is a standby.
+func (s *Service) serveOps(ctx context.Context, gen *ingest.Generation) {
+	ended := make(chan struct{})
+	go func() { gen.Wait(ctx); close(ended) }()
+	for {
+		select {
+		case <-ended:
+			return
+		case o := <-s.ops:
+			s.runOp(ctx, o)
+		}
+	}
+}
+
+func (s *Service) runOp(ctx context.Context, o op) {
+	v, err := o.run(ctx)
+	o.done <- opResult{v, err}
+}
+
+// do hands f to the run loop and waits for its result.
+func (s *Service) do(ctx context.Context, f func(ctx context.Context) (any, error)) (any, error) {
+	o := op{run: f, done: make(chan opResult, 1)}
+	select {
+	case s.ops <- o:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	r := <-o.done
+	return r.v, r.err
+}
+
+// consume runs one generation: reads the partitions from the service's
+// positions and processes batches until the generation ends.
+func (s *Service) consume(ctx context.Context, gen *ingest.Generation) error {
+	msgs := make(chan ingest.Message, 4*s.cfg.Batch.Size)
+	gctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	reading := gen.Read(gctx, s.position, msgs)
+	b := newBatcher(msgs, s.cfg.Batch.Size, s.cfg.Batch.Linger)
+	tick := time.NewTicker(max(s.cfg.State.CheckpointEvery, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		batch, more := b.next(s.ops, func(o op) { s.runOp(ctx, o) }, tick.C)
+		var err error
+		if len(batch) > 0 {
+			err = s.process(ctx, batch)
+		}
+		if err == nil {
+			err = s.maybeCheckpoint(gen)
+		}
+		if err != nil {
+			cancel()
+			reading.Wait()
+			return err
+		}
+		if !more {
+			break
+		}
+	}
+	if err := reading.Wait(); err != nil {
+		s.log.Warn().Err(err).Msg("input read stopped; rejoining the group")
+	}
+	return nil
+}
+
+// shutdown writes the final checkpoint. The generation is gone by now, so
+// the offsets it covers are committed by the next active member's first
+// checkpoint, or by this one on restart.
+func (s *Service) shutdown(cons *ingest.Consumer) error {
+	if s.batch > 0 && !s.lastCkpt.IsZero() && s.positionsEqual() {
+		return nil
+	}
+	if err := s.checkpoint(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (s *Service) positionsEqual() bool {
+	if len(s.position) != len(s.ckptPos) {
+		return false
+	}
+	for p, o := range s.position {
+		if s.ckptPos[p] != o {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Service) close() {
+	s.mu.Lock()
+	stopped := s.stopped
+	s.stopped = true
+	s.mu.Unlock()
+	if stopped {
+		return
+	}
+	if s.sink != nil {
+		s.sink.Close()
+	}
+	if s.broker != nil {
+		s.broker.close()
+	}
+	if s.g != nil {
+		s.g.Close()
+	}
+}
+
+func (s *Service) setReady(v bool) {
+	s.mu.Lock()
+	s.ready = v
+	s.mu.Unlock()
+}
+
+func (s *Service) setActive(v bool) {
+	s.mu.Lock()
+	s.active = v
+	s.mu.Unlock()
+}
+
+// publishQueries refreshes the copy of the query list that GET /queries
+// reads.
+func (s *Service) publishQueries() {
+	infos := make([]queryInfo, len(s.queries))
+	for i, st := range s.queries {
+		infos[i] = st.info()
+	}
+	s.mu.Lock()
+	s.infos = infos
+	s.mu.Unlock()
+	s.met.queries.Set(float64(len(s.queries)))
+}
+
+// registerConfigured registers the configuration's queries that the
+// checkpoint does not already hold with the same pattern.
+func (s *Service) registerConfigured(ctx context.Context) error {
+	for _, c := range s.cfg.Queries {
+		if i := s.queryIndex(c.Name); i >= 0 {
+			if s.queries[i].cfg.Pattern == c.Pattern {
+				s.queries[i].cfg = c // limits may have changed
+				continue
+			}
+			s.log.Info().Str("query", c.Name).Msg("pattern changed in the configuration; registering it anew")
+			s.removeQuery(i)
+		}
+		if err := s.addQuery(ctx, c); err != nil {
+			return fmt.Errorf("query %q: %w", c.Name, err)
+		}
+	}
+	s.publishQueries()
+	return nil
+}
+
+func (s *Service) queryIndex(name string) int {
+	for i, st := range s.queries {
+		if st.cfg.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *Service) removeQuery(i int) {
+	s.queries = append(s.queries[:i], s.queries[i+1:]...)
+	s.publishQueries()
+}
+
+// addQuery compiles and registers c, first emitting its initial matches
+// when c asks for them. It runs on the loop, between batches.
+func (s *Service) addQuery(ctx context.Context, c QueryConfig) error {
+	if s.queryIndex(c.Name) >= 0 {
+		return fmt.Errorf("%w: %q", errQueryExists, c.Name)
+	}
+	st, err := s.compileQuery(c)
+	if err != nil {
+		return err
+	}
+	if c.Initial && s.g.NumEdges() > 0 {
+		if err := s.emitInitial(ctx, st); err != nil {
+			return err
+		}
+	}
+	s.queries = append(s.queries, st)
+	s.publishQueries()
+	s.log.Info().Str("query", c.Name).Int("vertices", st.q.N()).Int("edges", len(st.q.Edges)).Msg("query registered")
+	return nil
+}
+
+var (
+	errQueryExists  = errors.New("a query of that name exists")
+	errQueryMissing = errors.New("no query of that name")
+)
