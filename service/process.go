@@ -176,9 +176,20 @@ func rejectReason(err error) string {
 	return "bad_value"
 }
 
+// maxDeadValue caps the value a dead letter carries. An oversized input
+// message, base64-encoded, could exceed what the broker takes for the
+// dead-letter topic; then the letter could never be written and the input
+// would stall behind it. Its offset still finds the original.
+const maxDeadValue = 64 << 10
+
 func (s *Service) deadLetter(b *batchState, i int, reason, detail string) {
 	m := b.msgs[i]
-	b.dead = append(b.dead, output.NewDeadLetter(detail, s.cfg.Input.Topic, m.Partition, m.Offset, m.Value))
+	value := m.Value
+	if len(value) > maxDeadValue {
+		value = value[:maxDeadValue]
+		detail += fmt.Sprintf(" (value cut to its first %d bytes)", maxDeadValue)
+	}
+	b.dead = append(b.dead, output.NewDeadLetter(detail, s.cfg.Input.Topic, m.Partition, m.Offset, value))
 	s.met.rejects.WithLabelValues(reason).Inc()
 	s.log.Debug().Str("reason", reason).Int("partition", m.Partition).Int64("offset", m.Offset).Msg(detail)
 }

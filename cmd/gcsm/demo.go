@@ -58,13 +58,13 @@ func (s *session) loadDemo(f *replayFlags) (*stream, error) {
 	return st, nil
 }
 
-// demoServiceQueries are gcsm demo's standing queries: the rings of
-// replay --demo and a fan-in of three accounts into one (a money mule).
+// demoServiceQueries are gcsm demo's standing queries, those of replay
+// --demo: rings of three and four accounts, and money split over two paths
+// that meet again.
 var demoServiceQueries = []service.QueryConfig{
 	{Name: "ring3", Pattern: "(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(a)"},
 	{Name: "ring4", Pattern: "(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(d:Account)-[:TRANSFER]->(a)"},
-	{Name: "fanin3", Pattern: "(a:Account)-[:TRANSFER]->(m:Account), (b:Account)-[:TRANSFER]->(m), (c:Account)-[:TRANSFER]->(m)",
-		MaxMatchesPerBatch: 200},
+	{Name: "split", Pattern: "(s:Account)-[:TRANSFER]->(a:Account)-[:TRANSFER]->(t:Account), (s)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(t)"},
 }
 
 // demoBad are malformed messages slipped into the demo stream, to show
@@ -77,7 +77,7 @@ var demoBad = []string{
 
 func runDemo(args []string, stdout, stderr io.Writer) error {
 	var (
-		events, accounts, show, batch int
+		events, accounts, show, batch, rate int
 		state                         string
 		dev                           deviceFlags
 	)
@@ -86,6 +86,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&accounts, "accounts", demoAccounts, "accounts among which they flow")
 	fs.IntVar(&show, "show", 5, "alerts to print per query and change; the rest are counted")
 	fs.IntVar(&batch, "batch", 1024, "updates per batch at most")
+	fs.IntVar(&rate, "rate", 20000, "events per second to produce; 0 produces as fast as the broker takes them")
 	fs.StringVar(&state, "state", "", "state `directory`; a temporary one, removed at the end, if omitted")
 	dev.register(fs)
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -141,7 +142,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	go func() { watched <- d.watch(watchCtx, s.Brokers(), cfg.Output.Topic) }()
 
 	t0 := time.Now()
-	n, err := d.produce(ctx, s.Brokers(), cfg.Input.Topic, bench.Transfers(accounts, events, demoSeed))
+	n, err := d.produce(ctx, s.Brokers(), cfg.Input.Topic, bench.Transfers(accounts, events, demoSeed), rate)
 	if err != nil {
 		return err
 	}
@@ -181,7 +182,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	}
 	tw.Flush()
 	if lat := d.latencies(); len(lat) > 0 {
-		fmt.Fprintf(stdout, "alert latency (produced → alert read): p50 %v, p99 %v over %d alerts\n",
+		fmt.Fprintf(stdout, "alert latency (event acknowledged by the broker → alert read from the output topic): p50 %v, p99 %v over %d alerts\n",
 			lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*99/100].Round(time.Millisecond), len(lat))
 	}
 	return nil
@@ -208,7 +209,7 @@ func (d *demo) read() int64 {
 
 // produce writes the transfers as JSON events, with demoBad spread among
 // them, in chunks so that alerts show while the stream still flows.
-func (d *demo) produce(ctx context.Context, brokers []string, topic string, evs []bench.TransferEvent) (int, error) {
+func (d *demo) produce(ctx context.Context, brokers []string, topic string, evs []bench.TransferEvent, rate int) (int, error) {
 	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, RequiredAcks: kafka.RequireAll,
 		BatchTimeout: time.Millisecond, BatchSize: 1000}
 	defer w.Close()
@@ -221,9 +222,18 @@ func (d *demo) produce(ctx context.Context, brokers []string, topic string, evs 
 			msgs = append(msgs, kafka.Message{Value: []byte(demoBad[k-1])})
 		}
 	}
-	const chunk = 1000
+	// Chunks of a fiftieth of a second at the rate keep the pace smooth.
+	chunk := 1000
+	if rate > 0 {
+		chunk = max(1, rate/50)
+	}
+	start := time.Now()
 	for lo := 0; lo < len(msgs); lo += chunk {
 		hi := min(lo+chunk, len(msgs))
+		if rate > 0 {
+			due := start.Add(time.Duration(float64(lo) / float64(rate) * float64(time.Second)))
+			time.Sleep(time.Until(due))
+		}
 		if err := w.WriteMessages(ctx, msgs[lo:hi]...); err != nil {
 			return lo, fmt.Errorf("produce: %w", err)
 		}
