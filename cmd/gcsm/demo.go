@@ -78,8 +78,8 @@ var demoBad = []string{
 func runDemo(args []string, stdout, stderr io.Writer) error {
 	var (
 		events, accounts, show, batch, rate int
-		state                         string
-		dev                           deviceFlags
+		state                               string
+		dev                                 deviceFlags
 	)
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.IntVar(&events, "events", demoEvents, "transfer events to generate")
