@@ -12,8 +12,9 @@ import (
 )
 
 var (
-	benchUpdates = flag.Int("service.updates", 200000, "updates in BenchmarkService's stream")
-	benchGPU     = flag.Bool("service.gpu", false, "run BenchmarkService on the GPU engine (device placement)")
+	benchUpdates  = flag.Int("service.updates", 200000, "updates in BenchmarkService's stream")
+	benchAccounts = flag.Int("service.accounts", 100000, "accounts among which BenchmarkService's transfers flow")
+	benchGPU      = flag.Bool("service.gpu", false, "run BenchmarkService on the GPU engine (device placement)")
 )
 
 // BenchmarkService measures the whole pipeline through an in-process Kafka
@@ -38,7 +39,7 @@ func BenchmarkService(b *testing.B) {
 func benchService(b *testing.B, q QueryConfig) {
 	b.StopTimer()
 	addrs := cluster(b, 1, 1)
-	_, vals := transferStream(*benchUpdates, 42)
+	_, vals := transferStreamAmong(*benchAccounts, *benchUpdates, 42)
 	produce(b, addrs, "edges", vals)
 	cfg := testConfig(b, addrs)
 	cfg.Batch = BatchConfig{Size: 4096, Linger: 10 * time.Millisecond}

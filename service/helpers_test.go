@@ -150,9 +150,14 @@ func waitFor(t testing.TB, what string, limit time.Duration, cond func() bool) {
 
 // transferStream is a seeded transfer stream as input messages.
 func transferStream(n int, seed uint64) ([]ingest.Record, [][]byte) {
+	return transferStreamAmong(200, n, seed)
+}
+
+// transferStreamAmong is transferStream among the given number of accounts.
+func transferStreamAmong(accounts, n int, seed uint64) ([]ingest.Record, [][]byte) {
 	var recs []ingest.Record
 	var vals [][]byte
-	for _, ev := range bench.Transfers(200, n, seed) {
+	for _, ev := range bench.Transfers(accounts, n, seed) {
 		r := ingest.Record{Op: ev.Op, Src: ev.Src, Dst: ev.Dst, Label: ev.Label, SrcLabel: ev.SrcLabel, DstLabel: ev.DstLabel, Time: ev.Time}
 		recs = append(recs, r)
 		vals = append(vals, ingest.AppendEvent(nil, r))

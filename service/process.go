@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gcsm/gcsm/dyngraph"
@@ -127,8 +129,15 @@ func (s *Service) decode(b *batchState) {
 			s.met.updates.WithLabelValues("expire", "applied").Add(float64(k))
 		}
 	}
-	for i, m := range b.msgs {
-		rec, err := s.dec.Decode(m.Value)
+	// Decoding is parallel, one Decoder per worker; what follows interns
+	// ids and labels, which must happen in message order.
+	s.decoded = slices.Grow(s.decoded[:0], len(b.msgs))[:len(b.msgs)]
+	for len(s.decoders) < runtime.GOMAXPROCS(0) {
+		s.decoders = append(s.decoders, &ingest.Decoder{Format: s.dec.Format, MaxBytes: s.dec.MaxBytes})
+	}
+	decodeAll(b.msgs, s.decoded, s.decoders)
+	for i := range b.msgs {
+		rec, err := s.decoded[i].rec, s.decoded[i].err
 		if err != nil {
 			var de *ingest.DecodeError
 			reason := "bad_value"
@@ -291,28 +300,56 @@ func (s *Service) events(b *batchState, c *collector, initial bool) {
 		return slices.Compare(x.m, y.m)
 	})
 	emitted := make([]int64, len(s.queries))
+	found := make([][2]int64, len(s.queries)) // appeared, disappeared
 	start := time.Now()
-	for i, r := range all {
-		st := s.queries[r.f.q]
-		change := output.Appeared
-		if r.f.sign < 0 {
-			change = output.Disappeared
-			st.Disappeared++
-		} else {
-			st.Appeared++
-		}
-		s.met.matches.WithLabelValues(st.cfg.Name, change).Inc()
-		if limit := s.overLimit(st, emitted[r.f.q], start, i); limit != "" {
-			if b.withheld == nil {
-				b.withheld = map[int]string{}
+	// Events are built in parallel, a chunk at a time: choosing which
+	// matches a limit withholds is sequential and cheap, while names, the
+	// canonical map, provenance and the key cost microseconds per event.
+	const chunk = 4096
+	var sel []ref
+	for lo := 0; lo < len(all); lo += chunk {
+		sel = sel[:0]
+		for i := lo; i < min(lo+chunk, len(all)); i++ {
+			r := all[i]
+			st := s.queries[r.f.q]
+			if r.f.sign < 0 {
+				found[r.f.q][1]++
+			} else {
+				found[r.f.q][0]++
 			}
-			if _, seen := b.withheld[r.f.q]; !seen {
-				b.withheld[r.f.q] = limit
+			if limit := s.overLimit(st, emitted[r.f.q], start, i); limit != "" {
+				if b.withheld == nil {
+					b.withheld = map[int]string{}
+				}
+				if _, seen := b.withheld[r.f.q]; !seen {
+					b.withheld[r.f.q] = limit
+				}
+				continue
 			}
-			continue
+			emitted[r.f.q]++
+			sel = append(sel, r)
 		}
-		emitted[r.f.q]++
-		b.events = append(b.events, s.event(b, st, change, r.m, initial))
+		n0 := len(b.events)
+		b.events = slices.Grow(b.events, len(sel))[:n0+len(sel)]
+		parallel(len(sel), func(i int) {
+			r := sel[i]
+			change := output.Appeared
+			if r.f.sign < 0 {
+				change = output.Disappeared
+			}
+			b.events[n0+i] = s.event(b, s.queries[r.f.q], change, r.m, initial)
+		})
+	}
+	for qi, n := range found {
+		st := s.queries[qi]
+		st.Appeared += n[0]
+		st.Disappeared += n[1]
+		if n[0] > 0 {
+			s.met.matches.WithLabelValues(st.cfg.Name, output.Appeared).Add(float64(n[0]))
+		}
+		if n[1] > 0 {
+			s.met.matches.WithLabelValues(st.cfg.Name, output.Disappeared).Add(float64(n[1]))
+		}
 	}
 	for qi, limit := range b.withheld {
 		st := s.queries[qi]
@@ -323,6 +360,66 @@ func (s *Service) events(b *batchState, c *collector, initial bool) {
 			Int64("emitted", emitted[qi]).Msg("query limit hit: further matches of this batch were counted but not emitted")
 	}
 	s.publishQueries()
+}
+
+// decoded is one message's decoding.
+type decoded struct {
+	rec ingest.Record
+	err error
+}
+
+// decodeAll decodes msgs into out, one decoder per worker.
+func decodeAll(msgs []ingest.Message, out []decoded, decs []*ingest.Decoder) {
+	if len(msgs) < 512 || len(decs) == 1 {
+		for i, m := range msgs {
+			out[i].rec, out[i].err = decs[0].Decode(m.Value)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for _, d := range decs {
+		wg.Go(func() {
+			for {
+				lo := int(next.Add(64)) - 64
+				if lo >= len(msgs) {
+					return
+				}
+				for i := lo; i < min(lo+64, len(msgs)); i++ {
+					out[i].rec, out[i].err = d.Decode(msgs[i].Value)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// parallel calls f(0..n-1) on all cores; small n stays on the caller's
+// goroutine, where starting goroutines would cost more than it saves.
+func parallel(n int, f func(i int)) {
+	workers := runtime.GOMAXPROCS(0)
+	if n < 512 || workers == 1 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				lo := int(next.Add(64)) - 64
+				if lo >= n {
+					return
+				}
+				for i := lo; i < min(lo+64, n); i++ {
+					f(i)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // overLimit says which limit, if any, keeps a query's next event from the

@@ -82,8 +82,10 @@ type Service struct {
 	batch    uint64        // batches processed, the id of the last one
 	position map[int]int64 // partition → next offset to apply
 	lastCkpt time.Time
-	ckptPos  map[int]int64 // position as of the last checkpoint, which is what may be committed
-	dec      ingest.Decoder
+	ckptPos  map[int]int64     // position as of the last checkpoint, which is what may be committed
+	dec      ingest.Decoder    // the settings every decoder copies
+	decoders []*ingest.Decoder // one per worker, for decodeAll
+	decoded  []decoded         // decodeAll's output, reused from batch to batch
 
 	ops chan op
 
