@@ -1,0 +1,58 @@
+package main
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gcsm/gcsm/service"
+)
+
+// TestDemo runs gcsm demo on a small stream: the whole service through its
+// embedded broker. The summary must count every message, the three
+// malformed ones as dead letters, and some rings.
+func TestDemo(t *testing.T) {
+	out, errOut, code := gcsm(t, "demo", "--events", "4000", "--accounts", "400", "--rate", "0", "--show", "1", "--device", "cpu")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "summary: 4003 messages in") || !strings.Contains(out, "; 3 dead letters") {
+		t.Fatalf("summary:\n%s", out)
+	}
+	m := regexp.MustCompile(`(?m)^ring3\s+(\d+)\s+(\d+)$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no ring3 line:\n%s", out)
+	}
+	if n, _ := strconv.Atoi(m[1]); n == 0 {
+		t.Fatalf("no ring3 appeared:\n%s", out)
+	}
+	if !strings.Contains(out, "ALERT ring3  appeared") {
+		t.Fatalf("no alert printed:\n%s", out)
+	}
+}
+
+// TestRunFlags checks that flags override the file's settings and that
+// "embedded" drops configured brokers.
+func TestRunFlags(t *testing.T) {
+	cfg := service.DefaultConfig()
+	cfg.Brokers = []string{"kafka:9092"}
+	f := runFlags{brokers: "embedded", state: "/tmp/s", http: "off", workers: 3, queries: queryFlags{"r=(a)-[]->(b)"}}
+	f.dev.device = "cpu"
+	set := map[string]bool{"brokers": true, "state": true, "http": true, "workers": true, "device": true}
+	if err := f.apply(&cfg, set); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Brokers) != 0 || cfg.State.Dir != "/tmp/s" || cfg.HTTP.Listen != "" || cfg.Engine.Workers != 3 ||
+		cfg.Engine.Device != "cpu" || len(cfg.Queries) != 1 || cfg.Queries[0].Name != "r" {
+		t.Fatalf("after the flags: %+v", cfg)
+	}
+	f = runFlags{brokers: "a:1, b:2"}
+	if err := f.apply(&cfg, map[string]bool{"brokers": true}); err != nil || strings.Join(cfg.Brokers, ",") != "a:1,b:2" {
+		t.Fatalf("brokers %v, %v", cfg.Brokers, err)
+	}
+	f = runFlags{queries: queryFlags{"(a)-[]->(b)"}}
+	if err := f.apply(&cfg, nil); err == nil {
+		t.Fatal("a -q without a name was accepted")
+	}
+}
