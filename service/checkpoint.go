@@ -30,12 +30,11 @@ import (
 const ckptMagic = "GCSMCKPT\x01"
 
 type ckptMeta struct {
-	Batch     uint64           `json:"batch"`
-	Position  map[string]int64 `json:"position"` // partition → next offset
-	Queries   []QueryConfig    `json:"queries"`
-	Directed  bool             `json:"directed"`
-	Semantics string           `json:"semantics"`
-	Written   time.Time        `json:"written"`
+	Batch    uint64           `json:"batch"`
+	Position map[string]int64 `json:"position"` // partition → next offset
+	Queries  []QueryConfig    `json:"queries"`
+	Directed bool             `json:"directed"`
+	Written  time.Time        `json:"written"`
 }
 
 // restore loads the newest valid checkpoint, or sets up an empty state when
@@ -179,8 +178,7 @@ func (s *Service) readCheckpoint(r io.Reader) error {
 // checkpoint writes the state now. The graph must not be pending.
 func (s *Service) checkpoint() error {
 	t0 := time.Now()
-	meta := ckptMeta{Batch: s.batch, Position: map[string]int64{}, Directed: s.cfg.Graph.Directed,
-		Semantics: s.cfg.Engine.Semantics, Written: t0.UTC()}
+	meta := ckptMeta{Batch: s.batch, Position: map[string]int64{}, Directed: s.cfg.Graph.Directed, Written: t0.UTC()}
 	for p, o := range s.position {
 		meta.Position[strconv.Itoa(p)] = o
 	}

@@ -48,8 +48,7 @@ func (s *Service) process(ctx context.Context, msgs []ingest.Message) error {
 	t2 := time.Now()
 
 	s.batch++
-	counts, err := s.match(ctx, b, delta)
-	if err != nil {
+	if err := s.match(b, delta); err != nil {
 		return fmt.Errorf("match: %w", err)
 	}
 	t3 := time.Now()
@@ -70,7 +69,7 @@ func (s *Service) process(ctx context.Context, msgs []ingest.Message) error {
 	s.progress.Events += int64(len(b.events))
 	s.progress.DeadLetters += int64(len(b.dead))
 	s.mu.Unlock()
-	s.observe(b, counts, stats, []time.Duration{t1.Sub(t0), t2.Sub(t1), 0, 0, t3.Sub(t2), t4.Sub(t3), t5.Sub(t4)})
+	s.observe(b, stats, []time.Duration{t1.Sub(t0), t2.Sub(t1), 0, 0, t3.Sub(t2), t4.Sub(t3), t5.Sub(t4)})
 	if s.onBatch != nil {
 		s.onBatch(BatchInfo{Batch: s.batch, Messages: len(msgs), Events: len(b.events), Latency: time.Since(t0)})
 	}
@@ -260,18 +259,16 @@ func (c *collector) sink(worker, q int, sign graph.Sign, m []graph.VertexID) {
 }
 
 // match runs the queries on the batch and turns their matches into events.
-func (s *Service) match(ctx context.Context, b *batchState, delta []graph.Change) ([]incremental.Counts, error) {
+func (s *Service) match(b *batchState, delta []graph.Change) error {
 	if len(s.queries) == 0 || len(delta) == 0 {
-		return make([]incremental.Counts, len(s.queries)), nil
+		return nil
 	}
-	qs := s.compiled()
 	c := &collector{workers: make([]workerBuf, 64)}
-	counts, err := s.matcher.Match(s.g, delta, qs, incremental.Enumerate, c.sink)
-	if err != nil {
-		return nil, err
+	if _, err := s.matcher.Match(s.g, delta, s.compiled(), incremental.Enumerate, c.sink); err != nil {
+		return err
 	}
 	s.events(b, c, false)
-	return counts, nil
+	return nil
 }
 
 // events turns collected matches into output events, in a deterministic
@@ -515,7 +512,7 @@ func (s *Service) deliver(ctx context.Context, b *batchState) error {
 }
 
 // observe updates the metrics after a batch.
-func (s *Service) observe(b *batchState, counts []incremental.Counts, st dyngraph.ApplyStats, times []time.Duration) {
+func (s *Service) observe(b *batchState, st dyngraph.ApplyStats, times []time.Duration) {
 	s.met.batches.Inc()
 	for i, d := range times {
 		s.met.batchSeconds.WithLabelValues(stages[i]).Observe(d.Seconds())

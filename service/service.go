@@ -251,7 +251,7 @@ func (s *Service) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	return s.shutdown(cons)
+	return s.shutdown()
 }
 
 // nextGeneration waits for the group while still serving the HTTP API's
@@ -341,17 +341,15 @@ func (s *Service) consume(ctx context.Context, gen *ingest.Generation) error {
 	return nil
 }
 
-// shutdown writes the final checkpoint. The generation is gone by now, so
-// the offsets it covers are committed by the next active member's first
-// checkpoint, or by this one on restart.
-func (s *Service) shutdown(cons *ingest.Consumer) error {
-	if s.batch > 0 && !s.lastCkpt.IsZero() && s.positionsEqual() {
+// shutdown writes the final checkpoint unless the last one covers
+// everything. The generation is gone by now, so the offsets it covers are
+// committed by the next active member's first checkpoint, or by this one on
+// restart.
+func (s *Service) shutdown() error {
+	if !s.lastCkpt.IsZero() && s.positionsEqual() {
 		return nil
 	}
-	if err := s.checkpoint(); err != nil {
-		return err
-	}
-	return nil
+	return s.checkpoint()
 }
 
 func (s *Service) positionsEqual() bool {
