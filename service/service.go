@@ -346,10 +346,13 @@ func (s *Service) consume(ctx context.Context, gen *ingest.Generation) error {
 // committed by the next active member's first checkpoint, or by this one on
 // restart.
 func (s *Service) shutdown() error {
-	if !s.lastCkpt.IsZero() && s.positionsEqual() {
-		return nil
+	if s.lastCkpt.IsZero() || !s.positionsEqual() {
+		if err := s.checkpoint(); err != nil {
+			return err
+		}
 	}
-	return s.checkpoint()
+	s.log.Info().Uint64("batch", s.batch).Interface("position", s.position).Msg("stopped; the last checkpoint covers everything applied")
+	return nil
 }
 
 func (s *Service) positionsEqual() bool {
