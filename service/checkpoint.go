@@ -264,7 +264,7 @@ func (s *Service) emitInitial(ctx context.Context, st *standing) error {
 	s.queries = append(s.queries, st)
 	defer func() { s.queries = s.queries[:len(s.queries)-1] }()
 	qi := len(s.queries) - 1
-	c := &collector{workers: make([]workerBuf, 64)}
+	c := newCollector(s.queries)
 	sink := func(worker, _ int, sign graph.Sign, m []graph.VertexID) { c.sink(worker, qi, sign, m) }
 	if _, err := s.matcher.Static(s.g, []*query.Query{st.q}, incremental.Enumerate, sink); err != nil {
 		return err

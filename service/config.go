@@ -98,10 +98,13 @@ type QueryConfig struct {
 	// its deltas.
 	Initial bool `yaml:"initial" json:"initial"`
 	// MaxMatchesPerBatch caps the events one batch emits for the query; 0
-	// means no cap. Matches beyond it are counted, not emitted, and the cap
-	// is reported.
+	// means no cap. Matches beyond it are counted, not emitted (nor kept in
+	// memory), and the cap is reported. Which of a batch's matches are
+	// emitted when a cap is hit is unspecified.
 	MaxMatchesPerBatch int64 `yaml:"max_matches_per_batch" json:"max_matches_per_batch,omitempty"`
-	// MaxTime caps the time one batch spends emitting the query's events.
+	// MaxTime caps the time from the start of a batch's matching after
+	// which the query's matches are no longer kept or emitted. The engine
+	// still finishes the batch: it cannot be interrupted.
 	MaxTime time.Duration `yaml:"max_time" json:"max_time,omitempty"`
 }
 

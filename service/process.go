@@ -231,31 +231,86 @@ type found struct {
 	at   int // offset of its vertices in the worker's buffer
 }
 
-// collector gathers matches per worker without locks; its buffers are
-// reused from batch to batch.
+// collector gathers matches per worker without locks. It also enforces
+// the per-query limits where matches arrive: once a query has hit one, its
+// further matches are counted but not stored, so an explosive pattern costs
+// the engine's time but not the service's memory.
 type collector struct {
-	mu      sync.Mutex
 	workers []workerBuf
+	// overflow takes the matches of workers beyond len(workers), under mu;
+	// no executor has that many today.
+	mu       sync.Mutex
+	overflow workerBuf
+	limits   []queryLimit // per query
+	start    time.Time
 }
 
 type workerBuf struct {
 	found []found
 	verts []graph.VertexID
+	count [][2]int64 // per query: appeared, disappeared
+}
+
+// queryLimit is one query's limits for the batch being collected.
+type queryLimit struct {
+	max     int64         // matches to store at most; 0: no cap
+	maxTime time.Duration // 0: no cap
+	seen    atomic.Int64
+	hit     atomic.Int32 // 0, or 1 + the index of the limit hit in limitNames
+}
+
+var limitNames = []string{"max_matches_per_batch", "max_time"}
+
+// newCollector prepares a collector for queries.
+func newCollector(queries []*standing) *collector {
+	c := &collector{workers: make([]workerBuf, max(64, 2*runtime.GOMAXPROCS(0))), limits: make([]queryLimit, len(queries)), start: time.Now()}
+	for i, st := range queries {
+		c.limits[i].max, c.limits[i].maxTime = st.cfg.MaxMatchesPerBatch, st.cfg.MaxTime
+	}
+	return c
 }
 
 func (c *collector) sink(worker, q int, sign graph.Sign, m []graph.VertexID) {
-	if worker >= len(c.workers) {
-		// A matcher with more workers than announced: grow under the lock
-		// once; later calls of that worker take the fast path.
+	w := &c.overflow
+	if worker < len(c.workers) {
+		w = &c.workers[worker]
+	} else {
 		c.mu.Lock()
-		for worker >= len(c.workers) {
-			c.workers = append(c.workers, workerBuf{})
-		}
-		c.mu.Unlock()
+		defer c.mu.Unlock()
 	}
-	w := &c.workers[worker]
+	if w.count == nil {
+		w.count = make([][2]int64, len(c.limits))
+	}
+	if sign > 0 {
+		w.count[q][0]++
+	} else {
+		w.count[q][1]++
+	}
+	if l := &c.limits[q]; l.max > 0 || l.maxTime > 0 {
+		if l.hit.Load() != 0 {
+			return
+		}
+		n := l.seen.Add(1)
+		switch {
+		case l.max > 0 && n > l.max:
+			l.hit.CompareAndSwap(0, 1)
+			return
+		case l.maxTime > 0 && n%1024 == 0 && time.Since(c.start) > l.maxTime:
+			l.hit.CompareAndSwap(0, 2)
+			return
+		}
+	}
 	w.found = append(w.found, found{q: q, sign: sign, at: len(w.verts)})
 	w.verts = append(w.verts, m...)
+}
+
+// all lists the worker buffers, the overflow last.
+func (c *collector) all() []*workerBuf {
+	out := make([]*workerBuf, 0, len(c.workers)+1)
+	for i := range c.workers {
+		out = append(out, &c.workers[i])
+	}
+	return append(out, &c.overflow)
 }
 
 // match runs the queries on the batch and turns their matches into events.
@@ -263,7 +318,7 @@ func (s *Service) match(b *batchState, delta []graph.Change) error {
 	if len(s.queries) == 0 || len(delta) == 0 {
 		return nil
 	}
-	c := &collector{workers: make([]workerBuf, 64)}
+	c := newCollector(s.queries)
 	if _, err := s.matcher.Match(s.g, delta, s.compiled(), incremental.Enumerate, c.sink); err != nil {
 		return err
 	}
@@ -280,11 +335,20 @@ func (s *Service) events(b *batchState, c *collector, initial bool) {
 		m []graph.VertexID
 	}
 	var all []ref
-	for wi := range c.workers {
-		w := &c.workers[wi]
+	found := make([][2]int64, len(s.queries)) // appeared, disappeared
+	for _, w := range c.all() {
 		for _, f := range w.found {
 			n := s.queries[f.q].q.N()
 			all = append(all, ref{f, w.verts[f.at : f.at+n]})
+		}
+		for q, n := range w.count {
+			found[q][0] += n[0]
+			found[q][1] += n[1]
+		}
+	}
+	for q := range c.limits {
+		if h := c.limits[q].hit.Load(); h != 0 {
+			b.withhold(q, limitNames[h-1])
 		}
 	}
 	slices.SortFunc(all, func(x, y ref) int {
@@ -297,8 +361,6 @@ func (s *Service) events(b *batchState, c *collector, initial bool) {
 		return slices.Compare(x.m, y.m)
 	})
 	emitted := make([]int64, len(s.queries))
-	found := make([][2]int64, len(s.queries)) // appeared, disappeared
-	start := time.Now()
 	// Events are built in parallel, a chunk at a time: choosing which
 	// matches a limit withholds is sequential and cheap, while names, the
 	// canonical map, provenance and the key cost microseconds per event.
@@ -308,19 +370,8 @@ func (s *Service) events(b *batchState, c *collector, initial bool) {
 		sel = sel[:0]
 		for i := lo; i < min(lo+chunk, len(all)); i++ {
 			r := all[i]
-			st := s.queries[r.f.q]
-			if r.f.sign < 0 {
-				found[r.f.q][1]++
-			} else {
-				found[r.f.q][0]++
-			}
-			if limit := s.overLimit(st, emitted[r.f.q], start, i); limit != "" {
-				if b.withheld == nil {
-					b.withheld = map[int]string{}
-				}
-				if _, seen := b.withheld[r.f.q]; !seen {
-					b.withheld[r.f.q] = limit
-				}
+			if limit := overLimit(s.queries[r.f.q], emitted[r.f.q], c.start, i); limit != "" {
+				b.withhold(r.f.q, limit)
 				continue
 			}
 			emitted[r.f.q]++
@@ -420,16 +471,28 @@ func parallel(n int, f func(i int)) {
 }
 
 // overLimit says which limit, if any, keeps a query's next event from the
-// output. The clock is read every 256 events, which is cheap and still
-// stops an explosive query within a fraction of a millisecond of its limit.
-func (s *Service) overLimit(st *standing, emitted int64, start time.Time, i int) string {
+// output; the collector has already stopped storing matches past them, and
+// this cuts the sorted list exactly and bounds the time spent building
+// events. The clock is read every 256 events.
+func overLimit(st *standing, emitted int64, start time.Time, i int) string {
 	if st.cfg.MaxMatchesPerBatch > 0 && emitted >= st.cfg.MaxMatchesPerBatch {
-		return "max_matches_per_batch"
+		return limitNames[0]
 	}
 	if st.cfg.MaxTime > 0 && i%256 == 0 && time.Since(start) > st.cfg.MaxTime {
-		return "max_time"
+		return limitNames[1]
 	}
 	return ""
+}
+
+// withhold records that a limit kept some of query q's events from the
+// output; the first limit hit is the one reported.
+func (b *batchState) withhold(q int, limit string) {
+	if b.withheld == nil {
+		b.withheld = map[int]string{}
+	}
+	if _, seen := b.withheld[q]; !seen {
+		b.withheld[q] = limit
+	}
 }
 
 // event builds the output event of one match.

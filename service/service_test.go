@@ -566,3 +566,50 @@ func TestRestartResumes(t *testing.T) {
 		t.Fatalf("after corrupting %s: position %v, log %q", newest, s3.position, logged.String())
 	}
 }
+
+// TestQueryLimits gives a busy query a cap of five events per batch: no
+// batch may emit more, every hit must be counted and shown, and the metrics
+// must still count every match.
+func TestQueryLimits(t *testing.T) {
+	addrs := cluster(t, 1, 1)
+	_, vals := transferStream(1500, 17)
+	produce(t, addrs, "edges", vals)
+	cfg := testConfig(t, addrs)
+	cfg.Queries[1].MaxMatchesPerBatch = 5 // split: hundreds of matches per batch
+	out := consume(t, addrs, "matches", true)
+	r := start(t, cfg)
+	srv := httptest.NewServer(r.s.Handler())
+	defer srv.Close()
+	waitFor(t, "the stream", time.Minute, func() bool { return r.s.Progress().Position[0] == int64(len(vals)) })
+	waitFor(t, "the events", time.Minute, func() bool { return int64(out.count()) == r.s.Progress().Events })
+	events, _ := out.snapshot(t)
+	perBatch := map[uint64]int{}
+	for _, ev := range events {
+		if ev.Query == "split" {
+			perBatch[ev.Batch]++
+		}
+	}
+	emitted := 0
+	for b, n := range perBatch {
+		if n > 5 {
+			t.Fatalf("batch %d emitted %d split events, over the cap of 5", b, n)
+		}
+		emitted += n
+	}
+	resp, err := http.Get(srv.URL + "/queries")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var infos []queryInfo
+	if err := json.NewDecoder(resp.Body).Decode(&infos); err != nil {
+		t.Fatal(err)
+	}
+	split := infos[1]
+	if split.LimitHits == 0 || !strings.Contains(split.LastLimit, "max_matches_per_batch") {
+		t.Fatalf("split's limit was hit but GET /queries says %+v", split)
+	}
+	if total := split.Appeared + split.Disappeared; total <= int64(emitted) {
+		t.Fatalf("split found %d matches and emitted %d: the cap withheld nothing", total, emitted)
+	}
+}
