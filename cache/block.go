@@ -1,0 +1,353 @@
+// Package cache packs the neighbour lists a batch will read most into one
+// DCSR block (papers/gcsm-wei-jiang.txt V-B, Fig. 6; DESIGN.md §7): a single
+// buffer that the GPU executor sends to device memory with one DMA, and in
+// which the matching kernel finds a list by binary search before falling
+// back to reading it from host memory over PCIe.
+//
+// The block holds three arrays back to back (FORMAT.md draws it byte by
+// byte): rowidx, the cached list keys in ascending order; rowptr, two
+// offsets per list into colidx (its sorted part and its appended part, or
+// NoAppended) and a final end; colidx, every list exactly as dyngraph stores
+// it while a batch is pending (sorted part with tombstone bits, then the
+// appended part); and, on multi-label graphs, a parallel array of edge
+// labels. A list of n entries costs 3+n words, 3+2n with labels, plus one
+// word per block. Pack fills a block to a byte budget in O(K log K + N) for
+// K lists of N entries, reusing its buffer; Find is the kernel's lookup,
+// O(log K).
+//
+// Which lists to pack is a placement policy's decision (policy.go): the
+// sampler's estimate (GCSM), list length (the paper's Naive baseline), or
+// every list near the batch (VSGM's k-hop baseline).
+//
+// A block copies the lists of one pending batch: it is stale once the graph
+// applies or reorganizes another.
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"slices"
+
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/internal/hostmem"
+	"github.com/gcsm/gcsm/sampler"
+)
+
+// NoAppended is the second rowptr offset of a list without appended
+// entries: the paper's -1.
+const NoAppended = ^uint32(0)
+
+// Layout gives the position of each array in a block, in 32-bit words from
+// its start: what the kernel needs besides the block itself.
+type Layout struct {
+	Keys      int  // K: lists in the block
+	Entries   int  // N: entries in colidx
+	RowIdx    int  // always 0
+	RowPtr    int  // K
+	ColIdx    int  // 3K+1
+	Labels    int  // 3K+1+N, when HasLabels
+	HasLabels bool // the graph is multi-label: colidx has a parallel label array
+	Words     int  // the block's size: 3K+1+N, or 3K+1+2N with labels; 0 when empty
+}
+
+// Block is a DCSR block. The zero value is an empty block on the Go heap;
+// set Alloc before the first Pack to place it in memory from an allocator
+// (pinned host memory for the GPU). A Block is not safe for concurrent
+// mutation; Find may be called concurrently between Packs.
+type Block struct {
+	// Alloc, when not nil, provides the block's buffer. It grows by
+	// doubling, so a stream of batches reallocates it O(log) times.
+	Alloc hostmem.Allocator
+
+	raw   []byte   // from Alloc
+	words []uint32 // the buffer: raw viewed as words, or a heap slice
+	lay   Layout
+
+	seen []uint64 // bitset of keys taken by the Pack under way; kept zero
+	sel  []uint32 // the keys taken
+}
+
+// Bytes is the size of the block: what one DMA sends.
+func (b *Block) Bytes() int64 { return int64(b.lay.Words) * 4 }
+
+// Keys is the number of lists in the block.
+func (b *Block) Keys() int { return b.lay.Keys }
+
+// Layout describes the block's arrays.
+func (b *Block) Layout() Layout { return b.lay }
+
+// Words is the block, Bytes()/4 words: rowidx, rowptr, colidx, labels. It
+// belongs to the block and is valid until the next Pack or Free.
+func (b *Block) Words() []uint32 { return b.words[:b.lay.Words] }
+
+// RowIdx returns the cached keys, ascending.
+func (b *Block) RowIdx() []uint32 { return b.words[:b.lay.Keys] }
+
+// Free returns the buffer to the allocator and empties the block.
+func (b *Block) Free() error {
+	var err error
+	if b.raw != nil {
+		err = b.Alloc.Free(b.raw)
+	}
+	b.raw, b.words, b.lay = nil, nil, Layout{}
+	return err
+}
+
+// sizer applies the greedy fit of Pack: a list of n entries costs 3+n words
+// (3+2n with labels), and the first list also pays the final rowptr word.
+type sizer struct {
+	budget int64 // words
+	used   int64
+	per    int64 // words per entry
+}
+
+func newSizer(budget int64, labels bool) sizer {
+	s := sizer{budget: budget / 4, per: 1}
+	if labels {
+		s.per = 2
+	}
+	return s
+}
+
+// cost is what a list of n entries adds to the block.
+func (s *sizer) cost(n int) int64 {
+	c := 3 + int64(n)*s.per
+	if s.used == 0 {
+		c++ // the final rowptr word
+	}
+	return c
+}
+
+// take reports whether a list of n entries fits, and counts it if it does.
+func (s *sizer) take(n int) bool {
+	if c := s.cost(n); s.used+c <= s.budget {
+		s.used += c
+		return true
+	}
+	return false
+}
+
+// full reports whether no non-empty list can fit any more.
+func (s *sizer) full() bool { return s.used+s.cost(1) > s.budget }
+
+func listLen(g *dyngraph.Graph, k uint32) int {
+	r := sampler.KeyList(k, g.Directed())
+	var a dyngraph.Adj
+	if r.In {
+		a = g.In(r.V)
+	} else {
+		a = g.Out(r.V)
+	}
+	return len(a.Sorted) + len(a.Appended)
+}
+
+func adjOf(g *dyngraph.Graph, k uint32) dyngraph.Adj {
+	r := sampler.KeyList(k, g.Directed())
+	if r.In {
+		return g.In(r.V)
+	}
+	return g.Out(r.V)
+}
+
+// ErrKey is returned for a key that names no list of the graph.
+var ErrKey = errors.New("cache: key names no list of the graph")
+
+// Pack fills dst with lists of g, greedily in the priority order of keys
+// (see sampler.ListKey), within budget bytes, and returns how many lists it
+// packed. A list that does not fit is skipped and packing goes on with the
+// next, so one hub larger than the space left does not keep every smaller
+// hot list out; empty lists and repeated keys are skipped too (a miss on an
+// empty list reads nothing). rowidx is then sorted. dst's buffer and scratch
+// (a bitset of one bit per key, and the chosen keys) are reused: once they
+// have grown, Pack allocates nothing. Cost: O(len(keys) considered + K log K
+// + N), memory-latency bound on the lists' table rows.
+//
+// On error dst is empty.
+func Pack(dst *Block, g *dyngraph.Graph, keys []uint32, budget int64) (packed int, err error) {
+	dst.lay = Layout{}
+	if budget < 0 {
+		return 0, fmt.Errorf("cache: negative budget %d", budget)
+	}
+	nk := sampler.NumKeys(g)
+	if w := (nk + 63) / 64; len(dst.seen) < w {
+		dst.seen = make([]uint64, w, w+w/4)
+	}
+	labels := g.MultiLabel()
+	sz := newSizer(budget, labels)
+	sel := dst.sel[:0]
+	var bad error
+	for _, k := range keys {
+		if sz.full() {
+			break
+		}
+		if int(k) >= nk {
+			bad = fmt.Errorf("%w: %d (the graph has %d keys)", ErrKey, k, nk)
+			break
+		}
+		if dst.seen[k/64]&(1<<(k%64)) != 0 {
+			continue
+		}
+		if n := listLen(g, k); n > 0 && sz.take(n) {
+			dst.seen[k/64] |= 1 << (k % 64)
+			sel = append(sel, k)
+		}
+	}
+	words := (nk + 63) / 64
+	if bad == nil && words < 8*len(sel) {
+		// The bitset of taken keys is them in order: scanning it is
+		// cheaper than sorting when it is not much longer than K (sorting
+		// was 30% of a Pack of 62k small lists).
+		sel = sel[:0]
+		for i, x := range dst.seen[:words] {
+			for x != 0 {
+				sel = append(sel, uint32(i*64+bits.TrailingZeros64(x)))
+				x &= x - 1
+			}
+			dst.seen[i] = 0
+		}
+	} else {
+		for _, k := range sel {
+			dst.seen[k/64] = 0
+		}
+		slices.Sort(sel)
+	}
+	dst.sel = sel
+	if bad != nil {
+		return 0, bad
+	}
+	if len(sel) == 0 {
+		return 0, nil
+	}
+	if err := dst.write(g, sel, labels, int(sz.used)); err != nil {
+		return 0, err
+	}
+	return len(sel), nil
+}
+
+// write lays out the lists of keys (ascending) in words words.
+func (b *Block) write(g *dyngraph.Graph, keys []uint32, labels bool, words int) error {
+	if err := b.grow(words); err != nil {
+		return err
+	}
+	k := len(keys)
+	n := words - 3*k - 1
+	if labels {
+		n /= 2
+	}
+	lay := Layout{Keys: k, Entries: n, RowPtr: k, ColIdx: 3*k + 1, HasLabels: labels, Words: words}
+	if labels {
+		lay.Labels = lay.ColIdx + n
+	}
+	w := b.words[:words]
+	rowptr, col := w[lay.RowPtr:lay.ColIdx], w[lay.ColIdx:lay.ColIdx+n]
+	var lbl []uint32
+	if labels {
+		lbl = w[lay.Labels : lay.Labels+n]
+	}
+	copy(w, keys)
+	off := 0
+	for i, key := range keys {
+		a := adjOf(g, key)
+		rowptr[2*i] = uint32(off)
+		copy(col[off:], a.Sorted)
+		if labels {
+			copy(lbl[off:], a.SortedLabels)
+		}
+		off += len(a.Sorted)
+		rowptr[2*i+1] = NoAppended
+		if len(a.Appended) > 0 {
+			rowptr[2*i+1] = uint32(off)
+			copy(col[off:], a.Appended)
+			if labels {
+				copy(lbl[off:], a.AppendedLabels)
+			}
+			off += len(a.Appended)
+		}
+	}
+	if off != n {
+		panic("BUG: cache: the lists changed size between sizing and writing")
+	}
+	rowptr[2*k] = uint32(off)
+	b.lay = lay
+	return nil
+}
+
+// grow makes room for words words.
+func (b *Block) grow(words int) error {
+	if words <= len(b.words) {
+		return nil
+	}
+	size := max(words, 2*len(b.words), 1024)
+	if b.Alloc == nil {
+		b.words = make([]uint32, size)
+		return nil
+	}
+	raw, err := b.Alloc.Alloc(4 * size)
+	if err != nil {
+		return fmt.Errorf("cache: cannot allocate a block of %d bytes: %w", 4*size, err)
+	}
+	if b.raw != nil {
+		if err := b.Alloc.Free(b.raw); err != nil {
+			_ = b.Alloc.Free(raw)
+			return fmt.Errorf("cache: freeing the old block: %w", err)
+		}
+	}
+	b.raw, b.words = raw, hostmem.Uint32s(raw)
+	return nil
+}
+
+// find returns the row of key, by binary search of rowidx.
+func (b *Block) find(key uint32) (int, bool) {
+	return slices.BinarySearch(b.words[:b.lay.Keys], key)
+}
+
+// parts returns the colidx ranges of row i: sorted [s, a) and appended
+// [a, e), where a = e when the list has no appended part.
+func (b *Block) parts(i int) (s, a, e int) {
+	rp := b.words[b.lay.RowPtr:b.lay.ColIdx]
+	s, e = int(rp[2*i]), int(rp[2*i+2])
+	a = e
+	if rp[2*i+1] != NoAppended {
+		a = int(rp[2*i+1])
+	}
+	return s, a, e
+}
+
+// Find looks key up as the kernel does, by binary search of rowidx, and
+// returns its list's sorted part (with tombstone bits) and appended part
+// (nil when empty). The slices alias the block: valid until the next Pack,
+// not to be modified.
+func (b *Block) Find(key uint32) (sorted, appended []uint32, ok bool) {
+	i, ok := b.find(key)
+	if !ok {
+		return nil, nil, false
+	}
+	s, a, e := b.parts(i)
+	col := b.words[b.lay.ColIdx : b.lay.ColIdx+b.lay.Entries]
+	sorted = col[s:a:a]
+	if a < e {
+		appended = col[a:e:e]
+	}
+	return sorted, appended, true
+}
+
+// Labels returns the edge labels of key's list, parallel to Find's parts;
+// ok is false when the key is not in the block or the block has no labels.
+func (b *Block) Labels(key uint32) (sorted, appended []graph.Label, ok bool) {
+	if !b.lay.HasLabels {
+		return nil, nil, false
+	}
+	i, ok := b.find(key)
+	if !ok {
+		return nil, nil, false
+	}
+	s, a, e := b.parts(i)
+	lbl := b.words[b.lay.Labels : b.lay.Labels+b.lay.Entries]
+	sorted = lbl[s:a:a]
+	if a < e {
+		appended = lbl[a:e:e]
+	}
+	return sorted, appended, true
+}

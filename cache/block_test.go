@@ -1,0 +1,231 @@
+package cache
+
+import (
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/internal/hostmem"
+	"github.com/gcsm/gcsm/sampler"
+)
+
+// checkBlock verifies every key of g against b: a packed key's lists are
+// exactly the graph's (tombstone bits and labels included), any other key is
+// not found.
+func checkBlock(t *testing.T, where string, b *Block, g *dyngraph.Graph, packed []uint32) {
+	t.Helper()
+	in := map[uint32]bool{}
+	for _, k := range packed {
+		in[k] = true
+	}
+	rows := b.RowIdx()
+	if len(rows) != len(packed) || !slices.IsSorted(rows) {
+		t.Fatalf("%s: rowidx %v for %d packed keys", where, rows, len(packed))
+	}
+	for i := 1; i < len(rows); i++ {
+		if rows[i] == rows[i-1] {
+			t.Fatalf("%s: key %d twice in rowidx", where, rows[i])
+		}
+	}
+	for k := range sampler.NumKeys(g) + 3 {
+		key := uint32(k)
+		s, a, ok := b.Find(key)
+		if ok != in[key] {
+			t.Fatalf("%s: Find(%d) = %v, packed %v", where, key, ok, in[key])
+		}
+		if !ok {
+			continue
+		}
+		adj := adjOf(g, key)
+		if !slices.Equal(s, adj.Sorted) || !slices.Equal(a, adj.Appended) || (a == nil) != (len(adj.Appended) == 0) {
+			t.Fatalf("%s: list %d: block %v + %v, graph %v + %v", where, key, s, a, adj.Sorted, adj.Appended)
+		}
+		ls, la, lok := b.Labels(key)
+		if lok != g.MultiLabel() {
+			t.Fatalf("%s: Labels(%d) ok = %v on a multi-label=%v graph", where, key, lok, g.MultiLabel())
+		}
+		if lok && (!slices.Equal(ls, adj.SortedLabels) || !slices.Equal(la, adj.AppendedLabels)) {
+			t.Fatalf("%s: labels of %d: block %v + %v, graph %v + %v", where, key, ls, la, adj.SortedLabels, adj.AppendedLabels)
+		}
+	}
+}
+
+// greedy is Pack's selection rule, written out independently: in order,
+// skipping repeats, empty lists and lists that do not fit.
+func greedy(g *dyngraph.Graph, keys []uint32, budget int64) []uint32 {
+	per := int64(1)
+	if g.MultiLabel() {
+		per = 2
+	}
+	var out []uint32
+	used := int64(0)
+	for _, k := range keys {
+		n := int64(listLen(g, k))
+		if n == 0 || slices.Contains(out, k) {
+			continue
+		}
+		c := 3 + per*n
+		if used == 0 {
+			c++
+		}
+		if 4*(used+c) <= budget {
+			used += c
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestPackRoundTrip packs random priority orders of random graphs under
+// random budgets into one reused block.
+func TestPackRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	// Dense and sparse graphs, so that small budgets on the sparse one
+	// take Pack's sorting path and the rest its bitset scan.
+	for _, size := range [][2]int{{200, 1500}, {4000, 3000}} {
+		for _, directed := range []bool{false, true} {
+			for _, multi := range []bool{false, true} {
+				where := describe(directed, multi)
+				g, _ := randomGraph(t, r, directed, multi, size[0], size[1])
+				all := nonEmpty(g)
+				whole := 4 * blockWords(g, all)
+				var b Block
+				for i := range 40 {
+					keys := make([]uint32, 0, 2*sampler.NumKeys(g))
+					for k := range sampler.NumKeys(g) {
+						keys = append(keys, uint32(k))
+					}
+					r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+					keys = append(keys, keys[:r.IntN(len(keys))]...) // repeats
+					budget := r.Int64N(whole + 100)
+					if i%2 == 0 {
+						budget = r.Int64N(whole/100 + 100)
+					}
+					n, err := Pack(&b, g, keys, budget)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := greedy(g, keys, budget)
+					if n != len(want) || !slices.Equal(b.RowIdx(), want) {
+						t.Fatalf("%s budget %d: packed %d lists %v, want %v", where, budget, n, b.RowIdx(), want)
+					}
+					if b.Bytes() > budget || b.Bytes() != 4*blockWords(g, want) {
+						t.Fatalf("%s: %d bytes for a budget of %d (want %d)", where, b.Bytes(), budget, 4*blockWords(g, want))
+					}
+					checkBlock(t, where, &b, g, want)
+				}
+			}
+		}
+	}
+}
+
+// TestPackBudget: nothing fits in 0 bytes, everything in the whole graph's
+// size, and not everything in one word less.
+func TestPackBudget(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, directed := range []bool{false, true} {
+		for _, multi := range []bool{false, true} {
+			where := describe(directed, multi)
+			g, _ := randomGraph(t, r, directed, multi, 100, 600)
+			all := nonEmpty(g)
+			whole := 4 * blockWords(g, all)
+			var b Block
+			for _, c := range []struct {
+				budget int64
+				want   int
+			}{{0, 0}, {15, 0}, {whole, len(all)}, {whole + 3, len(all)}, {1 << 40, len(all)}} {
+				n, err := Pack(&b, g, all, c.budget)
+				if err != nil || n != c.want || b.Keys() != c.want {
+					t.Errorf("%s: budget %d packed %d (Keys %d, %v), want %d", where, c.budget, n, b.Keys(), err, c.want)
+				}
+				if b.Bytes() > c.budget {
+					t.Errorf("%s: %d bytes over a budget of %d", where, b.Bytes(), c.budget)
+				}
+			}
+			if n, _ := Pack(&b, g, all, whole-4); n != len(all)-1 {
+				// The last list in key order is skipped; smaller ones fit
+				// no better, as each needs at least 4 words.
+				t.Errorf("%s: a word short of the whole graph packed %d of %d", where, n, len(all))
+			}
+			if n, _ := Pack(&b, g, all, 0); n != 0 || b.Bytes() != 0 || len(b.Words()) != 0 {
+				t.Errorf("%s: an empty block has %d bytes", where, b.Bytes())
+			}
+			if _, _, ok := b.Find(all[0]); ok {
+				t.Errorf("%s: an empty block finds a key", where)
+			}
+		}
+	}
+}
+
+func TestPackErrors(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	g, _ := randomGraph(t, r, true, false, 50, 200)
+	var b Block
+	if _, err := Pack(&b, g, nil, -1); err == nil {
+		t.Error("negative budget accepted")
+	}
+	if _, err := Pack(&b, g, []uint32{1, uint32(sampler.NumKeys(g))}, 1<<20); !errors.Is(err, ErrKey) {
+		t.Errorf("key out of range: %v", err)
+	}
+	if b.Keys() != 0 {
+		t.Error("a failed Pack left lists in the block")
+	}
+	// The bitset of taken keys is clean after a failure.
+	if n, err := Pack(&b, g, []uint32{1}, 1<<20); err != nil || n != 1 {
+		t.Errorf("after a failure: %d, %v", n, err)
+	}
+}
+
+// countingAlloc counts what the block takes from its allocator.
+type countingAlloc struct {
+	hostmem.Heap
+	allocs, frees int
+	live          int64
+}
+
+func (c *countingAlloc) Alloc(n int) ([]byte, error) {
+	c.allocs++
+	c.live += int64(n)
+	return c.Heap.Alloc(n)
+}
+
+func (c *countingAlloc) Free(b []byte) error {
+	c.frees++
+	c.live -= int64(len(b))
+	return nil
+}
+
+// TestPackAllocs: a reused block allocates nothing once grown, whether its
+// buffer is on the heap or from an allocator, which it asks for a larger
+// buffer only when the block outgrows the one it has.
+func TestPackAllocs(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	g, _ := randomGraph(t, r, false, true, 300, 3000)
+	all := nonEmpty(g)
+	whole := 4 * blockWords(g, all)
+	ca := &countingAlloc{}
+	for _, b := range []*Block{{}, {Alloc: ca}} {
+		budget := whole / 2
+		pack := func() {
+			if _, err := Pack(b, g, all, budget); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pack()
+		if a := testing.AllocsPerRun(10, pack); a != 0 {
+			t.Errorf("Alloc %v: %v allocations per Pack", b.Alloc != nil, a)
+		}
+		budget = whole
+		pack()
+		checkBlock(t, "grown", b, g, all)
+		if err := b.Free(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ca.allocs != 2 || ca.frees != 2 || ca.live != 0 {
+		t.Errorf("allocator: %d allocations, %d frees, %d bytes live; want 2, 2, 0", ca.allocs, ca.frees, ca.live)
+	}
+}

@@ -1,0 +1,194 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/query"
+	"github.com/gcsm/gcsm/sampler"
+)
+
+// Policy names a way of choosing the lists to cache: the value of a future
+// --gpu-placement flag (next to kernels' zero-copy and device).
+type Policy string
+
+const (
+	// PolicyGCSM caches the lists the sampler estimates the batch will
+	// read most (GCSM).
+	PolicyGCSM Policy = "gcsm"
+	// PolicyDegree caches the longest lists (the paper's Naive baseline).
+	PolicyDegree Policy = "degree"
+	// PolicyKHop caches every list within k hops of the batch, or fails
+	// (VSGM's baseline).
+	PolicyKHop Policy = "khop"
+)
+
+// ParsePolicy reads a policy name.
+func ParsePolicy(s string) (Policy, error) {
+	switch p := Policy(s); p {
+	case PolicyGCSM, PolicyDegree, PolicyKHop:
+		return p, nil
+	}
+	return "", fmt.Errorf("unknown cache policy %q: want gcsm, degree or khop", s)
+}
+
+// GCSM appends the keys of est in the order of their estimated reads, most
+// first: sampler.Estimate.Hottest.
+func GCSM(dst []uint32, est *sampler.Estimate) []uint32 { return est.Hottest(dst) }
+
+// Degree appends the keys of the longest lists (entries in use, tombstones
+// and appended part included: what they cost in the block), longest first
+// and ties by key, as many as Pack fits in budget bytes: packing the result
+// packs all of it. The paper's Naive baseline. It sorts every non-empty
+// list, O(L log L) for L lists, in a scratch array it allocates.
+func Degree(dst []uint32, g *dyngraph.Graph, budget int64) []uint32 {
+	nk := sampler.NumKeys(g)
+	// (^len)<<32 | key sorts longest first, then by key.
+	order := make([]uint64, 0, nk)
+	for k := range nk {
+		if n := listLen(g, uint32(k)); n > 0 {
+			order = append(order, uint64(^uint32(n))<<32|uint64(k))
+		}
+	}
+	slices.Sort(order)
+	sz := newSizer(budget, g.MultiLabel())
+	for _, o := range order {
+		if sz.full() {
+			break
+		}
+		if sz.take(int(^uint32(o >> 32))) {
+			dst = append(dst, uint32(o))
+		}
+	}
+	return dst
+}
+
+// ErrOverBudget is wrapped by KHop's error when the neighbourhood does not
+// fit.
+var ErrOverBudget = errors.New("cache: over budget")
+
+// KHopError says how much a k-hop neighbourhood needs.
+type KHopError struct {
+	Hops   int
+	Lists  int
+	Bytes  int64 // the block they need
+	Budget int64
+}
+
+func (e *KHopError) Error() string {
+	return fmt.Sprintf("cache: the %d-hop neighbourhood of the batch needs %d bytes (%d lists), over the budget of %d bytes",
+		e.Hops, e.Bytes, e.Lists, e.Budget)
+}
+
+// Unwrap makes errors.Is(err, ErrOverBudget) hold.
+func (e *KHopError) Unwrap() error { return ErrOverBudget }
+
+// KHop appends the keys of every non-empty list of the vertices within k
+// hops of the endpoints of the batch's changed edges (the endpoints are 0
+// hops away), in ascending order: VSGM's baseline, which caches the whole
+// neighbourhood a match of diameter k can reach. A hop follows any entry of
+// any list of a vertex, deleted and inserted ones included (the matching
+// reads the old and the new graph), and both directions on directed graphs.
+// When the lists need more than budget bytes it returns them all the same,
+// with a *KHopError that says how many bytes they need.
+//
+// It is a breadth-first search over the neighbourhood, with a visited
+// bitset of |V| bits that it allocates.
+func KHop(dst []uint32, g *dyngraph.Graph, delta []graph.Change, k int, budget int64) ([]uint32, error) {
+	if k < 0 {
+		return dst, fmt.Errorf("cache: negative hop count %d", k)
+	}
+	nv := g.NumVertices()
+	seen := make([]uint64, (nv+63)/64)
+	var frontier, next []graph.VertexID
+	visit := func(v graph.VertexID) {
+		if seen[v/64]&(1<<(v%64)) == 0 {
+			seen[v/64] |= 1 << (v % 64)
+			next = append(next, v)
+		}
+	}
+	for _, c := range delta {
+		visit(c.Src)
+		visit(c.Dst)
+	}
+	vertices := slices.Clone(next)
+	for range k {
+		frontier, next = next, frontier[:0]
+		for _, v := range frontier {
+			for in := range 1 + b2i(g.Directed()) {
+				a := g.Out(v)
+				if in == 1 {
+					a = g.In(v)
+				}
+				for _, e := range a.Sorted {
+					visit(e & dyngraph.IDMask)
+				}
+				for _, e := range a.Appended {
+					visit(e)
+				}
+			}
+		}
+		vertices = append(vertices, next...)
+	}
+	slices.Sort(vertices)
+	sz := newSizer(0, g.MultiLabel())
+	start := len(dst)
+	for _, v := range vertices {
+		for in := range 1 + b2i(g.Directed()) {
+			key := sampler.ListKey(v, in == 1, g.Directed())
+			if n := listLen(g, key); n > 0 {
+				sz.used += sz.cost(n)
+				dst = append(dst, key)
+			}
+		}
+	}
+	if need := 4 * sz.used; need > budget {
+		return dst, &KHopError{Hops: k, Lists: len(dst) - start, Bytes: need, Budget: budget}
+	}
+	return dst, nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Diameter is the largest diameter of the queries' patterns (edges taken as
+// undirected): the k for KHop, since every vertex of a match lies within
+// that many hops of its update edge.
+func Diameter(queries []*query.Query) int {
+	d := 0
+	for _, q := range queries {
+		n := q.N()
+		adj := make([][]int, n)
+		for _, e := range q.Edges {
+			adj[e.A] = append(adj[e.A], e.B)
+			adj[e.B] = append(adj[e.B], e.A)
+		}
+		for s := range n {
+			dist := make([]int, n)
+			for i := range dist {
+				dist[i] = -1
+			}
+			dist[s] = 0
+			queue := []int{s}
+			for len(queue) > 0 {
+				u := queue[0]
+				queue = queue[1:]
+				for _, w := range adj[u] {
+					if dist[w] < 0 {
+						dist[w] = dist[u] + 1
+						d = max(d, dist[w])
+						queue = append(queue, w)
+					}
+				}
+			}
+		}
+	}
+	return d
+}
