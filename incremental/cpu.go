@@ -251,7 +251,7 @@ func (w *walker) orient(e query.QEdge, ch *graph.Change, x, y graph.VertexID) {
 		return
 	}
 	if (w.multi && e.Label == graph.Wildcard) || (w.q.Directed && !e.Directed) {
-		if !w.flipsHere(e, ch, x, y) {
+		if !w.g.StandsForFlip(ch, x, y, e.Label, w.q.Directed && !e.Directed) {
 			return
 		}
 	}
@@ -271,65 +271,4 @@ func (w *walker) orient(e query.QEdge, ch *graph.Change, x, y graph.VertexID) {
 	for _, v := range buf {
 		*w.collect = append(*w.collect, seed{qi: int32(w.qi), term: int32(w.plan.Edge), ch: w.ch, m: [3]graph.VertexID{x, y, v}})
 	}
-}
-
-// flipsHere decides, for a term edge whose truth between x and y can rest on
-// several data edges (a wildcard label on a multi-label graph, or an
-// undirected query edge on a directed graph), whether this change is the one
-// that the term counts. The query edge must hold after the batch and not
-// before (insertion) or before and not after (deletion), and of the changed
-// entries that make it flip only the first, in the order out-list then
-// in-list and by label, stands for the flip; otherwise parallel changes would
-// find the same match several times.
-func (w *walker) flipsHere(e query.QEdge, ch *graph.Change, x, y graph.VertexID) bool {
-	lists := [2]dyngraph.Adj{w.g.Out(x)}
-	n := 1
-	if w.q.Directed && !e.Directed {
-		lists[1], n = w.g.In(x), 2
-	}
-	var inOld, inNew bool
-	for k := 0; k < n; k++ {
-		o, nw := probe(w.ord, &lists[k], y, e.Label)
-		inOld, inNew = inOld || o, inNew || nw
-	}
-	if (ch.Sign > 0 && inOld) || (ch.Sign < 0 && inNew) {
-		return false
-	}
-	// This change's entry: in x's out-list when x is its source (always on
-	// undirected graphs), else in x's in-list.
-	mine := 0
-	if w.q.Directed && ch.Src != x {
-		mine = 1
-	}
-	for k := 0; k < n; k++ {
-		a := &lists[k]
-		if ch.Sign > 0 {
-			i, _ := w.ord.Search(a.Appended, y)
-			for ; i < len(a.Appended) && a.Appended[i] == y; i++ {
-				l := labelAt(a.AppendedLabels, i, ch.Label)
-				if e.Label == graph.Wildcard || l == e.Label {
-					return k == mine && l == ch.Label
-				}
-			}
-		} else {
-			i, _ := w.ord.Search(a.Sorted, y)
-			for ; i < len(a.Sorted) && a.Sorted[i]&dyngraph.IDMask == y; i++ {
-				if a.Sorted[i]&dyngraph.Tombstone == 0 {
-					continue
-				}
-				l := labelAt(a.SortedLabels, i, ch.Label)
-				if e.Label == graph.Wildcard || l == e.Label {
-					return k == mine && l == ch.Label
-				}
-			}
-		}
-	}
-	panic("BUG: incremental: a changed edge is missing from its list")
-}
-
-func labelAt(lbls []graph.Label, i int, single graph.Label) graph.Label {
-	if lbls == nil {
-		return single
-	}
-	return lbls[i]
 }

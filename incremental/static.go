@@ -231,7 +231,7 @@ func refine(g *dyngraph.Graph, q *query.Query, c *Candidates) {
 func anyIn(lists []dyngraph.Adj, label, single graph.Label, set []uint64) bool {
 	for _, a := range lists {
 		for i, x := range a.Sorted {
-			l := labelAt(a.SortedLabels, i, single)
+			l := dyngraph.LabelAt(a.SortedLabels, i, single)
 			if label != graph.Wildcard && l != label {
 				continue
 			}

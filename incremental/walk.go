@@ -27,7 +27,7 @@ type walker struct {
 	q     *query.Query
 	plan  *query.Plan
 	sign  graph.Sign
-	views [query.MaxVertices][query.MaxVertices]View // per level, per constraint
+	views [query.MaxVertices][query.MaxVertices]query.View // per level, per constraint
 	// allowed, when not nil, holds the static matcher's candidate bitsets
 	// per query vertex.
 	allowed [][]uint64
@@ -64,9 +64,9 @@ func (w *walker) setUnit(qi int, q *query.Query, p *query.Plan, sign graph.Sign)
 		for c, con := range p.Levels[d].Cons {
 			w.adjOf[d][c] = 0
 			if p.Edge < 0 {
-				w.views[d][c] = viewNew
+				w.views[d][c] = query.ViewNew
 			} else {
-				w.views[d][c] = TermView(con.Edge, p.Edge, sign)
+				w.views[d][c] = query.TermView(con.Edge, p.Edge, sign)
 			}
 		}
 	}
@@ -107,10 +107,10 @@ func (w *walker) check(d, i int, v uint32) bool {
 	c := &w.plan.Levels[d].Cons[i]
 	var inOld, inNew bool
 	for k := 0; k < w.nadj[d][i]; k++ {
-		o, n := probe(w.ord, &w.adj[d][i][k], v, c.Label)
+		o, n := w.ord.Probe(&w.adj[d][i][k], v, c.Label)
 		inOld, inNew = inOld || o, inNew || n
 	}
-	return holds(w.views[d][i], inOld, inNew)
+	return w.views[d][i].Holds(inOld, inNew)
 }
 
 // admissible applies the vertex checks of level d (label, injectivity,
@@ -194,7 +194,7 @@ func (w *walker) countLast(d int) int64 {
 			if lv.Label != graph.Wildcard && w.vl[v] != lv.Label {
 				continue
 			}
-			if o, nw := probe(w.ord, a, v, graph.Wildcard); holds(vw, o, nw) {
+			if o, nw := w.ord.Probe(a, v, graph.Wildcard); vw.Holds(o, nw) {
 				n--
 			}
 		}
@@ -207,20 +207,20 @@ func (w *walker) countLast(d int) int64 {
 
 // viewCount is the number of entries of a in view vw whose vertex has label
 // l (any label for graph.Wildcard), on a single-edge-label graph.
-func (w *walker) viewCount(a *dyngraph.Adj, vw View, l graph.Label) int {
+func (w *walker) viewCount(a *dyngraph.Adj, vw query.View, l graph.Label) int {
 	if l == graph.Wildcard {
 		return viewSize(a, vw)
 	}
 	lo, hi := w.ord.Range(a.Sorted, l)
 	n := hi - lo
-	if vw != viewOld && a.Tombstones > 0 {
+	if vw != query.ViewOld && a.Tombstones > 0 {
 		for _, e := range a.Sorted[lo:hi] {
 			if e&dyngraph.Tombstone != 0 {
 				n--
 			}
 		}
 	}
-	if vw == viewNew {
+	if vw == query.ViewNew {
 		lo, hi := w.ord.Range(a.Appended, l)
 		n += hi - lo
 	}
@@ -270,8 +270,8 @@ func (w *walker) driveSimple(d, drv int, dst []graph.VertexID) []graph.VertexID 
 	c := &lv.Cons[drv]
 	a := &w.adj[d][drv][0]
 	vw := w.views[d][drv]
-	dst = w.driveRange(d, drv, a.Sorted, a.SortedLabels, c.Label, vw == viewOld, dst)
-	if vw == viewNew {
+	dst = w.driveRange(d, drv, a.Sorted, a.SortedLabels, c.Label, vw == query.ViewOld, dst)
+	if vw == query.ViewNew {
 		dst = w.driveRange(d, drv, a.Appended, a.AppendedLabels, c.Label, false, dst)
 	}
 	return dst
@@ -308,7 +308,7 @@ func (w *walker) driveGeneral(d, drv int, dst []graph.VertexID) []graph.VertexID
 		for _, e := range a.Sorted {
 			dst = append(dst, e&dyngraph.IDMask)
 		}
-		if w.views[d][drv] == viewNew {
+		if w.views[d][drv] == query.ViewNew {
 			dst = append(dst, a.Appended...)
 		}
 	}

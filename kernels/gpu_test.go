@@ -74,7 +74,7 @@ func TestEncode(t *testing.T) {
 			}
 			for k, c := range plan.Levels[lv].Cons {
 				cw := w[int(rec[2])+k*cWords:]
-				if cw[0] != uint32(c.From) || cw[2] != uint32(c.Dir) || cw[3] != uint32(incremental.TermView(c.Edge, ti, graph.Positive)) || cw[4] != uint32(incremental.TermView(c.Edge, ti, graph.Negative)) {
+				if cw[0] != uint32(c.From) || cw[2] != uint32(c.Dir) || cw[3] != uint32(query.TermView(c.Edge, ti, graph.Positive)) || cw[4] != uint32(query.TermView(c.Edge, ti, graph.Negative)) {
 					t.Fatalf("term %d level %d cons %d: %v", ti, lv, k, cw[:cWords])
 				}
 			}

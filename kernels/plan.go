@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/gcsm/gcsm/graph"
-	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/query"
 )
 
@@ -82,7 +81,7 @@ func appendTerm(w []uint32, qi int, q *query.Query, ti int, multi bool) []uint32
 		rec[2] = uint32(len(w) - base)
 		for _, c := range lv.Cons {
 			w = append(w, uint32(c.From), c.Label, uint32(c.Dir),
-				uint32(incremental.TermView(c.Edge, ti, graph.Positive)), uint32(incremental.TermView(c.Edge, ti, graph.Negative)))
+				uint32(query.TermView(c.Edge, ti, graph.Positive)), uint32(query.TermView(c.Edge, ti, graph.Negative)))
 		}
 		rec = w[levelAt+d*lWords : levelAt+(d+1)*lWords] // w may have moved
 		rec[3] = uint32(len(lv.Above))

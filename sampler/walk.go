@@ -36,71 +36,6 @@ import (
 // iff the slot is a candidate's; so it reaches each child with probability
 // exactly 1/D, as in the paper, without computing the whole candidate set.
 
-// view is a state of the graph that a constraint is checked in (DESIGN.md
-// §3); the same rule as incremental.TermView, which this package may not
-// import.
-type view uint8
-
-const (
-	viewOld view = iota
-	viewNew
-	viewStable
-)
-
-// termView is the view in which query edge j is checked by the term of
-// update edge i for an update of the given sign.
-func termView(j, i int, sign graph.Sign) view {
-	if sign > 0 {
-		if j < i {
-			return viewStable
-		}
-		return viewNew
-	}
-	if j < i {
-		return viewOld
-	}
-	return viewStable
-}
-
-// probe reports whether list a holds neighbour w with an edge label the
-// filter accepts, before the batch and after it: incremental's probe.
-func probe(o dyngraph.Order, a *dyngraph.Adj, w uint32, label graph.Label) (inOld, inNew bool) {
-	s := a.Sorted
-	if len(s) > 0 {
-		i, _ := o.Search(s, w)
-		for ; i < len(s) && s[i]&dyngraph.IDMask == w; i++ {
-			if a.SortedLabels != nil && label != graph.Wildcard && a.SortedLabels[i] != label {
-				continue
-			}
-			inOld = true
-			if s[i]&dyngraph.Tombstone == 0 {
-				inNew = true
-			}
-		}
-	}
-	if !inNew && len(a.Appended) > 0 {
-		ap := a.Appended
-		j, _ := o.Search(ap, w)
-		for ; j < len(ap) && ap[j] == w; j++ {
-			if a.AppendedLabels == nil || label == graph.Wildcard || a.AppendedLabels[j] == label {
-				inNew = true
-				break
-			}
-		}
-	}
-	return inOld, inNew
-}
-
-func holds(v view, inOld, inNew bool) bool {
-	switch v {
-	case viewOld:
-		return inOld
-	case viewNew:
-		return inNew
-	}
-	return inOld && inNew
-}
-
 // u128 is an unsigned 128-bit accumulator. A walk step at depth d adds
 // B·D^(d-1) to each list it reads; integers make the sum independent of the
 // order in which workers add, and 128 bits hold D^(n-2)·M for any realistic
@@ -169,7 +104,7 @@ type slotSet struct {
 	// and the candidate's only slot.
 	simple bool
 	label  graph.Label
-	vw     view
+	vw     query.View
 }
 
 func (s *slotSet) add(part []uint32, lbl []graph.Label) {
@@ -191,7 +126,7 @@ type walker struct {
 	q     *query.Query
 	plan  *query.Plan
 	sign  graph.Sign
-	views [query.MaxVertices][query.MaxVertices]view
+	views [query.MaxVertices][query.MaxVertices]query.View
 
 	m     [query.MaxVertices]graph.VertexID
 	adj   [query.MaxVertices][query.MaxVertices][2]dyngraph.Adj
@@ -257,7 +192,7 @@ func (w *walker) setUnit(q *query.Query, p *query.Plan, sign graph.Sign) {
 	w.q, w.plan, w.sign = q, p, sign
 	for d := range p.Levels {
 		for i, con := range p.Levels[d].Cons {
-			w.views[d][i] = termView(con.Edge, p.Edge, sign)
+			w.views[d][i] = query.TermView(con.Edge, p.Edge, sign)
 			w.adjOf[d][i] = 0
 		}
 	}
@@ -287,7 +222,7 @@ func (w *walker) root(e query.QEdge, ch *graph.Change, x, y graph.VertexID) {
 		if w.q.Directed && !e.Directed {
 			w.addKey(w.key(x, true))
 		}
-		if !w.flipsHere(e, ch, x, y) {
+		if !w.c.g.StandsForFlip(ch, x, y, e.Label, w.q.Directed && !e.Directed) {
 			w.visit(1, b)
 			w.flush(1, b)
 			return
@@ -410,10 +345,10 @@ func (w *walker) check(lv, i int, v uint32) bool {
 	con := &w.plan.Levels[lv].Cons[i]
 	var inOld, inNew bool
 	for k := 0; k < int(w.nadj[lv][i]); k++ {
-		o, n := probe(w.c.ord, &w.adj[lv][i][k], v, con.Label)
+		o, n := w.c.ord.Probe(&w.adj[lv][i][k], v, con.Label)
 		inOld, inNew = inOld || o, inNew || n
 	}
-	return holds(w.views[lv][i], inOld, inNew)
+	return w.views[lv][i].Holds(inOld, inNew)
 }
 
 // admissible applies level lv's vertex checks: label, injectivity and
@@ -452,7 +387,7 @@ func (w *walker) slots(lv int) int {
 		for k := 0; k < int(w.nadj[lv][i]); k++ {
 			a := &w.adj[lv][i][k]
 			s.add(w.labelRange(a.Sorted, a.SortedLabels, l.Label))
-			if s.vw == viewNew {
+			if s.vw == query.ViewNew {
 				// Appended entries exist only in the new view.
 				s.add(w.labelRange(a.Appended, a.AppendedLabels, l.Label))
 			}
@@ -494,7 +429,7 @@ func (w *walker) slot(lv, j int) (v uint32, ok, proven bool) {
 	e := part[j]
 	v = e & dyngraph.IDMask
 	if s.simple {
-		if e&dyngraph.Tombstone != 0 && s.vw != viewOld {
+		if e&dyngraph.Tombstone != 0 && s.vw != query.ViewOld {
 			return v, false, false
 		}
 		if lbl := s.lbl[p]; lbl != nil && s.label != graph.Wildcard && lbl[j] != s.label {
@@ -623,58 +558,4 @@ func (w *walker) countLeaves(lv int) {
 			w.nleafs++
 		}
 	}
-}
-
-// flipsHere is incremental's check that this change is the one data edge
-// that stands for the flip of a query edge several data edges can satisfy.
-func (w *walker) flipsHere(e query.QEdge, ch *graph.Change, x, y graph.VertexID) bool {
-	g, ord := w.c.g, w.c.ord
-	lists := [2]dyngraph.Adj{g.Out(x)}
-	n := 1
-	if w.q.Directed && !e.Directed {
-		lists[1], n = g.In(x), 2
-	}
-	var inOld, inNew bool
-	for k := 0; k < n; k++ {
-		o, nw := probe(ord, &lists[k], y, e.Label)
-		inOld, inNew = inOld || o, inNew || nw
-	}
-	if (ch.Sign > 0 && inOld) || (ch.Sign < 0 && inNew) {
-		return false
-	}
-	mine := 0
-	if w.q.Directed && ch.Src != x {
-		mine = 1
-	}
-	for k := 0; k < n; k++ {
-		a := &lists[k]
-		if ch.Sign > 0 {
-			i, _ := ord.Search(a.Appended, y)
-			for ; i < len(a.Appended) && a.Appended[i] == y; i++ {
-				l := labelAt(a.AppendedLabels, i, ch.Label)
-				if e.Label == graph.Wildcard || l == e.Label {
-					return k == mine && l == ch.Label
-				}
-			}
-		} else {
-			i, _ := ord.Search(a.Sorted, y)
-			for ; i < len(a.Sorted) && a.Sorted[i]&dyngraph.IDMask == y; i++ {
-				if a.Sorted[i]&dyngraph.Tombstone == 0 {
-					continue
-				}
-				l := labelAt(a.SortedLabels, i, ch.Label)
-				if e.Label == graph.Wildcard || l == e.Label {
-					return k == mine && l == ch.Label
-				}
-			}
-		}
-	}
-	panic("BUG: sampler: a changed edge is missing from its list")
-}
-
-func labelAt(lbls []graph.Label, i int, single graph.Label) graph.Label {
-	if lbls == nil {
-		return single
-	}
-	return lbls[i]
 }
