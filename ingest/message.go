@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/internal/jsonstr"
 )
 
 // The reasons for which a Decoder refuses a value, as DecodeError.Reason.
@@ -162,9 +163,9 @@ func AppendEvent(dst []byte, rec Record) []byte {
 	switch rec.Op {
 	case graph.AddVertex:
 		dst = append(dst, `"vertex","id":`...)
-		dst = appendJSONString(dst, rec.Src)
+		dst = jsonstr.Append(dst, rec.Src)
 		dst = append(dst, `,"label":`...)
-		dst = appendJSONString(dst, rec.SrcLabel)
+		dst = jsonstr.Append(dst, rec.SrcLabel)
 		return appendTS(dst, rec.Time)
 	case graph.Insert:
 		dst = append(dst, `"+"`...)
@@ -172,18 +173,18 @@ func AppendEvent(dst []byte, rec Record) []byte {
 		dst = append(dst, `"-"`...)
 	default:
 		// Not an event: written so that it reads back as ReasonUnknownOp.
-		dst = appendJSONString(dst, rec.Op.String())
+		dst = jsonstr.Append(dst, rec.Op.String())
 	}
 	dst = append(dst, `,"src":`...)
-	dst = appendJSONString(dst, rec.Src)
+	dst = jsonstr.Append(dst, rec.Src)
 	dst = append(dst, `,"dst":`...)
-	dst = appendJSONString(dst, rec.Dst)
+	dst = jsonstr.Append(dst, rec.Dst)
 	for _, f := range [...]struct{ key, val string }{
 		{`,"label":`, rec.Label}, {`,"src_label":`, rec.SrcLabel}, {`,"dst_label":`, rec.DstLabel},
 	} {
 		if f.val != "" {
 			dst = append(dst, f.key...)
-			dst = appendJSONString(dst, f.val)
+			dst = jsonstr.Append(dst, f.val)
 		}
 	}
 	return appendTS(dst, rec.Time)
@@ -196,58 +197,4 @@ func appendTS(dst []byte, ms int64) []byte {
 		dst = strconv.AppendInt(dst, ms, 10)
 	}
 	return append(dst, '}')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string literal, escaped as
-// encoding/json escapes it but for HTML's characters: those matter in a web
-// page, not in a Kafka message.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			// Valid JSON, but not valid JavaScript before ES2019: escaped,
-			// as encoding/json does, for consumers that eval.
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\u202`...)
-			dst = append(dst, hexDigits[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/gcsm/gcsm/internal/jsonstr"
 )
 
 // Encoding values of DeadLetter.
@@ -36,18 +38,18 @@ func NewDeadLetter(reason, topic string, partition int, offset int64, value []by
 // appendDeadLetter appends d as the JSON object of its struct tags, as encoding/json would write it.
 func appendDeadLetter(dst []byte, d *DeadLetter) []byte {
 	dst = append(dst, `{"error":`...)
-	dst = appendString(dst, d.Error)
+	dst = jsonstr.Append(dst, d.Error)
 	dst = append(dst, `,"topic":`...)
-	dst = appendString(dst, d.Topic)
+	dst = jsonstr.Append(dst, d.Topic)
 	dst = append(dst, `,"partition":`...)
 	dst = strconv.AppendInt(dst, int64(d.Partition), 10)
 	dst = append(dst, `,"offset":`...)
 	dst = strconv.AppendInt(dst, d.Offset, 10)
 	dst = append(dst, `,"value":`...)
-	dst = appendString(dst, d.Value)
+	dst = jsonstr.Append(dst, d.Value)
 	if d.Encoding != "" {
 		dst = append(dst, `,"value_encoding":`...)
-		dst = appendString(dst, d.Encoding)
+		dst = jsonstr.Append(dst, d.Encoding)
 	}
 	return append(dst, '}')
 }

@@ -2,7 +2,8 @@ package output
 
 import (
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/gcsm/gcsm/internal/jsonstr"
 )
 
 // The values of Event.Change.
@@ -51,17 +52,17 @@ func (e Event) MarshalJSON() ([]byte, error) {
 // for the same bytes.
 func AppendJSON(dst []byte, e *Event) []byte {
 	dst = append(dst, `{"query":`...)
-	dst = appendString(dst, e.Query)
+	dst = jsonstr.Append(dst, e.Query)
 	dst = append(dst, `,"change":`...)
-	dst = appendString(dst, e.Change)
+	dst = jsonstr.Append(dst, e.Change)
 	dst = append(dst, `,"match":{`...)
 	for i := range e.Match {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, e.Match[i].Var)
+		dst = jsonstr.Append(dst, e.Match[i].Var)
 		dst = append(dst, ':')
-		dst = appendString(dst, e.Match[i].ID)
+		dst = jsonstr.Append(dst, e.Match[i].ID)
 	}
 	dst = append(dst, `},"edges":[`...)
 	for i := range e.Edges {
@@ -70,22 +71,22 @@ func AppendJSON(dst []byte, e *Event) []byte {
 		}
 		edge := &e.Edges[i]
 		dst = append(dst, '[')
-		dst = appendString(dst, edge[0])
+		dst = jsonstr.Append(dst, edge[0])
 		dst = append(dst, ',')
-		dst = appendString(dst, edge[1])
+		dst = jsonstr.Append(dst, edge[1])
 		dst = append(dst, ',')
-		dst = appendString(dst, edge[2])
+		dst = jsonstr.Append(dst, edge[2])
 		dst = append(dst, ']')
 	}
 	dst = append(dst, `],"batch":`...)
 	dst = strconv.AppendUint(dst, e.Batch, 10)
 	if e.EventTime != "" {
 		dst = append(dst, `,"event_time":`...)
-		dst = appendString(dst, e.EventTime)
+		dst = jsonstr.Append(dst, e.EventTime)
 	}
 	if s := e.Source; s != nil {
 		dst = append(dst, `,"source":{"topic":`...)
-		dst = appendString(dst, s.Topic)
+		dst = jsonstr.Append(dst, s.Topic)
 		dst = append(dst, `,"partition":`...)
 		dst = strconv.AppendInt(dst, int64(s.Partition), 10)
 		dst = append(dst, `,"from_offset":`...)
@@ -98,72 +99,6 @@ func AppendJSON(dst []byte, e *Event) []byte {
 		dst = append(dst, `,"initial":true`...)
 	}
 	dst = append(dst, `,"key":`...)
-	dst = appendString(dst, e.Key)
+	dst = jsonstr.Append(dst, e.Key)
 	return append(dst, '}')
-}
-
-// plain reports the ASCII bytes that go into a JSON string as they are.
-var plain = func() (t [utf8.RuneSelf]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a quoted JSON string. It writes the same bytes as encoding/json with
-// SetEscapeHTML(false): short escapes for \b \f \n \r \t " and \, \u00XX for other control characters,
-// \u2028 and \u2029 (which break JavaScript that evals JSON), and \ufffd for each byte of invalid UTF-8.
-// Ids and labels are nearly always plain ASCII, so the loop copies runs of plain bytes in one append.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if plain[c] {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+
+	"github.com/gcsm/gcsm/internal/jsonstr"
 )
 
 // wireEvent is the JSON object of DESIGN.md §9, decoded by encoding/json to check AppendJSON.
@@ -211,8 +213,8 @@ func checkStringBytes(t *testing.T, s string) {
 	if err := enc.Encode(s); err != nil {
 		t.Fatal(err)
 	}
-	if got := appendString(nil, s); string(got) != string(bytes.TrimSuffix(want.Bytes(), []byte("\n"))) {
-		t.Fatalf("appendString(%q) = %s, encoding/json writes %s", s, got, want.Bytes())
+	if got := jsonstr.Append(nil, s); string(got) != string(bytes.TrimSuffix(want.Bytes(), []byte("\n"))) {
+		t.Fatalf("jsonstr.Append(%q) = %s, encoding/json writes %s", s, got, want.Bytes())
 	}
 }
 
