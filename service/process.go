@@ -14,6 +14,7 @@ import (
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/kernels"
 	"github.com/gcsm/gcsm/output"
 	"github.com/gcsm/gcsm/query"
 )
@@ -322,8 +323,33 @@ func (s *Service) match(b *batchState, delta []graph.Change) error {
 	if _, err := s.matcher.Match(s.g, delta, s.compiled(), incremental.Enumerate, c.sink); err != nil {
 		return err
 	}
+	s.countZeroCopy()
 	s.events(b, c, false)
 	return nil
+}
+
+// gpuReads is the GPU executor's count of neighbour-list bytes its kernel
+// read, and where it read them.
+type gpuReads interface {
+	ListBytes() uint64
+	Placement() kernels.Placement
+}
+
+// countZeroCopy adds what the GPU read from host memory in the last batch
+// to zero_copy_bytes_total. The GPU counts the words its kernel asked for,
+// so in the zero-copy placement this bounds the PCIe traffic from above
+// (the GPU's caches serve repeats); in the device placement the lists come
+// from GPU memory and nothing is added.
+func (s *Service) countZeroCopy() {
+	r, ok := s.matcher.(gpuReads)
+	if !ok {
+		return
+	}
+	n := r.ListBytes()
+	if r.Placement() == kernels.ZeroCopy {
+		s.met.zeroCopy.Add(float64(n - s.listBytes))
+	}
+	s.listBytes = n
 }
 
 // events turns collected matches into output events, in a deterministic
