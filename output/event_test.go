@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
-
-	"github.com/gcsm/gcsm/internal/jsonstr"
 )
 
 // wireEvent is the JSON object of DESIGN.md §9, decoded by encoding/json to check AppendJSON.
