@@ -1,4 +1,4 @@
-// Package ingest turns outside input into validated records and batches.
+// Package ingest turns outside input into validated records.
 // The input is files (CSM graph and stream files, SNAP edge lists and their
 // CSV variant, JSON lines) or the messages of a Kafka topic, each one event
 // in JSON or as a CSM line.
@@ -21,4 +21,9 @@
 // Event-time windows are an Expiry: it tracks the last time of every live
 // edge and the watermark, and returns the deletions of the edges that have
 // fallen out of the window, for the engine to apply in its next batch.
+//
+// A Consumer reads the input topic as a member of a Kafka consumer group in
+// which one member is active and the others stand by (the graph is one
+// state, so partitions are never split); the caller says where each
+// partition's reading starts, from its checkpoint.
 package ingest
