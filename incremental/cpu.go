@@ -17,7 +17,15 @@ type CPU struct {
 	Workers int
 
 	pool []*walker // reused across batches; one per worker
+	stop func(q int) bool
 }
+
+// SetStop installs stop, which Match's workers call now and then (from
+// several goroutines at once) with a query's index; once it returns true for
+// a query, Match stops looking for that query's matches for the rest of the
+// call, so its counts and enumerated matches are then partial. The service
+// uses it to enforce per-query limits. nil removes it; Static ignores it.
+func (c *CPU) SetStop(stop func(q int) bool) { c.stop = stop }
 
 var _ Matcher = (*CPU)(nil)
 
@@ -36,7 +44,7 @@ func (c *CPU) walkers(g *dyngraph.Graph, mode Mode, sink Sink) []*walker {
 	ws := c.pool[:n]
 	for _, w := range ws {
 		w.g, w.vl, w.multi, w.ord = g, g.VertexLabels(), g.MultiLabel(), g.Order()
-		w.mode, w.sink, w.allowed = mode, sink, nil
+		w.mode, w.sink, w.allowed, w.stop, w.stopped = mode, sink, nil, nil, false
 	}
 	return ws
 }
@@ -71,6 +79,9 @@ func (c *CPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 		return res, nil
 	}
 	ws := c.walkers(g, mode, sink)
+	for _, w := range ws {
+		w.stop = c.stop
+	}
 	if len(ws) > 1 && total < int64(len(ws))*splitBelow {
 		return scale(c.matchSplit(ws, blocks, delta, queries, res), queries, mode), nil
 	}

@@ -21,6 +21,11 @@ type walker struct {
 
 	mode Mode
 	sink Sink
+	// stop, when set, is asked every stopEvery steps whether the unit's
+	// query is to be abandoned (CPU.SetStop); stopped ends the unit's walk.
+	stop    func(q int) bool
+	stopped bool
+	steps   uint32
 
 	// The unit being walked.
 	qi    int
@@ -59,6 +64,7 @@ type walker struct {
 // sign; term is the plan's update edge or -1 for a static plan.
 func (w *walker) setUnit(qi int, q *query.Query, p *query.Plan, sign graph.Sign) {
 	w.qi, w.q, w.plan, w.sign = qi, q, p, sign
+	w.stopped = w.stop != nil && w.stop(qi)
 	for d := range p.Levels {
 		w.lastNSet[d] = false
 		for c, con := range p.Levels[d].Cons {
@@ -146,6 +152,14 @@ func (w *walker) admissible(d int, v uint32) bool {
 
 // extend places levels d.. of the plan given levels 0..d-1.
 func (w *walker) extend(d int) {
+	if w.stop != nil {
+		if w.steps++; w.steps%stopEvery == 0 && w.stop(w.qi) {
+			w.stopped = true
+		}
+		if w.stopped {
+			return
+		}
+	}
 	n := len(w.plan.Levels)
 	if d == n {
 		w.emit()
@@ -159,10 +173,18 @@ func (w *walker) extend(d int) {
 	buf := w.candidates(d, w.cand[d][:0])
 	w.cand[d] = buf
 	for _, v := range buf {
+		if w.stopped {
+			return
+		}
 		w.m[d] = v
 		w.extend(d + 1)
 	}
 }
+
+// stopEvery is how many steps a walker takes between two calls of its stop
+// function: a few microseconds of walking, so a stop takes effect at once
+// while the call stays off the profile.
+const stopEvery = 1024
 
 func (w *walker) emit() {
 	w.count++

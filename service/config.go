@@ -98,13 +98,15 @@ type QueryConfig struct {
 	// its deltas.
 	Initial bool `yaml:"initial" json:"initial"`
 	// MaxMatchesPerBatch caps the events one batch emits for the query; 0
-	// means no cap. Matches beyond it are counted, not emitted (nor kept in
-	// memory), and the cap is reported. Which of a batch's matches are
-	// emitted when a cap is hit is unspecified.
+	// means no cap. Past the cap the CPU engine abandons the query for the
+	// rest of the batch (the GPU's matches are counted, not kept), and the
+	// cap is reported. Which of a batch's matches are emitted when a cap is
+	// hit is unspecified, and the metrics then count only those found.
 	MaxMatchesPerBatch int64 `yaml:"max_matches_per_batch" json:"max_matches_per_batch,omitempty"`
 	// MaxTime caps the time from the start of a batch's matching after
-	// which the query's matches are no longer kept or emitted. The engine
-	// still finishes the batch: it cannot be interrupted.
+	// which the query's matches are no longer kept or emitted. The CPU
+	// engine then abandons the query for the rest of the batch; the GPU
+	// finishes its launches.
 	MaxTime time.Duration `yaml:"max_time" json:"max_time,omitempty"`
 }
 

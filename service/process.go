@@ -305,6 +305,24 @@ func (c *collector) sink(worker, q int, sign graph.Sign, m []graph.VertexID) {
 	w.verts = append(w.verts, m...)
 }
 
+// stoppable is an executor that can abandon a query mid-batch (the CPU
+// executor; the GPU's kernels run each launch to its end).
+type stoppable interface{ SetStop(stop func(q int) bool) }
+
+// stop tells the executor whether query q has hit a limit; it is called
+// from the executor's workers.
+func (c *collector) stop(q int) bool {
+	l := &c.limits[q]
+	if l.hit.Load() != 0 {
+		return true
+	}
+	if l.maxTime > 0 && time.Since(c.start) > l.maxTime {
+		l.hit.CompareAndSwap(0, 2)
+		return true
+	}
+	return false
+}
+
 // all lists the worker buffers, the overflow last.
 func (c *collector) all() []*workerBuf {
 	out := make([]*workerBuf, 0, len(c.workers)+1)
@@ -320,6 +338,12 @@ func (s *Service) match(b *batchState, delta []graph.Change) error {
 		return nil
 	}
 	c := newCollector(s.queries)
+	if st, ok := s.matcher.(stoppable); ok {
+		// The engine abandons a query once a limit is hit, instead of
+		// finishing matches that would only be counted.
+		st.SetStop(c.stop)
+		defer st.SetStop(nil)
+	}
 	if _, err := s.matcher.Match(s.g, delta, s.compiled(), incremental.Enumerate, c.sink); err != nil {
 		return err
 	}

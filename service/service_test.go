@@ -576,6 +576,7 @@ func TestQueryLimits(t *testing.T) {
 	produce(t, addrs, "edges", vals)
 	cfg := testConfig(t, addrs)
 	cfg.Queries[1].MaxMatchesPerBatch = 5 // split: hundreds of matches per batch
+	cfg.Queries[0].MaxTime = time.Nanosecond // ring3: over its time before it starts
 	out := consume(t, addrs, "matches", true)
 	r := start(t, cfg)
 	srv := httptest.NewServer(r.s.Handler())
@@ -611,5 +612,9 @@ func TestQueryLimits(t *testing.T) {
 	}
 	if total := split.Appeared + split.Disappeared; total <= int64(emitted) {
 		t.Fatalf("split found %d matches and emitted %d: the cap withheld nothing", total, emitted)
+	}
+	ring := infos[0]
+	if ring.LimitHits == 0 || !strings.Contains(ring.LastLimit, "max_time") || ring.Appeared > 0 {
+		t.Fatalf("ring3 had no time at all but GET /queries says %+v", ring)
 	}
 }
