@@ -575,7 +575,7 @@ func TestQueryLimits(t *testing.T) {
 	_, vals := transferStream(1500, 17)
 	produce(t, addrs, "edges", vals)
 	cfg := testConfig(t, addrs)
-	cfg.Queries[1].MaxMatchesPerBatch = 5 // split: hundreds of matches per batch
+	cfg.Queries[1].MaxMatchesPerBatch = 5    // split: hundreds of matches per batch
 	cfg.Queries[0].MaxTime = time.Nanosecond // ring3: over its time before it starts
 	out := consume(t, addrs, "matches", true)
 	r := start(t, cfg)
