@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strconv"
 	"time"
 
@@ -162,7 +163,7 @@ func (s *Service) readCheckpoint(r io.Reader) error {
 		}
 		s.position[pi] = o
 	}
-	s.ckptPos = clonePos(s.position)
+	s.ckptPos = maps.Clone(s.position)
 	for _, c := range meta.Queries {
 		st, err := s.compileQuery(c)
 		if err != nil {
@@ -210,7 +211,7 @@ func (s *Service) checkpoint() error {
 	}
 	d := time.Since(t0)
 	s.lastCkpt = t0
-	s.ckptPos = clonePos(s.position)
+	s.ckptPos = maps.Clone(s.position)
 	s.met.checkpoint.Observe(d.Seconds())
 	s.met.checkpointAge.Set(0)
 	s.log.Debug().Str("path", path).Dur("took", d).Uint64("batch", s.batch).Msg("checkpoint written")
@@ -236,14 +237,6 @@ func (s *Service) maybeCheckpoint(gen *ingest.Generation) error {
 	}
 	s.met.batchSeconds.WithLabelValues("commit").Observe(time.Since(t0).Seconds())
 	return nil
-}
-
-func clonePos(m map[int]int64) map[int]int64 {
-	c := make(map[int]int64, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
 }
 
 // compiled lists the standing queries' compiled forms, in registration

@@ -257,12 +257,19 @@ func (c *consumer) snapshot(t testing.TB) ([]outEvent, []kafka.Message) {
 	return slices.Clone(c.events), slices.Clone(c.raw)
 }
 
-// finalMatches is the reference for the net effect of a stream: the key of
-// every match of every query in the graph the whole stream leaves, found by
-// the static matcher.
-func finalMatches(t testing.TB, cfg Config, recs []ingest.Record) map[string]bool {
+// reference is the engine driven directly, without the service: the
+// graph, dictionaries and compiled queries that the tests' expectations
+// come from.
+type reference struct {
+	ids *graph.IDs
+	g   *dyngraph.Graph
+	res *ingest.Resolver
+	qs  []*query.Query
+}
+
+func newReference(t testing.TB, cfg Config) *reference {
 	t.Helper()
-	labels, ids := graph.NewDict(), graph.NewIDs()
+	labels := graph.NewDict()
 	opts := dyngraph.DefaultOptions()
 	opts.Directed = cfg.Graph.Directed
 	opts.DefaultVertexLabel = labels.Intern(cfg.Graph.DefaultVertexLabel)
@@ -270,39 +277,49 @@ func finalMatches(t testing.TB, cfg Config, recs []ingest.Record) map[string]boo
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer g.Close()
-	res := &ingest.Resolver{IDs: ids, Labels: labels, DefaultEdgeLabel: cfg.Graph.DefaultEdgeLabel}
-	var ups []graph.Update
-	for _, r := range recs {
-		u, err := res.Resolve(r)
-		if err != nil {
-			continue // dead letters
-		}
-		ups = append(ups, u)
-	}
-	// One update per batch: the graph each event leaves, as Kafka orders them.
-	for _, u := range ups {
-		if _, _, _, err := g.Apply([]graph.Update{u}); err != nil {
-			t.Fatal(err)
-		}
-		g.Reorganize()
-	}
+	t.Cleanup(func() { g.Close() })
+	r := &reference{ids: graph.NewIDs(), g: g}
+	r.res = &ingest.Resolver{IDs: r.ids, Labels: labels, DefaultEdgeLabel: cfg.Graph.DefaultEdgeLabel}
 	sem, _ := query.ParseSemantics(cfg.Engine.Semantics)
-	keys := map[string]bool{}
 	for _, qc := range cfg.Queries {
 		p, err := query.Parse(qc.Name, qc.Pattern)
 		if err != nil {
 			t.Fatal(err)
 		}
+		p.Name = qc.Name
 		q, err := query.Compile(p, labels, cfg.Graph.Directed, sem)
 		if err != nil {
 			t.Fatal(err)
 		}
+		r.qs = append(r.qs, q)
+	}
+	return r
+}
+
+// finalMatches is the reference for the net effect of a stream: the key of
+// every match of every query in the graph the whole stream leaves, found by
+// the static matcher.
+func finalMatches(t testing.TB, cfg Config, recs []ingest.Record) map[string]bool {
+	t.Helper()
+	r := newReference(t, cfg)
+	// One update per batch: the graph each event leaves, as Kafka orders them.
+	for _, rec := range recs {
+		u, err := r.res.Resolve(rec)
+		if err != nil {
+			continue // dead letters
+		}
+		if _, _, _, err := r.g.Apply([]graph.Update{u}); err != nil {
+			t.Fatal(err)
+		}
+		r.g.Reorganize()
+	}
+	keys := map[string]bool{}
+	for _, q := range r.qs {
 		var mu sync.Mutex
-		_, err = (&incremental.CPU{}).Static(g, []*query.Query{q}, incremental.Enumerate, func(_, _ int, _ graph.Sign, m []graph.VertexID) {
-			b := canonicalMatch(q, m, ids)
+		_, err := (&incremental.CPU{}).Static(r.g, []*query.Query{q}, incremental.Enumerate, func(_, _ int, _ graph.Sign, m []graph.VertexID) {
+			b := canonicalMatch(q, m, r.ids)
 			mu.Lock()
-			keys[output.Key(qc.Name, b)] = true
+			keys[output.Key(q.Name, b)] = true
 			mu.Unlock()
 		})
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"sync"
@@ -23,8 +24,7 @@ import (
 // returns only errors that end the service; bad input becomes dead letters.
 func (s *Service) process(ctx context.Context, msgs []ingest.Message) error {
 	t0 := time.Now()
-	b := &batchState{msgs: msgs, origin: make([]int, 0, len(msgs)), times: make([]int64, 0, len(msgs)),
-		msgTime: make([]int64, len(msgs)), ranges: map[int][2]int64{}}
+	b := &batchState{msgs: msgs, origin: make([]int, 0, len(msgs)), msgTime: make([]int64, len(msgs)), ranges: map[int][2]int64{}}
 	for _, m := range msgs {
 		r, ok := b.ranges[m.Partition]
 		if !ok {
@@ -66,7 +66,7 @@ func (s *Service) process(ctx context.Context, msgs []ingest.Message) error {
 	}
 	s.mu.Lock()
 	s.progress.Batches = s.batch
-	s.progress.Position = clonePos(s.position)
+	s.progress.Position = maps.Clone(s.position)
 	s.progress.Events += int64(len(b.events))
 	s.progress.DeadLetters += int64(len(b.dead))
 	s.mu.Unlock()
@@ -82,7 +82,6 @@ type batchState struct {
 	msgs    []ingest.Message
 	updates []graph.Update
 	origin  []int            // per update: index into msgs, -1 for a window expiry
-	times   []int64          // per update: event time in unix ms, 0 if none
 	refused []bool           // per update, after Apply: refused by the graph
 	msgTime []int64          // per message: its event time, 0 if none
 	ranges  map[int][2]int64 // per partition: the batch's first and last offset
@@ -123,7 +122,6 @@ func (s *Service) decode(b *batchState) {
 		b.updates = s.expiry.Expire(b.updates)
 		for range b.updates[n:] {
 			b.origin = append(b.origin, -1)
-			b.times = append(b.times, 0)
 		}
 		if k := len(b.updates) - n; k > 0 {
 			s.met.updates.WithLabelValues("expire", "applied").Add(float64(k))
@@ -170,7 +168,6 @@ func (s *Service) decode(b *batchState) {
 		b.updates = append(b.updates, u)
 		b.msgTime[i] = rec.Time
 		b.origin = append(b.origin, i)
-		b.times = append(b.times, rec.Time)
 	}
 }
 
@@ -214,7 +211,7 @@ func (s *Service) track(b *batchState, delta []graph.Change) {
 		e := graph.Edge{Src: u.Src, Dst: u.Dst, Label: u.Label}
 		if s.expiry != nil && b.origin[i] >= 0 {
 			if u.Op == graph.Insert {
-				s.expiry.Observe(e, b.times[i])
+				s.expiry.Observe(e, b.msgTime[b.origin[i]])
 			} else {
 				s.expiry.Forget(e)
 			}

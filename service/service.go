@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"sync"
@@ -185,7 +186,7 @@ func (s *Service) Progress() Progress {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.progress
-	p.Position = clonePos(p.Position)
+	p.Position = maps.Clone(p.Position)
 	return p
 }
 

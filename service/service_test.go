@@ -15,12 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/ingest"
 	"github.com/gcsm/gcsm/output"
-	"github.com/gcsm/gcsm/query"
 )
 
 // TestEndToEnd runs the service on a transfer stream through a one- and a
@@ -83,30 +81,8 @@ func describe(ev outEvent) string {
 // does, each match described as describe does.
 func replayEvents(t *testing.T, cfg Config, recs []ingest.Record) []string {
 	t.Helper()
-	labels, ids := graph.NewDict(), graph.NewIDs()
-	opts := dyngraph.DefaultOptions()
-	opts.Directed = cfg.Graph.Directed
-	opts.DefaultVertexLabel = labels.Intern(cfg.Graph.DefaultVertexLabel)
-	g, err := dyngraph.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	res := &ingest.Resolver{IDs: ids, Labels: labels, DefaultEdgeLabel: cfg.Graph.DefaultEdgeLabel}
-	sem, _ := query.ParseSemantics(cfg.Engine.Semantics)
-	var qs []*query.Query
-	for _, qc := range cfg.Queries {
-		p, err := query.Parse(qc.Name, qc.Pattern)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.Name = qc.Name
-		q, err := query.Compile(p, labels, cfg.Graph.Directed, sem)
-		if err != nil {
-			t.Fatal(err)
-		}
-		qs = append(qs, q)
-	}
+	r := newReference(t, cfg)
+	g, res, ids, qs := r.g, r.res, r.ids, r.qs
 	var out []string
 	m := &incremental.CPU{Workers: 1}
 	for lo, batch := 0, uint64(1); lo < len(recs); lo, batch = lo+cfg.Batch.Size, batch+1 {
