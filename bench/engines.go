@@ -9,7 +9,9 @@ import (
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/internal/hostmem"
+	"github.com/gcsm/gcsm/kernels"
 	"github.com/gcsm/gcsm/query"
+	"github.com/gcsm/gcsm/sampler"
 )
 
 // Engine is one executor under test, with the memory its graph must use
@@ -32,6 +34,15 @@ type EngineConfig struct {
 	// deleted); the rest is the initial graph.
 	Fraction float64
 	Seed     uint64
+	// CacheFraction, when positive, caps the cache placements' budget at
+	// that share of the graph's list bytes (the paper's out-of-GPU-memory
+	// regime: 0.05 is 5%). It is applied to the engines through SetBudget.
+	CacheFraction float64
+	// Coverage computes, for the gcsm placement, the top-1% and top-5%
+	// coverage of the sampler's estimate against the exact reads
+	// (sampler.Exact: a one-core walk of the batch) on each size's first
+	// batch.
+	Coverage bool
 }
 
 // EngineRow is one engine's timing of one shape at one batch size.
@@ -42,13 +53,33 @@ type EngineRow struct {
 	PerBatch           time.Duration // mean matching time per batch
 	Positive, Negative int64
 	// ListBytes is the mean number of neighbour-list bytes the engine asked
-	// for per batch, for engines that count them (the GPU; in its zero-copy
-	// placement an upper bound of the PCIe traffic); zero otherwise.
-	ListBytes uint64
+	// for per batch, for engines that count them (the GPU); zero otherwise.
+	// HostBytes is the part read from host memory through the device
+	// mapping: an upper bound of the PCIe traffic.
+	ListBytes, HostBytes uint64
+	// The GPU's breakdown of PerBatch (kernels.BatchStats), means per
+	// batch: estimation, the rest of the cache's cost (ranking, packing,
+	// copying), and the block's size and share of the list reads.
+	Estimate, Pack time.Duration
+	CacheBytes     int64
+	HitRatio       float64
+	// Coverage1 and Coverage5 are the gcsm placement's top-1% and top-5%
+	// coverage (EngineConfig.Coverage), or -1.
+	Coverage1, Coverage5 float64
 }
 
-// listReader is an engine that counts the neighbour-list bytes it reads.
-type listReader interface{ ListBytes() uint64 }
+// gpuEngine is an engine that reports what it read and what its cache
+// cost (kernels.GPU).
+type gpuEngine interface {
+	ListBytes() uint64
+	HostBytes() uint64
+	Last() kernels.BatchStats
+	LastEstimate() *sampler.Estimate
+}
+
+// Budgeted is an engine with a cache budget (kernels.GPU), which
+// EngineConfig.CacheFraction sets once the graph's size is known.
+type Budgeted interface{ SetCacheBytes(int64) }
 
 // RunEngines replays the workload on every engine, each on its own copy of
 // the graph, and times the matching of every shape per batch. Apply and
@@ -84,31 +115,40 @@ func RunEngines(cfg EngineConfig, engines []Engine, log io.Writer) ([]EngineRow,
 		qs = append(qs, q)
 	}
 	var rows []EngineRow
-	for _, size := range cfg.Batches {
-		var ref []EngineRow
-		for _, e := range engines {
-			rs, err := runEngine(cfg, e, initial, stream, size, qs)
-			if err != nil {
-				return nil, fmt.Errorf("%s, batch %d: %w", e.Name, size, err)
-			}
-			for i := range rs {
-				if ref != nil && (rs[i].Positive != ref[i].Positive || rs[i].Negative != ref[i].Negative) {
-					return nil, fmt.Errorf("%s disagrees with %s on %s at batch %d: +%d -%d against +%d -%d",
-						e.Name, ref[i].Engine, rs[i].Shape, size, rs[i].Positive, rs[i].Negative, ref[i].Positive, ref[i].Negative)
-				}
-				fmt.Fprintf(log, "  %-10s batch %5d %-12s %10.3f ms/batch  +%d -%d  %.1f MB of list reads/batch\n", rs[i].Shape, size, e.Name,
-					float64(rs[i].PerBatch.Microseconds())/1000, rs[i].Positive, rs[i].Negative, float64(rs[i].ListBytes)/1e6)
-			}
-			if ref == nil {
-				ref = rs
-			}
-			rows = append(rows, rs...)
+	for ei, e := range engines {
+		rs, err := runEngine(cfg, e, initial, stream, qs, log)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Name, err)
 		}
+		if ei > 0 {
+			for _, r := range rs {
+				ref := rows[IndexOf(rows, r.Shape, r.Batch, engines[0].Name)]
+				if r.Positive != ref.Positive || r.Negative != ref.Negative {
+					return nil, fmt.Errorf("%s disagrees with %s on %s at batch %d: +%d -%d against +%d -%d",
+						e.Name, ref.Engine, r.Shape, r.Batch, r.Positive, r.Negative, ref.Positive, ref.Negative)
+				}
+			}
+		}
+		rows = append(rows, rs...)
 	}
 	return rows, nil
 }
 
-func runEngine(cfg EngineConfig, e Engine, initial []graph.Edge, stream []graph.Update, size int, qs []*query.Query) ([]EngineRow, error) {
+// IndexOf finds the row of shape, batch size and engine; it panics when
+// there is none.
+func IndexOf(rows []EngineRow, shape string, batch int, engine string) int {
+	for i, r := range rows {
+		if r.Shape == shape && r.Batch == batch && r.Engine == engine {
+			return i
+		}
+	}
+	panic("BUG: bench row missing")
+}
+
+// runEngine builds the initial graph once and runs cfg.PerSize batches of
+// each size in turn, each size going on along the stream where the last
+// stopped, so that every engine sees the same batches.
+func runEngine(cfg EngineConfig, e Engine, initial []graph.Edge, stream []graph.Update, qs []*query.Query, log io.Writer) ([]EngineRow, error) {
 	opts := dyngraph.DefaultOptions()
 	opts.Alloc = e.Alloc
 	g, err := dyngraph.New(opts)
@@ -126,22 +166,53 @@ func runEngine(cfg EngineConfig, e Engine, initial []graph.Edge, stream []graph.
 	if _, _, err := g.Build(load); err != nil {
 		return nil, err
 	}
+	if b, ok := e.Matcher.(Budgeted); ok && cfg.CacheFraction > 0 {
+		b.SetCacheBytes(int64(cfg.CacheFraction * float64(GraphBytes(g))))
+	}
+	var rows []EngineRow
+	at := 0 // where the next batch starts in the stream
+	for _, size := range cfg.Batches {
+		rs, err := runSize(cfg, e, g, stream, &at, size, qs)
+		if err != nil {
+			return nil, fmt.Errorf("batch %d: %w", size, err)
+		}
+		for _, r := range rs {
+			fmt.Fprintf(log, "  %-10s batch %5d %-14s %10.3f ms/batch  +%d -%d  %.1f MB of list reads/batch, %.1f MB from host",
+				r.Shape, size, e.Name, ms(r.PerBatch), r.Positive, r.Negative, float64(r.ListBytes)/1e6, float64(r.HostBytes)/1e6)
+			if r.CacheBytes > 0 || r.Estimate > 0 {
+				fmt.Fprintf(log, "; estimate %.3f ms, pack+copy %.3f ms, block %.1f MB, hit %.0f%%",
+					ms(r.Estimate), ms(r.Pack), float64(r.CacheBytes)/1e6, 100*r.HitRatio)
+			}
+			if r.Coverage1 >= 0 {
+				fmt.Fprintf(log, ", coverage top-1%% %.2f top-5%% %.2f", r.Coverage1, r.Coverage5)
+			}
+			fmt.Fprintln(log)
+		}
+		rows = append(rows, rs...)
+	}
+	return rows, nil
+}
+
+// runSize runs cfg.PerSize batches of size updates from stream[*at:] (fewer
+// when the stream runs out).
+func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Update, at *int, size int, qs []*query.Query) ([]EngineRow, error) {
 	rows := make([]EngineRow, len(qs))
 	for i, q := range qs {
-		rows[i] = EngineRow{Shape: q.Name, Engine: e.Name, Batch: size}
+		rows[i] = EngineRow{Shape: q.Name, Engine: e.Name, Batch: size, Coverage1: -1, Coverage5: -1}
 	}
 	one := make([]*query.Query, 1)
-	for b := 0; b < cfg.PerSize && (b+1)*size <= len(stream); b++ {
-		delta, _, _, err := g.Apply(stream[b*size : (b+1)*size])
+	for b := 0; b < cfg.PerSize && *at+size <= len(stream); b++ {
+		delta, _, _, err := g.Apply(stream[*at : *at+size])
 		if err != nil {
 			return nil, err
 		}
+		*at += size
 		for i, q := range qs {
 			one[0] = q
-			var before uint64
-			lr, counts := e.Matcher.(listReader)
-			if counts {
-				before = lr.ListBytes()
+			var list, host uint64
+			gpu, isGPU := e.Matcher.(gpuEngine)
+			if isGPU {
+				list, host = gpu.ListBytes(), gpu.HostBytes()
 			}
 			t0 := time.Now()
 			c, err := e.Matcher.Match(g, delta, one, incremental.Count, nil)
@@ -149,8 +220,19 @@ func runEngine(cfg EngineConfig, e Engine, initial []graph.Edge, stream []graph.
 				return nil, err
 			}
 			rows[i].PerBatch += time.Since(t0)
-			if counts {
-				rows[i].ListBytes += lr.ListBytes() - before
+			if isGPU {
+				r, st := &rows[i], gpu.Last()
+				r.ListBytes += gpu.ListBytes() - list
+				r.HostBytes += gpu.HostBytes() - host
+				r.Estimate += st.Estimate
+				r.Pack += st.Pack
+				r.CacheBytes += st.CacheBytes
+				r.HitRatio += st.HitRatio()
+				if est := gpu.LastEstimate(); est != nil && cfg.Coverage && b == 0 {
+					exact := sampler.Exact(g, delta, one, sampler.Terms)
+					r.Coverage1 = sampler.Coverage(exact, est.Count, 0.01)
+					r.Coverage5 = sampler.Coverage(exact, est.Count, 0.05)
+				}
 			}
 			rows[i].Positive += c[0].Positive
 			rows[i].Negative += c[0].Negative
@@ -159,10 +241,28 @@ func runEngine(cfg EngineConfig, e Engine, initial []graph.Edge, stream []graph.
 		g.Reorganize()
 	}
 	for i := range rows {
-		if rows[i].Batches > 0 {
-			rows[i].PerBatch /= time.Duration(rows[i].Batches)
-			rows[i].ListBytes /= uint64(rows[i].Batches)
+		if n := rows[i].Batches; n > 0 {
+			r := &rows[i]
+			r.PerBatch /= time.Duration(n)
+			r.Estimate /= time.Duration(n)
+			r.Pack /= time.Duration(n)
+			r.ListBytes /= uint64(n)
+			r.HostBytes /= uint64(n)
+			r.CacheBytes /= int64(n)
+			r.HitRatio /= float64(n)
 		}
 	}
 	return rows, nil
 }
+
+// GraphBytes is the size of g's neighbour lists as a cache block would hold
+// them: 4 bytes an entry, 8 with edge labels. Budgets are shares of it.
+func GraphBytes(g *dyngraph.Graph) int64 {
+	st := g.Stats()
+	if st.MultiLabel {
+		return 8 * st.Entries
+	}
+	return 4 * st.Entries
+}
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }

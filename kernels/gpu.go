@@ -6,12 +6,20 @@
 // and runs without the CUDA toolkit; a machine without a GPU gets an
 // ordinary error from Open and the CPU executor is used instead.
 //
-// Two placements decide where the kernel reads neighbour lists:
+// The placement decides where the kernel reads neighbour lists:
 //   - zero-copy: in place, in dyngraph's arenas, which then live in pinned,
 //     device-mapped host memory (GPU.Allocator); every read crosses PCIe.
 //   - device: a mirror of the arenas in GPU memory. The first batch copies
 //     every slab; later batches copy only the lists that changed, gathered
 //     into one staging buffer and scattered on the device.
+//   - unified: the same mirror in managed memory, which the driver pages
+//     between host and device (the GCSM paper's UM baseline).
+//   - gcsm, degree, khop: zero-copy, plus a DCSR block of the lists a
+//     policy picks, copied to GPU memory for each batch (cache.go).
+//
+// $GCSM_PTX, when set, names a PTX file that Open loads instead of the
+// embedded one: for trying a change to match.cu on a machine that has nvcc
+// but not Go (kernels/gen.sh still makes the PTX that gcsm embeds).
 //
 // The per-vertex table and the vertex labels are copied to the device for
 // every batch. That is |V|·20 bytes per direction: negligible for the peer
@@ -21,13 +29,18 @@ package kernels
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"slices"
 	"unsafe"
 
+	"github.com/gcsm/gcsm/cache"
 	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/internal/hostmem"
 	"github.com/gcsm/gcsm/kernels/cuda"
+	"github.com/gcsm/gcsm/query"
 )
 
 // Placement is where the kernel reads neighbour lists from.
@@ -36,16 +49,30 @@ type Placement string
 const (
 	ZeroCopy Placement = "zero-copy"
 	Device   Placement = "device"
+	Unified  Placement = "unified"
+	// The cache placements: zero-copy plus a block of hot lists in GPU
+	// memory, chosen by cache.PolicyGCSM, PolicyDegree or PolicyKHop.
+	GCSM   Placement = Placement(cache.PolicyGCSM)
+	Degree Placement = Placement(cache.PolicyDegree)
+	KHop   Placement = Placement(cache.PolicyKHop)
 )
+
+// Placements lists every placement, in the order the help text gives them.
+var Placements = []Placement{Device, ZeroCopy, GCSM, Degree, KHop, Unified}
 
 // ParsePlacement reads a --gpu-placement value.
 func ParsePlacement(s string) (Placement, error) {
-	switch p := Placement(s); p {
-	case ZeroCopy, Device:
-		return p, nil
+	if slices.Contains(Placements, Placement(s)) {
+		return Placement(s), nil
 	}
-	return "", fmt.Errorf("unknown GPU placement %q: want zero-copy or device", s)
+	return "", fmt.Errorf("unknown GPU placement %q: want one of %v", s, Placements)
 }
+
+// cached says whether p reads lists through a cache block.
+func (p Placement) cached() bool { return p == GCSM || p == Degree || p == KHop }
+
+// mirrored says whether p copies every list to the device.
+func (p Placement) mirrored() bool { return p == Device || p == Unified }
 
 // Options configure the GPU executor.
 type Options struct {
@@ -55,6 +82,11 @@ type Options struct {
 	// the device has free. A device placement whose mirror would not fit
 	// falls back to zero-copy (GPU.Placement says which is in effect).
 	MemLimit int64
+	// CacheBytes is the cache placements' budget: the most bytes a batch's
+	// block may hold. 0 means what MemLimit leaves after the executor's
+	// other buffers, or, without a cap, half the device's free memory; a
+	// negative value means no cache at all (every read zero-copy).
+	CacheBytes int64
 	// NoSplit walks every unit whole instead of splitting deep plans into
 	// seeds (see runSplit); for measuring what splitting buys.
 	NoSplit bool
@@ -83,8 +115,11 @@ type GPU struct {
 	epoch   uint64 // tracked's Epoch when last prepared
 	stale   []dyngraph.ListRef
 	tab     tableCopy
-	// listBytes counts the neighbour-list bytes the kernel read.
-	listBytes uint64
+	// listBytes counts the neighbour-list bytes the kernel read through
+	// the slabs ([0]) and from the cache block ([1]).
+	listBytes [2]uint64
+	cache     cacheState
+	last      BatchStats
 	// FellBack is set when a device placement did not fit under the
 	// memory cap and zero-copy is used instead.
 	FellBack bool
@@ -140,7 +175,19 @@ func Open(opts Options) (*GPU, error) {
 		return nil, err
 	}
 	x := &GPU{opts: opts, ctx: ctx, dev: dev, bufs: map[string]devBuf{}, alloc: cuda.NewHostAllocator(ctx)}
-	if x.mod, err = ctx.LoadModule(matchPTX); err != nil {
+	x.cache.block.Alloc = x.alloc // pinned, so that its one copy runs at full speed
+	ptx := matchPTX
+	if f := os.Getenv("GCSM_PTX"); f != "" {
+		// A kernel change tried on a machine with nvcc but no Go: the PTX
+		// it just compiled, without rebuilding gcsm.
+		b, err := os.ReadFile(f)
+		if err != nil {
+			ctx.Close()
+			return nil, fmt.Errorf("kernels: $GCSM_PTX: %w", err)
+		}
+		ptx = string(b)
+	}
+	if x.mod, err = ctx.LoadModule(ptx); err != nil {
 		ctx.Close()
 		return nil, fmt.Errorf("kernels: loading the matching kernel: %w", err)
 	}
@@ -166,6 +213,7 @@ func (x *GPU) Close() error {
 			errs = append(errs, x.ctx.Free(m.lbl))
 		}
 	}
+	errs = append(errs, x.cache.block.Free())
 	if x.mod != nil {
 		errs = append(errs, x.mod.Close())
 	}
@@ -238,20 +286,26 @@ func u32ptr(s []uint32) unsafe.Pointer {
 	return unsafe.Pointer(&s[0])
 }
 
-// graphArgs are the kernel's view of the graph for one launch.
-type graphArgs struct {
+// graphDesc is the kernel's view of the graph for a batch's launches:
+// match.cu's struct Graph, field for field.
+type graphDesc struct {
 	slabIDs, slabLbls, outTab, inTab, vlabel cuda.DevicePtr
-	oneVLabel, multi, directed               uint32
+	cacheLo, cacheHi                         uint64 // the cache block's device addresses
+	oneVLabel, multi, directed, _            uint32
+	_                                        uint64 // where the kernel counts reads; its own
 }
 
 // prepare makes the graph readable by the kernel: slab addresses (mapped or
-// mirrored), the per-vertex table and the vertex labels. With allAppended
-// the table presents every list as appended by the batch, which turns the
-// incremental kernel into a static matcher (see Static).
-func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool) (graphArgs, error) {
+// mirrored), the per-vertex table, the vertex labels and, in the cache
+// placements, the batch's cache block. It returns the device copy of the
+// graph's description. With allAppended the table presents every list as
+// appended by the batch, which turns the incremental kernel into a static
+// matcher (see Static); there is no cache block then. delta and queries
+// are the batch's, for the cache policies.
+func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool, delta []graph.Change, queries []*query.Query) (cuda.DevicePtr, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var a graphArgs
+	var a graphDesc
 	// The lists changed since the last batch: rewritten by the last
 	// Reorganize, or touched by this Apply. Only they need copying.
 	var refs []dyngraph.ListRef
@@ -271,16 +325,30 @@ func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool) (graphArgs, error) {
 	x.stale = g.Touched(nil)
 	ids, lbls, err := x.slabAddresses(g, refs)
 	if err != nil {
-		return a, err
+		return 0, err
+	}
+	// The cache block, when there is one, is one more slab: the table rows
+	// of the lists it holds point into it (pointRows).
+	cacheSlab := uint32(len(ids))
+	if x.Placement().cached() && !allAppended {
+		col, lbl, err := x.fillCache(g, delta, queries)
+		if err != nil {
+			return 0, err
+		}
+		ids, lbls = append(ids, col), append(lbls, lbl)
+		a.cacheLo, a.cacheHi = uint64(x.cache.dev), uint64(x.cache.dev)+uint64(x.cache.block.Bytes())
 	}
 	if a.slabIDs, err = x.upload("slab_ids", unsafe.Pointer(&ids[0]), 8*len(ids)); err != nil {
-		return a, err
+		return 0, err
 	}
 	if a.slabLbls, err = x.upload("slab_lbls", unsafe.Pointer(&lbls[0]), 8*len(lbls)); err != nil {
-		return a, err
+		return 0, err
 	}
 	if err := x.syncTable(g, allAppended, refs); err != nil {
-		return a, err
+		return 0, err
+	}
+	if err := x.pointRows(g, cacheSlab); err != nil {
+		return 0, err
 	}
 	a.outTab, a.inTab = x.bufs["out_tab"].p, x.bufs["out_tab"].p
 	if g.Directed() {
@@ -289,7 +357,7 @@ func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool) (graphArgs, error) {
 	vl := g.VertexLabels()
 	if x.tab.vlNV != len(vl) || x.tab.vlBorn != g.Born() {
 		if _, err = x.upload("vlabel", u32ptr(vl), 4*len(vl)); err != nil {
-			return a, err
+			return 0, err
 		}
 		x.tab.vlNV, x.tab.vlBorn = len(vl), g.Born()
 	}
@@ -298,7 +366,7 @@ func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool) (graphArgs, error) {
 	a.oneVLabel = b2u(g.Order().IDOnly())
 	a.multi = b2u(g.MultiLabel())
 	a.directed = b2u(g.Directed())
-	return a, nil
+	return x.upload("graph", unsafe.Pointer(&a), int(unsafe.Sizeof(a)))
 }
 
 // tableCopy records what the device's copy of the per-vertex table and the
@@ -335,6 +403,7 @@ func (x *GPU) syncTable(g *dyngraph.Graph, allAppended bool, refs []dyngraph.Lis
 			}
 		}
 		x.tab.nv, x.tab.valid, x.tab.appended = nv, true, allAppended
+		x.cache.rows = x.cache.rows[:0] // every row is the graph's again
 		return nil
 	}
 	if len(refs) == 0 {
@@ -392,7 +461,7 @@ func (x *GPU) slabAddresses(g *dyngraph.Graph, refs []dyngraph.ListRef) (ids, lb
 	if ns == 0 {
 		return []uint64{0}, []uint64{0}, nil
 	}
-	if x.opts.Placement == Device && !x.FellBack {
+	if x.opts.Placement.mirrored() && !x.FellBack {
 		if err := x.syncMirror(g, refs); err != nil {
 			if !errors.Is(err, cuda.ErrOutOfMemory) {
 				return nil, nil, err
@@ -437,6 +506,25 @@ func (x *GPU) dropMirror() {
 	x.mirror = nil
 }
 
+// mirrorAlloc allocates n bytes for the mirror: device memory, or managed
+// memory in the unified placement. A managed allocation larger than what
+// the device has free is refused here, as ErrOutOfMemory, because the
+// driver would accept it and the GPU could then hang paging
+// (cuda.Context.AllocManaged).
+func (x *GPU) mirrorAlloc(n int) (cuda.DevicePtr, error) {
+	if x.opts.Placement != Unified {
+		return x.ctx.Alloc(n)
+	}
+	free, _, err := x.ctx.MemInfo()
+	if err != nil {
+		return 0, err
+	}
+	if uint64(n) > free {
+		return 0, fmt.Errorf("kernels: %d bytes of managed memory, with %d free on the device: %w", n, free, cuda.ErrOutOfMemory)
+	}
+	return x.ctx.AllocManaged(n)
+}
+
 // syncMirror brings the device copy of the arenas up to date: new slabs (or
 // slabs that gained label arrays) are copied whole, and the lists changed
 // since the last call are copied through one staging buffer and the scatter
@@ -471,14 +559,14 @@ func (x *GPU) syncMirror(g *dyngraph.Graph, refs []dyngraph.ListRef) error {
 		}
 		m := slabMirror{host: ids}
 		var err error
-		if m.ids, err = x.ctx.Alloc(4 * len(ids)); err != nil {
+		if m.ids, err = x.mirrorAlloc(4 * len(ids)); err != nil {
 			return err
 		}
 		if err = x.ctx.CopyHtoD(m.ids, unsafe.Pointer(&ids[0]), 4*len(ids)); err != nil {
 			return err
 		}
 		if lbls != nil {
-			if m.lbl, err = x.ctx.Alloc(4 * len(lbls)); err != nil {
+			if m.lbl, err = x.mirrorAlloc(4 * len(lbls)); err != nil {
 				return err
 			}
 			if err = x.ctx.CopyHtoD(m.lbl, unsafe.Pointer(&lbls[0]), 4*len(lbls)); err != nil {

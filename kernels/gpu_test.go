@@ -8,7 +8,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
+	"github.com/gcsm/gcsm/cache"
 	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
@@ -275,5 +277,100 @@ func gpuVsCPU(t *testing.T, x *GPU, seed uint64, directed bool, sem query.Semant
 			t.Fatalf("%s batch %d: GPU emitted %d distinct matches, CPU %d", where, b, len(gc.got), len(cc.got))
 		}
 		g.Reorganize()
+	}
+}
+
+// TestCachePlacementsEqualCPU runs the equality gate for the placements that
+// read through a cache block, from an empty budget (every read zero-copy)
+// to one that holds the whole graph, and for the unified placement: the
+// results must not depend on where the lists are read from.
+func TestCachePlacementsEqualCPU(t *testing.T) {
+	trials := 6
+	if testing.Short() {
+		trials = 3
+	}
+	budgets := []int64{-1, 256, 16 << 10, 1 << 30}
+	for _, pl := range []Placement{GCSM, Degree, KHop, Unified} {
+		x := openGPU(t, pl, false)
+		for _, budget := range budgets {
+			if pl == Unified && budget != budgets[0] {
+				break // no cache: one round is enough
+			}
+			if pl == KHop && budget != 1<<30 {
+				continue // over budget: TestKHopOverBudget
+			}
+			x.opts.CacheBytes = budget
+			var block uint64
+			for trial := 0; trial < trials; trial++ {
+				directed := trial%2 == 1
+				sem := query.Semantics(trial / 2 % 2)
+				kind := []string{"insert", "delete", "mixed"}[trial%3]
+				where := fmt.Sprintf("%s budget %d trial %d directed=%v %v %s", pl, budget, trial, directed, sem, kind)
+				t.Run(where, func(t *testing.T) { gpuVsCPU(t, x, 100+uint64(trial), directed, sem, kind, where) })
+				block += x.Last().BlockBytes
+				if pl == Degree && budget == 1<<30 && x.Last().SlabBytes != 0 {
+					t.Errorf("%s: the degree policy cached the whole graph, yet the kernel read %d bytes through the slabs", where, x.Last().SlabBytes)
+				}
+				if pl == KHop {
+					t.Logf("%s: %d bytes through the slabs, %d from the block", where, x.Last().SlabBytes, x.Last().BlockBytes)
+				}
+			}
+			if budget <= 0 && block != 0 {
+				t.Errorf("%s with no budget read %d bytes from a cache block", pl, block)
+			}
+			if budget == 1<<30 && pl.cached() && block == 0 {
+				t.Errorf("%s with the whole graph's budget read nothing from the cache block", pl)
+			}
+		}
+		x.Close()
+	}
+}
+
+// TestKHopOverBudget: the khop placement fails, clearly, when the batch's
+// neighbourhood does not fit.
+func TestKHopOverBudget(t *testing.T) {
+	x := openGPU(t, KHop, false)
+	defer x.Close()
+	x.opts.CacheBytes = 64
+	d := graph.NewDict()
+	a := d.Intern("A")
+	p, err := query.ParseCypher("tri", "(a:A)-[]-(b:A)-[]-(c:A)-[]-(a)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := query.Compile(p, d, false, query.Instances)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := dyngraph.New(dyngraph.Options{Alloc: x.Allocator()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	var load []graph.Update
+	for v := uint32(0); v < 40; v++ {
+		load = append(load, graph.Update{Op: graph.AddVertex, Src: v, SrcLabel: a})
+	}
+	for v := uint32(1); v < 40; v++ {
+		load = append(load, graph.Update{Op: graph.Insert, Src: 0, Dst: v, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
+	}
+	if _, _, err := g.Build(load); err != nil {
+		t.Fatal(err)
+	}
+	delta, _, _, err := g.Apply([]graph.Update{{Op: graph.Insert, Src: 1, Dst: 2, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = x.Match(g, delta, []*query.Query{q}, incremental.Count, nil)
+	if !errors.Is(err, cache.ErrOverBudget) || !strings.Contains(err.Error(), "khop") {
+		t.Fatalf("khop over budget: %v", err)
+	}
+}
+
+// TestGraphDescLayout: graphDesc must be match.cu's struct Graph, byte for
+// byte (80 bytes; match.cu asserts the same).
+func TestGraphDescLayout(t *testing.T) {
+	if n := unsafe.Sizeof(graphDesc{}); n != 80 {
+		t.Fatalf("graphDesc is %d bytes, match.cu's Graph 80", n)
 	}
 }

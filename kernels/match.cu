@@ -11,8 +11,11 @@
 // costs a fixed amount of memory whatever the degree.
 //
 // Lists are read where they are: through the device mapping of pinned host
-// memory (zero-copy placement) or from a device mirror (device placement).
-// The kernel does not know which; it gets base pointers.
+// memory (zero-copy placement), from a device mirror (device placement), or
+// from a DCSR cache block in device memory (the cache placements). The
+// kernel does not know which; it gets base pointers, and the executor
+// points the per-vertex table rows of cached lists into the block. It only
+// tells the block's reads apart, to count them.
 //
 // The views, the label-ordered lists and the flip rule mirror the CPU walker
 // in incremental/walk.go and incremental/cpu.go exactly: the two executors
@@ -72,22 +75,36 @@
 #define S_WORDS 24
 #define S_STRIDE (S_WORDS + CHUNK)
 
+// Graph is the graph as the executor describes it for a batch's launches
+// (kernels/gpu.go, graphDesc, has the same layout), plus where this thread
+// counts its reads.
 struct Graph {
     const unsigned long long* slab_ids;  // per slab: address of its ids
     const unsigned long long* slab_lbls; // per slab: address of its edge labels, or 0
     const uint32_t* out_tab;             // per vertex: slab, off, n, app, tomb
     const uint32_t* in_tab;              // the same for in-lists (out_tab when undirected)
     const uint32_t* vlabel;
+    unsigned long long cache_lo, cache_hi; // the cache block's addresses [lo, hi); lo = hi without one
     uint32_t one_vlabel;
     uint32_t multi;
     uint32_t directed;
-    // reads counts the bytes of neighbour lists this thread read: through
-    // PCIe in the zero-copy placement, from GPU memory in the device one.
+    uint32_t pad;
+    // reads[0] counts the bytes of neighbour lists this thread read through
+    // the slabs (PCIe in the zero-copy and cache placements, GPU memory in
+    // the device one), reads[1] those it read from the cache block. Set by
+    // the kernel; the executor writes 0.
     unsigned long long* reads;
 };
 
-// RD reads a neighbour-list word and counts it.
-#define RD(g, x) ((*(g).reads += 4), (x))
+static_assert(sizeof(Graph) == 80, "kernels/gpu.go's graphDesc has 80 bytes");
+
+// rd reads a neighbour-list word and counts it where it was read from.
+__device__ __forceinline__ uint32_t rd(const Graph& g, const uint32_t* p)
+{
+    unsigned long long a = (unsigned long long)p;
+    g.reads[a - g.cache_lo < g.cache_hi - g.cache_lo] += 4;
+    return *p;
+}
 
 struct Adj {
     const uint32_t* ids;
@@ -127,7 +144,7 @@ __device__ uint32_t search(const Graph& g, const uint32_t* ids, uint32_t lo, uin
     unsigned long long k = key(g, w);
     while (lo < hi) {
         uint32_t m = (lo + hi) >> 1;
-        if (key(g, RD(g, ids[m]) & IDMASK) < k)
+        if (key(g, rd(g, ids + m) & IDMASK) < k)
             lo = m + 1;
         else
             hi = m;
@@ -139,7 +156,7 @@ __device__ uint32_t label_bound(const Graph& g, const uint32_t* ids, uint32_t lo
 {
     while (lo < hi) {
         uint32_t m = (lo + hi) >> 1;
-        if (key(g, RD(g, ids[m]) & IDMASK) < k)
+        if (key(g, rd(g, ids + m) & IDMASK) < k)
             lo = m + 1;
         else
             hi = m;
@@ -157,7 +174,7 @@ __device__ void label_range(const Graph& g, const uint32_t* ids, uint32_t lo, ui
         return;
     }
     if (g.one_vlabel) {
-        if (g.vlabel[RD(g, ids[lo]) & IDMASK] != l) {
+        if (g.vlabel[rd(g, ids + lo) & IDMASK] != l) {
             *rlo = *rhi = lo;
         } else {
             *rlo = lo;
@@ -175,8 +192,8 @@ __device__ void probe(const Graph& g, const Adj& a, uint32_t w, uint32_t label, 
 {
     if (a.app > 0) {
         uint32_t i = search(g, a.ids, 0, a.app, w);
-        for (; i < a.app && (RD(g, a.ids[i]) & IDMASK) == w; i++) {
-            if (a.lbl && label != WILDCARD && RD(g, a.lbl[i]) != label)
+        for (; i < a.app && (rd(g, a.ids + i) & IDMASK) == w; i++) {
+            if (a.lbl && label != WILDCARD && rd(g, a.lbl + i) != label)
                 continue;
             *old = true;
             if ((a.ids[i] & TOMB) == 0)
@@ -185,8 +202,8 @@ __device__ void probe(const Graph& g, const Adj& a, uint32_t w, uint32_t label, 
     }
     if (!*nw && a.n > a.app) {
         uint32_t j = search(g, a.ids, a.app, a.n, w);
-        for (; j < a.n && RD(g, a.ids[j]) == w; j++) {
-            if (!a.lbl || label == WILDCARD || RD(g, a.lbl[j]) == label) {
+        for (; j < a.n && rd(g, a.ids + j) == w; j++) {
+            if (!a.lbl || label == WILDCARD || rd(g, a.lbl + j) == label) {
                 *nw = true;
                 break;
             }
@@ -338,10 +355,10 @@ __device__ bool entry_at(const Walk& w, const uint32_t* s, const uint32_t* c, ui
         if (pos < len) {
             Adj a = get_adj(*w.g, x, part[0]);
             uint32_t i = part[2] + pos;
-            uint32_t e = RD(g, a.ids[i]);
+            uint32_t e = rd(g, a.ids + i);
             *id = e & IDMASK;
             *tomb = part[1] == 0 && (e & TOMB);
-            *lbl = a.lbl ? RD(g, a.lbl[i]) : WILDCARD;
+            *lbl = a.lbl ? rd(g, a.lbl + i) : WILDCARD;
             *part_no = p;
             *index = i;
             return true;
@@ -359,13 +376,13 @@ __device__ bool first_occurrence(const Walk& w, const uint32_t* s, const uint32_
     uint32_t x = w.m[c[C_FROM]];
     const uint32_t* part = s + S_PARTS + part_no * 4;
     Adj a = get_adj(*w.g, x, part[0]);
-    if (index > part[2] && (RD(g, a.ids[index - 1]) & IDMASK) == id)
+    if (index > part[2] && (rd(g, a.ids + (index - 1)) & IDMASK) == id)
         return false;
     for (uint32_t p = 0; p < part_no; p++) {
         const uint32_t* q = s + S_PARTS + p * 4;
         Adj b = get_adj(*w.g, x, q[0]);
         uint32_t i = search(*w.g, b.ids, q[2], q[3], id);
-        if (i < q[3] && (RD(g, b.ids[i]) & IDMASK) == id)
+        if (i < q[3] && (rd(g, b.ids + i) & IDMASK) == id)
             return false;
     }
     return true;
@@ -448,7 +465,7 @@ __device__ unsigned long long count_last(const Walk& w, uint32_t d, uint32_t lan
             n = hi - lo;
         if (view != V_OLD && a.tomb > 0)
             for (uint32_t i = lo + lane; i < hi; i += WARP)
-                if (RD(g, a.ids[i]) & TOMB)
+                if (rd(g, a.ids + i) & TOMB)
                     n--;
         if (view == V_NEW && lane == 0) {
             uint32_t alo, ahi;
@@ -540,17 +557,17 @@ __device__ bool flips_here(const Walk& w, uint32_t elabel, bool any, uint32_t sr
         const Adj& a = lists[k];
         if (w.sign > 0) {
             uint32_t i = search(g, a.ids, a.app, a.n, y);
-            for (; i < a.n && RD(g, a.ids[i]) == y; i++) {
-                uint32_t l = a.lbl ? RD(g, a.lbl[i]) : label;
+            for (; i < a.n && rd(g, a.ids + i) == y; i++) {
+                uint32_t l = a.lbl ? rd(g, a.lbl + i) : label;
                 if (elabel == WILDCARD || l == elabel)
                     return k == mine && l == label;
             }
         } else {
             uint32_t i = search(g, a.ids, 0, a.app, y);
-            for (; i < a.app && (RD(g, a.ids[i]) & IDMASK) == y; i++) {
+            for (; i < a.app && (rd(g, a.ids + i) & IDMASK) == y; i++) {
                 if ((a.ids[i] & TOMB) == 0)
                     continue;
-                uint32_t l = a.lbl ? RD(g, a.lbl[i]) : label;
+                uint32_t l = a.lbl ? rd(g, a.lbl + i) : label;
                 if (elabel == WILDCARD || l == elabel)
                     return k == mine && l == label;
             }
@@ -638,9 +655,7 @@ __device__ bool walk(const Walk& w, uint32_t mode, const Out& o, unsigned long l
 extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * WARP)
 match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
             const uint32_t* changes, uint32_t nchanges,
-            const unsigned long long* slab_ids, const unsigned long long* slab_lbls,
-            const uint32_t* out_tab, const uint32_t* in_tab, const uint32_t* vlabel,
-            uint32_t one_vlabel, uint32_t multi, uint32_t directed,
+            const Graph* graph,
             unsigned long long* counts, uint32_t* scratch,
             unsigned long long* next_unit, unsigned long long total_units, const unsigned long long* unit_list,
             uint32_t mode, uint32_t* out_rec, unsigned long long out_cap, unsigned long long* out_count,
@@ -650,17 +665,9 @@ match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
     __shared__ uint32_t sm[WARPS_PER_BLOCK][MAXN];
     uint32_t lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
     unsigned long long warp = (unsigned long long)blockIdx.x * WARPS_PER_BLOCK + wib;
-    Graph g;
-    g.slab_ids = slab_ids;
-    g.slab_lbls = slab_lbls;
-    g.out_tab = out_tab;
-    g.in_tab = in_tab;
-    g.vlabel = vlabel;
-    g.one_vlabel = one_vlabel;
-    g.multi = multi;
-    g.directed = directed;
-    unsigned long long reads = 0;
-    g.reads = &reads;
+    Graph g = *graph;
+    unsigned long long reads[2] = {0, 0};
+    g.reads = reads;
     Out o;
     o.rec = out_rec;
     o.cap = out_cap;
@@ -680,8 +687,10 @@ match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
             i = ((mode == 1 || expanding) && *(volatile uint32_t*)overflow) ? total_units : atomicAdd(next_unit, 1ull);
         i = __shfl_sync(0xFFFFFFFFu, i, 0);
         if (i >= total_units) {
-            if (reads)
-                atomicAdd(list_bytes, reads);
+            if (reads[0])
+                atomicAdd(list_bytes, reads[0]);
+            if (reads[1])
+                atomicAdd(list_bytes + 1, reads[1]);
             return;
         }
         if (seeds) {

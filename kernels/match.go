@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"time"
 	"unsafe"
 
 	"github.com/gcsm/gcsm/dyngraph"
@@ -27,11 +28,12 @@ func (x *GPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 	}
 	res := make([]incremental.Counts, len(queries))
 	live := possible(g, queries)
+	x.last = BatchStats{}
 	if len(delta) == 0 || len(live) == 0 {
 		// Nothing to match, but the device's copies follow the batch, so
 		// that the next one need not copy everything again.
 		if g.NumSlabs() > 0 {
-			_, err := x.prepare(g, false)
+			_, err := x.prepare(g, false, nil, nil)
 			return res, err
 		}
 		return res, nil
@@ -44,7 +46,7 @@ func (x *GPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 	for _, c := range delta {
 		changes = append(changes, c.Src, c.Dst, c.Label, b2u(c.Sign > 0))
 	}
-	counts, err := x.run(g, false, prog, changes, pick(queries, live), mode, sink, live)
+	counts, err := x.run(g, delta, prog, changes, pick(queries, live), mode, sink, live)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +94,8 @@ func (x *GPU) Static(g *dyngraph.Graph, queries []*query.Query, mode incremental
 	if err != nil {
 		return nil, err
 	}
-	counts, err := x.run(g, true, prog, changes, qs, mode, sink, live)
+	x.last = BatchStats{}
+	counts, err := x.run(g, nil, prog, changes, qs, mode, sink, live)
 	if err != nil {
 		return nil, err
 	}
@@ -134,15 +137,18 @@ func pick(queries []*query.Query, idx []int) []*query.Query {
 
 // run launches the kernel over every (term, change) unit until all units
 // are done: in Enumerate mode a launch that fills the record buffer stops,
-// the finished units' matches go to the sink, and the rest run again.
-func (x *GPU) run(g *dyngraph.Graph, allAppended bool, prog *program, changes []uint32, qs []*query.Query,
+// the finished units' matches go to the sink, and the rest run again. delta
+// is the batch's, or nil for the static matcher (prog.static).
+func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, changes []uint32, qs []*query.Query,
 	mode incremental.Mode, sink incremental.Sink, live []int) ([]incremental.Counts, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	ga, err := x.prepare(g, allAppended)
+	t0 := time.Now()
+	ga, err := x.prepare(g, delta == nil, delta, qs)
 	if err != nil {
 		return nil, err
 	}
+	defer func() { x.last.Match = time.Since(t0) - x.last.Estimate - x.last.Pack }()
 	nch := len(changes) / 4
 	total := uint64(len(prog.terms)) * uint64(nch)
 	pp, err := x.upload("prog", u32ptr(prog.words), 4*len(prog.words))
@@ -179,11 +185,11 @@ func (x *GPU) run(g *dyngraph.Graph, allAppended bool, prog *program, changes []
 	if err != nil {
 		return nil, err
 	}
-	lb, err := x.buf("list_bytes", 8)
+	lb, err := x.buf("list_bytes", 16)
 	if err != nil {
 		return nil, err
 	}
-	if err := x.ctx.Memset32(lb, 0, 2); err != nil {
+	if err := x.ctx.Memset32(lb, 0, 4); err != nil {
 		return nil, err
 	}
 	defer x.addListBytes(lb)
@@ -248,9 +254,7 @@ func (x *GPU) run(g *dyngraph.Graph, allAppended bool, prog *program, changes []
 		}
 		err := x.match.Launch([3]uint32{blocks, 1, 1}, [3]uint32{warpsPerBlock * 32, 1, 1}, 0, nil,
 			pp, tp, uint32(len(prog.terms)), cp, uint32(nch),
-			ga.slabIDs, ga.slabLbls, ga.outTab, ga.inTab, ga.vlabel,
-			ga.oneVLabel, ga.multi, ga.directed,
-			counts, scratch, next, total, list /* unit_list: 0 on the first launch */, mb,
+			ga, counts, scratch, next, total, list /* unit_list: 0 on the first launch */, mb,
 			rec, capRecs, outCount, words, incomplete, flags, uint32(0), cuda.DevicePtr(0), uint32(0), lb)
 		if err == nil {
 			err = x.ctx.Synchronize()
@@ -273,20 +277,33 @@ func (x *GPU) run(g *dyngraph.Graph, allAppended bool, prog *program, changes []
 	return x.readCounts(counts, len(qs))
 }
 
-// addListBytes adds what the launches of a batch counted to the total.
+// addListBytes adds what the launches of a batch counted to the totals and
+// to the batch's stats.
 func (x *GPU) addListBytes(lb cuda.DevicePtr) {
-	var n [1]uint64
-	if x.ctx.CopyDtoH(unsafe.Pointer(&n[0]), lb, 8) == nil {
-		x.listBytes += n[0]
+	var n [2]uint64
+	if x.ctx.CopyDtoH(unsafe.Pointer(&n[0]), lb, 16) == nil {
+		x.listBytes[0] += n[0]
+		x.listBytes[1] += n[1]
+		x.last.SlabBytes, x.last.BlockBytes = n[0], n[1]
 	}
 }
 
 // ListBytes is the number of bytes of neighbour lists the kernel has asked
-// for since Open, 4 per word read. In the zero-copy placement it bounds what
-// crossed PCIe from above: the GPU's caches serve repeated reads, and the
-// bus moves 32-byte sectors. (On an H200 the house query asked for 74 GB/s,
-// more than PCIe carries, so most reads hit the caches.)
-func (x *GPU) ListBytes() uint64 { return x.listBytes }
+// for since Open, 4 per word read, wherever it read them.
+func (x *GPU) ListBytes() uint64 { return x.listBytes[0] + x.listBytes[1] }
+
+// HostBytes is the part of ListBytes read from host memory through the
+// device mapping: every list read in the zero-copy placement, the misses
+// in the cache placements, nothing in the device and unified placements.
+// It bounds what crossed PCIe from above: the GPU's caches serve repeated
+// reads, and the bus moves 32-byte sectors. (On an H200 the house query
+// asked for 74 GB/s, more than PCIe carries, so most reads hit the caches.)
+func (x *GPU) HostBytes() uint64 {
+	if x.Placement().mirrored() {
+		return 0
+	}
+	return x.listBytes[0]
+}
 
 func (x *GPU) readCounts(counts cuda.DevicePtr, nq int) ([]incremental.Counts, error) {
 	host := make([]uint64, 2*nq)
@@ -306,7 +323,7 @@ type launch struct {
 	nterms          uint32
 	changes         cuda.DevicePtr
 	nchanges        uint32
-	ga              graphArgs
+	graph           cuda.DevicePtr // graphDesc
 	counts, scratch cuda.DevicePtr
 	next, flags     cuda.DevicePtr
 	blocks          uint32
@@ -348,8 +365,7 @@ func (x *GPU) runSplit(l launch, units uint64, split int) (ok bool, err error) {
 	grid := [3]uint32{l.blocks, 1, 1}
 	err = x.match.Launch(grid, block, 0, nil,
 		l.prog, l.terms, l.nterms, l.changes, l.nchanges,
-		l.ga.slabIDs, l.ga.slabLbls, l.ga.outTab, l.ga.inTab, l.ga.vlabel,
-		l.ga.oneVLabel, l.ga.multi, l.ga.directed,
+		l.graph,
 		l.counts, l.scratch, l.next, units, cuda.DevicePtr(0), uint32(0),
 		seeds, uint64(maxSeeds), nseeds, words, inc, l.flags, uint32(split), cuda.DevicePtr(0), uint32(0), l.listBytes)
 	if err == nil {
@@ -377,8 +393,7 @@ func (x *GPU) runSplit(l launch, units uint64, split int) (ok bool, err error) {
 	}
 	err = x.match.Launch(grid, block, 0, nil,
 		l.prog, l.terms, l.nterms, l.changes, l.nchanges,
-		l.ga.slabIDs, l.ga.slabLbls, l.ga.outTab, l.ga.inTab, l.ga.vlabel,
-		l.ga.oneVLabel, l.ga.multi, l.ga.directed,
+		l.graph,
 		l.counts, l.scratch, l.next, n[0], cuda.DevicePtr(0), uint32(0),
 		cuda.DevicePtr(0), uint64(0), nseeds, words, inc, l.flags, uint32(split), seeds, words, l.listBytes)
 	if err == nil {

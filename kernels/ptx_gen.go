@@ -5,7 +5,7 @@ package kernels
 import _ "embed"
 
 // sourceHash is the SHA-256 of match.cu when match.ptx was generated.
-const sourceHash = "26cf3ffb3b8062ada2278fa829704839a39754371b6f4c50e5af6cb2344e66db"
+const sourceHash = "a99eeba16126f0c421e5496a2ccdd7139b0875c9d88b2448ce2135e8ba1d6796"
 
 //go:embed match.ptx
 var matchPTX string

@@ -344,33 +344,33 @@ func (s *Service) match(b *batchState, delta []graph.Change) error {
 	if _, err := s.matcher.Match(s.g, delta, s.compiled(), incremental.Enumerate, c.sink); err != nil {
 		return err
 	}
-	s.countZeroCopy()
+	s.countGPU()
 	s.events(b, c, false)
 	return nil
 }
 
-// gpuReads is the GPU executor's count of neighbour-list bytes its kernel
-// read, and where it read them.
+// gpuReads is what the GPU executor says of its reads and its cache.
 type gpuReads interface {
-	ListBytes() uint64
-	Placement() kernels.Placement
+	HostBytes() uint64
+	Last() kernels.BatchStats
 }
 
-// countZeroCopy adds what the GPU read from host memory in the last batch
-// to zero_copy_bytes_total. The GPU counts the words its kernel asked for,
-// so in the zero-copy placement this bounds the PCIe traffic from above
-// (the GPU's caches serve repeats); in the device placement the lists come
-// from GPU memory and nothing is added.
-func (s *Service) countZeroCopy() {
+// countGPU updates the GPU's series after a batch: zero_copy_bytes_total
+// gains what the kernel read from host memory (the words it asked for, so
+// an upper bound of the PCIe traffic: the GPU's caches serve repeats), and
+// the cache gauges show the last block. The device placement reads nothing
+// from the host; it holds the whole graph, but no block.
+func (s *Service) countGPU() {
 	r, ok := s.matcher.(gpuReads)
 	if !ok {
 		return
 	}
-	n := r.ListBytes()
-	if r.Placement() == kernels.ZeroCopy {
-		s.met.zeroCopy.Add(float64(n - s.listBytes))
-	}
-	s.listBytes = n
+	n := r.HostBytes()
+	s.met.zeroCopy.Add(float64(n - s.hostBytes))
+	s.hostBytes = n
+	st := r.Last()
+	s.met.cacheBytes.Set(float64(st.CacheBytes))
+	s.met.cacheRatio.Set(st.HitRatio())
 }
 
 // events turns collected matches into output events, in a deterministic

@@ -87,9 +87,9 @@ type Service struct {
 	dec      ingest.Decoder    // the settings every decoder copies
 	decoders []*ingest.Decoder // one per worker, for decodeAll
 	decoded  []decoded         // decodeAll's output, reused from batch to batch
-	// listBytes is the GPU's cumulative count of list bytes read, as of the
-	// last batch (see countZeroCopy).
-	listBytes uint64
+	// hostBytes is the GPU's cumulative count of list bytes read from
+	// host memory, as of the last batch (countGPU).
+	hostBytes uint64
 
 	ops chan op
 

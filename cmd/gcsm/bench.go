@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -16,14 +17,15 @@ import (
 )
 
 // runBench times the engines side by side on a generated R-MAT workload:
-// the CPU on all cores and, where a GPU is present, both GPU placements.
+// the CPU on all cores and, where a GPU is present, the GPU placements.
 func runBench(args []string, stdout, stderr io.Writer) error {
 	var (
 		scale, factor, vlabels, perSize, workers int
-		skew                                     float64
-		batches, shapes, engines                 string
-		labeled                                  bool
+		skew, cacheFraction                      float64
+		batches, shapes, engines, svg            string
+		labeled, coverage                        bool
 		seed                                     uint64
+		gpuMem                                   int64
 	)
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.IntVar(&scale, "scale", 16, "R-MAT scale: 2^scale vertices")
@@ -34,17 +36,23 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&batches, "batches", "64,1024,4096", "comma-separated batch sizes")
 	fs.IntVar(&perSize, "per-size", 4, "batches timed per size")
 	fs.StringVar(&shapes, "shapes", "triangle,4-cycle,diamond,house,5-cycle", "comma-separated query shapes: "+shapeNames())
-	fs.StringVar(&engines, "engines", "cpu,zero-copy,device", "engines to compare: cpu, zero-copy, device (the GPU ones are skipped without a GPU)")
+	fs.StringVar(&engines, "engines", "cpu,zero-copy,device", fmt.Sprintf("engines to compare: cpu, or a GPU placement (%s); the GPU ones are skipped without a GPU", placementNames()))
+	fs.Float64Var(&cacheFraction, "gpu-cache-fraction", 0, "cap the cache placements' budget at this share of the graph's list bytes (0.05: the paper's out-of-memory regime); 0 leaves it to --gpu-mem")
+	fs.Int64Var(&gpuMem, "gpu-mem", 0, "cap on the GPU memory each GPU engine uses, in `bytes`; 0 means no cap")
+	fs.BoolVar(&coverage, "coverage", false, "report the gcsm placement's top-1%/5% coverage against exact reads (a one-core walk of each size's first batch)")
+	fs.StringVar(&svg, "svg", "", "write a plot of per-batch time against batch size to this `file`")
 	fs.IntVar(&workers, "workers", 0, "CPU goroutines; 0 uses every core")
 	fs.Uint64Var(&seed, "seed", 1, "workload seed")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	cfg := bench.EngineConfig{
-		Graph:    bench.RMAT{Scale: scale, Edges: int64(factor) << scale, VertexLabels: vlabels, LabelSkew: skew, EdgeLabels: 1, Seed: seed},
-		PerSize:  perSize,
-		Fraction: 0.1,
-		Seed:     seed,
+		Graph:         bench.RMAT{Scale: scale, Edges: int64(factor) << scale, VertexLabels: vlabels, LabelSkew: skew, EdgeLabels: 1, Seed: seed},
+		PerSize:       perSize,
+		Fraction:      0.1,
+		Seed:          seed,
+		CacheFraction: cacheFraction,
+		Coverage:      coverage,
 	}
 	if skew == 0 {
 		cfg.Graph.LabelSkew = 0
@@ -81,8 +89,12 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		switch name = strings.TrimSpace(name); name {
 		case "cpu":
 			es = append(es, bench.Engine{Name: "cpu", Matcher: &incremental.CPU{Workers: workers}, Alloc: hostmem.Mmap{}})
-		case "zero-copy", "device":
-			x, err := kernels.Open(kernels.Options{Placement: kernels.Placement(name)})
+		default:
+			pl, err := kernels.ParsePlacement(name)
+			if err != nil {
+				return fmt.Errorf("--engines: unknown engine %q (want cpu or one of %s)", name, placementNames())
+			}
+			x, err := kernels.Open(kernels.Options{Placement: pl, MemLimit: gpuMem})
 			if err != nil {
 				fmt.Fprintf(stderr, "bench: skipping %s: %v\n", name, err)
 				continue
@@ -90,8 +102,6 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			defer x.Close()
 			fmt.Fprintf(stderr, "bench: %s on %s\n", name, x.Name())
 			es = append(es, bench.Engine{Name: "gpu-" + name, Matcher: x, Alloc: x.Allocator()})
-		default:
-			return fmt.Errorf("--engines: unknown engine %q", name)
 		}
 	}
 	if len(es) == 0 {
@@ -117,7 +127,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		var ms []float64
 		for k := range es {
 			// rows are grouped by batch size, then engine, then shape
-			j := indexOf(rows, r.Shape, r.Batch, es[k].Name)
+			j := bench.IndexOf(rows, r.Shape, r.Batch, es[k].Name)
 			ms = append(ms, float64(rows[j].PerBatch.Microseconds())/1000)
 			line += fmt.Sprintf("%.3f\t", ms[k])
 		}
@@ -133,16 +143,68 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			i++
 		}
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := gpuTable(stdout, rows); err != nil {
+		return err
+	}
+	if svg != "" {
+		f, err := os.Create(svg)
+		if err != nil {
+			return err
+		}
+		title := fmt.Sprintf("R-MAT scale %d, %d edges; per-batch matching time", scale, int64(factor)<<scale)
+		if cacheFraction > 0 {
+			title += fmt.Sprintf(", cache budget %.0f%% of the graph", 100*cacheFraction)
+		}
+		if err := bench.PlotSVG(f, rows, title); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "bench: wrote %s\n", svg)
+	}
+	return nil
+}
+
+// gpuTable breaks the GPU engines' batches down (the paper's Table II):
+// estimation and packing+copy as shares of the batch, the block, the bytes
+// read from host memory and the share of reads the block served.
+func gpuTable(w io.Writer, rows []bench.EngineRow) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	header := false
+	for _, r := range rows {
+		if !strings.HasPrefix(r.Engine, "gpu-") {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w)
+			fmt.Fprintln(tw, "shape\tbatch\tengine\tms\testimate %\tpack+copy %\tblock MB\thost MB\thit %\tcov 1%\tcov 5%\t")
+			header = true
+		}
+		total := float64(r.PerBatch)
+		cov := func(c float64) string {
+			if c < 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f", c)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%s\t%s\t\n", r.Shape, r.Batch, r.Engine,
+			float64(r.PerBatch.Microseconds())/1000, 100*float64(r.Estimate)/max(total, 1), 100*float64(r.Pack)/max(total, 1),
+			float64(r.CacheBytes)/1e6, float64(r.HostBytes)/1e6, 100*r.HitRatio, cov(r.Coverage1), cov(r.Coverage5))
+	}
 	return tw.Flush()
 }
 
-func indexOf(rows []bench.EngineRow, shape string, batch int, engine string) int {
-	for i, r := range rows {
-		if r.Shape == shape && r.Batch == batch && r.Engine == engine {
-			return i
-		}
+func placementNames() string {
+	var names []string
+	for _, p := range kernels.Placements {
+		names = append(names, string(p))
 	}
-	panic("BUG: bench row missing")
+	return strings.Join(names, ", ")
 }
 
 func shapeNames() string {

@@ -13,16 +13,19 @@ import (
 	"github.com/gcsm/gcsm/kernels/cuda"
 )
 
-// deviceFlags choose the executor: --device, --gpu-placement, --gpu-mem.
+// deviceFlags choose the executor: --device, --gpu-placement, --gpu-mem,
+// --gpu-cache.
 type deviceFlags struct {
 	device, placement string
-	mem               int64
+	mem, cache        int64
 }
 
 func (d *deviceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.device, "device", "auto", "auto (the GPU when one is present), cpu or gpu")
-	fs.StringVar(&d.placement, "gpu-placement", "device", "where the GPU reads neighbour lists: device (a mirror in GPU memory) or zero-copy (pinned host memory)")
-	fs.Int64Var(&d.mem, "gpu-mem", 0, "cap on the GPU memory gcsm uses, in `bytes`; 0 means no cap. A device placement that does not fit falls back to zero-copy")
+	fs.StringVar(&d.placement, "gpu-placement", "device", "where the GPU reads neighbour lists: device (a mirror in GPU memory), zero-copy (pinned host memory), "+
+		"gcsm, degree or khop (zero-copy plus a block of the lists the sampler's estimate, the degrees or the batch's k-hop neighbourhood pick, in GPU memory), or unified (a mirror in managed memory)")
+	fs.Int64Var(&d.mem, "gpu-mem", 0, "cap on the GPU memory gcsm uses, in `bytes`; 0 means no cap. A device or unified placement that does not fit falls back to zero-copy")
+	fs.Int64Var(&d.cache, "gpu-cache", 0, "the gcsm, degree and khop placements' cache budget in `bytes`; 0 means what --gpu-mem leaves, or half the GPU's free memory")
 }
 
 // engine is the chosen executor and the memory the graph must live in.
@@ -36,7 +39,7 @@ type engine struct {
 // and the GPU read the graph through zero-copy instead.
 func (e *engine) warnFallback(w io.Writer) {
 	if e.gpu != nil && e.gpu.Placement() == kernels.ZeroCopy && e.gpu.FellBack {
-		fmt.Fprintln(w, "warning: the graph did not fit in GPU memory under --gpu-mem; the GPU read it through zero-copy")
+		fmt.Fprintln(w, "warning: the graph did not fit in GPU memory (under --gpu-mem, if set); the GPU read it through zero-copy")
 	}
 }
 
@@ -61,7 +64,7 @@ func (d *deviceFlags) open(w io.Writer, workers int) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	x, err := kernels.Open(kernels.Options{Placement: pl, MemLimit: d.mem})
+	x, err := kernels.Open(kernels.Options{Placement: pl, MemLimit: d.mem, CacheBytes: d.cache})
 	if err != nil {
 		if d.device == "auto" && (errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice)) {
 			why := "no GPU"

@@ -1,0 +1,209 @@
+package kernels
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+	"unsafe"
+
+	"github.com/gcsm/gcsm/cache"
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/kernels/cuda"
+	"github.com/gcsm/gcsm/query"
+	"github.com/gcsm/gcsm/sampler"
+)
+
+// The cache placements (GCSM section V; cache/FORMAT.md). For every batch
+// a policy ranks the lists, cache.Pack copies the top ones that fit the
+// budget into one pinned DCSR block, and one copy moves the block to GPU
+// memory. The kernel then finds a cached list the way it finds any list,
+// through the per-vertex table: pointRows rewrites the device's rows of
+// the cached lists to point into the block's colidx, a slab like the
+// others, and restores the rows of the lists the last block held. A miss
+// costs nothing extra, and a hit no search of rowidx: the lookup the block
+// was laid out for (binary search, cache/FORMAT.md) is done on the host,
+// once per cached list and batch, instead of in the kernel once per list
+// access.
+
+// cacheState is what the cache placements keep from batch to batch.
+type cacheState struct {
+	est   sampler.Estimator
+	block cache.Block
+	dev   cuda.DevicePtr // the device copy of block
+	keys  []uint32       // the policy's ranking (scratch)
+	// rows are the keys of the lists whose device table rows point into
+	// the block.
+	rows []uint32
+	last *sampler.Estimate // the gcsm policy's last estimate
+}
+
+// BatchStats is what the executor measured of its last Match.
+type BatchStats struct {
+	// Estimate is the sampler's time (the gcsm placement).
+	Estimate time.Duration
+	// Pack is the rest of the cache's cost: ranking the lists (degree,
+	// khop), packing the block, copying it to the device and pointing the
+	// table at it.
+	Pack time.Duration
+	// Match is everything else: bringing the device's copies of the graph
+	// up to date, the launches and draining matches.
+	Match time.Duration
+	// CacheBytes is the size of the block copied to the device, holding
+	// CachedLists lists.
+	CacheBytes  int64
+	CachedLists int
+	// SlabBytes are the list bytes the kernel read through the slabs:
+	// host memory over PCIe, except in the device and unified placements.
+	// BlockBytes are those it read from the cache block. Both count the
+	// words the kernel asked for; the GPU's caches serve some of them.
+	SlabBytes, BlockBytes uint64
+}
+
+// HitRatio is the share of list bytes read from the cache block.
+func (s BatchStats) HitRatio() float64 {
+	if t := s.SlabBytes + s.BlockBytes; t > 0 {
+		return float64(s.BlockBytes) / float64(t)
+	}
+	return 0
+}
+
+// Total is the time of the Match.
+func (s BatchStats) Total() time.Duration { return s.Estimate + s.Pack + s.Match }
+
+// Last returns the measurements of the last Match.
+func (x *GPU) Last() BatchStats { return x.last }
+
+// LastEstimate returns the gcsm placement's estimate for the last batch, or
+// nil: valid until the next Match.
+func (x *GPU) LastEstimate() *sampler.Estimate { return x.cache.last }
+
+// cacheBudget is the most bytes a block may hold (Options.CacheBytes).
+func (x *GPU) cacheBudget() (int64, error) {
+	if x.opts.CacheBytes != 0 {
+		return max(x.opts.CacheBytes, 0), nil
+	}
+	held := int64(0)
+	if b, ok := x.bufs["cache"]; ok {
+		held = int64(b.n) // the block's own buffer is the budget's to reuse
+	}
+	if x.opts.MemLimit > 0 {
+		return max(x.opts.MemLimit-x.used+held, 0), nil
+	}
+	free, _, err := x.ctx.MemInfo()
+	return int64(free/2) + held, err
+}
+
+// fillCache ranks the lists by the placement's policy, packs the block and
+// copies it to the device. It returns the device addresses of the block's
+// colidx and labels (0 without labels) for the slab table; col is 0 when
+// the block is empty.
+func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query) (col, lbl uint64, err error) {
+	cs := &x.cache
+	cs.last = nil
+	t0 := time.Now()
+	budget, err := x.cacheBudget()
+	if err != nil {
+		return 0, 0, err
+	}
+	switch x.opts.Placement {
+	case GCSM:
+		if len(delta) > 0 {
+			// The seed follows the batch, so that a replay caches the same.
+			est, err := cs.est.Estimate(g, delta, queries, sampler.Options{Seed: g.Epoch(), Plans: sampler.Terms})
+			if err != nil {
+				return 0, 0, fmt.Errorf("kernels: gcsm placement: %w", err)
+			}
+			cs.last = est
+			cs.keys = cache.GCSM(cs.keys[:0], est)
+		} else {
+			cs.keys = cs.keys[:0]
+		}
+		x.last.Estimate = time.Since(t0)
+		t0 = time.Now()
+	case Degree:
+		cs.keys = cache.Degree(cs.keys[:0], g, budget)
+	case KHop:
+		cs.keys, err = cache.KHop(cs.keys[:0], g, delta, cache.Diameter(queries), budget)
+		if errors.Is(err, cache.ErrOverBudget) {
+			return 0, 0, fmt.Errorf("kernels: khop placement: %w; raise the budget (--gpu-cache) or choose another placement", err)
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+	}
+	n, err := cache.Pack(&cs.block, g, cs.keys, budget)
+	if err != nil {
+		return 0, 0, err
+	}
+	x.last.CachedLists, x.last.CacheBytes = n, cs.block.Bytes()
+	defer func() { x.last.Pack += time.Since(t0) }()
+	if n == 0 {
+		return 0, 0, nil
+	}
+	words := cs.block.Words()
+	if cs.dev, err = x.buf("cache", 4*len(words)); err != nil {
+		return 0, 0, fmt.Errorf("kernels: the cache block: %w", err)
+	}
+	if err := x.ctx.CopyHtoD(cs.dev, unsafe.Pointer(&words[0]), 4*len(words)); err != nil {
+		return 0, 0, err
+	}
+	lay := cs.block.Layout()
+	col = uint64(cs.dev) + 4*uint64(lay.ColIdx)
+	if lay.HasLabels {
+		lbl = uint64(cs.dev) + 4*uint64(lay.Labels)
+	}
+	return col, lbl, nil
+}
+
+// pointRows points the device table rows of the block's lists into it (slab
+// cacheSlab, at their colidx offsets) and gives the lists the last block
+// held, and this one does not, their own rows back. The rows it writes are
+// disjoint, so one scatter launch writes them all.
+func (x *GPU) pointRows(g *dyngraph.Graph, cacheSlab uint32) error {
+	cs := &x.cache
+	var keys []uint32
+	if x.Placement().cached() && x.last.CachedLists > 0 {
+		keys = cs.block.RowIdx()
+	}
+	if len(keys) == 0 && len(cs.rows) == 0 {
+		return nil
+	}
+	t0 := time.Now()
+	directed := g.Directed()
+	hdr := make([]uint32, 0, 4*(len(keys)+len(cs.rows)))
+	data := make([]uint32, 0, dyngraph.TableWords*(len(keys)+len(cs.rows)))
+	add := func(k uint32, row [dyngraph.TableWords]uint32) {
+		r := sampler.KeyList(k, directed)
+		hdr = append(hdr, b2u(r.In && directed), dyngraph.TableWords*r.V, dyngraph.TableWords, uint32(len(data)))
+		data = append(data, row[:]...)
+	}
+	for _, k := range cs.rows {
+		if _, held := slices.BinarySearch(keys, k); !held {
+			add(k, g.Row(sampler.KeyList(k, directed)))
+		}
+	}
+	words := cs.block.Words()
+	lay := cs.block.Layout()
+	rowptr := words[lay.RowPtr:lay.ColIdx]
+	for i, k := range keys {
+		row := g.Row(sampler.KeyList(k, directed))
+		if row[2] != rowptr[2*i+2]-rowptr[2*i] {
+			return fmt.Errorf("kernels: BUG: cached list %d has %d entries in the block and %d in the graph", k, rowptr[2*i+2]-rowptr[2*i], row[2])
+		}
+		row[0], row[1] = cacheSlab, rowptr[2*i]
+		add(k, row)
+	}
+	cs.rows = append(cs.rows[:0], keys...)
+	dst := []uint64{uint64(x.bufs["out_tab"].p), uint64(x.bufs["out_tab"].p)}
+	if directed {
+		dst[1] = uint64(x.bufs["in_tab"].p)
+	}
+	err := x.scatterSegments("cached", dst, hdr, data)
+	x.last.Pack += time.Since(t0)
+	return err
+}
+
+// SetCacheBytes changes Options.CacheBytes, from the next batch on.
+func (x *GPU) SetCacheBytes(n int64) { x.opts.CacheBytes = n }
