@@ -1,10 +1,13 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
+	"github.com/gcsm/gcsm/cache"
 	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
@@ -114,83 +117,107 @@ func RunEngines(cfg EngineConfig, engines []Engine, log io.Writer) ([]EngineRow,
 		}
 		qs = append(qs, q)
 	}
-	var rows []EngineRow
+	// Every engine gets its own copy of the graph, built side by side;
+	// then each batch size runs on every engine in turn, so that a run cut
+	// short still compares the engines on the sizes it finished.
+	gs := make([]*dyngraph.Graph, len(engines))
+	errs := make([]error, len(engines))
+	var wg sync.WaitGroup
 	for ei, e := range engines {
-		rs, err := runEngine(cfg, e, initial, stream, qs, log)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", e.Name, err)
-		}
-		if ei > 0 {
-			for _, r := range rs {
-				ref := rows[IndexOf(rows, r.Shape, r.Batch, engines[0].Name)]
-				if r.Positive != ref.Positive || r.Negative != ref.Negative {
-					return nil, fmt.Errorf("%s disagrees with %s on %s at batch %d: +%d -%d against +%d -%d",
-						e.Name, ref.Engine, r.Shape, r.Batch, r.Positive, r.Negative, ref.Positive, ref.Negative)
-				}
+		wg.Go(func() { gs[ei], errs[ei] = load(cfg, e, initial) })
+	}
+	wg.Wait()
+	defer func() {
+		for _, g := range gs {
+			if g != nil {
+				g.Close()
 			}
 		}
-		rows = append(rows, rs...)
+	}()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var rows []EngineRow
+	at := make([]int, len(engines)) // where each engine's next batch starts in the stream
+	out := make([]bool, len(engines))
+	for _, size := range cfg.Batches {
+		for ei, e := range engines {
+			if out[ei] {
+				continue
+			}
+			rs, err := runSize(cfg, e, gs[ei], stream, &at[ei], size, qs)
+			if errors.Is(err, cache.ErrOverBudget) {
+				// The khop placement at a batch whose neighbourhood does
+				// not fit: its graph now holds a batch the others went on
+				// from, so it sits out the rest of the run.
+				fmt.Fprintf(log, "  %s, batch %d: %v; no more batches for it\n", e.Name, size, err)
+				out[ei] = true
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s, batch %d: %w", e.Name, size, err)
+			}
+			for _, r := range rs {
+				logRow(log, r)
+				if ref := IndexOf(rows, r.Shape, r.Batch, engines[0].Name); ei > 0 && ref >= 0 &&
+					(r.Positive != rows[ref].Positive || r.Negative != rows[ref].Negative) {
+					return nil, fmt.Errorf("%s disagrees with %s on %s at batch %d: +%d -%d against +%d -%d",
+						e.Name, rows[ref].Engine, r.Shape, r.Batch, r.Positive, r.Negative, rows[ref].Positive, rows[ref].Negative)
+				}
+			}
+			rows = append(rows, rs...)
+		}
 	}
 	return rows, nil
 }
 
-// IndexOf finds the row of shape, batch size and engine; it panics when
-// there is none.
+// IndexOf finds the row of shape, batch size and engine, or returns -1.
 func IndexOf(rows []EngineRow, shape string, batch int, engine string) int {
 	for i, r := range rows {
 		if r.Shape == shape && r.Batch == batch && r.Engine == engine {
 			return i
 		}
 	}
-	panic("BUG: bench row missing")
+	return -1
 }
 
-// runEngine builds the initial graph once and runs cfg.PerSize batches of
-// each size in turn, each size going on along the stream where the last
-// stopped, so that every engine sees the same batches.
-func runEngine(cfg EngineConfig, e Engine, initial []graph.Edge, stream []graph.Update, qs []*query.Query, log io.Writer) ([]EngineRow, error) {
+// load builds the initial graph in the engine's memory and sets its cache
+// budget.
+func load(cfg EngineConfig, e Engine, initial []graph.Edge) (*dyngraph.Graph, error) {
 	opts := dyngraph.DefaultOptions()
 	opts.Alloc = e.Alloc
 	g, err := dyngraph.New(opts)
 	if err != nil {
 		return nil, err
 	}
-	defer g.Close()
-	load := make([]graph.Update, 0, len(initial)+1<<cfg.Graph.Scale)
+	batch := make([]graph.Update, 0, len(initial)+1<<cfg.Graph.Scale)
 	for v := 0; v < 1<<cfg.Graph.Scale; v++ {
-		load = append(load, graph.Update{Op: graph.AddVertex, Src: uint32(v), SrcLabel: cfg.Graph.VertexLabel(uint32(v))})
+		batch = append(batch, graph.Update{Op: graph.AddVertex, Src: uint32(v), SrcLabel: cfg.Graph.VertexLabel(uint32(v))})
 	}
 	for _, ed := range initial {
-		load = append(load, graph.Update{Op: graph.Insert, Src: ed.Src, Dst: ed.Dst, Label: ed.Label, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
+		batch = append(batch, graph.Update{Op: graph.Insert, Src: ed.Src, Dst: ed.Dst, Label: ed.Label, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
 	}
-	if _, _, err := g.Build(load); err != nil {
+	if _, _, err := g.Build(batch); err != nil {
+		g.Close()
 		return nil, err
 	}
 	if b, ok := e.Matcher.(Budgeted); ok && cfg.CacheFraction > 0 {
 		b.SetCacheBytes(int64(cfg.CacheFraction * float64(GraphBytes(g))))
 	}
-	var rows []EngineRow
-	at := 0 // where the next batch starts in the stream
-	for _, size := range cfg.Batches {
-		rs, err := runSize(cfg, e, g, stream, &at, size, qs)
-		if err != nil {
-			return nil, fmt.Errorf("batch %d: %w", size, err)
-		}
-		for _, r := range rs {
-			fmt.Fprintf(log, "  %-10s batch %5d %-14s %10.3f ms/batch  +%d -%d  %.1f MB of list reads/batch, %.1f MB from host",
-				r.Shape, size, e.Name, ms(r.PerBatch), r.Positive, r.Negative, float64(r.ListBytes)/1e6, float64(r.HostBytes)/1e6)
-			if r.CacheBytes > 0 || r.Estimate > 0 {
-				fmt.Fprintf(log, "; estimate %.3f ms, pack+copy %.3f ms, block %.1f MB, hit %.0f%%",
-					ms(r.Estimate), ms(r.Pack), float64(r.CacheBytes)/1e6, 100*r.HitRatio)
-			}
-			if r.Coverage1 >= 0 {
-				fmt.Fprintf(log, ", coverage top-1%% %.2f top-5%% %.2f", r.Coverage1, r.Coverage5)
-			}
-			fmt.Fprintln(log)
-		}
-		rows = append(rows, rs...)
+	return g, nil
+}
+
+func logRow(log io.Writer, r EngineRow) {
+	fmt.Fprintf(log, "  %-10s batch %5d %-14s %10.3f ms/batch  +%d -%d  %.1f MB of list reads/batch, %.1f MB from host",
+		r.Shape, r.Batch, r.Engine, ms(r.PerBatch), r.Positive, r.Negative, float64(r.ListBytes)/1e6, float64(r.HostBytes)/1e6)
+	if r.CacheBytes > 0 || r.Estimate > 0 {
+		fmt.Fprintf(log, "; estimate %.3f ms, pack+copy %.3f ms, block %.1f MB, hit %.0f%%",
+			ms(r.Estimate), ms(r.Pack), float64(r.CacheBytes)/1e6, 100*r.HitRatio)
 	}
-	return rows, nil
+	if r.Coverage1 >= 0 {
+		fmt.Fprintf(log, ", coverage top-1%% %.2f top-5%% %.2f", r.Coverage1, r.Coverage5)
+	}
+	fmt.Fprintln(log)
 }
 
 // runSize runs cfg.PerSize batches of size updates from stream[*at:] (fewer

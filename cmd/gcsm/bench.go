@@ -121,26 +121,35 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		head += "×" + e.Name + "\t"
 	}
 	fmt.Fprintln(tw, head+"updates/s (fastest)\t")
-	for i := 0; i < len(rows); {
-		r := rows[i]
-		line := fmt.Sprintf("%s\t%d\t", r.Shape, r.Batch)
-		var ms []float64
-		for k := range es {
-			// rows are grouped by batch size, then engine, then shape
-			j := bench.IndexOf(rows, r.Shape, r.Batch, es[k].Name)
-			ms = append(ms, float64(rows[j].PerBatch.Microseconds())/1000)
-			line += fmt.Sprintf("%.3f\t", ms[k])
-		}
-		best := ms[0]
-		for k := 1; k < len(ms); k++ {
-			line += fmt.Sprintf("%.1f\t", ms[0]/max(ms[k], 1e-6))
-			best = min(best, ms[k])
-		}
-		line += fmt.Sprintf("%.0f\t", float64(r.Batch)/(max(best, 1e-6)/1000))
-		fmt.Fprintln(tw, line)
-		i++
-		for i < len(rows) && (rows[i].Engine != es[0].Name) {
-			i++
+	for _, size := range cfg.Batches {
+		for _, shape := range cfg.Shapes {
+			line := fmt.Sprintf("%s\t%d\t", shape.Name, size)
+			ms := make([]float64, len(es)) // 0: the engine has no row (khop over budget)
+			best := 0.0
+			for k, e := range es {
+				if j := bench.IndexOf(rows, shape.Name, size, e.Name); j >= 0 {
+					ms[k] = max(float64(rows[j].PerBatch.Microseconds())/1000, 1e-3)
+					line += fmt.Sprintf("%.3f\t", ms[k])
+					if best == 0 || ms[k] < best {
+						best = ms[k]
+					}
+				} else {
+					line += "-\t"
+				}
+			}
+			for k := 1; k < len(ms); k++ {
+				if ms[0] > 0 && ms[k] > 0 {
+					line += fmt.Sprintf("%.1f\t", ms[0]/ms[k])
+				} else {
+					line += "-\t"
+				}
+			}
+			if best > 0 {
+				line += fmt.Sprintf("%.0f\t", float64(size)/(best/1000))
+			} else {
+				line += "-\t"
+			}
+			fmt.Fprintln(tw, line)
 		}
 	}
 	if err := tw.Flush(); err != nil {

@@ -36,7 +36,7 @@ var allowed = map[string][]string{
 	"kernels":           {"graph", "query", "dyngraph", "incremental", "sampler", "cache", "internal/hostmem", "kernels/cuda"},
 	"kernels/cuda":      {},
 	"output":            {"graph", "query", "internal/jsonstr"},
-	"bench":             {"graph", "query", "dyngraph", "ingest", "incremental", "sampler", "kernels", "internal/hostmem"},
+	"bench":             {"graph", "query", "dyngraph", "ingest", "incremental", "sampler", "cache", "kernels", "internal/hostmem"},
 	"service":           {"graph", "query", "dyngraph", "ingest", "incremental", "sampler", "cache", "kernels", "kernels/cuda", "output", "internal/hostmem", "internal/statedir", "bench"},
 	"deploy":            {},
 	"cmd/gcsm":          nil, // may import everything; nothing imports it
