@@ -137,8 +137,25 @@ func RunEngines(cfg EngineConfig, engines []Engine, log io.Writer) ([]EngineRow,
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	var rows []EngineRow
+	// One untimed batch of one update per engine: what a first batch pays
+	// once (the GPU's first copy of the vertex table, its buffers, the
+	// estimator's arrays) is not what a stream pays per batch.
 	at := make([]int, len(engines)) // where each engine's next batch starts in the stream
+	for ei, e := range engines {
+		if len(stream) == 0 {
+			break
+		}
+		delta, _, _, err := gs[ei].Apply(stream[:1])
+		if err != nil {
+			return nil, err
+		}
+		if _, err := e.Matcher.Match(gs[ei], delta, qs, incremental.Count, nil); err != nil && !errors.Is(err, cache.ErrOverBudget) {
+			return nil, fmt.Errorf("%s, warm-up batch: %w", e.Name, err)
+		}
+		gs[ei].Reorganize()
+		at[ei] = 1
+	}
+	var rows []EngineRow
 	out := make([]bool, len(engines))
 	for _, size := range cfg.Batches {
 		for ei, e := range engines {

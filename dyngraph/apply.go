@@ -276,6 +276,7 @@ func (g *Graph) appendEntry(l *list, id uint32, label graph.Label) {
 		s.lbls[l.off+l.n] = label
 	}
 	l.n++
+	g.maxLen = max(g.maxLen, l.n)
 }
 
 func (g *Graph) remove(k edgeKey) {

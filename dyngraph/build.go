@@ -22,6 +22,7 @@ func (g *Graph) Build(batch []graph.Update) ([]Reject, ApplyStats, error) {
 		return nil, ApplyStats{}, errors.New("dyngraph: Build needs an empty graph; use Apply")
 	}
 	st := ApplyStats{Updates: len(batch)}
+	g.maxKnown = false // put does not keep MaxDegreeBound
 	for i := range batch {
 		if batch[i].Op == graph.Delete {
 			return nil, st, fmt.Errorf("dyngraph: Build got a deletion (update %d); use Apply", i)

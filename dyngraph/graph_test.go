@@ -1253,3 +1253,59 @@ func TestApplyRejectsWildcardVertexLabel(t *testing.T) {
 		t.Errorf("Wildcard became a vertex label: %v", g.VertexLabels())
 	}
 }
+
+// TestMaxDegreeBound: the bound equals MaxDegree after a load, never falls
+// below it through inserts, deletions and reorganizing, and a fresh Build
+// forgets the old graph's bound.
+func TestMaxDegreeBound(t *testing.T) {
+	g, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	ins := func(a, b uint32) graph.Update {
+		return graph.Update{Op: graph.Insert, Src: a, Dst: b, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel}
+	}
+	var load []graph.Update
+	for v := uint32(1); v <= 5; v++ {
+		load = append(load, ins(0, v))
+	}
+	if _, _, err := g.Build(load); err != nil {
+		t.Fatal(err)
+	}
+	if g.MaxDegreeBound() != 5 || g.MaxDegree() != 5 {
+		t.Fatalf("after the load: bound %d, max %d, want 5", g.MaxDegreeBound(), g.MaxDegree())
+	}
+	var more []graph.Update
+	for v := uint32(6); v <= 9; v++ {
+		more = append(more, ins(0, v))
+	}
+	if _, _, _, err := g.Apply(more); err != nil {
+		t.Fatal(err)
+	}
+	if b, m := g.MaxDegreeBound(), g.MaxDegree(); b < m || m != 9 {
+		t.Fatalf("after inserts: bound %d, max %d", b, m)
+	}
+	g.Reorganize()
+	del := ins(0, 1)
+	del.Op = graph.Delete
+	if _, _, _, err := g.Apply([]graph.Update{del}); err != nil {
+		t.Fatal(err)
+	}
+	g.Reorganize()
+	if b, m := g.MaxDegreeBound(), g.MaxDegree(); b < m || m != 8 {
+		t.Fatalf("after a deletion: bound %d, max %d", b, m)
+	}
+	h, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	_ = h.MaxDegreeBound() // 0 on the empty graph
+	if _, _, err := h.Build(load[:2]); err != nil {
+		t.Fatal(err)
+	}
+	if h.MaxDegreeBound() != 2 {
+		t.Fatalf("after Build on a graph whose bound was read: %d, want 2", h.MaxDegreeBound())
+	}
+}

@@ -203,8 +203,9 @@ type Estimate struct {
 	// read nothing, excluded): the work of matching the batch, by the same
 	// estimator as a list's reads.
 	Nodes float64
-	// MaxDegree is D: the largest list, or out- plus in-list on directed
-	// graphs when a query has an undirected edge.
+	// MaxDegree is D: at least the largest list (dyngraph's
+	// MaxDegreeBound), or the largest out- plus in-list on directed graphs
+	// when a query has an undirected edge.
 	MaxDegree int
 
 	keys   []uint32 // keys with a positive estimate
@@ -407,10 +408,11 @@ func hasAny(q *query.Query, plans Plans) bool {
 
 // maxSlots is D: no driver has more slots. A driver's slots are entries of
 // one list, or of a vertex's out- and in-list for an undirected query edge
-// on a directed graph. It costs a pass over the vertex table.
+// on a directed graph. The first is dyngraph's MaxDegreeBound, O(1); the
+// second costs a pass over the vertex table.
 func maxSlots(g *dyngraph.Graph, anyDir bool) uint64 {
 	if !anyDir || !g.Directed() {
-		return uint64(max(g.MaxDegree(), 1))
+		return uint64(max(g.MaxDegreeBound(), 1))
 	}
 	d := 1
 	for v := range g.NumVertices() {
