@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU engine's test entry point, for a machine with an NVIDIA GPU:
 # the kernels package's GPU-vs-CPU tests, then the peer suites through the
-# CLI on the GPU (both placements) against the expected answers and the CPU.
+# CLI on the GPU (device, zero-copy, and the gcsm, degree and unified placements)
+# against the expected answers and the CPU.
 #
 #   bench/gpu-check.sh BIN_DIR DATASETS_DIR
 #
@@ -15,10 +16,10 @@ fail=0
 say() { printf '%s\n' "$*"; }
 
 say "== kernels: GPU versus CPU on seeded random graphs and streams"
-(cd "$(dirname "$0")/../kernels" && "$bin/kernels.test" -test.run 'GPU|Encode' -test.v -test.timeout 240s 2>&1 | grep --line-buffered -v '^=== RUN') || fail=1
+(cd "$(dirname "$0")/../kernels" && "$bin/kernels.test" -test.run 'GPU|Encode|Cache|KHop|GraphDesc' -test.v -test.timeout 240s 2>&1 | grep --line-buffered -v '^=== RUN') || fail=1
 
 json() { tail -n 1; }
-for pl in device zero-copy; do
+for pl in device zero-copy gcsm degree unified; do
   say "== csm_eucore_generated, 30 queries, GPU $pl, batch 1024 and 1"
   d=$data/csm_eucore_generated
   qs=""; for i in $(seq 1 30); do qs="$qs -q $d/query_graph/Q_$i"; done
