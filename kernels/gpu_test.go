@@ -209,6 +209,28 @@ func gpuVsCPU(t *testing.T, x *GPU, seed uint64, directed bool, sem query.Semant
 		}
 		t.Fatalf("%s: static counts CPU %v GPU %v", where, cs, gs)
 	}
+	var static int64
+	for _, n := range cs {
+		static += n
+	}
+	if static <= 1<<16 {
+		cc := &collector{got: map[string]int{}}
+		gc := &collector{got: map[string]int{}}
+		if _, err := cpu.Static(g, qs, incremental.Enumerate, cc.sink); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := x.Static(g, qs, incremental.Enumerate, gc.sink); err != nil {
+			t.Fatalf("%s: GPU static enumerate: %v", where, err)
+		}
+		if len(gc.got) != len(cc.got) {
+			t.Fatalf("%s: static enumerate: GPU %d distinct matches, CPU %d", where, len(gc.got), len(cc.got))
+		}
+		for k, n := range gc.got {
+			if n != 1 || cc.got[k] != 1 {
+				t.Fatalf("%s: static enumerate: GPU emitted %s %d times, CPU %d", where, k, n, cc.got[k])
+			}
+		}
+	}
 	sizes := []int{1, 7, 64, 1000, 8192}
 	for b := 0; b < 4; b++ {
 		size := sizes[r.IntN(len(sizes))]

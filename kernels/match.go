@@ -62,45 +62,57 @@ func (x *GPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 // read in the new view, and there is no stable edge for the others). So the
 // static matcher is the incremental kernel run on term 0, with every edge as
 // an insertion and every list presented as wholly appended.
+//
+// Each query runs on its own: its root edges are only those whose ends are
+// candidates (incremental.Filter, as on the CPU) of the term's first two
+// query vertices, in one orientation or the other. On a labeled query most
+// edges fail that, and each would have been a work unit.
 func (x *GPU) Static(g *dyngraph.Graph, queries []*query.Query, mode incremental.Mode, sink incremental.Sink) ([]int64, error) {
 	if g.Pending() {
 		return nil, fmt.Errorf("kernels: Static on a graph with a pending batch")
 	}
 	out := make([]int64, len(queries))
-	live := possible(g, queries)
-	if len(live) == 0 {
-		return out, nil
-	}
-	var changes []uint32
-	for v := 0; v < g.NumVertices(); v++ {
-		a := g.Out(graph.VertexID(v))
-		for i, e := range a.Sorted {
-			w := e & dyngraph.IDMask
-			if !g.Directed() && w < uint32(v) {
-				continue // each undirected edge once
-			}
-			l, _ := g.EdgeLabel()
-			if a.SortedLabels != nil {
-				l = a.SortedLabels[i]
-			}
-			changes = append(changes, uint32(v), w, l, 1)
-		}
-	}
-	if len(changes) == 0 {
-		return out, nil
-	}
-	qs := pick(queries, live)
-	prog, err := encode(qs, g.MultiLabel(), true)
-	if err != nil {
-		return nil, err
-	}
 	x.last = BatchStats{}
-	counts, err := x.run(g, nil, prog, changes, qs, mode, sink, live)
-	if err != nil {
-		return nil, err
-	}
-	for i, qi := range live {
-		out[qi] = counts[i].Positive
+	for _, qi := range possible(g, queries) {
+		q := queries[qi]
+		f := incremental.Filter(g, q)
+		lv := q.Terms[0].Levels
+		a, b := f.Sets[lv[0].Vertex], f.Sets[lv[1].Vertex]
+		in := func(set []uint64, v uint32) bool { return set[v/64]&(1<<(v%64)) != 0 }
+		var changes []uint32
+		for v := 0; v < g.NumVertices(); v++ {
+			if !in(a, uint32(v)) && !in(b, uint32(v)) {
+				continue // neither end of a root edge
+			}
+			adj := g.Out(graph.VertexID(v))
+			for i, e := range adj.Sorted {
+				w := e & dyngraph.IDMask
+				if !g.Directed() && w < uint32(v) {
+					continue // each undirected edge once (a root edge's ends are both visited)
+				}
+				if !(in(a, uint32(v)) && in(b, w)) && !(in(a, w) && in(b, uint32(v))) {
+					continue
+				}
+				l, _ := g.EdgeLabel()
+				if adj.SortedLabels != nil {
+					l = adj.SortedLabels[i]
+				}
+				changes = append(changes, uint32(v), w, l, 1)
+			}
+		}
+		if len(changes) == 0 {
+			continue
+		}
+		qs := []*query.Query{q}
+		prog, err := encode(qs, g.MultiLabel(), true)
+		if err != nil {
+			return nil, err
+		}
+		counts, err := x.run(g, nil, prog, changes, qs, mode, sink, []int{qi})
+		if err != nil {
+			return nil, err
+		}
+		out[qi] = counts[0].Positive
 	}
 	return out, nil
 }

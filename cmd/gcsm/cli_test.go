@@ -454,6 +454,11 @@ func TestMatchTiny(t *testing.T) {
 	if want := []matchQuery{{"tri", 2}}; !slices.Equal(s.Queries, want) {
 		t.Errorf("match -q %s: %+v, want %+v", qf, s.Queries, want)
 	}
+	// --unlabeled drops the file's labels: every embedding of the triangle.
+	s = matchJSON(t, "-d", data, "-q", qf, "--unlabeled")
+	if want := []matchQuery{{"tri", 6}}; !slices.Equal(s.Queries, want) {
+		t.Errorf("match --unlabeled -q %s: %+v, want %+v", qf, s.Queries, want)
+	}
 }
 
 // wantFailure runs args, expecting exit code code and stderr holding every

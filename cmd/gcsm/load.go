@@ -159,8 +159,9 @@ func (s *session) loadGraph(path string) error {
 }
 
 // loadQueries compiles each -q argument: a file (CSM or Cypher-style), an
-// inline Cypher-style pattern, or NAME=PATTERN.
-func loadQueries(specs []string, labels *graph.Dict, directed bool, sem query.Semantics) ([]*query.Query, error) {
+// inline Cypher-style pattern, or NAME=PATTERN. With unlabeled every vertex
+// and edge of the patterns matches any label.
+func loadQueries(specs []string, labels *graph.Dict, directed bool, sem query.Semantics, unlabeled bool) ([]*query.Query, error) {
 	if len(specs) == 0 {
 		return nil, errors.New("no query: give at least one -q")
 	}
@@ -175,6 +176,14 @@ func loadQueries(specs []string, labels *graph.Dict, directed bool, sem query.Se
 			return nil, fmt.Errorf("two queries are named %q", p.Name)
 		}
 		names[p.Name] = true
+		if unlabeled {
+			for i := range p.Vertices {
+				p.Vertices[i].Label, p.Vertices[i].Wildcard = "", true
+			}
+			for i := range p.Edges {
+				p.Edges[i].Label, p.Edges[i].Wildcard = "", true
+			}
+		}
 		q, err := query.Compile(p, labels, directed, sem)
 		if err != nil {
 			return nil, err

@@ -21,6 +21,7 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 		queries                                     queryFlags
 		semantics                                   string
 		countOnly, emit, jsonOut, directed, skipBad bool
+		unlabeled                                   bool
 		workers                                     int
 	)
 	fs := flag.NewFlagSet("match", flag.ContinueOnError)
@@ -31,6 +32,7 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&emit, "emit", false, "print every match as a line: QUERY v1 v2 ... (query vertex order)")
 	fs.BoolVar(&jsonOut, "json", false, "end stdout with one JSON summary line")
 	fs.BoolVar(&directed, "directed", false, "treat the graph as directed")
+	fs.BoolVar(&unlabeled, "unlabeled", false, "ignore the queries' vertex and edge labels (for unlabeled pattern sets such as STMatch's, whose labels are vertex ids)")
 	fs.BoolVar(&skipBad, "skip-bad", false, "count and skip malformed lines instead of failing")
 	fs.IntVar(&workers, "workers", 0, "matching goroutines; 0 uses every core")
 	var dev deviceFlags
@@ -62,7 +64,7 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 	if err := s.loadGraph(data); err != nil {
 		return err
 	}
-	qs, err := loadQueries(queries, s.labels, directed, sem)
+	qs, err := loadQueries(queries, s.labels, directed, sem, unlabeled)
 	if err != nil {
 		return err
 	}

@@ -114,7 +114,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	qs, err := loadQueries(f.queries, s.labels, f.directed, sem)
+	qs, err := loadQueries(f.queries, s.labels, f.directed, sem, false)
 	if err != nil {
 		return err
 	}
