@@ -85,6 +85,46 @@ func (c *CPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 	if len(ws) > 1 && total < int64(len(ws))*splitBelow {
 		return scale(c.matchSplit(ws, blocks, delta, queries, res), queries, mode), nil
 	}
+	unit := func(u int64) (int, int, *graph.Change) {
+		b := blocks[u/int64(len(delta))]
+		return b.qi, b.term, &delta[u%int64(len(delta))]
+	}
+	return scale(runUnits(ws, total, unit, queries, res), queries, mode), nil
+}
+
+// Unit is one work unit of a batch: term Term of queries[Query] for
+// delta[Change], in Match's arguments.
+type Unit struct{ Query, Term, Change int }
+
+// MatchUnits is Match restricted to the given units: for an executor that
+// hands the CPU the units it could not finish (kernels, when one unit has
+// more matches than its buffer holds). A unit's term indexes q.Terms in
+// Enumerate mode and q.CountTerms in Count mode, which have the same
+// length. The units run as they are, neither split nor stopped.
+func (c *CPU) MatchUnits(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, units []Unit, mode Mode, sink Sink) ([]Counts, error) {
+	if !g.Pending() && len(units) > 0 {
+		return nil, fmt.Errorf("incremental: MatchUnits on a graph with no pending batch")
+	}
+	if mode == Enumerate && sink == nil {
+		return nil, fmt.Errorf("incremental: Enumerate needs a sink")
+	}
+	for _, u := range units {
+		if u.Query < 0 || u.Query >= len(queries) || u.Term < 0 || u.Term >= len(queries[u.Query].Terms) || u.Change < 0 || u.Change >= len(delta) {
+			return nil, fmt.Errorf("incremental: unit %+v out of range (%d queries, %d changes)", u, len(queries), len(delta))
+		}
+	}
+	ws := c.walkers(g, mode, sink)
+	unit := func(i int64) (int, int, *graph.Change) {
+		u := units[i]
+		return u.Query, u.Term, &delta[u.Change]
+	}
+	return scale(runUnits(ws, int64(len(units)), unit, queries, make([]Counts, len(queries))), queries, mode), nil
+}
+
+// runUnits runs units 0..total-1, as unit describes them, on the walkers,
+// claimed unitChunk at a time, and adds the counts per query and sign to
+// res.
+func runUnits(ws []*walker, total int64, unit func(int64) (qi, term int, ch *graph.Change), queries []*query.Query, res []Counts) []Counts {
 	pos := make([][]int64, len(ws))
 	neg := make([][]int64, len(ws))
 	var next atomic.Int64
@@ -99,15 +139,13 @@ func (c *CPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 					return
 				}
 				for u := u0; u < min(u0+unitChunk, total); u++ {
-					b := blocks[u/int64(len(delta))]
-					ch := &delta[u%int64(len(delta))]
-					q := queries[b.qi]
+					qi, term, ch := unit(u)
 					w.count = 0
-					w.runTerm(b.qi, q, b.term, ch)
+					w.runTerm(qi, queries[qi], term, ch)
 					if ch.Sign > 0 {
-						pos[wi][b.qi] += w.count
+						pos[wi][qi] += w.count
 					} else {
-						neg[wi][b.qi] += w.count
+						neg[wi][qi] += w.count
 					}
 				}
 			}
@@ -120,7 +158,7 @@ func (c *CPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 			res[qi].Negative += neg[wi][qi]
 		}
 	}
-	return scale(res, queries, mode), nil
+	return res
 }
 
 // splitBelow: a batch with fewer than splitBelow units per worker is split

@@ -72,6 +72,10 @@ type BatchStats struct {
 	// BlockBytes are those it read from the cache block. Both count the
 	// words the kernel asked for; the GPU's caches serve some of them.
 	SlabBytes, BlockBytes uint64
+	// CPUUnits counts the work units of an enumeration that the CPU
+	// finished because one of them had more matches than the record
+	// buffer holds (Options.EnumRecords).
+	CPUUnits int
 }
 
 // HitRatio is the share of list bytes read from the cache block.

@@ -21,7 +21,12 @@ import (
 // openGPU opens the executor or skips: CI machines have no GPU.
 func openGPU(t testing.TB, p Placement, noSplit bool) *GPU {
 	t.Helper()
-	x, err := Open(Options{Placement: p, EnumRecords: 1 << 20, NoSplit: noSplit})
+	return openGPUWith(t, Options{Placement: p, EnumRecords: 1 << 20, NoSplit: noSplit})
+}
+
+func openGPUWith(t testing.TB, opts Options) *GPU {
+	t.Helper()
+	x, err := Open(opts)
 	if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
 		t.Skipf("no GPU: %v", err)
 	}
@@ -155,7 +160,31 @@ func TestGPUEqualsCPU(t *testing.T) {
 	}
 }
 
-func gpuVsCPU(t *testing.T, x *GPU, seed uint64, directed bool, sem query.Semantics, kind, where string) {
+// TestEnumerateOverflowToCPU: with a record buffer of 16 matches, single
+// units overflow it, and the CPU executor must finish them with the same
+// matches the CPU finds alone.
+func TestEnumerateOverflowToCPU(t *testing.T) {
+	x := openGPUWith(t, Options{Placement: Device, EnumRecords: 16})
+	defer x.Close()
+	handed := 0
+	for trial := 0; trial < 12; trial++ {
+		directed := trial%2 == 1
+		sem := query.Semantics(trial / 2 % 2)
+		kind := []string{"insert", "delete", "mixed"}[trial%3]
+		where := fmt.Sprintf("records 16 trial %d directed=%v %v %s", trial, directed, sem, kind)
+		t.Run(where, func(t *testing.T) {
+			gpuVsCPU(t, x, 500+uint64(trial), directed, sem, kind, where, func() { handed += x.Last().CPUUnits })
+		})
+	}
+	if handed == 0 {
+		t.Fatal("no unit was handed to the CPU: the test did not overflow the buffer")
+	}
+	t.Logf("%d units finished on the CPU", handed)
+}
+
+// gpuVsCPU compares the GPU with the CPU on a seeded random graph and
+// stream; afterEnumerate, when given, runs after each enumerating Match.
+func gpuVsCPU(t *testing.T, x *GPU, seed uint64, directed bool, sem query.Semantics, kind, where string, afterEnumerate ...func()) {
 	r := rand.New(rand.NewPCG(seed, 77))
 	d := graph.NewDict()
 	nvl, nel := 1+r.IntN(3), 1+r.IntN(2)
@@ -213,7 +242,7 @@ func gpuVsCPU(t *testing.T, x *GPU, seed uint64, directed bool, sem query.Semant
 	for _, n := range cs {
 		static += n
 	}
-	if static <= 1<<16 {
+	if static <= 1<<16 && x.opts.EnumRecords >= 1<<16 {
 		cc := &collector{got: map[string]int{}}
 		gc := &collector{got: map[string]int{}}
 		if _, err := cpu.Static(g, qs, incremental.Enumerate, cc.sink); err != nil {
@@ -286,6 +315,9 @@ func gpuVsCPU(t *testing.T, x *GPU, seed uint64, directed bool, sem query.Semant
 		egot, err := x.Match(g, delta, qs, incremental.Enumerate, gc.sink)
 		if err != nil {
 			t.Fatalf("%s batch %d enumerate: %v", where, b, err)
+		}
+		for _, f := range afterEnumerate {
+			f()
 		}
 		if !slices.Equal(want, egot) {
 			t.Fatalf("%s batch %d: enumerate counts GPU %v, CPU %v", where, b, egot, want)

@@ -278,6 +278,22 @@ func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, change
 			break
 		}
 		more, err := x.drain(prog, qs, changes, rec, outCount, incomplete, flags, next, n, pending, capRecs, words, sink, live)
+		if errors.Is(err, errStuck) && delta != nil {
+			onCPU, err := x.finishOnCPU(g, delta, prog, qs, more, sink, live)
+			if err != nil {
+				return nil, err
+			}
+			x.last.CPUUnits = len(more)
+			onGPU, err := x.readCounts(counts, len(qs))
+			if err != nil {
+				return nil, err
+			}
+			for i := range onGPU {
+				onGPU[i].Positive += onCPU[i].Positive
+				onGPU[i].Negative += onCPU[i].Negative
+			}
+			return onGPU, nil
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -482,7 +498,27 @@ func (x *GPU) drain(prog *program, qs []*query.Query, changes []uint32, rec, out
 	if uint64(len(more)) == n {
 		// Not one unit finished: a single unit has more matches than the
 		// buffer holds, and running it again would fill it again.
-		return nil, fmt.Errorf("kernels: one work unit has more matches than the enumeration buffer holds (%d); raise Options.EnumRecords", capRecs)
+		return more, fmt.Errorf("%w (%d records)", errStuck, capRecs)
 	}
 	return more, nil
+}
+
+// errStuck is drain's error when a launch finished no unit.
+var errStuck = errors.New("kernels: one work unit has more matches than the enumeration buffer holds")
+
+// finishOnCPU runs the units a launch could not finish on the CPU executor:
+// the kernel cannot resume a unit midway, and a unit with more matches than
+// the record buffer holds would fill it on every launch. The units are
+// (term, change) pairs of prog over delta, which is in changes' order.
+func (x *GPU) finishOnCPU(g *dyngraph.Graph, delta []graph.Change, prog *program, qs []*query.Query, left []uint64,
+	sink incremental.Sink, live []int) ([]incremental.Counts, error) {
+	nch := uint64(len(delta))
+	units := make([]incremental.Unit, len(left))
+	for i, u := range left {
+		o := prog.owner[u/nch]
+		units[i] = incremental.Unit{Query: o.q, Term: o.t, Change: int(u % nch)}
+	}
+	// The CPU names queries by their index in qs; the sink wants live's.
+	relay := func(w, q int, sign graph.Sign, m []graph.VertexID) { sink(w, live[q], sign, m) }
+	return x.cpu.MatchUnits(g, delta, qs, units, incremental.Enumerate, relay)
 }
