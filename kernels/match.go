@@ -266,7 +266,7 @@ func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, change
 		}
 		err := x.match.Launch([3]uint32{blocks, 1, 1}, [3]uint32{warpsPerBlock * 32, 1, 1}, 0, nil,
 			pp, tp, uint32(len(prog.terms)), cp, uint32(nch),
-			ga, counts, scratch, next, total, list /* unit_list: 0 on the first launch */, mb,
+			ga, counts, scratch, next, n, list /* unit_list: 0 on the first launch */, mb,
 			rec, capRecs, outCount, words, incomplete, flags, uint32(0), cuda.DevicePtr(0), uint32(0), lb)
 		if err == nil {
 			err = x.ctx.Synchronize()
