@@ -507,7 +507,11 @@ struct Out {
 };
 
 // emit writes the current match (levels 0..n-1, m[n-1] = v for the lanes
-// whose ok is set). Returns false when the buffer is full.
+// whose ok is set). Returns false when the buffer is full: the unit is then
+// marked incomplete, and the host drops its records and runs it again. The
+// records that fit are written all the same, since the host reads every
+// slot below the capacity that the counter handed out; left unwritten, they
+// held a former launch's records.
 __device__ bool emit(const Walk& w, const Out& o, unsigned long long unit, bool ok, uint32_t v, uint32_t lane)
 {
     unsigned mask = __ballot_sync(0xFFFFFFFFu, ok);
@@ -518,22 +522,21 @@ __device__ bool emit(const Walk& w, const Out& o, unsigned long long unit, bool 
     if (lane == 0)
         base = atomicAdd(o.count, (unsigned long long)k);
     base = __shfl_sync(0xFFFFFFFFu, base, 0);
-    if (base + k > o.cap) {
-        if (lane == 0) {
-            o.incomplete[unit] = 1;
-            atomicExch(o.overflow, 1u);
-        }
-        return false;
+    bool full = base + k > o.cap;
+    if (full && lane == 0) {
+        o.incomplete[unit] = 1;
+        atomicExch(o.overflow, 1u);
     }
-    if (ok) {
-        uint32_t* r = o.rec + (base + __popc(mask & ((1u << lane) - 1))) * (unsigned long long)o.words;
+    unsigned long long slot = base + __popc(mask & ((1u << lane) - 1));
+    if (ok && slot < o.cap) {
+        uint32_t* r = o.rec + slot * (unsigned long long)o.words;
         r[0] = (uint32_t)unit;
         r[1] = w.sign > 0 ? 1 : 0;
         for (uint32_t i = 0; i + 1 < w.n; i++)
             r[2 + i] = w.m[i];
         r[2 + w.n - 1] = v;
     }
-    return true;
+    return !full;
 }
 
 // flips_here: lane 0's version of incremental/cpu.go flipsHere.

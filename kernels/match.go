@@ -462,6 +462,9 @@ func (x *GPU) drain(prog *program, qs []*query.Query, changes []uint32, rec, out
 	for r := uint64(0); r < got; r++ {
 		row := recs[r*uint64(words) : (r+1)*uint64(words)]
 		unit := uint64(row[0])
+		if unit >= total {
+			return nil, fmt.Errorf("kernels: BUG: record %d names unit %d of %d", r, unit, total)
+		}
 		if inc[unit] != 0 {
 			continue // the unit runs again
 		}

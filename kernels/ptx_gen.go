@@ -5,7 +5,7 @@ package kernels
 import _ "embed"
 
 // sourceHash is the SHA-256 of match.cu when match.ptx was generated.
-const sourceHash = "a99eeba16126f0c421e5496a2ccdd7139b0875c9d88b2448ce2135e8ba1d6796"
+const sourceHash = "0b71d1688a2737bbd2f0310fc1b34f03f550a7c4c68be1626224ea12c6c612d5"
 
 //go:embed match.ptx
 var matchPTX string
