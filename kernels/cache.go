@@ -106,7 +106,9 @@ func (x *GPU) cacheBudget() (int64, error) {
 		held = int64(b.n) // the block's own buffer is the budget's to reuse
 	}
 	if x.opts.MemLimit > 0 {
-		return max(x.opts.MemLimit-x.used+held, 0), nil
+		// Four fifths: a device buffer grows with a quarter of headroom
+		// (GPU.buf), which must fit under the cap too.
+		return max(x.opts.MemLimit-x.used+held, 0) * 4 / 5, nil
 	}
 	free, _, err := x.ctx.MemInfo()
 	return int64(free/2) + held, err

@@ -83,9 +83,10 @@ type Options struct {
 	// falls back to zero-copy (GPU.Placement says which is in effect).
 	MemLimit int64
 	// CacheBytes is the cache placements' budget: the most bytes a batch's
-	// block may hold. 0 means what MemLimit leaves after the executor's
-	// other buffers, or, without a cap, half the device's free memory; a
-	// negative value means no cache at all (every read zero-copy).
+	// block may hold. 0 means four fifths of what MemLimit leaves after
+	// the executor's other buffers, or, without a cap, half the device's
+	// free memory; a negative value means no cache at all (every read
+	// zero-copy).
 	CacheBytes int64
 	// NoSplit walks every unit whole instead of splitting deep plans into
 	// seeds (see runSplit); for measuring what splitting buys.

@@ -25,7 +25,7 @@ func (d *deviceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.placement, "gpu-placement", "device", "where the GPU reads neighbour lists: device (a mirror in GPU memory), zero-copy (pinned host memory), "+
 		"gcsm, degree or khop (zero-copy plus a block of the lists the sampler's estimate, the degrees or the batch's k-hop neighbourhood pick, in GPU memory), or unified (a mirror in managed memory)")
 	fs.Int64Var(&d.mem, "gpu-mem", 0, "cap on the GPU memory gcsm uses, in `bytes`; 0 means no cap. A device or unified placement that does not fit falls back to zero-copy")
-	fs.Int64Var(&d.cache, "gpu-cache", 0, "the gcsm, degree and khop placements' cache budget in `bytes`; 0 means what --gpu-mem leaves, or half the GPU's free memory")
+	fs.Int64Var(&d.cache, "gpu-cache", 0, "the gcsm, degree and khop placements' cache budget in `bytes`; 0 means four fifths of what --gpu-mem leaves, or half the GPU's free memory")
 }
 
 // engine is the chosen executor and the memory the graph must live in.
