@@ -11,8 +11,8 @@ import (
 	"github.com/gcsm/gcsm/sampler"
 )
 
-// Policy names a way of choosing the lists to cache: the value of a future
-// --gpu-placement flag (next to kernels' zero-copy and device).
+// Policy names a way of choosing the lists to cache; the GPU executor's
+// cache placements (kernels.GCSM, Degree, KHop) carry the same names.
 type Policy string
 
 const (
