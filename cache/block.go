@@ -315,22 +315,11 @@ func (b *Block) parts(i int) (s, a, e int) {
 	return s, a, e
 }
 
-// Find looks key up as the kernel does, by binary search of rowidx, and
-// returns its list's sorted part (with tombstone bits) and appended part
-// (nil when empty). The slices alias the block: valid until the next Pack,
-// not to be modified.
+// Find looks key up by binary search of rowidx and returns its list's
+// sorted part (with tombstone bits) and appended part (nil when empty). The
+// slices alias the block: valid until the next Pack, not to be modified.
 func (b *Block) Find(key uint32) (sorted, appended []uint32, ok bool) {
-	i, ok := b.find(key)
-	if !ok {
-		return nil, nil, false
-	}
-	s, a, e := b.parts(i)
-	col := b.words[b.lay.ColIdx : b.lay.ColIdx+b.lay.Entries]
-	sorted = col[s:a:a]
-	if a < e {
-		appended = col[a:e:e]
-	}
-	return sorted, appended, true
+	return b.list(key, b.lay.ColIdx)
 }
 
 // Labels returns the edge labels of key's list, parallel to Find's parts;
@@ -339,15 +328,21 @@ func (b *Block) Labels(key uint32) (sorted, appended []graph.Label, ok bool) {
 	if !b.lay.HasLabels {
 		return nil, nil, false
 	}
+	return b.list(key, b.lay.Labels)
+}
+
+// list cuts key's sorted and appended parts out of the array of Entries
+// words at word off: colidx or labels.
+func (b *Block) list(key uint32, off int) (sorted, appended []uint32, ok bool) {
 	i, ok := b.find(key)
 	if !ok {
 		return nil, nil, false
 	}
 	s, a, e := b.parts(i)
-	lbl := b.words[b.lay.Labels : b.lay.Labels+b.lay.Entries]
-	sorted = lbl[s:a:a]
+	arr := b.words[off : off+b.lay.Entries]
+	sorted = arr[s:a:a]
 	if a < e {
-		appended = lbl[a:e:e]
+		appended = arr[a:e:e]
 	}
 	return sorted, appended, true
 }

@@ -198,35 +198,27 @@ func (x *GPU) pointRows(g *dyngraph.Graph, cacheSlab uint32) error {
 	}
 	t0 := time.Now()
 	directed := g.Directed()
-	hdr := make([]uint32, 0, 4*(len(keys)+len(cs.rows)))
-	data := make([]uint32, 0, dyngraph.TableWords*(len(keys)+len(cs.rows)))
-	add := func(k uint32, row [dyngraph.TableWords]uint32) {
-		r := sampler.KeyList(k, directed)
-		hdr = append(hdr, b2u(r.In && directed), dyngraph.TableWords*r.V, dyngraph.TableWords, uint32(len(data)))
-		data = append(data, row[:]...)
-	}
+	rows := newRowWrites(len(keys) + len(cs.rows))
 	for _, k := range cs.rows {
 		if _, held := slices.BinarySearch(keys, k); !held {
-			add(k, g.Row(sampler.KeyList(k, directed)))
+			r := sampler.KeyList(k, directed)
+			rows.add(r, directed, g.Row(r))
 		}
 	}
 	words := cs.block.Words()
 	lay := cs.block.Layout()
 	rowptr := words[lay.RowPtr:lay.ColIdx]
 	for i, k := range keys {
-		row := g.Row(sampler.KeyList(k, directed))
+		r := sampler.KeyList(k, directed)
+		row := g.Row(r)
 		if row[2] != rowptr[2*i+2]-rowptr[2*i] {
 			return fmt.Errorf("kernels: BUG: cached list %d has %d entries in the block and %d in the graph", k, rowptr[2*i+2]-rowptr[2*i], row[2])
 		}
 		row[0], row[1] = cacheSlab, rowptr[2*i]
-		add(k, row)
+		rows.add(r, directed, row)
 	}
 	cs.rows = append(cs.rows[:0], keys...)
-	dst := []uint64{uint64(x.bufs["out_tab"].p), uint64(x.bufs["out_tab"].p)}
-	if directed {
-		dst[1] = uint64(x.bufs["in_tab"].p)
-	}
-	err := x.scatterSegments("cached", dst, hdr, data)
+	err := x.writeRows("cached", directed, rows)
 	x.last.Pack += time.Since(t0)
 	return err
 }

@@ -416,22 +416,38 @@ func (x *GPU) syncTable(g *dyngraph.Graph, allAppended bool, refs []dyngraph.Lis
 	if len(refs) == 0 {
 		return nil
 	}
-	hdr := make([]uint32, 0, 4*len(refs))
-	data := make([]uint32, 0, dyngraph.TableWords*len(refs))
+	rows := newRowWrites(len(refs))
 	for _, r := range refs {
-		row := g.Row(r)
-		dst := uint32(0)
-		if r.In && g.Directed() {
-			dst = 1
-		}
-		hdr = append(hdr, dst, dyngraph.TableWords*r.V, dyngraph.TableWords, uint32(len(data)))
-		data = append(data, row[:]...)
+		rows.add(r, g.Directed(), g.Row(r))
 	}
-	dst := [2]uint64{uint64(x.bufs["out_tab"].p), uint64(x.bufs["out_tab"].p)}
-	if g.Directed() {
-		dst[1] = uint64(x.bufs["in_tab"].p)
+	return x.writeRows("rows", g.Directed(), rows)
+}
+
+// rowWrites stages rows of the per-vertex tables for writeRows.
+type rowWrites struct{ hdr, data []uint32 }
+
+func newRowWrites(n int) *rowWrites {
+	return &rowWrites{make([]uint32, 0, 4*n), make([]uint32, 0, dyngraph.TableWords*n)}
+}
+
+// add stages row as list r's row: the in-table's on a directed graph's
+// in-list, else the out-table's.
+func (w *rowWrites) add(r dyngraph.ListRef, directed bool, row [dyngraph.TableWords]uint32) {
+	w.hdr = append(w.hdr, b2u(r.In && directed), dyngraph.TableWords*r.V, dyngraph.TableWords, uint32(len(w.data)))
+	w.data = append(w.data, row[:]...)
+}
+
+// writeRows copies the staged rows into the device's tables, through the
+// scatter kernel; name keeps its staging buffers apart from other users'.
+func (x *GPU) writeRows(name string, directed bool, w *rowWrites) error {
+	if len(w.hdr) == 0 {
+		return nil
 	}
-	return x.scatterSegments("rows", dst[:], hdr, data)
+	out, in := x.bufs["out_tab"].p, x.bufs["out_tab"].p
+	if directed {
+		in = x.bufs["in_tab"].p
+	}
+	return x.scatterSegments(name, []uint64{uint64(out), uint64(in)}, w.hdr, w.data)
 }
 
 // scatterSegments copies staged segments to device addresses: hdr holds,
