@@ -160,7 +160,10 @@ func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, change
 	if err != nil {
 		return nil, err
 	}
-	defer func() { x.last.Match = time.Since(t0) - x.last.Estimate - x.last.Pack }()
+	defer func() {
+		x.last.Match = time.Since(t0) - x.last.Estimate - x.last.Pack
+		x.tuneEstimate()
+	}()
 	nch := len(changes) / 4
 	total := uint64(len(prog.terms)) * uint64(nch)
 	pp, err := x.upload("prog", u32ptr(prog.words), 4*len(prog.words))

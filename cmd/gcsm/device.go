@@ -14,10 +14,11 @@ import (
 )
 
 // deviceFlags choose the executor: --device, --gpu-placement, --gpu-mem,
-// --gpu-cache.
+// --gpu-cache, --gpu-estimate-share.
 type deviceFlags struct {
 	device, placement string
 	mem, cache        int64
+	share             float64
 }
 
 func (d *deviceFlags) register(fs *flag.FlagSet) {
@@ -26,7 +27,10 @@ func (d *deviceFlags) register(fs *flag.FlagSet) {
 		"gcsm, degree or khop (zero-copy plus a block of the lists the sampler's estimate, the degrees or the batch's k-hop neighbourhood pick, in GPU memory), or unified (a mirror in managed memory)")
 	fs.Int64Var(&d.mem, "gpu-mem", 0, "cap on the GPU memory gcsm uses, in `bytes`; 0 means no cap. A device or unified placement that does not fit falls back to zero-copy")
 	fs.Int64Var(&d.cache, "gpu-cache", 0, "the gcsm, degree and khop placements' cache budget in `bytes`; 0 means four fifths of what --gpu-mem leaves, or half the GPU's free memory")
+	fs.Float64Var(&d.share, "gpu-estimate-share", 0, estimateShareUsage)
 }
+
+const estimateShareUsage = "the share of a batch the gcsm placement aims to spend on its estimate, which sets the sampler's walks from batch to batch; 0 means 0.05, a negative value a fixed number of walks per tree node"
 
 // engine is the chosen executor and the memory the graph must live in.
 type engine struct {
@@ -64,7 +68,7 @@ func (d *deviceFlags) open(w io.Writer, workers int) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	x, err := kernels.Open(kernels.Options{Placement: pl, MemLimit: d.mem, CacheBytes: d.cache})
+	x, err := kernels.Open(kernels.Options{Placement: pl, MemLimit: d.mem, CacheBytes: d.cache, EstimateShare: d.share})
 	if err != nil {
 		if d.device == "auto" && (errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice)) {
 			why := "no GPU"
