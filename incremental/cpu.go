@@ -92,35 +92,6 @@ func (c *CPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 	return scale(runUnits(ws, total, unit, queries, res), queries, mode), nil
 }
 
-// Unit is one work unit of a batch: term Term of queries[Query] for
-// delta[Change], in Match's arguments.
-type Unit struct{ Query, Term, Change int }
-
-// MatchUnits is Match restricted to the given units: for an executor that
-// hands the CPU the units it could not finish (kernels, when one unit has
-// more matches than its buffer holds). A unit's term indexes q.Terms in
-// Enumerate mode and q.CountTerms in Count mode, which have the same
-// length. The units run as they are, neither split nor stopped.
-func (c *CPU) MatchUnits(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, units []Unit, mode Mode, sink Sink) ([]Counts, error) {
-	if !g.Pending() && len(units) > 0 {
-		return nil, fmt.Errorf("incremental: MatchUnits on a graph with no pending batch")
-	}
-	if mode == Enumerate && sink == nil {
-		return nil, fmt.Errorf("incremental: Enumerate needs a sink")
-	}
-	for _, u := range units {
-		if u.Query < 0 || u.Query >= len(queries) || u.Term < 0 || u.Term >= len(queries[u.Query].Terms) || u.Change < 0 || u.Change >= len(delta) {
-			return nil, fmt.Errorf("incremental: unit %+v out of range (%d queries, %d changes)", u, len(queries), len(delta))
-		}
-	}
-	ws := c.walkers(g, mode, sink)
-	unit := func(i int64) (int, int, *graph.Change) {
-		u := units[i]
-		return u.Query, u.Term, &delta[u.Change]
-	}
-	return scale(runUnits(ws, int64(len(units)), unit, queries, make([]Counts, len(queries))), queries, mode), nil
-}
-
 // runUnits runs units 0..total-1, as unit describes them, on the walkers,
 // claimed unitChunk at a time, and adds the counts per query and sign to
 // res.

@@ -76,10 +76,10 @@ type BatchStats struct {
 	// BlockBytes are those it read from the cache block. Both count the
 	// words the kernel asked for; the GPU's caches serve some of them.
 	SlabBytes, BlockBytes uint64
-	// CPUUnits counts the work units of an enumeration that the CPU
-	// finished because one of them had more matches than the record
-	// buffer holds (Options.EnumRecords).
-	CPUUnits int
+	// Launches counts the kernel's launches over the batch's units: more
+	// than one when an enumeration filled the record buffer
+	// (Options.EnumRecords) and resumed (the count mode's split adds none).
+	Launches int
 }
 
 // DefaultEstimateShare is Options.EstimateShare's default. The estimate

@@ -99,10 +99,9 @@ type Options struct {
 	// seeds (see runSplit); for measuring what splitting buys.
 	NoSplit bool
 	// EnumRecords is the capacity of the enumeration buffer in matches;
-	// 0 means 1<<22. A launch that fills it runs the units it did not
-	// finish again. When a single unit has more matches than the buffer
-	// holds, the CPU executor finishes what is left of an incremental
-	// batch; the static matcher fails then, naming this option.
+	// 0 means 1<<22. A launch that fills it stops, the host drains the
+	// buffer, and the next launch resumes every unit where it stopped, so
+	// the size bounds device memory, not what a batch may find.
 	EnumRecords int
 }
 
@@ -131,9 +130,6 @@ type GPU struct {
 	listBytes [2]uint64
 	cache     cacheState
 	last      BatchStats
-	// cpu finishes the units of an enumeration that the kernel could not
-	// (finishOnCPU).
-	cpu incremental.CPU
 	// FellBack is set when a device placement did not fit under the
 	// memory cap and zero-copy is used instead.
 	FellBack bool

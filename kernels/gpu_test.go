@@ -160,26 +160,27 @@ func TestGPUEqualsCPU(t *testing.T) {
 	}
 }
 
-// TestEnumerateOverflowToCPU: with a record buffer of 16 matches, single
-// units overflow it, and the CPU executor must finish them with the same
-// matches the CPU finds alone.
-func TestEnumerateOverflowToCPU(t *testing.T) {
+// TestEnumerateOverflowResumes: with a record buffer of 16 matches, single
+// units overflow it many times over, and the launches that resume them must
+// find every match the CPU finds, each once (gpuVsCPU checks the sets;
+// the static matcher resumes the same way).
+func TestEnumerateOverflowResumes(t *testing.T) {
 	x := openGPUWith(t, Options{Placement: Device, EnumRecords: 16})
 	defer x.Close()
-	handed := 0
+	resumed := 0
 	for trial := 0; trial < 12; trial++ {
 		directed := trial%2 == 1
 		sem := query.Semantics(trial / 2 % 2)
 		kind := []string{"insert", "delete", "mixed"}[trial%3]
 		where := fmt.Sprintf("records 16 trial %d directed=%v %v %s", trial, directed, sem, kind)
 		t.Run(where, func(t *testing.T) {
-			gpuVsCPU(t, x, 500+uint64(trial), directed, sem, kind, where, func() { handed += x.Last().CPUUnits })
+			gpuVsCPU(t, x, 500+uint64(trial), directed, sem, kind, where, func() { resumed += x.Last().Launches - 1 })
 		})
 	}
-	if handed == 0 {
-		t.Fatal("no unit was handed to the CPU: the test did not overflow the buffer")
+	if resumed == 0 {
+		t.Fatal("no launch resumed: the test did not overflow the buffer")
 	}
-	t.Logf("%d units finished on the CPU", handed)
+	t.Logf("%d launches resumed parked units", resumed)
 }
 
 // gpuVsCPU compares the GPU with the CPU on a seeded random graph and
@@ -242,7 +243,7 @@ func gpuVsCPU(t *testing.T, x *GPU, seed uint64, directed bool, sem query.Semant
 	for _, n := range cs {
 		static += n
 	}
-	if static <= 1<<16 && x.opts.EnumRecords >= 1<<16 {
+	if static <= 1<<16 {
 		cc := &collector{got: map[string]int{}}
 		gc := &collector{got: map[string]int{}}
 		if _, err := cpu.Static(g, qs, incremental.Enumerate, cc.sink); err != nil {
@@ -426,82 +427,5 @@ func TestKHopOverBudget(t *testing.T) {
 func TestGraphDescLayout(t *testing.T) {
 	if n := unsafe.Sizeof(graphDesc{}); n != 80 {
 		t.Fatalf("graphDesc is %d bytes, match.cu's Graph 80", n)
-	}
-}
-
-// TestFinishOnCPU runs the CPU side of an overflowing enumeration without a
-// GPU: handed every unit of a batch, finishOnCPU finds what the CPU finds.
-func TestFinishOnCPU(t *testing.T) {
-	r := rand.New(rand.NewPCG(9, 9))
-	for trial := 0; trial < 6; trial++ {
-		directed := trial%2 == 1
-		d := graph.NewDict()
-		vl, el := []string{"A", "B"}, []string{"x"}
-		for _, s := range append(slices.Clone(vl), el...) {
-			d.Intern(s)
-		}
-		var qs []*query.Query
-		for len(qs) < 3 {
-			qs = append(qs, randomQuery(r, d, directed, query.Embeddings, append(slices.Clone(vl), ""), el))
-		}
-		g, err := dyngraph.New(dyngraph.Options{Directed: directed})
-		if err != nil {
-			t.Fatal(err)
-		}
-		nv := 60
-		var load, batch []graph.Update
-		for v := 0; v < nv; v++ {
-			load = append(load, graph.Update{Op: graph.AddVertex, Src: uint32(v), SrcLabel: d.Intern(vl[r.IntN(2)])})
-		}
-		edge := func(op graph.Op) graph.Update {
-			a, b := uint32(r.IntN(nv)), uint32(r.IntN(nv))
-			for a == b {
-				b = uint32(r.IntN(nv))
-			}
-			return graph.Update{Op: op, Src: a, Dst: b, Label: d.Intern("x"), SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel}
-		}
-		for range 5 * nv {
-			load = append(load, edge(graph.Insert))
-		}
-		for range 40 {
-			batch = append(batch, edge(graph.Insert))
-		}
-		if _, _, err := g.Build(load); err != nil {
-			t.Fatal(err)
-		}
-		delta, _, _, err := g.Apply(batch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		live := possible(g, qs)
-		lq := pick(qs, live)
-		prog, err := encode(lq, g.MultiLabel(), false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var left []uint64
-		for u := range uint64(len(prog.terms) * len(delta)) {
-			left = append(left, u)
-		}
-		want := &collector{got: map[string]int{}}
-		got := &collector{got: map[string]int{}}
-		wc, err := (&incremental.CPU{}).Match(g, delta, qs, incremental.Enumerate, want.sink)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var x GPU
-		gc, err := x.finishOnCPU(g, delta, prog, lq, left, got.sink, live)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, qi := range live {
-			if gc[i] != wc[qi] {
-				t.Fatalf("trial %d query %d: finishOnCPU %v, CPU %v", trial, qi, gc[i], wc[qi])
-			}
-		}
-		if len(got.got) != len(want.got) {
-			t.Fatalf("trial %d: %d matches, CPU %d", trial, len(got.got), len(want.got))
-		}
-		g.Close()
 	}
 }

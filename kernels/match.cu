@@ -502,31 +502,28 @@ struct Out {
     unsigned long long cap; // records
     unsigned long long* count;
     uint32_t words; // per record: unit, sign, then m[0..n)
-    uint32_t* incomplete;
     uint32_t* overflow;
 };
 
 // emit writes the current match (levels 0..n-1, m[n-1] = v for the lanes
-// whose ok is set). Returns false when the buffer is full: the unit is then
-// marked incomplete, and the host drops its records and runs it again. The
-// records that fit are written all the same, since the host reads every
-// slot below the capacity that the counter handed out; left unwritten, they
-// held a former launch's records.
-__device__ bool emit(const Walk& w, const Out& o, unsigned long long unit, bool ok, uint32_t v, uint32_t lane)
+// whose ok is set; they must be lanes 0..k-1) and returns how many records
+// it wrote. Fewer than k means the buffer is full: the overflow flag is
+// set, and the walk parks where it stopped. The records that fit are
+// written all the same, and the resumed walk starts after them, so no match
+// is written twice or lost.
+__device__ uint32_t emit(const Walk& w, const Out& o, unsigned long long unit, bool ok, uint32_t v, uint32_t lane)
 {
     unsigned mask = __ballot_sync(0xFFFFFFFFu, ok);
     uint32_t k = __popc(mask);
     if (k == 0)
-        return true;
+        return 0;
     unsigned long long base = 0;
     if (lane == 0)
         base = atomicAdd(o.count, (unsigned long long)k);
     base = __shfl_sync(0xFFFFFFFFu, base, 0);
     bool full = base + k > o.cap;
-    if (full && lane == 0) {
-        o.incomplete[unit] = 1;
+    if (full && lane == 0)
         atomicExch(o.overflow, 1u);
-    }
     unsigned long long slot = base + __popc(mask & ((1u << lane) - 1));
     if (ok && slot < o.cap) {
         uint32_t* r = o.rec + slot * (unsigned long long)o.words;
@@ -536,7 +533,9 @@ __device__ bool emit(const Walk& w, const Out& o, unsigned long long unit, bool 
             r[2 + i] = w.m[i];
         r[2 + w.n - 1] = v;
     }
-    return !full;
+    if (!full)
+        return k;
+    return base >= o.cap ? 0 : (uint32_t)(o.cap - base);
 }
 
 // flips_here: lane 0's version of incremental/cpu.go flipsHere.
@@ -579,28 +578,36 @@ __device__ bool flips_here(const Walk& w, uint32_t elabel, bool any, uint32_t sr
     return false;
 }
 
+// DONE is walk's result when it finished.
+#define DONE (-1)
+
 // walk runs the plan from level start on, levels below it already set in
-// w.m. Returns false when enumeration ran out of buffer.
-__device__ bool walk(const Walk& w, uint32_t mode, const Out& o, unsigned long long unit, uint32_t lane,
-                     unsigned long long* count, int start)
+// w.m, and returns DONE, or, when enumeration ran out of buffer, the depth
+// where it stopped: walking again from there (resume) with the same w.m and
+// scratch goes on after the last match written. resume is that depth, or
+// DONE to start afresh.
+__device__ int walk(const Walk& w, uint32_t mode, const Out& o, unsigned long long unit, uint32_t lane,
+                    unsigned long long* count, int start, int resume)
 {
     uint32_t n = w.n;
     if (n == (uint32_t)start) {
         if (mode == 0) {
             *count += 1;
-            return true;
+            return DONE;
         }
-        bool r = emit(w, o, unit, lane == 0, w.m[n - 1], lane);
-        if (r)
-            *count += 1;
-        return r;
+        uint32_t k = emit(w, o, unit, lane == 0, w.m[n - 1], lane);
+        *count += k;
+        return k == 1 ? DONE : start;
     }
     int d = start;
     if (mode == 0 && n == (uint32_t)start + 1) {
         *count += count_last(w, start, lane);
-        return true;
+        return DONE;
     }
-    enter(w, start);
+    if (resume == DONE)
+        enter(w, start);
+    else
+        d = resume;
     __syncwarp();
     while (d >= start) {
         uint32_t* s = w.st + d * S_STRIDE;
@@ -613,15 +620,21 @@ __device__ bool walk(const Walk& w, uint32_t mode, const Out& o, unsigned long l
             continue;
         }
         if ((uint32_t)d == n - 1) {
-            // enumerate mode only: the whole buffer is matches
+            // Enumerate mode only: the buffer from S_IDX on is matches.
             uint32_t cnt = s[S_CNT];
             uint32_t* buf = s + S_WORDS;
-            for (uint32_t i = 0; i < cnt; i += WARP) {
+            for (uint32_t i = s[S_IDX]; i < cnt; i += WARP) {
                 bool ok = i + lane < cnt;
                 uint32_t v = ok ? buf[i + lane] : 0;
-                if (!emit(w, o, unit, ok, v, lane))
-                    return false;
-                *count += __popc(__ballot_sync(0xFFFFFFFFu, ok));
+                uint32_t k = emit(w, o, unit, ok, v, lane);
+                *count += k;
+                if (k < min(cnt - i, (uint32_t)WARP)) {
+                    __syncwarp();
+                    if (lane == 0)
+                        s[S_IDX] = i + k;
+                    __syncwarp();
+                    return d;
+                }
             }
             __syncwarp();
             if (lane == 0)
@@ -644,25 +657,42 @@ __device__ bool walk(const Walk& w, uint32_t mode, const Out& o, unsigned long l
         enter(w, d);
         __syncwarp();
     }
-    return true;
+    return DONE;
 }
 
 #define WARPS_PER_BLOCK 4
 #define MAXN 32
+
+// A warp's park record: the unit it stopped in when the record buffer
+// filled, and where. Its scratch keeps the walk's levels until the next
+// launch, which has the same grid, so the same warp picks the unit up there.
+#define P_STATE 0 // 1 when parked
+#define P_UNIT 1  // two words, low first
+#define P_ORIENT 3
+#define P_DEPTH 4
+#define P_M 5 // MAXN words: w.m
+#define PARK_WORDS (P_M + MAXN)
+static_assert(MAXN == WARP, "a lane per matched vertex: parking copies w.m a word per lane");
 
 // match_delta runs work units. A unit is (term, changed edge); with seeds
 // set, a unit is instead a seed: a partial match of levels 0..split-1 that
 // an earlier launch with split set and no seeds wrote as a record (the
 // expansion launch). Splitting deep plans this way spreads one heavy unit
 // over many warps, where a single warp would walk it alone.
+//
+// In enumerate mode a full record buffer stops the launch: every warp parks
+// its unit (park, PARK_WORDS per warp), the host drains the buffer, and the
+// next launch, with next_unit left as it was, resumes the parked units
+// before it takes new ones. Without park (the expansion launch) a full
+// buffer just stops the launch, which the host then discards.
 extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * WARP)
 match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
             const uint32_t* changes, uint32_t nchanges,
             const Graph* graph,
             unsigned long long* counts, uint32_t* scratch,
-            unsigned long long* next_unit, unsigned long long total_units, const unsigned long long* unit_list,
+            unsigned long long* next_unit, unsigned long long total_units,
             uint32_t mode, uint32_t* out_rec, unsigned long long out_cap, unsigned long long* out_count,
-            uint32_t out_words, uint32_t* incomplete, uint32_t* overflow,
+            uint32_t out_words, uint32_t* park, uint32_t* overflow,
             uint32_t split, const uint32_t* seeds, uint32_t seed_words, unsigned long long* list_bytes)
 {
     __shared__ uint32_t sm[WARPS_PER_BLOCK][MAXN];
@@ -676,43 +706,56 @@ match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
     o.cap = out_cap;
     o.count = out_count;
     o.words = out_words;
-    o.incomplete = incomplete;
     o.overflow = overflow;
     Walk w;
     w.g = &g;
     w.m = sm[wib];
     w.st = scratch + warp * (unsigned long long)(MAXN * S_STRIDE);
     bool expanding = split > 0 && seeds == 0;
+    uint32_t* pk = park ? park + warp * PARK_WORDS : 0;
 
     for (;;) {
-        unsigned long long i = 0;
-        if (lane == 0)
-            i = ((mode == 1 || expanding) && *(volatile uint32_t*)overflow) ? total_units : atomicAdd(next_unit, 1ull);
-        i = __shfl_sync(0xFFFFFFFFu, i, 0);
-        if (i >= total_units) {
-            if (reads[0])
-                atomicAdd(list_bytes, reads[0]);
-            if (reads[1])
-                atomicAdd(list_bytes + 1, reads[1]);
-            return;
-        }
-        if (seeds) {
-            const uint32_t* rec = seeds + i * (unsigned long long)seed_words;
-            unsigned long long unit = rec[0];
-            const uint32_t* p = prog + term_off[unit / nchanges];
-            w.prog = p;
-            w.sign = rec[1] ? 1 : -1;
-            w.n = p[T_N];
-            if (lane < split)
-                w.m[lane] = rec[2 + lane];
+        unsigned long long unit;
+        int resume = DONE;
+        uint32_t orient0 = 0;
+        if (pk && pk[P_STATE]) {
+            unit = pk[P_UNIT] | (unsigned long long)pk[P_UNIT + 1] << 32;
+            orient0 = pk[P_ORIENT];
+            resume = (int)pk[P_DEPTH];
+            w.m[lane] = pk[P_M + lane];
             __syncwarp();
-            unsigned long long cnt = 0;
-            walk(w, 0, o, unit, lane, &cnt, (int)split);
-            if (lane == 0 && cnt > 0)
-                atomicAdd(counts + 2 * p[T_QUERY] + (w.sign > 0 ? 0 : 1), cnt);
-            continue;
+            if (lane == 0)
+                pk[P_STATE] = 0;
+        } else {
+            unsigned long long i = 0;
+            if (lane == 0)
+                i = ((mode == 1 || expanding) && *(volatile uint32_t*)overflow) ? total_units : atomicAdd(next_unit, 1ull);
+            i = __shfl_sync(0xFFFFFFFFu, i, 0);
+            if (i >= total_units) {
+                if (reads[0])
+                    atomicAdd(list_bytes, reads[0]);
+                if (reads[1])
+                    atomicAdd(list_bytes + 1, reads[1]);
+                return;
+            }
+            if (seeds) {
+                const uint32_t* rec = seeds + i * (unsigned long long)seed_words;
+                unit = rec[0];
+                const uint32_t* p = prog + term_off[unit / nchanges];
+                w.prog = p;
+                w.sign = rec[1] ? 1 : -1;
+                w.n = p[T_N];
+                if (lane < split)
+                    w.m[lane] = rec[2 + lane];
+                __syncwarp();
+                unsigned long long cnt = 0;
+                walk(w, 0, o, unit, lane, &cnt, (int)split, DONE);
+                if (lane == 0 && cnt > 0)
+                    atomicAdd(counts + 2 * p[T_QUERY] + (w.sign > 0 ? 0 : 1), cnt);
+                continue;
+            }
+            unit = i;
         }
-        unsigned long long unit = unit_list ? unit_list[i] : i;
         uint32_t t = (uint32_t)(unit / nchanges), c = (uint32_t)(unit % nchanges);
         const uint32_t* p = prog + term_off[t];
         const uint32_t* ch = changes + 4ull * c;
@@ -728,34 +771,55 @@ match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
         if (elabel != WILDCARD && elabel != label)
             continue;
         unsigned long long cnt = 0;
-        bool done = true;
-        for (uint32_t orient = 0; orient < 2 && done; orient++) {
+        int stop = DONE;
+        uint32_t orient = orient0;
+        for (; orient < 2; orient++) {
             if (orient == 1 && !p[T_BOTH])
                 break;
-            uint32_t x = orient ? dst : src, y = orient ? src : dst;
-            bool ok = true;
-            if (lane == 0) {
-                w.m[0] = x;
-                w.m[1] = y;
-                const uint32_t* l0 = level(w, 0);
-                ok = l0[L_LABEL] == WILDCARD || g.vlabel[x] == l0[L_LABEL];
-                ok = ok && admissible(w, 1, y);
-                if (ok && p[T_FLIP])
-                    ok = flips_here(w, elabel, p[T_ANY], src, label, x, y);
-                const uint32_t* l1 = level(w, 1);
-                const uint32_t* cons = p + l1[L_CONS];
-                for (uint32_t k = 0; ok && k < l1[L_NCONS]; k++)
-                    ok = check_cons(w, cons + k * C_WORDS, y);
+            if (resume != DONE) {
+                stop = walk(w, umode, o, unit, lane, &cnt, 2, resume);
+                resume = DONE;
+            } else {
+                uint32_t x = orient ? dst : src, y = orient ? src : dst;
+                bool ok = true;
+                if (lane == 0) {
+                    w.m[0] = x;
+                    w.m[1] = y;
+                    const uint32_t* l0 = level(w, 0);
+                    ok = l0[L_LABEL] == WILDCARD || g.vlabel[x] == l0[L_LABEL];
+                    ok = ok && admissible(w, 1, y);
+                    if (ok && p[T_FLIP])
+                        ok = flips_here(w, elabel, p[T_ANY], src, label, x, y);
+                    const uint32_t* l1 = level(w, 1);
+                    const uint32_t* cons = p + l1[L_CONS];
+                    for (uint32_t k = 0; ok && k < l1[L_NCONS]; k++)
+                        ok = check_cons(w, cons + k * C_WORDS, y);
+                }
+                ok = __shfl_sync(0xFFFFFFFFu, ok, 0);
+                __syncwarp();
+                if (!ok)
+                    continue;
+                stop = walk(w, umode, o, unit, lane, &cnt, 2, DONE);
             }
-            ok = __shfl_sync(0xFFFFFFFFu, ok, 0);
-            __syncwarp();
-            if (!ok)
-                continue;
-            done = walk(w, umode, o, unit, lane, &cnt, 2);
+            if (stop != DONE)
+                break;
         }
-        if (lane == 0 && cnt > 0 && done && !seeding) {
+        // The matches written so far count, whether or not the unit parks:
+        // the host keeps every record.
+        if (lane == 0 && cnt > 0 && !seeding) {
             uint32_t q = p[T_QUERY];
             atomicAdd(counts + 2 * q + (w.sign > 0 ? 0 : 1), cnt);
+        }
+        if (stop != DONE && pk) {
+            pk[P_M + lane] = w.m[lane];
+            if (lane == 0) {
+                pk[P_UNIT] = (uint32_t)unit;
+                pk[P_UNIT + 1] = (uint32_t)(unit >> 32);
+                pk[P_ORIENT] = orient;
+                pk[P_DEPTH] = (uint32_t)stop;
+                pk[P_STATE] = 1;
+            }
+            __syncwarp();
         }
     }
 }

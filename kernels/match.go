@@ -210,7 +210,7 @@ func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, change
 	defer x.addListBytes(lb)
 	mb := uint32(0)
 	words := uint32(2 + prog.maxN)
-	var rec, outCount, incomplete, units cuda.DevicePtr
+	var rec, outCount, park cuda.DevicePtr
 	capRecs := uint64(x.opts.EnumRecords)
 	if mode == incremental.Enumerate {
 		mb = 1
@@ -220,7 +220,10 @@ func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, change
 		if outCount, err = x.buf("out_count", 8); err != nil {
 			return nil, err
 		}
-		if incomplete, err = x.buf("incomplete", 4*int(total)); err != nil {
+		if park, err = x.buf("park", warps*parkWords*4); err != nil {
+			return nil, err
+		}
+		if err := x.ctx.Memset32(park, 0, warps*parkWords); err != nil {
 			return nil, err
 		}
 	}
@@ -243,67 +246,44 @@ func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, change
 			}
 		}
 	}
-	var pending []uint64 // units left after an overflow; nil on the first launch
+	// In enumerate mode a launch that fills the record buffer parks its
+	// units; the next one, next left as it was, resumes them. Each launch
+	// writes at least one record, so this ends.
+	for _, p := range []cuda.DevicePtr{next, flags} {
+		if err := x.ctx.Memset32(p, 0, 2); err != nil {
+			return nil, err
+		}
+	}
 	for {
-		n := total
-		var list cuda.DevicePtr
-		if pending != nil {
-			n = uint64(len(pending))
-			if units, err = x.upload("units", unsafe.Pointer(&pending[0]), 8*len(pending)); err != nil {
-				return nil, err
-			}
-			list = units
-		}
-		for _, p := range []cuda.DevicePtr{next, flags} {
-			if err := x.ctx.Memset32(p, 0, 2); err != nil {
-				return nil, err
-			}
-		}
 		if mode == incremental.Enumerate {
 			if err := x.ctx.Memset32(outCount, 0, 2); err != nil {
-				return nil, err
-			}
-			if err := x.ctx.Memset32(incomplete, 0, int(total)); err != nil {
 				return nil, err
 			}
 		}
 		err := x.match.Launch([3]uint32{blocks, 1, 1}, [3]uint32{warpsPerBlock * 32, 1, 1}, 0, nil,
 			pp, tp, uint32(len(prog.terms)), cp, uint32(nch),
-			ga, counts, scratch, next, n, list /* unit_list: 0 on the first launch */, mb,
-			rec, capRecs, outCount, words, incomplete, flags, uint32(0), cuda.DevicePtr(0), uint32(0), lb)
+			ga, counts, scratch, next, total, mb,
+			rec, capRecs, outCount, words, park, flags, uint32(0), cuda.DevicePtr(0), uint32(0), lb)
 		if err == nil {
 			err = x.ctx.Synchronize()
 		}
 		if err != nil {
 			return nil, fmt.Errorf("kernels: match_delta: %w", err)
 		}
+		x.last.Launches++
 		if mode != incremental.Enumerate {
 			break
 		}
-		more, err := x.drain(prog, qs, changes, rec, outCount, incomplete, flags, next, n, pending, capRecs, words, sink, live)
-		if errors.Is(err, errStuck) && delta != nil {
-			onCPU, err := x.finishOnCPU(g, delta, prog, qs, more, sink, live)
-			if err != nil {
-				return nil, err
-			}
-			x.last.CPUUnits = len(more)
-			onGPU, err := x.readCounts(counts, len(qs))
-			if err != nil {
-				return nil, err
-			}
-			for i := range onGPU {
-				onGPU[i].Positive += onCPU[i].Positive
-				onGPU[i].Negative += onCPU[i].Negative
-			}
-			return onGPU, nil
-		}
+		full, err := x.drain(prog, qs, changes, rec, outCount, flags, capRecs, words, sink, live)
 		if err != nil {
 			return nil, err
 		}
-		if more == nil {
+		if !full {
 			break
 		}
-		pending = more
+		if err := x.ctx.Memset32(flags, 0, 2); err != nil {
+			return nil, err
+		}
 	}
 	return x.readCounts(counts, len(qs))
 }
@@ -383,10 +363,6 @@ func (x *GPU) runSplit(l launch, units uint64, split int) (ok bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	inc, err := x.buf("seed_incomplete", 4*int(units))
-	if err != nil {
-		return false, err
-	}
 	for _, p := range []cuda.DevicePtr{l.next, l.flags, nseeds} {
 		if err := x.ctx.Memset32(p, 0, 2); err != nil {
 			return false, err
@@ -397,8 +373,9 @@ func (x *GPU) runSplit(l launch, units uint64, split int) (ok bool, err error) {
 	err = x.match.Launch(grid, block, 0, nil,
 		l.prog, l.terms, l.nterms, l.changes, l.nchanges,
 		l.graph,
-		l.counts, l.scratch, l.next, units, cuda.DevicePtr(0), uint32(0),
-		seeds, uint64(maxSeeds), nseeds, words, inc, l.flags, uint32(split), cuda.DevicePtr(0), uint32(0), l.listBytes)
+		l.counts, l.scratch, l.next, units, uint32(0),
+		seeds, uint64(maxSeeds), nseeds, words, cuda.DevicePtr(0) /* no park: a full buffer ends the launch */, l.flags,
+		uint32(split), cuda.DevicePtr(0), uint32(0), l.listBytes)
 	if err == nil {
 		err = x.ctx.Synchronize()
 	}
@@ -425,8 +402,8 @@ func (x *GPU) runSplit(l launch, units uint64, split int) (ok bool, err error) {
 	err = x.match.Launch(grid, block, 0, nil,
 		l.prog, l.terms, l.nterms, l.changes, l.nchanges,
 		l.graph,
-		l.counts, l.scratch, l.next, n[0], cuda.DevicePtr(0), uint32(0),
-		cuda.DevicePtr(0), uint64(0), nseeds, words, inc, l.flags, uint32(split), seeds, words, l.listBytes)
+		l.counts, l.scratch, l.next, n[0], uint32(0),
+		cuda.DevicePtr(0), uint64(0), nseeds, words, cuda.DevicePtr(0), l.flags, uint32(split), seeds, words, l.listBytes)
 	if err == nil {
 		err = x.ctx.Synchronize()
 	}
@@ -436,40 +413,36 @@ func (x *GPU) runSplit(l launch, units uint64, split int) (ok bool, err error) {
 	return true, nil
 }
 
-// drain hands the finished units' records to the sink and returns the units
-// to run again (nil when none are left).
-func (x *GPU) drain(prog *program, qs []*query.Query, changes []uint32, rec, outCount, incomplete, flags, next cuda.DevicePtr,
-	n uint64, pending []uint64, capRecs uint64, words uint32, sink incremental.Sink, live []int) ([]uint64, error) {
-	var hdr [2]uint64
+// parkWords is the size of a warp's park record (match.cu, PARK_WORDS).
+const parkWords = 5 + maxLevels
+
+// drain hands the launch's records to the sink and says whether the buffer
+// filled, so that parked units wait for another launch.
+func (x *GPU) drain(prog *program, qs []*query.Query, changes []uint32, rec, outCount, flags cuda.DevicePtr,
+	capRecs uint64, words uint32, sink incremental.Sink, live []int) (full bool, err error) {
+	var hdr [1]uint64
 	if err := x.ctx.CopyDtoH(unsafe.Pointer(&hdr[0]), outCount, 8); err != nil {
-		return nil, err
+		return false, err
 	}
-	var ov [2]uint32
+	var ov [1]uint32
 	if err := x.ctx.CopyDtoH(unsafe.Pointer(&ov[0]), flags, 4); err != nil {
-		return nil, err
-	}
-	total := uint64(len(prog.terms)) * uint64(len(changes)/4)
-	inc := make([]uint32, total)
-	if err := x.ctx.CopyDtoH(unsafe.Pointer(&inc[0]), incomplete, 4*int(total)); err != nil {
-		return nil, err
+		return false, err
 	}
 	got := min(hdr[0], capRecs)
 	recs := make([]uint32, got*uint64(words))
 	if got > 0 {
 		if err := x.ctx.CopyDtoH(unsafe.Pointer(&recs[0]), rec, 4*len(recs)); err != nil {
-			return nil, err
+			return false, err
 		}
 	}
+	total := uint64(len(prog.terms)) * uint64(len(changes)/4)
 	nch := uint64(len(changes) / 4)
 	m := make([]graph.VertexID, prog.maxN)
 	for r := uint64(0); r < got; r++ {
 		row := recs[r*uint64(words) : (r+1)*uint64(words)]
 		unit := uint64(row[0])
 		if unit >= total {
-			return nil, fmt.Errorf("kernels: BUG: record %d names unit %d of %d", r, unit, total)
-		}
-		if inc[unit] != 0 {
-			continue // the unit runs again
+			return false, fmt.Errorf("kernels: BUG: record %d names unit %d of %d", r, unit, total)
 		}
 		t := prog.owner[unit/nch]
 		q := qs[t.q]
@@ -483,48 +456,5 @@ func (x *GPU) drain(prog *program, qs []*query.Query, changes []uint32, rec, out
 		}
 		sink(0, live[t.q], sign, m[:q.N()])
 	}
-	if ov[0] == 0 {
-		return nil, nil
-	}
-	// Units to run again: those that overflowed and those never taken.
-	var nextTaken [1]uint64
-	if err := x.ctx.CopyDtoH(unsafe.Pointer(&nextTaken[0]), next, 8); err != nil {
-		return nil, err
-	}
-	var more []uint64
-	for i := uint64(0); i < n; i++ {
-		u := i
-		if pending != nil {
-			u = pending[i]
-		}
-		if inc[u] != 0 || i >= nextTaken[0] {
-			more = append(more, u)
-		}
-	}
-	if uint64(len(more)) == n {
-		// Not one unit finished: a single unit has more matches than the
-		// buffer holds, and running it again would fill it again.
-		return more, fmt.Errorf("%w (%d records)", errStuck, capRecs)
-	}
-	return more, nil
-}
-
-// errStuck is drain's error when a launch finished no unit.
-var errStuck = errors.New("kernels: one work unit has more matches than the enumeration buffer holds")
-
-// finishOnCPU runs the units a launch could not finish on the CPU executor:
-// the kernel cannot resume a unit midway, and a unit with more matches than
-// the record buffer holds would fill it on every launch. The units are
-// (term, change) pairs of prog over delta, which is in changes' order.
-func (x *GPU) finishOnCPU(g *dyngraph.Graph, delta []graph.Change, prog *program, qs []*query.Query, left []uint64,
-	sink incremental.Sink, live []int) ([]incremental.Counts, error) {
-	nch := uint64(len(delta))
-	units := make([]incremental.Unit, len(left))
-	for i, u := range left {
-		o := prog.owner[u/nch]
-		units[i] = incremental.Unit{Query: o.q, Term: o.t, Change: int(u % nch)}
-	}
-	// The CPU names queries by their index in qs; the sink wants live's.
-	relay := func(w, q int, sign graph.Sign, m []graph.VertexID) { sink(w, live[q], sign, m) }
-	return x.cpu.MatchUnits(g, delta, qs, units, incremental.Enumerate, relay)
+	return ov[0] != 0, nil
 }
