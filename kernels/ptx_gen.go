@@ -5,7 +5,7 @@ package kernels
 import _ "embed"
 
 // sourceHash is the SHA-256 of match.cu when match.ptx was generated.
-const sourceHash = "0b71d1688a2737bbd2f0310fc1b34f03f550a7c4c68be1626224ea12c6c612d5"
+const sourceHash = "205667713b4a4dd97a5b1182863706c2e7ff5860f6561f70a77b8a8a0854f7b8"
 
 //go:embed match.ptx
 var matchPTX string
