@@ -3,7 +3,6 @@ package kernels
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 	"unsafe"
@@ -38,9 +37,7 @@ type cacheState struct {
 	// the block.
 	rows []uint32
 	last *sampler.Estimate // the gcsm policy's last estimate
-	// walkBudget is the sampler's Budget for the next batch (0: its
-	// default); see Options.EstimateShare.
-	walkBudget float64
+	caps walkCaps          // the gcsm policy's walks; see Options.EstimateShare
 	// The degree policy's ranking, and the graph, edge count and budget
 	// it was made for.
 	ranked       []uint32
@@ -84,46 +81,67 @@ type BatchStats struct {
 
 // DefaultEstimateShare is Options.EstimateShare's default. The estimate
 // runs on the CPU, and the GPU walks a tree node far faster than the
-// sampler does: the sampler's fixed budget (a tenth of the nodes) cost 10
-// to 40% of a batch on the H100. Half the paper's 10% leaves room for the
+// sampler does: the paper's number of walks cost 10 to 40% of a batch on
+// the H100 for 5-vertex queries. Half the paper's 10% leaves room for the
 // packing and the copy.
 const DefaultEstimateShare = 0.05
 
-// tuneEstimate sets the next batch's walk budget from the last batch's
-// measurements (Options.EstimateShare).
-func (x *GPU) tuneEstimate() {
+// walkCaps remembers, per set of queries, the walks per update edge that
+// the next estimate may take (Options.EstimateShare): the bench, and a
+// service whose queries come and go, alternate between sets whose trees
+// differ by orders of magnitude.
+type walkCaps map[string]float64
+
+// key names the set of queries of a batch.
+func (walkCaps) key(queries []*query.Query) string {
+	var b []byte
+	for _, q := range queries {
+		b = fmt.Appendf(b, "%p,", q)
+	}
+	return string(b)
+}
+
+// maxWalks is the cap on M for a batch of edges updates, 0 for none.
+func (w walkCaps) maxWalks(queries []*query.Query, edges int) int {
+	per, ok := w[w.key(queries)]
+	if m := per * float64(edges); ok && m < 1<<50 {
+		return max(1, int(m))
+	}
+	return 0
+}
+
+// tuneEstimate sets the next cap for the last batch's queries from its
+// measurements.
+func (x *GPU) tuneEstimate(queries []*query.Query, edges int) {
 	share := x.opts.EstimateShare
-	if share < 0 || x.cache.last == nil {
+	est := x.cache.last
+	if share < 0 || est == nil || edges == 0 {
 		return
 	}
 	if share == 0 {
 		share = DefaultEstimateShare
 	}
-	est := x.cache.last
-	x.cache.walkBudget = nextWalkBudget(x.cache.walkBudget, share, x.last.Estimate, est.Steps, x.last.Match, est.Nodes)
+	cs := &x.cache
+	if cs.caps == nil || len(cs.caps) > 64 {
+		cs.caps = walkCaps{}
+	}
+	cs.caps[cs.caps.key(queries)] = nextWalkCap(float64(est.Walks)/float64(edges), share, x.last.Estimate, x.last.Match)
 }
 
-// nextWalkBudget returns the walk budget (steps per tree node) that would
-// have made the estimate take share of the match time: the kernel's time
-// per node over the sampler's time per step, times share. It moves half way
-// there, in log scale, so that one odd batch does not swing it, and keeps
-// within [minWalkBudget, 1]. cur 0 stands for the sampler's default.
-func nextWalkBudget(cur, share float64, estimate time.Duration, steps int64, match time.Duration, nodes float64) float64 {
-	if estimate <= 0 || steps <= 0 || match <= 0 || nodes < 1 {
-		return cur
+// nextWalkCap returns the walks per update edge for the next estimate:
+// those of the last one, scaled by how far its time was from share of the
+// match. An estimate's time grows with its walks, but less than in
+// proportion (walks that meet at a node cost one step), so the full step
+// approaches the target from one side without overshooting; the factor is
+// bounded all the same, against one odd batch. The cap never goes below
+// sampler.MinWalks.
+func nextWalkCap(walks, share float64, estimate, match time.Duration) float64 {
+	if estimate <= 0 || match <= 0 || walks <= 0 {
+		return walks
 	}
-	if cur == 0 {
-		cur = sampler.DefaultBudget
-	}
-	perStep := estimate.Seconds() / float64(steps)
-	perNode := match.Seconds() / nodes
-	want := min(max(share*perNode/perStep, minWalkBudget), 1)
-	return math.Sqrt(cur * want)
+	f := min(max(share*match.Seconds()/estimate.Seconds(), 1.0/64), 64)
+	return max(walks*f, sampler.MinWalks)
 }
-
-// minWalkBudget is the smallest walk budget tuneEstimate sets: below it the
-// later passes add nearly nothing to the first.
-const minWalkBudget = 1e-3
 
 // HitRatio is the share of list bytes read from the cache block.
 func (s BatchStats) HitRatio() float64 {
@@ -177,7 +195,8 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 	case GCSM:
 		if len(delta) > 0 {
 			// The seed follows the batch, so that a replay caches the same.
-			est, err := cs.est.Estimate(g, delta, queries, sampler.Options{Seed: g.Epoch(), Plans: sampler.Terms, Budget: cs.walkBudget})
+			est, err := cs.est.Estimate(g, delta, queries, sampler.Options{Seed: g.Epoch(), Plans: sampler.Terms,
+				MaxWalks: cs.caps.maxWalks(queries, len(delta))})
 			if err != nil {
 				return 0, 0, fmt.Errorf("kernels: gcsm placement: %w", err)
 			}

@@ -88,12 +88,13 @@ type Options struct {
 	// free memory; a negative value means no cache at all (every read
 	// zero-copy).
 	CacheBytes int64
-	// EstimateShare is the share of a batch's time the gcsm placement
-	// aims to spend estimating: from batch to batch the sampler's walk
-	// budget (sampler.Options.Budget) follows the kernel's time per tree
-	// node against the sampler's time per step. 0 means
-	// DefaultEstimateShare; a negative value keeps the sampler's fixed
-	// default, so that the cache depends on the batch alone.
+	// EstimateShare is the share of a batch's match time the gcsm
+	// placement aims to spend estimating: from batch to batch, per set of
+	// queries, the sampler's walks (sampler.Options.MaxWalks) follow the
+	// last estimate's time against the last match's. 0 means
+	// DefaultEstimateShare; a negative value leaves the walks to the
+	// sampler (the paper's M, raised by formula 5 within its budget), so
+	// that the cache depends on the batch alone.
 	EstimateShare float64
 	// NoSplit walks every unit whole instead of splitting deep plans into
 	// seeds (see runSplit); for measuring what splitting buys.

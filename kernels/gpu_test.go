@@ -160,27 +160,31 @@ func TestGPUEqualsCPU(t *testing.T) {
 	}
 }
 
-// TestEnumerateOverflowResumes: with a record buffer of 16 matches, single
-// units overflow it many times over, and the launches that resume them must
-// find every match the CPU finds, each once (gpuVsCPU checks the sets;
-// the static matcher resumes the same way).
+// TestEnumerateOverflowResumes: with a record buffer of 1,024 matches, and
+// of 16, launches fill it many times over, every unit running then parks
+// mid-walk, and the launches that resume them must find every match the CPU
+// finds, each once (gpuVsCPU checks the sets; the static matcher resumes
+// the same way). A buffer of 16 costs a launch per 16 matches, so it runs
+// on two trials only.
 func TestEnumerateOverflowResumes(t *testing.T) {
-	x := openGPUWith(t, Options{Placement: Device, EnumRecords: 16})
-	defer x.Close()
-	resumed := 0
-	for trial := 0; trial < 12; trial++ {
-		directed := trial%2 == 1
-		sem := query.Semantics(trial / 2 % 2)
-		kind := []string{"insert", "delete", "mixed"}[trial%3]
-		where := fmt.Sprintf("records 16 trial %d directed=%v %v %s", trial, directed, sem, kind)
-		t.Run(where, func(t *testing.T) {
-			gpuVsCPU(t, x, 500+uint64(trial), directed, sem, kind, where, func() { resumed += x.Last().Launches - 1 })
-		})
+	for _, c := range []struct{ records, trials int }{{1024, 12}, {16, 2}} {
+		x := openGPUWith(t, Options{Placement: Device, EnumRecords: c.records})
+		resumed := 0
+		for trial := 0; trial < c.trials; trial++ {
+			directed := trial%2 == 1
+			sem := query.Semantics(trial / 2 % 2)
+			kind := []string{"insert", "delete", "mixed"}[trial%3]
+			where := fmt.Sprintf("records %d trial %d directed=%v %v %s", c.records, trial, directed, sem, kind)
+			t.Run(where, func(t *testing.T) {
+				gpuVsCPU(t, x, 500+uint64(trial), directed, sem, kind, where, func() { resumed += x.Last().Launches - 1 })
+			})
+		}
+		x.Close()
+		if resumed == 0 {
+			t.Fatalf("records %d: no launch resumed: the test did not overflow the buffer", c.records)
+		}
+		t.Logf("records %d: %d launches resumed parked units", c.records, resumed)
 	}
-	if resumed == 0 {
-		t.Fatal("no launch resumed: the test did not overflow the buffer")
-	}
-	t.Logf("%d launches resumed parked units", resumed)
 }
 
 // gpuVsCPU compares the GPU with the CPU on a seeded random graph and

@@ -162,7 +162,7 @@ func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, change
 	}
 	defer func() {
 		x.last.Match = time.Since(t0) - x.last.Estimate - x.last.Pack
-		x.tuneEstimate()
+		x.tuneEstimate(qs, len(delta))
 	}()
 	nch := len(changes) / 4
 	total := uint64(len(prog.terms)) * uint64(nch)

@@ -1,42 +1,49 @@
 package kernels
 
 import (
-	"math"
 	"testing"
 	"time"
 
+	"github.com/gcsm/gcsm/query"
 	"github.com/gcsm/gcsm/sampler"
 )
 
-// The walk budget moves half way (in log scale) towards the one that would
-// have made the estimate take the asked share of the match.
-func TestNextWalkBudget(t *testing.T) {
-	// 1 µs per step, 10 ns per node: 5% of the match buys 0.0005 steps per
-	// node; clamped to the floor 0.001, then half way from the default.
-	got := nextWalkBudget(0, 0.05, 100*time.Millisecond, 100_000, time.Second, 1e8)
-	if want := math.Sqrt(sampler.DefaultBudget * minWalkBudget); math.Abs(got-want) > 1e-12 {
-		t.Fatalf("from the default: got %v, want %v", got, want)
-	}
-	// Repeated batches at the same speeds converge on the target.
-	b := 0.0
-	for range 40 {
-		b = nextWalkBudget(b, 0.05, 100*time.Millisecond, 100_000, 20*time.Second, 1e8)
-	}
-	if want := 0.05 * (20.0 / 1e8) / (0.1 / 100_000); math.Abs(b-want)/want > 1e-6 {
-		t.Fatalf("after 40 batches: got %v, want %v", b, want)
-	}
-	// A slow kernel never asks for more than one step per node.
-	if got := nextWalkBudget(1, 0.05, time.Millisecond, 1000, time.Hour, 10); got != 1 {
-		t.Fatalf("ceiling: got %v, want 1", got)
-	}
-	// Nothing measured: the budget stays.
+// The walks per update edge scale by how far the estimate was from its
+// share of the match, within bounds.
+func TestNextWalkCap(t *testing.T) {
 	for _, c := range []struct {
-		est, match time.Duration
-		steps      int64
-		nodes      float64
-	}{{0, time.Second, 10, 10}, {time.Second, 0, 10, 10}, {time.Second, time.Second, 0, 10}, {time.Second, time.Second, 10, 0}} {
-		if got := nextWalkBudget(0.02, 0.05, c.est, c.steps, c.match, c.nodes); got != 0.02 {
-			t.Errorf("%+v: got %v, want the budget unchanged", c, got)
+		walks           float64
+		estimate, match time.Duration
+		want            float64
+	}{
+		{1000, 100 * time.Millisecond, time.Second, 500},       // 10% of the match: halve
+		{1000, 10 * time.Millisecond, time.Second, 5000},       // 1%: five times the walks
+		{1000, time.Second, time.Millisecond, 1000.0 / 64},     // far over: by 64 at most
+		{1000, time.Nanosecond, time.Hour, 64000},              // far under: by 64 at most
+		{100, 10 * time.Second, time.Second, sampler.MinWalks}, // never under MinWalks
+		{1000, 0, time.Second, 1000},                           // nothing measured
+		{1000, time.Second, 0, 1000},
+	} {
+		if got := nextWalkCap(c.walks, 0.05, c.estimate, c.match); got != c.want {
+			t.Errorf("nextWalkCap(%v walks, estimate %v, match %v) = %v, want %v", c.walks, c.estimate, c.match, got, c.want)
+		}
+	}
+}
+
+// Caps are kept per set of queries, and scale with the batch.
+func TestWalkCaps(t *testing.T) {
+	a, b := &query.Query{}, &query.Query{}
+	w := walkCaps{}
+	if got := w.maxWalks([]*query.Query{a}, 64); got != 0 {
+		t.Fatalf("no cap yet: got %d, want 0", got)
+	}
+	w[w.key([]*query.Query{a})] = 10
+	if got := w.maxWalks([]*query.Query{a}, 64); got != 640 {
+		t.Fatalf("cap for {a}: got %d, want 640", got)
+	}
+	for _, qs := range [][]*query.Query{{b}, {a, b}, {b, a}} {
+		if got := w.maxWalks(qs, 64); got != 0 {
+			t.Fatalf("another set of queries took {a}'s cap %d", got)
 		}
 	}
 }

@@ -247,6 +247,7 @@ type Estimator struct {
 	ws    []*walker
 	est   Estimate
 	live  []bool
+	terms []termRef
 	ranks []float64 // formula (5)'s scratch
 	roots int64     // steps at the roots in the first pass
 }
@@ -295,7 +296,7 @@ func (e *Estimator) Estimate(g *dyngraph.Graph, delta []graph.Change, queries []
 	if opts.MaxWalks > 0 {
 		m = min(m, uint64(opts.MaxWalks))
 	}
-	ws := e.walkers(c, opts.Workers, nk, len(delta))
+	ws := e.walkers(c, opts.Workers, nk, c.units())
 	e.pass(ws, 0, m)
 	total := m
 	est.Passes = 1
@@ -396,17 +397,21 @@ func (e *Estimator) setup(c *config, g *dyngraph.Graph, delta []graph.Change, qu
 		delta: delta, queries: queries, plans: plans,
 	}
 	e.live = e.live[:0]
+	e.terms = e.terms[:0]
 	n, anyDir := 0, false
-	for _, q := range queries {
+	for qi, q := range queries {
 		ok := edgeLabelsPossible(g, q)
 		e.live = append(e.live, ok)
 		if !ok {
 			continue
 		}
+		for t := range q.Terms {
+			e.terms = append(e.terms, termRef{int32(qi), int32(t)})
+		}
 		n = max(n, q.N())
 		anyDir = anyDir || hasAny(q, plans)
 	}
-	c.live = e.live
+	c.live, c.terms = e.live, e.terms
 	if n == 0 || len(delta) == 0 {
 		return n
 	}
@@ -473,8 +478,8 @@ func edgeLabelsPossible(g *dyngraph.Graph, q *query.Query) bool {
 
 // walkers readies the workers' walkers, each with a zeroed accumulator for
 // nk lists.
-func (e *Estimator) walkers(c *config, workers, nk, edges int) []*walker {
-	workers = max(1, min(workers, edges))
+func (e *Estimator) walkers(c *config, workers, nk, units int) []*walker {
+	workers = max(1, min(workers, units))
 	for len(e.ws) < workers {
 		e.ws = append(e.ws, &walker{})
 	}
@@ -490,35 +495,35 @@ func (e *Estimator) walkers(c *config, workers, nk, edges int) []*walker {
 	return ws
 }
 
-// edgeChunk is how many update edges a worker claims at once, at most:
+// unitChunk is how many work units a worker claims at once, at most:
 // trees vary by orders of magnitude, so chunks stay small.
-const edgeChunk = 8
+const unitChunk = 8
 
 // pass runs m walks per term tree and folds every worker's sums into the
 // first worker's.
 func (e *Estimator) pass(ws []*walker, pass int, m uint64) {
 	c := ws[0].c
 	c.pass, c.walks = pass, m
-	edges := len(c.delta)
+	units := c.units()
 	if len(ws) == 1 {
-		for ci := range edges {
-			ws[0].runEdge(ci)
+		for u := range units {
+			ws[0].runUnit(u)
 		}
 	} else {
 		// Small batches take smaller chunks, so that every worker gets
-		// edges: 64 edges in chunks of 8 kept half of 16 cores idle.
-		chunk := max(1, min(edgeChunk, edges/(4*len(ws))))
+		// units: 64 edges in chunks of 8 kept half of 16 cores idle.
+		chunk := max(1, min(unitChunk, units/(4*len(ws))))
 		var next atomic.Int64
 		var wg sync.WaitGroup
 		for _, w := range ws {
 			wg.Go(func() {
 				for {
-					c0 := int(next.Add(int64(chunk)) - int64(chunk))
-					if c0 >= edges {
+					u0 := int(next.Add(int64(chunk)) - int64(chunk))
+					if u0 >= units {
 						return
 					}
-					for ci := c0; ci < min(c0+chunk, edges); ci++ {
-						w.runEdge(ci)
+					for u := u0; u < min(u0+chunk, units); u++ {
+						w.runUnit(u)
 					}
 				}
 			})
@@ -576,8 +581,8 @@ func exactWalker(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query
 		return w
 	}
 	c.exact, c.leaves = true, leaves
-	for ci := range delta {
-		w.runEdge(ci)
+	for u := range c.units() {
+		w.runUnit(u)
 	}
 	return w
 }

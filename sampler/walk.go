@@ -78,6 +78,9 @@ type config struct {
 	queries  []*query.Query
 	live     []bool // per query: can match on the graph's edge labels
 	plans    Plans
+	// terms are the live queries' terms: a unit of work is a term at an
+	// update edge, unit u = ci·len(terms) + j.
+	terms []termRef
 
 	exact  bool   // visit every node once (Exact) instead of sampling
 	leaves bool   // tests: also count the leaves (matches)
@@ -159,32 +162,37 @@ func (w *walker) key(v graph.VertexID, in bool) uint32 {
 	return ListKey(v, in, w.c.directed)
 }
 
-// runEdge walks every term's tree rooted at update edge ci.
-func (w *walker) runEdge(ci int) {
+// termRef names term t of query q.
+type termRef struct{ q, t int32 }
+
+// units is the number of work units of a pass.
+func (c *config) units() int { return len(c.delta) * len(c.terms) }
+
+// runUnit walks the trees of unit u: one term rooted at one update edge, in
+// both orientations. Units, not edges, are what the workers share: one edge
+// at a hub can hold most of a small batch's work, and its terms at least
+// go to different workers. Each unit draws from its own random stream, so
+// the estimate does not depend on which worker runs it.
+func (w *walker) runUnit(u int) {
 	c := w.c
-	ch := &c.delta[ci]
-	if !c.exact {
-		w.rng.seed(c.seed, c.pass, ci)
+	ch := &c.delta[u/len(c.terms)]
+	tr := c.terms[u%len(c.terms)]
+	q := c.queries[tr.q]
+	e := q.Edges[tr.t]
+	if e.Label != graph.Wildcard && e.Label != ch.Label {
+		return
 	}
-	for qi, q := range c.queries {
-		if !c.live[qi] {
-			continue
-		}
-		plans := q.Terms
-		if c.plans == CountTerms {
-			plans = q.CountTerms
-		}
-		for t := range plans {
-			e := q.Edges[t]
-			if e.Label != graph.Wildcard && e.Label != ch.Label {
-				continue
-			}
-			w.setUnit(q, &plans[t], ch.Sign)
-			w.root(e, ch, ch.Src, ch.Dst)
-			if !e.Directed {
-				w.root(e, ch, ch.Dst, ch.Src)
-			}
-		}
+	if !c.exact {
+		w.rng.seed(c.seed, c.pass, u)
+	}
+	plans := q.Terms
+	if c.plans == CountTerms {
+		plans = q.CountTerms
+	}
+	w.setUnit(q, &plans[tr.t], ch.Sign)
+	w.root(e, ch, ch.Src, ch.Dst)
+	if !e.Directed {
+		w.root(e, ch, ch.Dst, ch.Src)
 	}
 }
 

@@ -30,7 +30,7 @@ func (d *deviceFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&d.share, "gpu-estimate-share", 0, estimateShareUsage)
 }
 
-const estimateShareUsage = "the share of a batch the gcsm placement aims to spend on its estimate, which sets the sampler's walks from batch to batch; 0 means 0.05, a negative value a fixed number of walks per tree node"
+const estimateShareUsage = "the share of a batch the gcsm placement aims to spend on its estimate, which sets the sampler's walks from batch to batch; 0 means 0.05, a negative value the sampler's own number (the paper's M, raised by its formula 5)"
 
 // engine is the chosen executor and the memory the graph must live in.
 type engine struct {
