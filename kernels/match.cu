@@ -713,12 +713,18 @@ match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
     w.st = scratch + warp * (unsigned long long)(MAXN * S_STRIDE);
     bool expanding = split > 0 && seeds == 0;
     uint32_t* pk = park ? park + warp * PARK_WORDS : 0;
+    // Only a launch's first unit can be a parked one: a warp that parks
+    // stops, since the buffer is full.
+    uint32_t parked = 0;
+    if (pk && lane == 0)
+        parked = pk[P_STATE];
+    parked = __shfl_sync(0xFFFFFFFFu, parked, 0);
 
-    for (;;) {
+    for (;; parked = 0) {
         unsigned long long unit;
         int resume = DONE;
         uint32_t orient0 = 0;
-        if (pk && pk[P_STATE]) {
+        if (parked) {
             unit = pk[P_UNIT] | (unsigned long long)pk[P_UNIT + 1] << 32;
             orient0 = pk[P_ORIENT];
             resume = (int)pk[P_DEPTH];
@@ -731,13 +737,8 @@ match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
             if (lane == 0)
                 i = ((mode == 1 || expanding) && *(volatile uint32_t*)overflow) ? total_units : atomicAdd(next_unit, 1ull);
             i = __shfl_sync(0xFFFFFFFFu, i, 0);
-            if (i >= total_units) {
-                if (reads[0])
-                    atomicAdd(list_bytes, reads[0]);
-                if (reads[1])
-                    atomicAdd(list_bytes + 1, reads[1]);
-                return;
-            }
+            if (i >= total_units)
+                break;
             if (seeds) {
                 const uint32_t* rec = seeds + i * (unsigned long long)seed_words;
                 unit = rec[0];
@@ -820,8 +821,13 @@ match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
                 pk[P_STATE] = 1;
             }
             __syncwarp();
+            break;
         }
     }
+    if (reads[0])
+        atomicAdd(list_bytes, reads[0]);
+    if (reads[1])
+        atomicAdd(list_bytes + 1, reads[1]);
 }
 
 // scatter copies staged list contents into the device mirror of the arenas
