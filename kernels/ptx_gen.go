@@ -5,7 +5,7 @@ package kernels
 import _ "embed"
 
 // sourceHash is the SHA-256 of match.cu when match.ptx was generated.
-const sourceHash = "205667713b4a4dd97a5b1182863706c2e7ff5860f6561f70a77b8a8a0854f7b8"
+const sourceHash = "9e5bc45aafb360aff14bad7ac32279d0bf90646d587d6262b771d0feaafefc57"
 
 //go:embed match.ptx
 var matchPTX string
