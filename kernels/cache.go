@@ -196,7 +196,7 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 		if len(delta) > 0 {
 			// The seed follows the batch, so that a replay caches the same.
 			est, err := cs.est.Estimate(g, delta, queries, sampler.Options{Seed: g.Epoch(), Plans: sampler.Terms,
-				MaxWalks: cs.caps.maxWalks(queries, len(delta))})
+				MaxWalks: cs.caps.maxWalks(queries, len(delta)), Weighted: !x.opts.PaperWalks})
 			if err != nil {
 				return 0, 0, fmt.Errorf("kernels: gcsm placement: %w", err)
 			}

@@ -96,6 +96,11 @@ type Options struct {
 	// sampler (the paper's M, raised by formula 5 within its budget), so
 	// that the cache depends on the batch alone.
 	EstimateShare float64
+	// PaperWalks makes the gcsm placement's sampler send walks on with
+	// the paper's probability 1/D (formula 3) instead of its default,
+	// weighted walks (sampler.Options.Weighted), which cover the top
+	// lists better for the same time.
+	PaperWalks bool
 	// NoSplit walks every unit whole instead of splitting deep plans into
 	// seeds (see runSplit); for measuring what splitting buys.
 	NoSplit bool

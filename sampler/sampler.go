@@ -146,6 +146,14 @@ type Options struct {
 	Budget float64
 	// MaxWalks, when positive, caps M, the start included.
 	MaxWalks int
+	// Weighted sends a walk at a node to one of the node's own L slots
+	// (probability 1/L) and multiplies what it stands for by L: Knuth's
+	// estimator of a tree's size, applied to its reads. It stays unbiased,
+	// and walks end only at slots that hold no candidate, where the
+	// paper's 1/D ends most of them at once on skewed graphs (a node of
+	// degree L keeps a walk with probability L/D). Off, the estimate is the
+	// paper's (formula 3).
+	Weighted bool
 }
 
 // DefaultBudget is Options.Budget's default.
@@ -280,7 +288,7 @@ func (e *Estimator) Estimate(g *dyngraph.Graph, delta []graph.Change, queries []
 	}
 	est.MaxDegree = int(c.d)
 	e.roots = 0
-	c.exact, c.leaves, c.seed = false, false, opts.Seed
+	c.exact, c.leaves, c.seed, c.weighted = false, false, opts.Seed, opts.Weighted
 	c.pRoot = 1 / float64(len(delta))
 
 	m := uint64(opts.Walks)

@@ -104,8 +104,9 @@ func TestExactReads(t *testing.T) {
 }
 
 // TestUnbiased: over many seeds, the mean estimate of every list converges
-// to Exact. The tolerance is a z-test on the sample standard deviation of
-// the estimates; a list Exact never reads must never get an estimate.
+// to Exact, with the paper's walks and with weighted ones. The tolerance is
+// a z-test on the sample standard deviation of the estimates; a list Exact
+// never reads must never get an estimate.
 func TestUnbiased(t *testing.T) {
 	var e Estimator
 	const runs = 400
@@ -113,9 +114,10 @@ func TestUnbiased(t *testing.T) {
 		s := newScenario(t, c, 11)
 		qs := compile(t, s.dict, c.directed, query.Embeddings, scenarioQueries(c)...)
 		for _, run := range []struct {
-			plans Plans
-			walks int // per update edge
-		}{{Terms, 2}, {CountTerms, 2}, {Terms, 1000}} {
+			plans    Plans
+			walks    int // per update edge
+			weighted bool
+		}{{Terms, 2, false}, {CountTerms, 2, false}, {Terms, 1000, false}, {Terms, 2, true}, {CountTerms, 1000, true}} {
 			plans := run.plans
 			exact := Exact(s.g, s.delta, qs, plans)
 			nk := len(exact)
@@ -125,7 +127,7 @@ func TestUnbiased(t *testing.T) {
 				// A small M makes each estimate noisy, so a bias would
 				// show against the spread; a large one sends more walks
 				// to a node than its driver has slots.
-				est, err := e.Estimate(s.g, s.delta, qs, Options{Walks: run.walks * len(s.delta), Seed: seed, Plans: plans, Workers: 1})
+				est, err := e.Estimate(s.g, s.delta, qs, Options{Walks: run.walks * len(s.delta), Seed: seed, Plans: plans, Workers: 1, Weighted: run.weighted})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -160,10 +162,10 @@ func TestUnbiased(t *testing.T) {
 			// z ≈ 5.3; 5.5 leaves room for the estimates' skew.
 			if worst > 5.5 {
 				k := worstKey
-				t.Errorf("%s plans %d, M = %d|ΔE|: list %d: mean %v, exact %d (z = %.1f)", s.name, plans, run.walks, k, sum[k]/runs, exact[k], worst)
+				t.Errorf("%s plans %d, M = %d|ΔE|, weighted %v: list %d: mean %v, exact %d (z = %.1f)", s.name, plans, run.walks, run.weighted, k, sum[k]/runs, exact[k], worst)
 			}
-			t.Logf("%s plans %d, M = %d|ΔE|: %d lists read, %.0f reads (estimated %.0f), worst z %.2f, %d steps per estimate",
-				s.name, plans, run.walks, countPositive(exact), totExact, tot, worst, steps/runs)
+			t.Logf("%s plans %d, M = %d|ΔE|, weighted %v: %d lists read, %.0f reads (estimated %.0f), worst z %.2f, %d steps per estimate",
+				s.name, plans, run.walks, run.weighted, countPositive(exact), totExact, tot, worst, steps/runs)
 		}
 	}
 }

@@ -88,6 +88,9 @@ type config struct {
 	pRoot  float64
 	d      uint64                  // D: no driver has more slots
 	pow    [query.MaxVertices]u128 // pow[d] = D^(d-1)
+	// weighted: a walk picks one of the node's own L slots, not one of D,
+	// and carries the product of the L's (Options.Weighted).
+	weighted bool
 	seed   uint64
 	pass   int
 }
@@ -137,6 +140,10 @@ type walker struct {
 	adjOf [query.MaxVertices][query.MaxVertices]uint32 // vertex+1 whose lists adj holds; 0: none
 	sl    [query.MaxVertices]slotSet
 	pick  [query.MaxVertices][]uint32 // sampled slots per level
+	// wt[d] is what one walk at the current node of depth d stands for:
+	// D^(d-1) (the paper's), or, with config.weighted, the product of
+	// the slot counts on the node's path.
+	wt [query.MaxVertices]u128
 	cnt   [query.MaxVertices][]uint32 // walks per slot, per level; kept zero
 
 	// The distinct lists the current node reads.
@@ -221,6 +228,7 @@ func (w *walker) root(e query.QEdge, ch *graph.Change, x, y graph.VertexID) {
 		}
 	}
 	w.m[0], w.m[1] = x, y
+	w.wt[1] = u128{lo: 1}
 	if !w.admissible(1, y) {
 		return
 	}
@@ -277,7 +285,7 @@ func (w *walker) visit(d int, b uint64) {
 		w.nodes[d]++
 		return
 	}
-	w.tree = w.tree.add(w.c.pow[d].mul(b))
+	w.tree = w.tree.add(w.wt[d].mul(b))
 }
 
 // loadLists fetches the lists of level lv's constraints and notes them as
@@ -338,7 +346,7 @@ func (w *walker) flush(d int, b uint64) {
 		w.nnk = 0
 		return
 	}
-	add := w.c.pow[d].mul(b)
+	add := w.wt[d].mul(b)
 	for _, k := range w.nk[:w.nnk] {
 		if w.acc[k].isZero() {
 			w.touched = append(w.touched, k)
@@ -498,7 +506,13 @@ func (w *walker) expand(lv int, b uint64) {
 	if uint64(L) > w.c.d {
 		panic("BUG: sampler: a driver has more slots than the maximum degree")
 	}
-	k := w.rng.binomial(b, float64(L)/float64(w.c.d))
+	k := b // weighted: every walk picks one of the L slots
+	if w.c.weighted {
+		w.wt[lv] = w.wt[lv-1].mul(uint64(L))
+	} else {
+		w.wt[lv] = w.c.pow[lv]
+		k = w.rng.binomial(b, float64(L)/float64(w.c.d))
+	}
 	switch {
 	case k == 0:
 	case k*8 < uint64(L):
