@@ -91,8 +91,8 @@ type config struct {
 	// weighted: a walk picks one of the node's own L slots, not one of D,
 	// and carries the product of the L's (Options.Weighted).
 	weighted bool
-	seed   uint64
-	pass   int
+	seed     uint64
+	pass     int
 }
 
 // slotSet is a driver's slots: up to four list parts (out/in × sorted/
@@ -143,8 +143,8 @@ type walker struct {
 	// wt[d] is what one walk at the current node of depth d stands for:
 	// D^(d-1) (the paper's), or, with config.weighted, the product of
 	// the slot counts on the node's path.
-	wt [query.MaxVertices]u128
-	cnt   [query.MaxVertices][]uint32 // walks per slot, per level; kept zero
+	wt  [query.MaxVertices]u128
+	cnt [query.MaxVertices][]uint32 // walks per slot, per level; kept zero
 
 	// The distinct lists the current node reads.
 	nk  [2*query.MaxVertices + 2]uint32
