@@ -34,15 +34,18 @@ func TestNextWalkCap(t *testing.T) {
 func TestWalkCaps(t *testing.T) {
 	a, b := &query.Query{}, &query.Query{}
 	w := walkCaps{}
-	if got := w.maxWalks([]*query.Query{a}, 64); got != 0 {
+	if got := w.maxWalks([]*query.Query{a}, 64, 0); got != 0 {
 		t.Fatalf("no cap yet: got %d, want 0", got)
 	}
+	if got := w.maxWalks([]*query.Query{a}, 64, 256); got != 64*256 {
+		t.Fatalf("no cap yet, first 256: got %d, want %d", got, 64*256)
+	}
 	w[w.key([]*query.Query{a})] = 10
-	if got := w.maxWalks([]*query.Query{a}, 64); got != 640 {
+	if got := w.maxWalks([]*query.Query{a}, 64, 256); got != 640 {
 		t.Fatalf("cap for {a}: got %d, want 640", got)
 	}
 	for _, qs := range [][]*query.Query{{b}, {a, b}, {b, a}} {
-		if got := w.maxWalks(qs, 64); got != 0 {
+		if got := w.maxWalks(qs, 64, 0); got != 0 {
 			t.Fatalf("another set of queries took {a}'s cap %d", got)
 		}
 	}
