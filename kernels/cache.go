@@ -116,15 +116,15 @@ func (w walkCaps) maxWalks(queries []*query.Query, edges int, first float64) int
 
 // firstWeightedWalks is the weighted walks' cap per update edge for the
 // first batch of a set of queries. Weighted walks seldom end early, so the
-// paper's M and formula (5) cost them up to ten times the batch's match on
-// the H100; 256 per edge found the top 1% of the lists of 2^25-edge R-MAT
-// batches (house, 5-cycle) at 0.9 to 1.0.
+// paper's M and formula (5) cost them several times the batch's match on
+// the H100 at 2^27 edges; with 256 per edge, the first estimate of a set
+// cost about what the tuned ones did (2^25 edges).
 const firstWeightedWalks = 256
 
 // firstWalks is the cap per update edge for a new set of queries: the
 // paper's M for its walks, firstWeightedWalks for weighted ones.
 func (x *GPU) firstWalks() float64 {
-	if x.opts.PaperWalks || x.opts.EstimateShare < 0 {
+	if !x.opts.WeightedWalks || x.opts.EstimateShare < 0 {
 		return 0
 	}
 	return firstWeightedWalks
@@ -216,7 +216,7 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 		if len(delta) > 0 {
 			// The seed follows the batch, so that a replay caches the same.
 			est, err := cs.est.Estimate(g, delta, queries, sampler.Options{Seed: g.Epoch(), Plans: sampler.Terms,
-				MaxWalks: cs.caps.maxWalks(queries, len(delta), x.firstWalks()), Weighted: !x.opts.PaperWalks})
+				MaxWalks: cs.caps.maxWalks(queries, len(delta), x.firstWalks()), Weighted: x.opts.WeightedWalks})
 			if err != nil {
 				return 0, 0, fmt.Errorf("kernels: gcsm placement: %w", err)
 			}

@@ -42,7 +42,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&cacheFraction, "gpu-cache-fraction", 0, "cap the cache placements' budget at this share of the graph's list bytes (0.05: the paper's out-of-memory regime); 0 leaves it to --gpu-mem")
 	fs.Int64Var(&gpuMem, "gpu-mem", 0, "cap on the GPU memory each GPU engine uses, in `bytes`; 0 means no cap")
 	fs.Float64Var(&share, "gpu-estimate-share", 0, estimateShareUsage)
-	fs.StringVar(&walks, "gpu-walks", "weighted", walksUsage)
+	fs.StringVar(&walks, "gpu-walks", "paper", walksUsage)
 	fs.BoolVar(&coverage, "coverage", false, "report the gcsm placement's top-1%/5% coverage against exact reads (a one-core walk of each size's first batch)")
 	fs.StringVar(&svg, "svg", "", "write a plot of per-batch time against batch size to this `file`")
 	fs.IntVar(&workers, "workers", 0, "CPU goroutines; 0 uses every core")
@@ -50,7 +50,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	paper, err := paperWalks(walks)
+	weighted, err := weightedWalks(walks)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return fmt.Errorf("--engines: unknown engine %q (want cpu or one of %s)", name, placementNames())
 			}
-			x, err := kernels.Open(kernels.Options{Placement: pl, MemLimit: gpuMem, EstimateShare: share, PaperWalks: paper})
+			x, err := kernels.Open(kernels.Options{Placement: pl, MemLimit: gpuMem, EstimateShare: share, WeightedWalks: weighted})
 			if err != nil {
 				fmt.Fprintf(stderr, "bench: skipping %s: %v\n", name, err)
 				continue

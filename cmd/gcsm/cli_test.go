@@ -608,7 +608,7 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 	wantFailure(t, 1, []string{"replay", "--demo", "-d", data}, "--demo generates its own graph")
-	wantFailure(t, 1, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-walks", "bogus"}, `--gpu-walks "bogus": want weighted or paper`)
+	wantFailure(t, 1, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-walks", "bogus"}, `--gpu-walks "bogus": want paper or weighted`)
 	wantFailure(t, 1, []string{"bench", "--gpu-walks", "bogus"}, `--gpu-walks "bogus"`)
 
 	missing := filepath.Join(t.TempDir(), "nosuch.graph")

@@ -29,20 +29,20 @@ func (d *deviceFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&d.mem, "gpu-mem", 0, "cap on the GPU memory gcsm uses, in `bytes`; 0 means no cap. A device or unified placement that does not fit falls back to zero-copy")
 	fs.Int64Var(&d.cache, "gpu-cache", 0, "the gcsm, degree and khop placements' cache budget in `bytes`; 0 means four fifths of what --gpu-mem leaves, or half the GPU's free memory")
 	fs.Float64Var(&d.share, "gpu-estimate-share", 0, estimateShareUsage)
-	fs.StringVar(&d.walks, "gpu-walks", "weighted", walksUsage)
+	fs.StringVar(&d.walks, "gpu-walks", "paper", walksUsage)
 }
 
-const walksUsage = "the gcsm placement's random walks: weighted (a walk picks among a node's own candidates and carries their number as weight) or paper (the GCSM paper's walks, which go on with probability 1/maximum degree)"
+const walksUsage = "the gcsm placement's random walks: paper (the GCSM paper's, which go on with probability 1/maximum degree) or weighted (a walk picks among a node's own candidates and carries their number as weight: better coverage of the hottest lists for a larger --gpu-estimate-share)"
 
-// paperWalks parses --gpu-walks.
-func paperWalks(v string) (bool, error) {
+// weightedWalks parses --gpu-walks.
+func weightedWalks(v string) (bool, error) {
 	switch v {
-	case "weighted":
-		return false, nil
 	case "paper":
+		return false, nil
+	case "weighted":
 		return true, nil
 	}
-	return false, fmt.Errorf("--gpu-walks %q: want weighted or paper", v)
+	return false, fmt.Errorf("--gpu-walks %q: want paper or weighted", v)
 }
 
 const estimateShareUsage = "the share of a batch the gcsm placement aims to spend on its estimate, which sets the sampler's walks from batch to batch; 0 means 0.05, a negative value the sampler's own number (the paper's M, raised by its formula 5)"
@@ -83,11 +83,11 @@ func (d *deviceFlags) open(w io.Writer, workers int) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	paper, err := paperWalks(d.walks)
+	weighted, err := weightedWalks(d.walks)
 	if err != nil {
 		return nil, err
 	}
-	x, err := kernels.Open(kernels.Options{Placement: pl, MemLimit: d.mem, CacheBytes: d.cache, EstimateShare: d.share, PaperWalks: paper})
+	x, err := kernels.Open(kernels.Options{Placement: pl, MemLimit: d.mem, CacheBytes: d.cache, EstimateShare: d.share, WeightedWalks: weighted})
 	if err != nil {
 		if d.device == "auto" && (errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice)) {
 			why := "no GPU"
