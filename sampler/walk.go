@@ -35,6 +35,8 @@ import (
 // a node picks one of D slots uniformly (D >= any slot count) and continues
 // iff the slot is a candidate's; so it reaches each child with probability
 // exactly 1/D, as in the paper, without computing the whole candidate set.
+// Weighted walks (Options.Weighted) pick one of the node's own L slots
+// instead, and what each stands for is multiplied by L (walker.wt).
 
 // u128 is an unsigned 128-bit accumulator. A walk step at depth d adds
 // B·D^(d-1) to each list it reads; integers make the sum independent of the
