@@ -116,9 +116,10 @@ func (w walkCaps) maxWalks(queries []*query.Query, edges int, first float64) int
 
 // firstWeightedWalks is the weighted walks' cap per update edge for the
 // first batch of a set of queries. Weighted walks seldom end early, so the
-// paper's M and formula (5) cost them several times the batch's match on
-// the H100 at 2^27 edges; with 256 per edge, the first estimate of a set
-// cost about what the tuned ones did (2^25 edges).
+// paper's M and formula (5) cost them far more than the paper's walks: on
+// 2^25-edge R-MAT batches on the H100 the estimates that followed such a
+// start still took 15 to 23% of a batch of 64; started at 256 per edge,
+// they took 3.4 to 9.1%.
 const firstWeightedWalks = 256
 
 // firstWalks is the cap per update edge for a new set of queries: the
