@@ -41,10 +41,9 @@ type EngineConfig struct {
 	// that share of the graph's list bytes (the paper's out-of-GPU-memory
 	// regime: 0.05 is 5%). It is applied to the engines through SetBudget.
 	CacheFraction float64
-	// Coverage computes, for the gcsm placement, the top-1% and top-5%
-	// coverage of the sampler's estimate against the exact reads
-	// (sampler.Exact: a one-core walk of the batch) on each size's first
-	// batch.
+	// Coverage computes, for the cache placements, the top-1% and top-5%
+	// coverage of the cache against the exact reads (sampler.Exact: a walk
+	// of the batch on all cores) on each size's first batch.
 	Coverage bool
 }
 
@@ -66,9 +65,13 @@ type EngineRow struct {
 	Estimate, Pack time.Duration
 	CacheBytes     int64
 	HitRatio       float64
-	// Coverage1 and Coverage5 are the gcsm placement's top-1% and top-5%
-	// coverage (EngineConfig.Coverage), or -1.
+	// Coverage1 and Coverage5 are a cache placement's top-1% and top-5%
+	// coverage by its block (EngineConfig.Coverage; the paper's metric,
+	// sampler.CacheCoverage), or -1. Rank1 and Rank5 are the gcsm
+	// placement's stricter coverage by as many lists as the top share
+	// holds, ranked by estimate (sampler.Coverage), or -1.
 	Coverage1, Coverage5 float64
+	Rank1, Rank5         float64
 }
 
 // gpuEngine is an engine that reports what it read and what its cache
@@ -78,6 +81,7 @@ type gpuEngine interface {
 	HostBytes() uint64
 	Last() kernels.BatchStats
 	LastEstimate() *sampler.Estimate
+	LastCached() []uint32
 }
 
 // Budgeted is an engine with a cache budget (kernels.GPU), which
@@ -244,6 +248,9 @@ func logRow(log io.Writer, r EngineRow) {
 	if r.Coverage1 >= 0 {
 		fmt.Fprintf(log, ", coverage top-1%% %.2f top-5%% %.2f", r.Coverage1, r.Coverage5)
 	}
+	if r.Rank1 >= 0 {
+		fmt.Fprintf(log, " (estimate's ranking %.2f, %.2f)", r.Rank1, r.Rank5)
+	}
 	fmt.Fprintln(log)
 }
 
@@ -252,7 +259,7 @@ func logRow(log io.Writer, r EngineRow) {
 func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Update, at *int, size int, qs []*query.Query) ([]EngineRow, error) {
 	rows := make([]EngineRow, len(qs))
 	for i, q := range qs {
-		rows[i] = EngineRow{Shape: q.Name, Engine: e.Name, Batch: size, Coverage1: -1, Coverage5: -1}
+		rows[i] = EngineRow{Shape: q.Name, Engine: e.Name, Batch: size, Coverage1: -1, Coverage5: -1, Rank1: -1, Rank5: -1}
 	}
 	one := make([]*query.Query, 1)
 	for b := 0; b < cfg.PerSize && *at+size <= len(stream); b++ {
@@ -282,10 +289,14 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 				r.Pack += st.Pack
 				r.CacheBytes += st.CacheBytes
 				r.HitRatio += st.HitRatio()
-				if est := gpu.LastEstimate(); est != nil && cfg.Coverage && b == 0 {
+				if cached := gpu.LastCached(); cfg.Coverage && b == 0 && cached != nil {
 					exact := sampler.Exact(g, delta, one, sampler.Terms)
-					r.Coverage1 = sampler.Coverage(exact, est.Count, 0.01)
-					r.Coverage5 = sampler.Coverage(exact, est.Count, 0.05)
+					r.Coverage1 = sampler.CacheCoverage(exact, cached, 0.01)
+					r.Coverage5 = sampler.CacheCoverage(exact, cached, 0.05)
+					if est := gpu.LastEstimate(); est != nil {
+						r.Rank1 = sampler.Coverage(exact, est.Count, 0.01)
+						r.Rank5 = sampler.Coverage(exact, est.Count, 0.05)
+					}
 				}
 			}
 			rows[i].Positive += c[0].Positive

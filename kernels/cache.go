@@ -25,7 +25,8 @@ import (
 // costs nothing extra, and a hit no search of rowidx: the lookup the block
 // was laid out for (binary search, cache/FORMAT.md) is done on the host,
 // once per cached list and batch, instead of in the kernel once per list
-// access.
+// access. Options.SearchLookup does it the paper's way instead, in the
+// kernel, so that the two can be measured against each other.
 
 // cacheState is what the cache placements keep from batch to batch.
 type cacheState struct {
@@ -182,6 +183,19 @@ func (x *GPU) Last() BatchStats { return x.last }
 // nil: valid until the next Match.
 func (x *GPU) LastEstimate() *sampler.Estimate { return x.cache.last }
 
+// LastCached returns the keys of the lists the cache placements' block
+// held for the last batch (sampler.ListKey), ascending: empty when it held
+// none, nil outside those placements. Valid until the next Match.
+func (x *GPU) LastCached() []uint32 {
+	if !x.Placement().Cached() {
+		return nil
+	}
+	if x.last.CachedLists == 0 {
+		return []uint32{}
+	}
+	return x.cache.block.RowIdx()
+}
+
 // cacheBudget is the most bytes a block may hold (Options.CacheBytes).
 func (x *GPU) cacheBudget() (int64, error) {
 	if x.opts.CacheBytes != 0 {
@@ -277,7 +291,7 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 func (x *GPU) pointRows(g *dyngraph.Graph, cacheSlab uint32) error {
 	cs := &x.cache
 	var keys []uint32
-	if x.Placement().cached() && x.last.CachedLists > 0 {
+	if x.Placement().Cached() && x.last.CachedLists > 0 && !x.opts.SearchLookup {
 		keys = cs.block.RowIdx()
 	}
 	if len(keys) == 0 && len(cs.rows) == 0 {

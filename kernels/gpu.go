@@ -68,8 +68,8 @@ func ParsePlacement(s string) (Placement, error) {
 	return "", fmt.Errorf("unknown GPU placement %q: want one of %v", s, Placements)
 }
 
-// cached says whether p reads lists through a cache block.
-func (p Placement) cached() bool { return p == GCSM || p == Degree || p == KHop }
+// Cached says whether p reads lists through a cache block.
+func (p Placement) Cached() bool { return p == GCSM || p == Degree || p == KHop }
 
 // mirrored says whether p copies every list to the device.
 func (p Placement) mirrored() bool { return p == Device || p == Unified }
@@ -103,6 +103,11 @@ type Options struct {
 	// reached 0.09 to 1.00, for an estimate of 15 to 23% of the batch.
 	// Held to DefaultEstimateShare, they covered no better.
 	WeightedWalks bool
+	// SearchLookup makes the kernel find cached lists the paper's way, by
+	// a binary search of the block's rowidx at every list access, instead
+	// of through the per-vertex table rows that the executor points into
+	// the block once per batch (kernels/cache.go); for measuring the two.
+	SearchLookup bool
 	// NoSplit walks every unit whole instead of splitting deep plans into
 	// seeds (see runSplit); for measuring what splitting buys.
 	NoSplit bool
@@ -311,6 +316,10 @@ type graphDesc struct {
 	cacheLo, cacheHi                         uint64 // the cache block's device addresses
 	oneVLabel, multi, directed, _            uint32
 	_                                        uint64 // where the kernel counts reads; its own
+	// The block's arrays and number of lists for the search lookup
+	// (Options.SearchLookup); cK is 0 otherwise.
+	cRowIdx, cRowPtr, cColIdx, cLbls cuda.DevicePtr
+	cK, _                            uint32
 }
 
 // prepare makes the graph readable by the kernel: slab addresses (mapped or
@@ -348,13 +357,20 @@ func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool, delta []graph.Change,
 	// The cache block, when there is one, is one more slab: the table rows
 	// of the lists it holds point into it (pointRows).
 	cacheSlab := uint32(len(ids))
-	if x.Placement().cached() && !allAppended {
+	if x.Placement().Cached() && !allAppended {
 		col, lbl, err := x.fillCache(g, delta, queries)
 		if err != nil {
 			return 0, err
 		}
 		ids, lbls = append(ids, col), append(lbls, lbl)
 		a.cacheLo, a.cacheHi = uint64(x.cache.dev), uint64(x.cache.dev)+uint64(x.cache.block.Bytes())
+		if x.opts.SearchLookup && x.last.CachedLists > 0 {
+			lay := x.cache.block.Layout()
+			a.cRowIdx = x.cache.dev + cuda.DevicePtr(4*lay.RowIdx)
+			a.cRowPtr = x.cache.dev + cuda.DevicePtr(4*lay.RowPtr)
+			a.cColIdx, a.cLbls = cuda.DevicePtr(col), cuda.DevicePtr(lbl)
+			a.cK = uint32(x.last.CachedLists)
+		}
 	}
 	if a.slabIDs, err = x.upload("slab_ids", unsafe.Pointer(&ids[0]), 8*len(ids)); err != nil {
 		return 0, err

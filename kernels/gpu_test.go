@@ -341,7 +341,8 @@ func gpuVsCPU(t *testing.T, x *GPU, seed uint64, directed bool, sem query.Semant
 
 // TestCachePlacementsEqualCPU runs the equality gate for the placements that
 // read through a cache block, from an empty budget (every read zero-copy)
-// to one that holds the whole graph, and for the unified placement: the
+// to one that holds the whole graph, with both lookups of cached lists
+// (Options.SearchLookup), and for the unified placement: the
 // results must not depend on where the lists are read from.
 func TestCachePlacementsEqualCPU(t *testing.T) {
 	trials := 6
@@ -349,8 +350,13 @@ func TestCachePlacementsEqualCPU(t *testing.T) {
 		trials = 3
 	}
 	budgets := []int64{-1, 256, 16 << 10, 1 << 30}
-	for _, pl := range []Placement{GCSM, Degree, KHop, Unified} {
+	for _, c := range []struct {
+		pl     Placement
+		search bool // Options.SearchLookup
+	}{{GCSM, false}, {GCSM, true}, {Degree, false}, {KHop, false}, {KHop, true}, {Unified, false}} {
+		pl := c.pl
 		x := openGPU(t, pl, false)
+		x.opts.SearchLookup = c.search
 		for _, budget := range budgets {
 			if pl == Unified && budget != budgets[0] {
 				break // no cache: one round is enough
@@ -364,7 +370,7 @@ func TestCachePlacementsEqualCPU(t *testing.T) {
 				directed := trial%2 == 1
 				sem := query.Semantics(trial / 2 % 2)
 				kind := []string{"insert", "delete", "mixed"}[trial%3]
-				where := fmt.Sprintf("%s budget %d trial %d directed=%v %v %s", pl, budget, trial, directed, sem, kind)
+				where := fmt.Sprintf("%s search=%v budget %d trial %d directed=%v %v %s", pl, c.search, budget, trial, directed, sem, kind)
 				t.Run(where, func(t *testing.T) { gpuVsCPU(t, x, 100+uint64(trial), directed, sem, kind, where) })
 				block += x.Last().BlockBytes
 				if pl == Degree && budget == 1<<30 && x.Last().SlabBytes != 0 {
@@ -377,7 +383,7 @@ func TestCachePlacementsEqualCPU(t *testing.T) {
 			if budget <= 0 && block != 0 {
 				t.Errorf("%s with no budget read %d bytes from a cache block", pl, block)
 			}
-			if budget == 1<<30 && pl.cached() && block == 0 {
+			if budget == 1<<30 && pl.Cached() && block == 0 {
 				t.Errorf("%s with the whole graph's budget read nothing from the cache block", pl)
 			}
 		}
@@ -427,9 +433,17 @@ func TestKHopOverBudget(t *testing.T) {
 }
 
 // TestGraphDescLayout: graphDesc must be match.cu's struct Graph, byte for
-// byte (80 bytes; match.cu asserts the same).
+// byte (120 bytes; match.cu asserts the same, and the search lookup's
+// fields follow the read counters' address at byte 72).
 func TestGraphDescLayout(t *testing.T) {
-	if n := unsafe.Sizeof(graphDesc{}); n != 80 {
-		t.Fatalf("graphDesc is %d bytes, match.cu's Graph 80", n)
+	var d graphDesc
+	if n := unsafe.Sizeof(d); n != 120 {
+		t.Fatalf("graphDesc is %d bytes, match.cu's Graph 120", n)
+	}
+	if o := unsafe.Offsetof(d.cRowIdx); o != 80 {
+		t.Errorf("cRowIdx at byte %d, match.cu's c_rowidx at 80", o)
+	}
+	if o := unsafe.Offsetof(d.cK); o != 112 {
+		t.Errorf("cK at byte %d, match.cu's c_k at 112", o)
 	}
 }

@@ -94,9 +94,19 @@ struct Graph {
     // the device one), reads[1] those it read from the cache block. Set by
     // the kernel; the executor writes 0.
     unsigned long long* reads;
+    // The search lookup (Options.CacheLookup): the cache block's arrays
+    // (cache/FORMAT.md) and its number of lists, c_k; c_k is 0 in the
+    // table lookup, where the table rows of the cached lists point into
+    // the block instead.
+    const uint32_t* c_rowidx;
+    const uint32_t* c_rowptr;
+    const uint32_t* c_colidx;
+    const uint32_t* c_lbls;
+    uint32_t c_k;
+    uint32_t pad2;
 };
 
-static_assert(sizeof(Graph) == 80, "kernels/gpu.go's graphDesc has 80 bytes");
+static_assert(sizeof(Graph) == 120, "kernels/gpu.go's graphDesc has 120 bytes");
 
 // rd reads a neighbour-list word and counts it where it was read from.
 __device__ __forceinline__ uint32_t rd(const Graph& g, const uint32_t* p)
@@ -116,6 +126,29 @@ __device__ __forceinline__ Adj get_adj(const Graph& g, uint32_t v, uint32_t in)
 {
     const uint32_t* t = (in ? g.in_tab : g.out_tab) + 5ull * v;
     Adj a;
+    if (g.c_k > 0) {
+        // The paper's lookup: a binary search of the block's rowidx, then
+        // the list's offsets in rowptr; the row is read on a miss. A hit
+        // reads the row's tombstone count, which the block does not hold.
+        uint32_t k = g.directed ? (v << 1 | in) : v;
+        uint32_t lo = 0, hi = g.c_k;
+        while (lo < hi) {
+            uint32_t mid = (lo + hi) >> 1;
+            if (g.c_rowidx[mid] < k)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < g.c_k && g.c_rowidx[lo] == k) {
+            uint32_t s = g.c_rowptr[2 * lo], ap = g.c_rowptr[2 * lo + 1], e = g.c_rowptr[2 * lo + 2];
+            a.ids = g.c_colidx + s;
+            a.lbl = g.c_lbls ? g.c_lbls + s : 0;
+            a.n = e - s;
+            a.app = ap == 0xffffffffu ? a.n : ap - s;
+            a.tomb = t[4];
+            return a;
+        }
+    }
     uint32_t slab = t[0], off = t[1];
     a.n = t[2];
     a.app = t[3];

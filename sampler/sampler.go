@@ -575,10 +575,38 @@ func (e *Estimator) readOut(ws []*walker, edges int, m uint64) {
 // Exact counts, deterministically, the reads of every list made by the
 // trees that Estimate samples (all of them, visited once each): the
 // reference for tests and for Coverage. It costs a matching of the batch
-// without its last level, on one core. The slice has NumKeys(g) entries.
+// without its last level, spread over all cores like Estimate's units
+// (counts add up the same in any order). The slice has NumKeys(g) entries.
 func Exact(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, plans Plans) []uint64 {
-	w := exactWalker(g, delta, queries, plans, false)
-	return w.ex
+	var e Estimator
+	c := &e.cfg
+	ex := make([]uint64, NumKeys(g))
+	if e.setup(c, g, delta, queries, plans) == 0 {
+		return ex
+	}
+	c.exact = true
+	units := c.units()
+	ws := make([]*walker, max(1, min(runtime.GOMAXPROCS(0), units)))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for i := range ws {
+		ws[i] = &walker{c: c, ex: ex}
+		if i > 0 {
+			ws[i].ex = make([]uint64, len(ex))
+		}
+		wg.Go(func() {
+			for u := int(next.Add(1) - 1); u < units; u = int(next.Add(1) - 1) {
+				ws[i].runUnit(u)
+			}
+		})
+	}
+	wg.Wait()
+	for _, w := range ws[1:] {
+		for k, n := range w.ex {
+			ex[k] += n
+		}
+	}
+	return ex
 }
 
 func exactWalker(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, plans Plans, leaves bool) *walker {
@@ -595,32 +623,15 @@ func exactWalker(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query
 	return w
 }
 
-// Coverage is the paper's coverage metric (VI-D): with S the top fraction
-// of the lists that exact reads at all, ranked by exact count, and T as many
-// lists ranked by estimate (positive estimates only), it returns |S∩T|/|S|.
-// It is 1 when no list is read.
-//
-// Exact counts tie, often at the boundary of S (a triangle's lists are read
-// a few times each), and which of the tied lists S holds is arbitrary; so a
-// list of T tied with S's last one counts as in S, as long as S has room
-// for ties: the overlap is the best over the ways of breaking the ties.
+// Coverage measures an estimate's ranking: with S the top fraction of the
+// lists that exact reads at all, ranked by exact count, and T as many lists
+// ranked by estimate (positive estimates only), it returns |S∩T|/|S|. It
+// is stricter than the paper's metric, CacheCoverage, whose T is the whole
+// cache. It is 1 when no list is read.
 func Coverage(exact []uint64, est []float64, fraction float64) float64 {
-	var s []uint64
-	for _, n := range exact {
-		if n > 0 {
-			s = append(s, n)
-		}
-	}
-	size := int(math.Ceil(fraction * float64(len(s))))
-	if size == 0 {
+	s := topOf(exact, fraction)
+	if s.size == 0 {
 		return 1
-	}
-	slices.Sort(s)
-	slices.Reverse(s)
-	last := s[size-1] // the count at S's boundary
-	above := 0        // lists S must hold: those read more than last
-	for above < size && s[above] > last {
-		above++
 	}
 	var t []uint32
 	for k, x := range est {
@@ -637,14 +648,63 @@ func Coverage(exact []uint64, est []float64, fraction float64) float64 {
 		}
 		return int(a) - int(b)
 	})
+	return s.overlap(exact, t[:min(s.size, len(t))])
+}
+
+// CacheCoverage is the paper's coverage metric (VI-D, Fig. 15): with S the
+// top fraction of the lists that exact reads at all, ranked by exact count,
+// and T the lists the cache holds (keys, distinct, in any order), it
+// returns |S∩T|/|S|. It is 1 when no list is read.
+func CacheCoverage(exact []uint64, keys []uint32, fraction float64) float64 {
+	s := topOf(exact, fraction)
+	if s.size == 0 {
+		return 1
+	}
+	return s.overlap(exact, keys)
+}
+
+// topSet is S, the top lists by exact count, by its boundary: the lists read
+// more than last are in it, and size-above of those read exactly last.
+//
+// Exact counts tie, often at the boundary of S (a triangle's lists are read
+// a few times each), and which of the tied lists S holds is arbitrary; so a
+// list of T tied with S's last one counts as in S, as long as S has room
+// for ties: the overlap is the best over the ways of breaking the ties.
+type topSet struct {
+	size, above int
+	last        uint64
+}
+
+func topOf(exact []uint64, fraction float64) topSet {
+	var s []uint64
+	for _, n := range exact {
+		if n > 0 {
+			s = append(s, n)
+		}
+	}
+	size := int(math.Ceil(fraction * float64(len(s))))
+	if size == 0 {
+		return topSet{}
+	}
+	slices.Sort(s)
+	slices.Reverse(s)
+	t := topSet{size: size, last: s[size-1]}
+	for t.above < size && s[t.above] > t.last {
+		t.above++
+	}
+	return t
+}
+
+// overlap is |S∩T|/|S| for the lists t.
+func (s topSet) overlap(exact []uint64, t []uint32) float64 {
 	hit, tied := 0, 0
-	for _, k := range t[:min(size, len(t))] {
+	for _, k := range t {
 		switch n := exact[k]; {
-		case n > last:
+		case n > s.last:
 			hit++
-		case n == last:
+		case n == s.last:
 			tied++
 		}
 	}
-	return float64(hit+min(tied, size-above)) / float64(size)
+	return float64(hit+min(tied, s.size-s.above)) / float64(s.size)
 }

@@ -320,6 +320,45 @@ func TestCoverageMetric(t *testing.T) {
 	}
 }
 
+func TestCacheCoverageMetric(t *testing.T) {
+	exact := []uint64{0, 10, 9, 8, 7, 0, 1, 1, 1, 1}
+	// The top half of the 8 lists read is {1, 2, 3, 4}; the cache holds 1
+	// and 3 of them, and lists outside S do not count against it.
+	if got := CacheCoverage(exact, []uint32{0, 3, 1, 6, 7, 8, 9}, 0.5); got != 0.5 {
+		t.Fatalf("CacheCoverage = %v, want 0.5", got)
+	}
+	if got := CacheCoverage(exact, []uint32{4, 3, 2, 1}, 0.5); got != 1 {
+		t.Fatalf("CacheCoverage = %v, want 1", got)
+	}
+	if got := CacheCoverage(exact, nil, 0.5); got != 0 {
+		t.Fatalf("CacheCoverage of an empty cache = %v, want 0", got)
+	}
+	if got := CacheCoverage(make([]uint64, 3), nil, 0.5); got != 1 {
+		t.Fatalf("CacheCoverage of nothing read = %v, want 1", got)
+	}
+	// Ties: the top 3 of {9, 5, 5, 5, 1} are 9 and any two of the 5s; a
+	// cache of all three 5s covers two thirds, not one.
+	exact = []uint64{9, 5, 5, 5, 1}
+	if got := CacheCoverage(exact, []uint32{1, 2, 3}, 0.6); got != 2.0/3 {
+		t.Errorf("ties fill only S's room: CacheCoverage = %v, want 2/3", got)
+	}
+}
+
+// TestExactParallel: Exact, which spreads the units over all cores, counts
+// what one walker counts alone.
+func TestExactParallel(t *testing.T) {
+	g, delta, d := powerLaw(t, 11, 20000, 256, 5)
+	qs := compile(t, d, false, query.Embeddings, pattern("house", 5, shapeHouse, nil, "", false))
+	got := Exact(g, delta, qs, Terms)
+	want := exactWalker(g, delta, qs, Terms, false).ex
+	if countPositive(want) == 0 {
+		t.Fatal("the batch reads no list")
+	}
+	if !slices.Equal(got, want) {
+		t.Fatal("Exact's counts differ from one walker's")
+	}
+}
+
 func TestErrors(t *testing.T) {
 	s := newScenario(t, scenarioConfigs[0], 1)
 	qs := compile(t, s.dict, false, query.Embeddings, pattern("triangle", 3, shapeTriangle, nil, "", false))

@@ -38,12 +38,12 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&batches, "batches", "64,1024,4096", "comma-separated batch sizes")
 	fs.IntVar(&perSize, "per-size", 4, "batches timed per size")
 	fs.StringVar(&shapes, "shapes", "triangle,4-cycle,diamond,house,5-cycle", "comma-separated query shapes: "+shapeNames())
-	fs.StringVar(&engines, "engines", "cpu,zero-copy,device", fmt.Sprintf("engines to compare: cpu, or a GPU placement (%s); the GPU ones are skipped without a GPU", placementNames()))
+	fs.StringVar(&engines, "engines", "cpu,zero-copy,device", fmt.Sprintf("engines to compare: cpu, or a GPU placement (%s), a cache placement with :search for the binary-search lookup (gcsm:search); the GPU ones are skipped without a GPU", placementNames()))
 	fs.Float64Var(&cacheFraction, "gpu-cache-fraction", 0, "cap the cache placements' budget at this share of the graph's list bytes (0.05: the paper's out-of-memory regime); 0 leaves it to --gpu-mem")
 	fs.Int64Var(&gpuMem, "gpu-mem", 0, "cap on the GPU memory each GPU engine uses, in `bytes`; 0 means no cap")
 	fs.Float64Var(&share, "gpu-estimate-share", 0, estimateShareUsage)
 	fs.StringVar(&walks, "gpu-walks", "paper", walksUsage)
-	fs.BoolVar(&coverage, "coverage", false, "report the gcsm placement's top-1%/5% coverage against exact reads (a one-core walk of each size's first batch)")
+	fs.BoolVar(&coverage, "coverage", false, "report the cache placements' top-1%/5% coverage against exact reads (the paper's: by the cache block; and, for gcsm, by the estimate's ranking) on each size's first batch")
 	fs.StringVar(&svg, "svg", "", "write a plot of per-batch time against batch size to this `file`")
 	fs.IntVar(&workers, "workers", 0, "CPU goroutines; 0 uses every core")
 	fs.Uint64Var(&seed, "seed", 1, "workload seed")
@@ -98,11 +98,15 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		case "cpu":
 			es = append(es, bench.Engine{Name: "cpu", Matcher: &incremental.CPU{Workers: workers}, Alloc: hostmem.Mmap{}})
 		default:
-			pl, err := kernels.ParsePlacement(name)
+			plName, lookup, search := strings.Cut(name, ":")
+			pl, err := kernels.ParsePlacement(plName)
 			if err != nil {
 				return fmt.Errorf("--engines: unknown engine %q (want cpu or one of %s)", name, placementNames())
 			}
-			x, err := kernels.Open(kernels.Options{Placement: pl, MemLimit: gpuMem, EstimateShare: share, WeightedWalks: weighted})
+			if search && (lookup != "search" || !pl.Cached()) {
+				return fmt.Errorf("--engines: %q: only the cache placements (gcsm, degree, khop) take a lookup, and only :search", name)
+			}
+			x, err := kernels.Open(kernels.Options{Placement: pl, MemLimit: gpuMem, SearchLookup: search, EstimateShare: share, WeightedWalks: weighted})
 			if err != nil {
 				fmt.Fprintf(stderr, "bench: skipping %s: %v\n", name, err)
 				continue
@@ -199,7 +203,7 @@ func gpuTable(w io.Writer, rows []bench.EngineRow) error {
 		}
 		if !header {
 			fmt.Fprintln(w)
-			fmt.Fprintln(tw, "shape\tbatch\tengine\tms\testimate %\tpack+copy %\tblock MB\thost MB\thit %\tcov 1%\tcov 5%\t")
+			fmt.Fprintln(tw, "shape\tbatch\tengine\tms\testimate %\tpack+copy %\tblock MB\thost MB\thit %\tcov 1%\tcov 5%\trank 1%\trank 5%\t")
 			header = true
 		}
 		total := float64(r.PerBatch)
@@ -209,9 +213,9 @@ func gpuTable(w io.Writer, rows []bench.EngineRow) error {
 			}
 			return fmt.Sprintf("%.2f", c)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%s\t%s\t\n", r.Shape, r.Batch, r.Engine,
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%s\t%s\t%s\t%s\t\n", r.Shape, r.Batch, r.Engine,
 			float64(r.PerBatch.Microseconds())/1000, 100*float64(r.Estimate)/max(total, 1), 100*float64(r.Pack)/max(total, 1),
-			float64(r.CacheBytes)/1e6, float64(r.HostBytes)/1e6, 100*r.HitRatio, cov(r.Coverage1), cov(r.Coverage5))
+			float64(r.CacheBytes)/1e6, float64(r.HostBytes)/1e6, 100*r.HitRatio, cov(r.Coverage1), cov(r.Coverage5), cov(r.Rank1), cov(r.Rank5))
 	}
 	return tw.Flush()
 }

@@ -14,10 +14,11 @@ import (
 )
 
 // deviceFlags choose the executor: --device, --gpu-placement, --gpu-mem,
-// --gpu-cache, --gpu-estimate-share.
+// --gpu-cache, --gpu-cache-lookup, --gpu-estimate-share, --gpu-walks.
 type deviceFlags struct {
 	device, placement string
 	mem, cache        int64
+	lookup            string
 	share             float64
 	walks             string
 }
@@ -28,6 +29,7 @@ func (d *deviceFlags) register(fs *flag.FlagSet) {
 		"gcsm, degree or khop (zero-copy plus a block of the lists the sampler's estimate, the degrees or the batch's k-hop neighbourhood pick, in GPU memory), or unified (a mirror in managed memory)")
 	fs.Int64Var(&d.mem, "gpu-mem", 0, "cap on the GPU memory gcsm uses, in `bytes`; 0 means no cap. A device or unified placement that does not fit falls back to zero-copy")
 	fs.Int64Var(&d.cache, "gpu-cache", 0, "the gcsm, degree and khop placements' cache budget in `bytes`; 0 means four fifths of what --gpu-mem leaves, or half the GPU's free memory")
+	fs.StringVar(&d.lookup, "gpu-cache-lookup", "table", lookupUsage)
 	fs.Float64Var(&d.share, "gpu-estimate-share", 0, estimateShareUsage)
 	fs.StringVar(&d.walks, "gpu-walks", "paper", walksUsage)
 }
@@ -43,6 +45,19 @@ func weightedWalks(v string) (bool, error) {
 		return true, nil
 	}
 	return false, fmt.Errorf("--gpu-walks %q: want paper or weighted", v)
+}
+
+const lookupUsage = "how the kernel finds a cached list: table (through the per-vertex table, whose rows of the cached lists point into the block) or search (the GCSM paper's binary search of the block's rowidx at every access)"
+
+// searchLookup parses --gpu-cache-lookup.
+func searchLookup(v string) (bool, error) {
+	switch v {
+	case "table":
+		return false, nil
+	case "search":
+		return true, nil
+	}
+	return false, fmt.Errorf("--gpu-cache-lookup %q: want table or search", v)
 }
 
 const estimateShareUsage = "the share of a batch the gcsm placement aims to spend on its estimate, which sets the sampler's walks from batch to batch; 0 means 0.05, a negative value the sampler's own number (the paper's M, raised by its formula 5)"
@@ -87,7 +102,12 @@ func (d *deviceFlags) open(w io.Writer, workers int) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	x, err := kernels.Open(kernels.Options{Placement: pl, MemLimit: d.mem, CacheBytes: d.cache, EstimateShare: d.share, WeightedWalks: weighted})
+	search, err := searchLookup(d.lookup)
+	if err != nil {
+		return nil, err
+	}
+	x, err := kernels.Open(kernels.Options{Placement: pl, MemLimit: d.mem, CacheBytes: d.cache, SearchLookup: search,
+		EstimateShare: d.share, WeightedWalks: weighted})
 	if err != nil {
 		if d.device == "auto" && (errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice)) {
 			why := "no GPU"
