@@ -5,7 +5,7 @@ package kernels
 import _ "embed"
 
 // sourceHash is the SHA-256 of match.cu when match.ptx was generated.
-const sourceHash = "9e5bc45aafb360aff14bad7ac32279d0bf90646d587d6262b771d0feaafefc57"
+const sourceHash = "ff2f2b5409d1d03a449b2fe5e81c0d673051b31b89112fcfa8a684a1174be498"
 
 //go:embed match.ptx
 var matchPTX string
