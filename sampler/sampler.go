@@ -41,10 +41,10 @@
 // for an unlabeled one, against 38 ms, 0.50 s and 200 s for incremental.CPU
 // to count the same batches: 8%, 6% and 0.5%. (Measured outside the
 // repository: the import table keeps incremental out of sampler's tests.)
-// Space is O(|V|) per worker in reusable arrays (16 bytes per list), plus
-// O(n·D) for the slots walks pick; nothing is allocated per step. Workers
-// split the update edges; every edge has its own random stream, derived
-// from (seed, edge index), and sums are kept as integers, so an estimate
+// Space is O(|V|) per worker in reusable arrays (16 bytes per list);
+// nothing is allocated per step. Workers split the work units (update
+// edge, term); every unit has its own random stream, derived from (seed,
+// pass, unit), and sums are kept as integers, so an estimate
 // depends on the seed only, never on the number of workers.
 //
 // A list is named by a key: the vertex id on undirected graphs, and

@@ -1,8 +1,8 @@
 package sampler
 
 import (
+	"math"
 	"math/bits"
-	"slices"
 
 	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
@@ -141,12 +141,10 @@ type walker struct {
 	nadj  [query.MaxVertices][query.MaxVertices]int8
 	adjOf [query.MaxVertices][query.MaxVertices]uint32 // vertex+1 whose lists adj holds; 0: none
 	sl    [query.MaxVertices]slotSet
-	pick  [query.MaxVertices][]uint32 // sampled slots per level
 	// wt[d] is what one walk at the current node of depth d stands for:
 	// D^(d-1) (the paper's), or, with config.weighted, the product of
 	// the slot counts on the node's path.
-	wt  [query.MaxVertices]u128
-	cnt [query.MaxVertices][]uint32 // walks per slot, per level; kept zero
+	wt [query.MaxVertices]u128
 
 	// The distinct lists the current node reads.
 	nk  [2*query.MaxVertices + 2]uint32
@@ -484,13 +482,17 @@ func (w *walker) candidate(lv, j int) (uint32, bool) {
 // expand sends the b walks at the current node on to level lv's candidates.
 // In exact mode it visits every candidate once.
 //
-// Each walk picks one of D slots; it goes on iff the slot is a candidate's.
-// So K ~ Bin(b, L/D) walks land on the driver's L slots, spread uniformly:
-// this is the multinomial of b independent walks, whose per-child marginals
-// are the paper's Bin(b, 1/D). Drawing K and then K slots costs O(K) random
-// numbers instead of one binomial per candidate, and never looks at a slot
-// no walk picked. (Per-slot binomials, whose p changes from slot to slot,
-// made a sampled step cost twice an exact one.)
+// Each walk picks one of S slots, S = D (the paper's walks) or the driver's
+// own L (weighted ones), and goes on iff the slot is a candidate's; slots
+// past L are never candidates. The b walks pick systematically rather than
+// independently: a comb of b teeth, spaced S/b apart from a uniform random
+// offset, and slot j takes the teeth that fall in [j, j+1). Each slot then
+// gets b/S walks in expectation, as the paper's Bin(b, 1/D) per child
+// gives, so the estimate stays unbiased; but the counts vary far less than
+// independent picks' (by less than one walk per slot, and a slot the comb
+// passes over is one of a spread-out sample of the list rather than a
+// clump), which is what sampled coverage needs when walks are few. The
+// comb costs O(teeth) when walks are sparse and O(L) when they are dense.
 func (w *walker) expand(lv int, b uint64) {
 	L := w.slots(lv)
 	if L == 0 {
@@ -508,60 +510,34 @@ func (w *walker) expand(lv int, b uint64) {
 	if uint64(L) > w.c.d {
 		panic("BUG: sampler: a driver has more slots than the maximum degree")
 	}
-	k := b // weighted: every walk picks one of the L slots
+	S := w.c.d
 	if w.c.weighted {
+		S = uint64(L)
 		w.wt[lv] = w.wt[lv-1].mul(uint64(L))
 	} else {
 		w.wt[lv] = w.c.pow[lv]
-		k = w.rng.binomial(b, float64(L)/float64(w.c.d))
 	}
-	switch {
-	case k == 0:
-	case k*8 < uint64(L):
-		// Few walks: draw their slots and sort them, O(K log K).
-		picks := w.pick[lv][:0]
-		for range k {
-			picks = append(picks, uint32(w.rng.below(uint64(L))))
-		}
-		slices.Sort(picks)
-		w.pick[lv] = picks
-		for i := 0; i < len(picks); {
-			j := i + 1
-			for j < len(picks) && picks[j] == picks[i] {
-				j++
+	r := float64(b) / float64(S) // teeth per slot
+	u := w.rng.float64()
+	if r*8 <= 1 {
+		// Sparse: at least 8 slots between teeth, so each tooth is its own
+		// slot. Tooth i lies at (i+u)/r.
+		for i := 0; ; i++ {
+			x := (float64(i) + u) / r
+			if x >= float64(L) {
+				return
 			}
-			w.try(lv, int(picks[i]), uint64(j-i))
-			i = j
+			w.try(lv, int(x), 1)
 		}
-	case k <= 32*uint64(L):
-		// A sizeable share of L: count them in an array of L, O(K + L).
-		if len(w.cnt[lv]) < L {
-			w.cnt[lv] = make([]uint32, L, 2*L)
+	}
+	// Dense: slot j holds the teeth i with j·r-u <= i < (j+1)·r-u.
+	prev := math.Ceil(-u)
+	for j := range L {
+		next := math.Ceil(float64(j+1)*r - u)
+		if c := next - prev; c > 0 {
+			w.try(lv, j, uint64(c))
 		}
-		cnt := w.cnt[lv][:L]
-		for range k {
-			cnt[w.rng.below(uint64(L))]++
-		}
-		for j, cj := range cnt {
-			if cj > 0 {
-				cnt[j] = 0
-				w.try(lv, j, uint64(cj))
-			}
-		}
-	default:
-		// Many more walks than slots: each slot in turn takes Bin(K left,
-		// 1/slots left), O(L) binomial draws.
-		left := k
-		for j := 0; j < L && left > 0; j++ {
-			cj := left
-			if j < L-1 {
-				cj = w.rng.binomial(left, 1/float64(L-j))
-			}
-			if cj > 0 {
-				left -= cj
-				w.try(lv, j, cj)
-			}
-		}
+		prev = next
 	}
 }
 
