@@ -72,6 +72,10 @@ type EngineRow struct {
 	// holds, ranked by estimate (sampler.Coverage), or -1.
 	Coverage1, Coverage5 float64
 	Rank1, Rank5         float64
+	// Top1Bytes, set with Coverage1, is what a block holding the top 1%
+	// of lists would take (cache.BlockBytes): when it exceeds the budget,
+	// no policy can reach a top-1% coverage of 1.
+	Top1Bytes int64
 }
 
 // gpuEngine is an engine that reports what it read and what its cache
@@ -251,6 +255,9 @@ func logRow(log io.Writer, r EngineRow) {
 	if r.Rank1 >= 0 {
 		fmt.Fprintf(log, " (estimate's ranking %.2f, %.2f)", r.Rank1, r.Rank5)
 	}
+	if r.Coverage1 >= 0 {
+		fmt.Fprintf(log, "; the top 1%% of lists take %.1f MB", float64(r.Top1Bytes)/1e6)
+	}
 	fmt.Fprintln(log)
 }
 
@@ -293,6 +300,7 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 					exact := sampler.Exact(g, delta, one, sampler.Terms)
 					r.Coverage1 = sampler.CacheCoverage(exact, cached, 0.01)
 					r.Coverage5 = sampler.CacheCoverage(exact, cached, 0.05)
+					r.Top1Bytes = cache.BlockBytes(g, sampler.Top(exact, 0.01))
 					if est := gpu.LastEstimate(); est != nil {
 						r.Rank1 = sampler.Coverage(exact, est.Count, 0.01)
 						r.Rank5 = sampler.Coverage(exact, est.Count, 0.05)

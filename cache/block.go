@@ -26,6 +26,7 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 
@@ -131,6 +132,19 @@ func (s *sizer) take(n int) bool {
 
 // full reports whether no non-empty list can fit any more.
 func (s *sizer) full() bool { return s.used+s.cost(1) > s.budget }
+
+// BlockBytes is what a block holding the lists of keys (distinct) would
+// take, Bytes() of it: for comparing a set of lists with a budget. Empty
+// lists take nothing, as Pack skips them.
+func BlockBytes(g *dyngraph.Graph, keys []uint32) int64 {
+	s := newSizer(math.MaxInt64, g.MultiLabel())
+	for _, k := range keys {
+		if n := listLen(g, k); n > 0 {
+			s.take(n)
+		}
+	}
+	return 4 * s.used
+}
 
 func listLen(g *dyngraph.Graph, k uint32) int {
 	r := sampler.KeyList(k, g.Directed())

@@ -115,6 +115,9 @@ func TestPackRoundTrip(t *testing.T) {
 					if b.Bytes() > budget || b.Bytes() != 4*blockWords(g, want) {
 						t.Fatalf("%s: %d bytes for a budget of %d (want %d)", where, b.Bytes(), budget, 4*blockWords(g, want))
 					}
+					if got := BlockBytes(g, want); got != b.Bytes() {
+						t.Fatalf("%s: BlockBytes of the packed lists = %d, the block has %d", where, got, b.Bytes())
+					}
 					checkBlock(t, where, &b, g, want)
 				}
 			}

@@ -30,7 +30,8 @@ func TestNextWalkCap(t *testing.T) {
 	}
 }
 
-// Caps are kept per set of queries, and scale with the batch.
+// Caps are kept per set of queries, and scale with the square root of the
+// batch.
 func TestWalkCaps(t *testing.T) {
 	a, b := &query.Query{}, &query.Query{}
 	w := walkCaps{}
@@ -40,9 +41,16 @@ func TestWalkCaps(t *testing.T) {
 	if got := w.maxWalks([]*query.Query{a}, 64, 256); got != 64*256 {
 		t.Fatalf("no cap yet, first 256: got %d, want %d", got, 64*256)
 	}
-	w[w.key([]*query.Query{a})] = 10
+	w[w.key([]*query.Query{a})] = walkCap{perEdge: 10, edges: 64}
 	if got := w.maxWalks([]*query.Query{a}, 64, 256); got != 640 {
 		t.Fatalf("cap for {a}: got %d, want 640", got)
+	}
+	// Four times the edges: twice the walks, not four times.
+	if got := w.maxWalks([]*query.Query{a}, 256, 256); got != 1280 {
+		t.Fatalf("cap for {a} at 256 edges: got %d, want 1280", got)
+	}
+	if got := w.maxWalks([]*query.Query{a}, 16, 256); got != 320 {
+		t.Fatalf("cap for {a} at 16 edges: got %d, want 320", got)
 	}
 	for _, qs := range [][]*query.Query{{b}, {a, b}, {b, a}} {
 		if got := w.maxWalks(qs, 64, 0); got != 0 {

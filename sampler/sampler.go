@@ -663,6 +663,27 @@ func CacheCoverage(exact []uint64, keys []uint32, fraction float64) float64 {
 	return s.overlap(exact, keys)
 }
 
+// Top returns S of Coverage and CacheCoverage: the keys of the top fraction
+// of the lists that exact reads at all, most read first, ties by key.
+func Top(exact []uint64, fraction float64) []uint32 {
+	var s []uint32
+	for k, n := range exact {
+		if n > 0 {
+			s = append(s, uint32(k))
+		}
+	}
+	slices.SortStableFunc(s, func(a, b uint32) int {
+		switch {
+		case exact[a] > exact[b]:
+			return -1
+		case exact[a] < exact[b]:
+			return 1
+		}
+		return 0
+	})
+	return s[:int(math.Ceil(fraction*float64(len(s))))]
+}
+
 // topSet is S, the top lists by exact count, by its boundary: the lists read
 // more than last are in it, and size-above of those read exactly last.
 //

@@ -344,6 +344,19 @@ func TestCacheCoverageMetric(t *testing.T) {
 	}
 }
 
+func TestTop(t *testing.T) {
+	exact := []uint64{0, 10, 9, 8, 7, 0, 1, 1, 1, 1}
+	if got := Top(exact, 0.5); !slices.Equal(got, []uint32{1, 2, 3, 4}) {
+		t.Errorf("Top(0.5) = %v, want [1 2 3 4]", got)
+	}
+	if got := Top(exact, 0.7); !slices.Equal(got, []uint32{1, 2, 3, 4, 6, 7}) {
+		t.Errorf("Top(0.7) = %v, want the ties by key: [1 2 3 4 6 7]", got)
+	}
+	if got := Top(make([]uint64, 4), 0.5); len(got) != 0 {
+		t.Errorf("Top of nothing read = %v", got)
+	}
+}
+
 // TestExactParallel: Exact, which spreads the units over all cores, counts
 // what one walker counts alone.
 func TestExactParallel(t *testing.T) {

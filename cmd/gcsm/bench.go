@@ -203,7 +203,7 @@ func gpuTable(w io.Writer, rows []bench.EngineRow) error {
 		}
 		if !header {
 			fmt.Fprintln(w)
-			fmt.Fprintln(tw, "shape\tbatch\tengine\tms\testimate %\tpack+copy %\tblock MB\thost MB\thit %\tcov 1%\tcov 5%\trank 1%\trank 5%\t")
+			fmt.Fprintln(tw, "shape\tbatch\tengine\tms\testimate %\tpack+copy %\tblock MB\thost MB\thit %\tcov 1%\tcov 5%\trank 1%\trank 5%\ttop-1% MB\t")
 			header = true
 		}
 		total := float64(r.PerBatch)
@@ -213,11 +213,19 @@ func gpuTable(w io.Writer, rows []bench.EngineRow) error {
 			}
 			return fmt.Sprintf("%.2f", c)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%s\t%s\t%s\t%s\t\n", r.Shape, r.Batch, r.Engine,
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", r.Shape, r.Batch, r.Engine,
 			float64(r.PerBatch.Microseconds())/1000, 100*float64(r.Estimate)/max(total, 1), 100*float64(r.Pack)/max(total, 1),
-			float64(r.CacheBytes)/1e6, float64(r.HostBytes)/1e6, 100*r.HitRatio, cov(r.Coverage1), cov(r.Coverage5), cov(r.Rank1), cov(r.Rank5))
+			float64(r.CacheBytes)/1e6, float64(r.HostBytes)/1e6, 100*r.HitRatio, cov(r.Coverage1), cov(r.Coverage5), cov(r.Rank1), cov(r.Rank5), topMB(r))
 	}
 	return tw.Flush()
+}
+
+// topMB is the top-1% lists' block size, when coverage was measured.
+func topMB(r bench.EngineRow) string {
+	if r.Coverage1 < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", float64(r.Top1Bytes)/1e6)
 }
 
 func placementNames() string {
