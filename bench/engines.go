@@ -176,11 +176,14 @@ func RunEngines(cfg EngineConfig, engines []Engine, log io.Writer) ([]EngineRow,
 	var rows []EngineRow
 	out := make([]bool, len(engines))
 	for _, size := range cfg.Batches {
+		// Every engine's graph is at the same point of the stream, so the
+		// exact reads of a shape's first batch are the same for all.
+		exact := map[string][]uint64{}
 		for ei, e := range engines {
 			if out[ei] {
 				continue
 			}
-			rs, err := runSize(cfg, e, gs[ei], stream, &at[ei], size, qs)
+			rs, err := runSize(cfg, e, gs[ei], stream, &at[ei], size, qs, exact)
 			if errors.Is(err, cache.ErrOverBudget) {
 				// The khop placement at a batch whose neighbourhood does
 				// not fit: its graph now holds a batch the others went on
@@ -262,8 +265,9 @@ func logRow(log io.Writer, r EngineRow) {
 }
 
 // runSize runs cfg.PerSize batches of size updates from stream[*at:] (fewer
-// when the stream runs out).
-func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Update, at *int, size int, qs []*query.Query) ([]EngineRow, error) {
+// when the stream runs out). exact holds the exact reads of each shape's
+// first batch, for coverage, once an engine has counted them.
+func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Update, at *int, size int, qs []*query.Query, exact map[string][]uint64) ([]EngineRow, error) {
 	rows := make([]EngineRow, len(qs))
 	for i, q := range qs {
 		rows[i] = EngineRow{Shape: q.Name, Engine: e.Name, Batch: size, Coverage1: -1, Coverage5: -1, Rank1: -1, Rank5: -1}
@@ -297,13 +301,17 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 				r.CacheBytes += st.CacheBytes
 				r.HitRatio += st.HitRatio()
 				if cached := gpu.LastCached(); cfg.Coverage && b == 0 && cached != nil {
-					exact := sampler.Exact(g, delta, one, sampler.Terms)
-					r.Coverage1 = sampler.CacheCoverage(exact, cached, 0.01)
-					r.Coverage5 = sampler.CacheCoverage(exact, cached, 0.05)
-					r.Top1Bytes = cache.BlockBytes(g, sampler.Top(exact, 0.01))
+					ex, ok := exact[q.Name]
+					if !ok {
+						ex = sampler.Exact(g, delta, one, sampler.Terms)
+						exact[q.Name] = ex
+					}
+					r.Coverage1 = sampler.CacheCoverage(ex, cached, 0.01)
+					r.Coverage5 = sampler.CacheCoverage(ex, cached, 0.05)
+					r.Top1Bytes = cache.BlockBytes(g, sampler.Top(ex, 0.01))
 					if est := gpu.LastEstimate(); est != nil {
-						r.Rank1 = sampler.Coverage(exact, est.Count, 0.01)
-						r.Rank5 = sampler.Coverage(exact, est.Count, 0.05)
+						r.Rank1 = sampler.Coverage(ex, est.Count, 0.01)
+						r.Rank5 = sampler.Coverage(ex, est.Count, 0.05)
 					}
 				}
 			}
