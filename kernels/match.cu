@@ -798,7 +798,10 @@ match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
         w.sign = ch[3] ? 1 : -1;
         // An expansion launch stops deep plans at level split and writes
         // the partial matches as seeds; shallow plans it finishes itself.
-        bool seeding = expanding && p[T_N] >= split + 2;
+        // A seed of a plan one level deeper than split is one count of the
+        // last level: worth a warp of its own when a hub's unit holds
+        // millions of them.
+        bool seeding = expanding && p[T_N] >= split + 1;
         uint32_t umode = seeding ? 1 : (expanding ? 0 : mode);
         w.n = seeding ? split : p[T_N];
         uint32_t elabel = p[T_ELABEL];

@@ -229,7 +229,12 @@ func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, change
 	}
 	if mode == incremental.Count && !x.opts.NoSplit {
 		for _, split := range []int{4, 3} {
-			if prog.maxN < split+2 {
+			// Split 4 is for plans of six vertices or more; split 3 also
+			// serves four-vertex ones, whose seeds each count the last
+			// level: unsplit, the 4-cycle's hub units kept a 2^27-edge
+			// batch as slow with the whole graph in GPU memory as through
+			// zero-copy.
+			if (split == 4 && prog.maxN < 6) || prog.maxN < split+1 {
 				continue
 			}
 			l := launch{pp, tp, uint32(len(prog.terms)), cp, uint32(nch), ga, counts, scratch, next, flags, blocks, lb}
@@ -345,8 +350,8 @@ type launch struct {
 const maxSeeds = 1 << 25
 
 // runSplit counts in two launches: the first walks every unit down to level
-// split-1 and writes the partial matches as seeds (finishing shallow plans
-// itself), the second spreads the seeds over all warps. One unit of a
+// split-1 and writes the partial matches as seeds (finishing plans of at
+// most split vertices itself), the second spreads the seeds over all warps. One unit of a
 // power-law graph can hold most of a batch's work; walked by one warp it
 // kept the GPU 30 times slower than 16 CPU cores on the human suite. ok is
 // false when the seeds did not fit.

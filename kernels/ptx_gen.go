@@ -5,7 +5,7 @@ package kernels
 import _ "embed"
 
 // sourceHash is the SHA-256 of match.cu when match.ptx was generated.
-const sourceHash = "ff2f2b5409d1d03a449b2fe5e81c0d673051b31b89112fcfa8a684a1174be498"
+const sourceHash = "aa5c3071918452fe5a0b84319c171b023916ee47ea65aa44c17c5eb9be446096"
 
 //go:embed match.ptx
 var matchPTX string
