@@ -113,11 +113,12 @@ func (walkCaps) key(queries []*query.Query) string {
 //
 // A cap set on a batch of E edges is scaled for a batch of E' by
 // sqrt(E/E') per edge. The estimate's time grows with its walks, but the
-// GPU's time for a batch grows far slower than its edges, about as their
-// square root (the house on a 2^27-edge R-MAT graph on the H100: 1.35 s at
-// 64 edges, 2.84 s at 512, 6.15 s at 2,048); carried over per edge
-// unscaled, a cap set at 64 took 13% of the next batch of 512 instead of
-// 5%.
+// GPU's time for a batch often grows slower than its edges: the house on
+// a 2^27-edge R-MAT graph on the H100 took 1.35 s at 64 edges, 2.84 s at
+// 512 and 6.15 s at 2,048, and, carried over per edge unscaled, a cap set
+// at 64 took 13% of the next batch of 512 instead of 5% (9.1% scaled).
+// Since plans split deeper the house's batch of 64 takes 112 ms and its
+// time grows about linearly up to 512; the scaled cap took 5.1% there.
 func (w walkCaps) maxWalks(queries []*query.Query, edges int, first float64) int {
 	c, ok := w[w.key(queries)]
 	per := first
