@@ -351,10 +351,10 @@ const maxSeeds = 1 << 25
 
 // runSplit counts in two launches: the first walks every unit down to level
 // split-1 and writes the partial matches as seeds (finishing plans of at
-// most split vertices itself), the second spreads the seeds over all warps. One unit of a
-// power-law graph can hold most of a batch's work; walked by one warp it
-// kept the GPU 30 times slower than 16 CPU cores on the human suite. ok is
-// false when the seeds did not fit.
+// most split vertices itself), the second spreads the seeds over all
+// warps. One unit of a power-law graph can hold most of a batch's work;
+// walked by one warp it kept the GPU 30 times slower than 16 CPU cores on
+// the human suite. ok is false when the seeds did not fit.
 func (x *GPU) runSplit(l launch, units uint64, split int) (ok bool, err error) {
 	words := uint32(2 + split)
 	seeds, err := x.buf("seeds", maxSeeds*int(words)*4)
