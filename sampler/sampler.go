@@ -697,20 +697,12 @@ type topSet struct {
 }
 
 func topOf(exact []uint64, fraction float64) topSet {
-	var s []uint64
-	for _, n := range exact {
-		if n > 0 {
-			s = append(s, n)
-		}
-	}
-	size := int(math.Ceil(fraction * float64(len(s))))
-	if size == 0 {
+	s := Top(exact, fraction)
+	if len(s) == 0 {
 		return topSet{}
 	}
-	slices.Sort(s)
-	slices.Reverse(s)
-	t := topSet{size: size, last: s[size-1]}
-	for t.above < size && s[t.above] > t.last {
+	t := topSet{size: len(s), last: exact[s[len(s)-1]]}
+	for t.above < t.size && exact[s[t.above]] > t.last {
 		t.above++
 	}
 	return t

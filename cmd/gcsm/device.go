@@ -37,28 +37,23 @@ func (d *deviceFlags) register(fs *flag.FlagSet) {
 const walksUsage = "the gcsm placement's random walks: paper (the GCSM paper's, which go on with probability 1/maximum degree) or weighted (a walk picks among a node's own candidates and carries their number as weight: better coverage of the hottest lists for a larger --gpu-estimate-share)"
 
 // weightedWalks parses --gpu-walks.
-func weightedWalks(v string) (bool, error) {
+func weightedWalks(v string) (bool, error) { return twoWay("gpu-walks", v, "paper", "weighted") }
+
+// twoWay parses the value v of flag name, which must be off or on.
+func twoWay(name, v, off, on string) (bool, error) {
 	switch v {
-	case "paper":
+	case off:
 		return false, nil
-	case "weighted":
+	case on:
 		return true, nil
 	}
-	return false, fmt.Errorf("--gpu-walks %q: want paper or weighted", v)
+	return false, fmt.Errorf("--%s %q: want %s or %s", name, v, off, on)
 }
 
 const lookupUsage = "how the kernel finds a cached list: table (through the per-vertex table, whose rows of the cached lists point into the block) or search (the GCSM paper's binary search of the block's rowidx at every access)"
 
 // searchLookup parses --gpu-cache-lookup.
-func searchLookup(v string) (bool, error) {
-	switch v {
-	case "table":
-		return false, nil
-	case "search":
-		return true, nil
-	}
-	return false, fmt.Errorf("--gpu-cache-lookup %q: want table or search", v)
-}
+func searchLookup(v string) (bool, error) { return twoWay("gpu-cache-lookup", v, "table", "search") }
 
 const estimateShareUsage = "the share of a batch the gcsm placement aims to spend on its estimate, which sets the sampler's walks from batch to batch; 0 means 0.05, a negative value the sampler's own number (the paper's M, raised by its formula 5)"
 
