@@ -41,8 +41,9 @@
 // for an unlabeled one, against 38 ms, 0.50 s and 200 s for incremental.CPU
 // to count the same batches: 8%, 6% and 0.5%. (Measured outside the
 // repository: the import table keeps incremental out of sampler's tests.)
-// Space is O(|V|) per worker in reusable arrays (16 bytes per list);
-// nothing is allocated per step. Workers split the work units (update
+// Space is O(|V|): one array of 24 bytes per list for the totals and the
+// estimate, and per worker a hash table of the lists its walks read
+// (sums), all reused from batch to batch; nothing is allocated per step. Workers split the work units (update
 // edge, term); every unit has its own random stream, derived from (seed,
 // pass, unit), and sums are kept as integers, so an estimate
 // depends on the seed only, never on the number of workers.
@@ -258,6 +259,12 @@ type Estimator struct {
 	terms []termRef
 	ranks []float64 // formula (5)'s scratch
 	roots int64     // steps at the roots in the first pass
+	// The workers' sums over the passes so far: Σ B·D^(d-1) per list (one
+	// entry per list, the estimator's O(|V|)), the lists with a non-zero
+	// sum, and the sum over the trees' nodes.
+	total   []u128
+	touched []uint32
+	tree    u128
 }
 
 // Estimate estimates the reads of every list for the batch g has applied
@@ -304,7 +311,11 @@ func (e *Estimator) Estimate(g *dyngraph.Graph, delta []graph.Change, queries []
 	if opts.MaxWalks > 0 {
 		m = min(m, uint64(opts.MaxWalks))
 	}
-	ws := e.walkers(c, opts.Workers, nk, c.units())
+	if len(e.total) < nk {
+		e.total = make([]u128, nk, nk+nk/4)
+		e.touched = e.touched[:0]
+	}
+	ws := e.walkers(c, opts.Workers, c.units())
 	e.pass(ws, 0, m)
 	total := m
 	est.Passes = 1
@@ -313,13 +324,12 @@ func (e *Estimator) Estimate(g *dyngraph.Graph, delta []graph.Change, queries []
 		total = e.morePasses(ws, n, len(delta), m, opts)
 	}
 	est.Walks = int(total)
-	e.readOut(ws, len(delta), total)
-	w0 := ws[0]
-	for _, k := range w0.touched {
-		w0.acc[k] = u128{}
+	e.readOut(len(delta), total)
+	for _, k := range e.touched {
+		e.total[k] = u128{}
 	}
-	w0.touched = w0.touched[:0]
-	w0.tree = u128{}
+	e.touched = e.touched[:0]
+	e.tree = u128{}
 	return est, nil
 }
 
@@ -339,7 +349,7 @@ const maxPasses = 4
 // lists to match.
 func (e *Estimator) morePasses(ws []*walker, n, edges int, m uint64, opts Options) uint64 {
 	est := &e.est
-	e.readOut(ws, edges, m)
+	e.readOut(edges, m)
 	want := e.formula5(n, edges, uint64(est.MaxDegree), opts)
 	if want <= m {
 		return m
@@ -366,7 +376,7 @@ func (e *Estimator) morePasses(ws []*walker, n, edges int, m uint64, opts Option
 		est.Passes++
 		total += next
 		last, lastSteps = next, est.Steps-before
-		e.readOut(ws, edges, total)
+		e.readOut(edges, total)
 	}
 	return total
 }
@@ -382,7 +392,7 @@ func startWalks(edges int, d uint64, n int) uint64 {
 // estimate.
 func (e *Estimator) formula5(n, edges int, d uint64, opts Options) uint64 {
 	r := e.ranks[:0]
-	for _, k := range e.ws[0].touched {
+	for _, k := range e.touched {
 		r = append(r, e.est.Count[k])
 	}
 	e.ranks = r
@@ -484,9 +494,8 @@ func edgeLabelsPossible(g *dyngraph.Graph, q *query.Query) bool {
 	return true
 }
 
-// walkers readies the workers' walkers, each with a zeroed accumulator for
-// nk lists.
-func (e *Estimator) walkers(c *config, workers, nk, units int) []*walker {
+// walkers readies the workers' walkers.
+func (e *Estimator) walkers(c *config, workers, units int) []*walker {
 	workers = max(1, min(workers, units))
 	for len(e.ws) < workers {
 		e.ws = append(e.ws, &walker{})
@@ -495,10 +504,6 @@ func (e *Estimator) walkers(c *config, workers, nk, units int) []*walker {
 	for _, w := range ws {
 		w.c = c
 		w.steps = 0
-		if len(w.acc) < nk {
-			w.acc = make([]u128, nk, nk+nk/4)
-			w.touched = w.touched[:0]
-		}
 	}
 	return ws
 }
@@ -507,8 +512,8 @@ func (e *Estimator) walkers(c *config, workers, nk, units int) []*walker {
 // trees vary by orders of magnitude, so chunks stay small.
 const unitChunk = 8
 
-// pass runs m walks per term tree and folds every worker's sums into the
-// first worker's.
+// pass runs m walks per term tree and adds every worker's sums to the
+// Estimator's.
 func (e *Estimator) pass(ws []*walker, pass int, m uint64) {
 	c := ws[0].c
 	c.pass, c.walks = pass, m
@@ -538,37 +543,34 @@ func (e *Estimator) pass(ws []*walker, pass int, m uint64) {
 		}
 		wg.Wait()
 	}
-	w0 := ws[0]
-	for _, w := range ws[1:] {
-		for _, k := range w.touched {
-			if w0.acc[k].isZero() {
-				w0.touched = append(w0.touched, k)
-			}
-			w0.acc[k] = w0.acc[k].add(w.acc[k])
-			w.acc[k] = u128{}
-		}
-		w.touched = w.touched[:0]
-		w0.tree = w0.tree.add(w.tree)
-		w.tree = u128{}
-	}
 	for _, w := range ws {
+		w.acc.drain(e.addSum)
+		e.tree = e.tree.add(w.tree)
+		w.tree = u128{}
 		e.est.Steps += w.steps
 		e.roots += w.roots
 		w.steps, w.roots = 0, 0
 	}
 }
 
-// readOut turns the first worker's sums into estimates: the sum holds
-// Σ B·D^(d-1), and each walk stands for |ΔE|/M of a read.
-func (e *Estimator) readOut(ws []*walker, edges int, m uint64) {
+// addSum adds a worker's sum x for list k to the totals.
+func (e *Estimator) addSum(k uint32, x u128) {
+	if e.total[k].isZero() {
+		e.touched = append(e.touched, k)
+	}
+	e.total[k] = e.total[k].add(x)
+}
+
+// readOut turns the totals into estimates: a total is Σ B·D^(d-1), and each
+// walk stands for |ΔE|/M of a read.
+func (e *Estimator) readOut(edges int, m uint64) {
 	est := &e.est
 	scale := float64(edges) / float64(m)
-	w0 := ws[0]
-	for _, k := range w0.touched {
-		est.Count[k] = w0.acc[k].float() * scale
+	for _, k := range e.touched {
+		est.Count[k] = e.total[k].float() * scale
 	}
-	est.Nodes = w0.tree.float() * scale
-	est.keys = append(est.keys[:0], w0.touched...)
+	est.Nodes = e.tree.float() * scale
+	est.keys = append(est.keys[:0], e.touched...)
 	est.sorted = false
 }
 

@@ -150,9 +150,8 @@ type walker struct {
 	nk  [2*query.MaxVertices + 2]uint32
 	nnk int
 
-	// Sampling: Σ B·D^(d-1) per list, and the lists with a non-zero sum.
-	acc     []u128
-	touched []uint32
+	// Sampling: Σ B·D^(d-1) per list, over the pass.
+	acc sums
 	// Exact: reads per list.
 	ex []uint64
 
@@ -348,10 +347,7 @@ func (w *walker) flush(d int, b uint64) {
 	}
 	add := w.wt[d].mul(b)
 	for _, k := range w.nk[:w.nnk] {
-		if w.acc[k].isZero() {
-			w.touched = append(w.touched, k)
-		}
-		w.acc[k] = w.acc[k].add(add)
+		w.acc.add(k, add)
 	}
 	w.nnk = 0
 }

@@ -1,0 +1,76 @@
+package sampler
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gcsm/gcsm/query"
+)
+
+// TestSums: the table adds like a map through its growths, drains every
+// sum once, and is empty and reusable after.
+func TestSums(t *testing.T) {
+	var s sums
+	r := rand.New(rand.NewPCG(1, 2))
+	for round := range 3 {
+		want := map[uint32]u128{}
+		for i := range 5000 * (round + 1) {
+			// Clustered keys, key 0 and the largest key included.
+			k := uint32(r.IntN(3000)) * 7
+			switch i {
+			case 0:
+				k = 0
+			case 1:
+				k = ^uint32(0) - 1
+			}
+			x := u128{lo: uint64(r.IntN(1000) + 1)}
+			s.add(k, x)
+			want[k] = want[k].add(x)
+		}
+		if s.len() != len(want) {
+			t.Fatalf("round %d: %d sums, want %d", round, s.len(), len(want))
+		}
+		got := map[uint32]u128{}
+		s.drain(func(k uint32, x u128) {
+			if _, dup := got[k]; dup {
+				t.Fatalf("round %d: key %d drained twice", round, k)
+			}
+			got[k] = x
+		})
+		for k, x := range want {
+			if got[k] != x {
+				t.Fatalf("round %d: key %d sums to %v, want %v", round, k, got[k], x)
+			}
+		}
+		if s.len() != 0 {
+			t.Fatalf("round %d: %d sums left after drain", round, s.len())
+		}
+		for i, k := range s.keys {
+			if k != 0 || !s.vals[i].isZero() {
+				t.Fatalf("round %d: slot %d not cleared", round, i)
+			}
+		}
+	}
+}
+
+// TestWorkerMemory: a worker's table follows the lists its walks read, not
+// the graph's size: the estimator holds one entry per list, its workers
+// only what they touched.
+func TestWorkerMemory(t *testing.T) {
+	g, delta, d := powerLaw(t, 16, 1<<17, 32, 3)
+	qs := compile(t, d, false, query.Embeddings, pattern("triangle", 3, shapeTriangle, nil, "", false))
+	var e Estimator
+	est, err := e.Estimate(g, delta, qs, Options{Workers: 4, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(est.keys) == 0 {
+		t.Fatal("the estimate read no list")
+	}
+	t.Logf("%d lists read of %d", len(est.keys), NumKeys(g))
+	for i, w := range e.ws {
+		if n := len(w.acc.keys); n > max(minSumsSlots, 4*len(est.keys)) {
+			t.Errorf("worker %d holds %d slots for %d lists read (the graph has %d)", i, n, len(est.keys), NumKeys(g))
+		}
+	}
+}
