@@ -28,7 +28,10 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"runtime"
 	"slices"
+	"sort"
+	"sync"
 
 	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
@@ -175,8 +178,9 @@ var ErrKey = errors.New("cache: key names no list of the graph")
 // hot list out; empty lists and repeated keys are skipped too (a miss on an
 // empty list reads nothing). rowidx is then sorted. dst's buffer and scratch
 // (a bitset of one bit per key, and the chosen keys) are reused: once they
-// have grown, Pack allocates nothing. Cost: O(len(keys) considered + K log K
-// + N), memory-latency bound on the lists' table rows.
+// have grown, Pack allocates nothing but the goroutines that write a large
+// block (write). Cost: O(len(keys) considered + K log K + N),
+// memory-latency bound on the lists' table rows.
 //
 // On error dst is empty.
 func Pack(dst *Block, g *dyngraph.Graph, keys []uint32, budget int64) (packed int, err error) {
@@ -240,7 +244,8 @@ func Pack(dst *Block, g *dyngraph.Graph, keys []uint32, budget int64) (packed in
 	return len(sel), nil
 }
 
-// write lays out the lists of keys (ascending) in words words.
+// write lays out the lists of keys (ascending) in words words. Large
+// blocks are written by all cores.
 func (b *Block) write(g *dyngraph.Graph, keys []uint32, labels bool, words int) error {
 	if err := b.grow(words); err != nil {
 		return err
@@ -254,19 +259,58 @@ func (b *Block) write(g *dyngraph.Graph, keys []uint32, labels bool, words int) 
 	if labels {
 		lay.Labels = lay.ColIdx + n
 	}
+	b.lay = lay
 	w := b.words[:words]
-	rowptr, col := w[lay.RowPtr:lay.ColIdx], w[lay.ColIdx:lay.ColIdx+n]
-	var lbl []uint32
-	if labels {
-		lbl = w[lay.Labels : lay.Labels+n]
-	}
 	copy(w, keys)
+	rowptr := w[lay.RowPtr:lay.ColIdx]
+	// One core writes a few GB/s of large lists into pinned memory, and
+	// far less of small ones (each costs a miss on its table row); a
+	// block is tens of MB on a large GPU, so on the H100 its writing was
+	// most of a small batch's cache cost.
+	parts := min(runtime.GOMAXPROCS(0), max(n/parallelEntries, k/parallelLists))
+	if parts <= 1 {
+		b.writeLists(g, keys)
+		return nil
+	}
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Go(func() { b.offsets(g, keys, k*p/parts, k*(p+1)/parts) })
+	}
+	wg.Wait()
+	b.prefix(n)
+	// Each core copies about n/parts entries: from the row where its
+	// share starts, so a hub's list is one core's.
+	lo := 0
+	for p := 1; p <= parts && lo < k; p++ {
+		hi := k
+		if p < parts {
+			end := uint32(n / parts * p)
+			hi = lo + sort.Search(k-lo, func(i int) bool { return rowptr[2*(lo+i)+2] >= end }) + 1
+		}
+		from := lo
+		wg.Go(func() { b.copyLists(g, keys, from, hi) })
+		lo = hi
+	}
+	wg.Wait()
+	return nil
+}
+
+// writeLists writes rowptr and the lists on one core, reading each table
+// row once.
+func (b *Block) writeLists(g *dyngraph.Graph, keys []uint32) {
+	lay := b.lay
+	rowptr := b.words[lay.RowPtr:lay.ColIdx]
+	col := b.words[lay.ColIdx : lay.ColIdx+lay.Entries]
+	var lbl []uint32
+	if lay.HasLabels {
+		lbl = b.words[lay.Labels : lay.Labels+lay.Entries]
+	}
 	off := 0
 	for i, key := range keys {
 		a := adjOf(g, key)
 		rowptr[2*i] = uint32(off)
 		copy(col[off:], a.Sorted)
-		if labels {
+		if lbl != nil {
 			copy(lbl[off:], a.SortedLabels)
 		}
 		off += len(a.Sorted)
@@ -274,18 +318,82 @@ func (b *Block) write(g *dyngraph.Graph, keys []uint32, labels bool, words int) 
 		if len(a.Appended) > 0 {
 			rowptr[2*i+1] = uint32(off)
 			copy(col[off:], a.Appended)
-			if labels {
+			if lbl != nil {
 				copy(lbl[off:], a.AppendedLabels)
 			}
 			off += len(a.Appended)
 		}
 	}
-	if off != n {
+	if off != lay.Entries {
 		panic("BUG: cache: the lists changed size between sizing and writing")
 	}
-	rowptr[2*k] = uint32(off)
-	b.lay = lay
-	return nil
+	rowptr[2*len(keys)] = uint32(off)
+}
+
+// A block is written by several cores when each gets at least
+// parallelEntries entries or parallelLists lists.
+const (
+	parallelEntries = 1 << 16
+	parallelLists   = 1 << 12
+)
+
+// offsets writes the lengths of the sorted and appended parts of rows
+// [lo, hi) where prefix turns them into their offsets.
+func (b *Block) offsets(g *dyngraph.Graph, keys []uint32, lo, hi int) {
+	rowptr := b.words[b.lay.RowPtr:b.lay.ColIdx]
+	for i := lo; i < hi; i++ {
+		a := adjOf(g, keys[i])
+		rowptr[2*i], rowptr[2*i+1] = uint32(len(a.Sorted)), uint32(len(a.Appended))
+	}
+}
+
+// prefix turns the lengths offsets wrote into rowptr's offsets, and checks
+// that the lists still have the n entries Pack sized them at.
+func (b *Block) prefix(n int) {
+	k := b.lay.Keys
+	rowptr := b.words[b.lay.RowPtr:b.lay.ColIdx]
+	off := uint32(0)
+	for i := range k {
+		s, a := rowptr[2*i], rowptr[2*i+1]
+		rowptr[2*i] = off
+		off += s
+		rowptr[2*i+1] = NoAppended
+		if a > 0 {
+			rowptr[2*i+1] = off
+			off += a
+		}
+	}
+	if int(off) != n {
+		panic("BUG: cache: the lists changed size between sizing and writing")
+	}
+	rowptr[2*k] = off
+}
+
+// copyLists copies the entries (and labels) of rows [lo, hi) to where rowptr
+// says.
+func (b *Block) copyLists(g *dyngraph.Graph, keys []uint32, lo, hi int) {
+	lay := b.lay
+	rowptr := b.words[lay.RowPtr:lay.ColIdx]
+	col := b.words[lay.ColIdx : lay.ColIdx+lay.Entries]
+	var lbl []uint32
+	if lay.HasLabels {
+		lbl = b.words[lay.Labels : lay.Labels+lay.Entries]
+	}
+	for i := lo; i < hi; i++ {
+		a := adjOf(g, keys[i])
+		off := rowptr[2*i]
+		copy(col[off:], a.Sorted)
+		if lbl != nil {
+			copy(lbl[off:], a.SortedLabels)
+		}
+		if len(a.Appended) > 0 {
+			off := rowptr[2*i+1]
+			copy(col[off:], a.Appended)
+			if lbl != nil {
+				copy(lbl[off:], a.AppendedLabels)
+			}
+		}
+	}
 }
 
 // grow makes room for words words.

@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -121,6 +122,35 @@ func TestPackRoundTrip(t *testing.T) {
 					checkBlock(t, where, &b, g, want)
 				}
 			}
+		}
+	}
+}
+
+// TestPackParallel: a block with enough entries is copied by several
+// cores, each from the row where its share starts, and holds every list
+// exactly, under budgets that cut the lists anywhere.
+func TestPackParallel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds graphs of 300k edges")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(5))
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, multi := range []bool{false, true} {
+		where := describe(false, multi)
+		g, _ := randomGraph(t, r, false, multi, 20000, 300000)
+		all := nonEmpty(g)
+		whole := 4 * blockWords(g, all)
+		var b Block
+		for _, budget := range []int64{whole, whole / 2, whole/3 + 7} {
+			keys := slices.Clone(all)
+			r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+			if _, err := Pack(&b, g, keys, budget); err != nil {
+				t.Fatal(err)
+			}
+			if b.Layout().Entries < 2*parallelEntries {
+				t.Fatalf("%s: %d entries is too few to copy in parallel", where, b.Layout().Entries)
+			}
+			checkBlock(t, where, &b, g, greedy(g, keys, budget))
 		}
 	}
 }
