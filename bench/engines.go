@@ -65,6 +65,9 @@ type EngineRow struct {
 	Estimate, Pack time.Duration
 	CacheBytes     int64
 	HitRatio       float64
+	// The gcsm placement's estimate, means per batch: its walks (M), the
+	// tree nodes they visited (the sampler's work) and the lists it rated.
+	Walks, Steps, Rated int64
 	// Coverage1 and Coverage5 are a cache placement's top-1% and top-5%
 	// coverage by its block (EngineConfig.Coverage; the paper's metric,
 	// sampler.CacheCoverage), or -1. Rank1 and Rank5 are the gcsm
@@ -252,6 +255,9 @@ func logRow(log io.Writer, r EngineRow) {
 		fmt.Fprintf(log, "; estimate %.3f ms, pack+copy %.3f ms, block %.1f MB, hit %.0f%%",
 			ms(r.Estimate), ms(r.Pack), float64(r.CacheBytes)/1e6, 100*r.HitRatio)
 	}
+	if r.Walks > 0 {
+		fmt.Fprintf(log, "; %d walks, %d steps, %d lists rated", r.Walks, r.Steps, r.Rated)
+	}
 	if r.Coverage1 >= 0 {
 		fmt.Fprintf(log, ", coverage top-1%% %.2f top-5%% %.2f", r.Coverage1, r.Coverage5)
 	}
@@ -300,6 +306,11 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 				r.Pack += st.Pack
 				r.CacheBytes += st.CacheBytes
 				r.HitRatio += st.HitRatio()
+				if est := gpu.LastEstimate(); est != nil {
+					r.Walks += int64(est.Walks)
+					r.Steps += est.Steps
+					r.Rated += int64(est.Rated())
+				}
 				if cached := gpu.LastCached(); cfg.Coverage && b == 0 && cached != nil {
 					ex, ok := exact[q.Name]
 					if !ok {
@@ -331,6 +342,9 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 			r.HostBytes /= uint64(n)
 			r.CacheBytes /= int64(n)
 			r.HitRatio /= float64(n)
+			r.Walks /= int64(n)
+			r.Steps /= int64(n)
+			r.Rated /= int64(n)
 		}
 	}
 	return rows, nil

@@ -59,8 +59,8 @@ func abs(x int64) int64 {
 type BatchStats struct {
 	// Estimate is the sampler's time (the gcsm placement).
 	Estimate time.Duration
-	// Pack is the rest of the cache's cost: ranking the lists (degree,
-	// khop), packing the block, copying it to the device and pointing the
+	// Pack is the rest of the cache's cost: ranking the lists, packing
+	// the block, copying it to the device and pointing the
 	// table at it.
 	Pack time.Duration
 	// Match is everything else: bringing the device's copies of the graph
@@ -251,13 +251,13 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 			if err != nil {
 				return 0, 0, fmt.Errorf("kernels: gcsm placement: %w", err)
 			}
+			x.last.Estimate = time.Since(t0)
+			t0 = time.Now()
 			cs.last = est
 			cs.keys = cache.GCSM(cs.keys[:0], est)
 		} else {
 			cs.keys = cs.keys[:0]
 		}
-		x.last.Estimate = time.Since(t0)
-		t0 = time.Now()
 	case Degree:
 		// The paper's Naive cache is static: rank once, and again only
 		// when the graph has changed by a twentieth or the budget moved.
