@@ -18,7 +18,8 @@ func TestNextWalkCap(t *testing.T) {
 	}{
 		{1000, 100 * time.Millisecond, time.Second, 500},       // 10% of the match: halve
 		{1000, 10 * time.Millisecond, time.Second, 5000},       // 1%: five times the walks
-		{1000, time.Second, time.Millisecond, 1000.0 / 64},     // far over: by 64 at most
+		{1e6, 100 * time.Millisecond, time.Millisecond, 500},   // 2000 times over: the full step
+		{1e6, time.Hour, time.Millisecond, 1e6 / 4096},         // further: by 4096 at most
 		{1000, time.Nanosecond, time.Hour, 64000},              // far under: by 64 at most
 		{100, 10 * time.Second, time.Second, sampler.MinWalks}, // never under MinWalks
 		{1000, 0, time.Second, 1000},                           // nothing measured

@@ -223,6 +223,10 @@ type Estimate struct {
 
 	keys   []uint32 // keys with a positive estimate
 	sorted bool     // keys are in Hottest order
+	// recs are keys with their estimates, for Hottest; tmp and hist are
+	// its scratch.
+	recs, tmp []hotRec
+	hist      []int
 }
 
 // Rated is the number of lists with a positive estimate.
@@ -232,20 +236,7 @@ func (e *Estimate) Rated() int { return len(e.keys) }
 // (ties by key), and returns it.
 func (e *Estimate) Hottest(dst []uint32) []uint32 {
 	if !e.sorted {
-		cnt := e.Count
-		slices.SortFunc(e.keys, func(a, b uint32) int {
-			switch {
-			case cnt[a] > cnt[b]:
-				return -1
-			case cnt[a] < cnt[b]:
-				return 1
-			case a < b:
-				return -1
-			case a > b:
-				return 1
-			}
-			return 0
-		})
+		e.recs, e.tmp, e.hist = sortHot(e.keys, e.recs, e.tmp, e.hist)
 		e.sorted = true
 	}
 	return append(dst, e.keys...)
@@ -290,7 +281,7 @@ func (e *Estimator) Estimate(g *dyngraph.Graph, delta []graph.Change, queries []
 		est.Count = prefault(make([]float64, nk, nk+nk/4))
 	}
 	est.Count = est.Count[:nk]
-	*est = Estimate{Count: est.Count, keys: est.keys[:0]}
+	*est = Estimate{Count: est.Count, keys: est.keys[:0], recs: est.recs[:0], tmp: est.tmp, hist: est.hist}
 
 	c := &e.cfg
 	n := e.setup(c, g, delta, queries, opts.Plans)
@@ -585,8 +576,11 @@ func (e *Estimator) addSum(k uint32, x u128) {
 func (e *Estimator) readOut(edges int, m uint64) {
 	est := &e.est
 	scale := float64(edges) / float64(m)
+	est.recs = est.recs[:0]
 	for _, k := range e.touched {
-		est.Count[k] = e.total[k].float() * scale
+		c := e.total[k].float() * scale
+		est.Count[k] = c
+		est.recs = append(est.recs, hotRec{^math.Float64bits(c), k})
 	}
 	est.Nodes = e.tree.float() * scale
 	est.keys = append(est.keys[:0], e.touched...)

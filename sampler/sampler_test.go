@@ -222,6 +222,9 @@ func TestDeterministic(t *testing.T) {
 // TestHottest: positive keys only, by estimate descending, ties by key.
 func TestHottest(t *testing.T) {
 	est := &Estimate{Count: []float64{0, 3, 1, 3, 0, 7}, keys: []uint32{5, 1, 2, 3}}
+	for _, k := range est.keys {
+		est.recs = append(est.recs, hotRec{^math.Float64bits(est.Count[k]), k})
+	}
 	if got, want := est.Hottest([]uint32{99}), []uint32{99, 5, 1, 3, 2}; !slices.Equal(got, want) {
 		t.Fatalf("Hottest = %v, want %v", got, want)
 	}
