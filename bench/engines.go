@@ -63,8 +63,11 @@ type EngineRow struct {
 	// batch: estimation, the rest of the cache's cost (ranking, packing,
 	// copying), and the block's size and share of the list reads.
 	Estimate, Pack time.Duration
-	CacheBytes     int64
-	HitRatio       float64
+	// Rank is the part of Pack that ranked the lists; Kernel the part of
+	// the matching after the device's copies were brought up to date.
+	Rank, Kernel time.Duration
+	CacheBytes   int64
+	HitRatio     float64
 	// The gcsm placement's estimate, means per batch: its walks (M), the
 	// tree nodes they visited (the sampler's work) and the lists it rated.
 	Walks, Steps, Rated int64
@@ -252,8 +255,8 @@ func logRow(log io.Writer, r EngineRow) {
 	fmt.Fprintf(log, "  %-10s batch %5d %-14s %10.3f ms/batch  +%d -%d  %.1f MB of list reads/batch, %.1f MB from host",
 		r.Shape, r.Batch, r.Engine, ms(r.PerBatch), r.Positive, r.Negative, float64(r.ListBytes)/1e6, float64(r.HostBytes)/1e6)
 	if r.CacheBytes > 0 || r.Estimate > 0 {
-		fmt.Fprintf(log, "; estimate %.3f ms, pack+copy %.3f ms, block %.1f MB, hit %.0f%%",
-			ms(r.Estimate), ms(r.Pack), float64(r.CacheBytes)/1e6, 100*r.HitRatio)
+		fmt.Fprintf(log, "; estimate %.3f ms, pack+copy %.3f ms (ranking %.3f ms), kernel %.3f ms, block %.1f MB, hit %.0f%%",
+			ms(r.Estimate), ms(r.Pack), ms(r.Rank), ms(r.Kernel), float64(r.CacheBytes)/1e6, 100*r.HitRatio)
 	}
 	if r.Walks > 0 {
 		fmt.Fprintf(log, "; %d walks, %d steps, %d lists rated", r.Walks, r.Steps, r.Rated)
@@ -304,6 +307,8 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 				r.HostBytes += gpu.HostBytes() - host
 				r.Estimate += st.Estimate
 				r.Pack += st.Pack
+				r.Rank += st.Rank
+				r.Kernel += st.Kernel
 				r.CacheBytes += st.CacheBytes
 				r.HitRatio += st.HitRatio()
 				if est := gpu.LastEstimate(); est != nil {
@@ -338,6 +343,8 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 			r.PerBatch /= time.Duration(n)
 			r.Estimate /= time.Duration(n)
 			r.Pack /= time.Duration(n)
+			r.Rank /= time.Duration(n)
+			r.Kernel /= time.Duration(n)
 			r.ListBytes /= uint64(n)
 			r.HostBytes /= uint64(n)
 			r.CacheBytes /= int64(n)

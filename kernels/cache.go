@@ -59,13 +59,17 @@ func abs(x int64) int64 {
 type BatchStats struct {
 	// Estimate is the sampler's time (the gcsm placement).
 	Estimate time.Duration
+	// Rank is the part of Pack that ranked the lists.
+	Rank time.Duration
 	// Pack is the rest of the cache's cost: ranking the lists, packing
 	// the block, copying it to the device and pointing the
 	// table at it.
 	Pack time.Duration
 	// Match is everything else: bringing the device's copies of the graph
-	// up to date, the launches and draining matches.
-	Match time.Duration
+	// up to date, the launches and draining matches. Kernel is the part
+	// after the copies were brought up to date: what the cache speeds up.
+	// The first batch's copies include mapping the whole graph.
+	Match, Kernel time.Duration
 	// CacheBytes is the size of the block copied to the device, holding
 	// CachedLists lists.
 	CacheBytes  int64
@@ -163,7 +167,9 @@ func (x *GPU) tuneEstimate(queries []*query.Query, edges int) {
 	if cs.caps == nil || len(cs.caps) > 64 {
 		cs.caps = walkCaps{}
 	}
-	cs.caps[cs.caps.key(queries)] = walkCap{nextWalkCap(float64(est.Walks)/float64(edges), share, x.last.Estimate, x.last.Match), edges}
+	// Against the kernel's time, not the Match's: a first batch's Match
+	// also maps the graph.
+	cs.caps[cs.caps.key(queries)] = walkCap{nextWalkCap(float64(est.Walks)/float64(edges), share, x.last.Estimate, x.last.Kernel), edges}
 }
 
 // nextWalkCap returns the walks per update edge for the next estimate:
@@ -280,6 +286,7 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 			return 0, 0, err
 		}
 	}
+	x.last.Rank = time.Since(t0)
 	n, err := cache.Pack(&cs.block, g, cs.keys, budget)
 	if err != nil {
 		return 0, 0, err

@@ -88,10 +88,11 @@ type Options struct {
 	// free memory; a negative value means no cache at all (every read
 	// zero-copy).
 	CacheBytes int64
-	// EstimateShare is the share of a batch's match time the gcsm
+	// EstimateShare is the share of a batch's kernel time the gcsm
 	// placement aims to spend estimating: from batch to batch, per set of
 	// queries, the sampler's walks (sampler.Options.MaxWalks) follow the
-	// last estimate's time against the last match's. 0 means
+	// last estimate's time against the last kernel's (BatchStats.Kernel).
+	// 0 means
 	// DefaultEstimateShare; a negative value leaves the walks to the
 	// sampler (the paper's M, raised by formula 5 within its budget), so
 	// that the cache depends on the batch alone.

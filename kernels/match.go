@@ -160,7 +160,9 @@ func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, change
 	if err != nil {
 		return nil, err
 	}
+	t1 := time.Now()
 	defer func() {
+		x.last.Kernel = time.Since(t1)
 		x.last.Match = time.Since(t0) - x.last.Estimate - x.last.Pack
 		x.tuneEstimate(qs, len(delta))
 	}()
