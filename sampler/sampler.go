@@ -260,6 +260,7 @@ type Estimator struct {
 	total   []u128
 	touched []uint32
 	tree    u128
+	workers int // the estimate's Options.Workers
 }
 
 // Estimate estimates the reads of every list for the batch g has applied
@@ -273,8 +274,16 @@ func (e *Estimator) Estimate(g *dyngraph.Graph, delta []graph.Change, queries []
 		return nil, errors.New("sampler: Estimate on a graph with no pending batch")
 	}
 	est := &e.est
-	for _, k := range est.keys {
-		est.Count[k] = 0
+	if keys := est.keys; len(keys) < parallelMin {
+		for _, k := range keys {
+			est.Count[k] = 0
+		}
+	} else {
+		inParallel(len(keys), opts.Workers, func(lo, hi int) {
+			for _, k := range keys[lo:hi] {
+				est.Count[k] = 0
+			}
+		})
 	}
 	nk := NumKeys(g)
 	if cap(est.Count) < nk {
@@ -283,6 +292,7 @@ func (e *Estimator) Estimate(g *dyngraph.Graph, delta []graph.Change, queries []
 	est.Count = est.Count[:nk]
 	*est = Estimate{Count: est.Count, keys: est.keys[:0], recs: est.recs[:0], tmp: est.tmp, hist: est.hist}
 
+	e.workers = opts.Workers
 	c := &e.cfg
 	n := e.setup(c, g, delta, queries, opts.Plans)
 	if n == 0 || len(delta) == 0 {
@@ -320,8 +330,16 @@ func (e *Estimator) Estimate(g *dyngraph.Graph, delta []graph.Change, queries []
 	}
 	est.Walks = int(total)
 	e.readOut(len(delta), total)
-	for _, k := range e.touched {
-		e.total[k] = u128{}
+	if keys := e.touched; len(keys) < parallelMin {
+		for _, k := range keys {
+			e.total[k] = u128{}
+		}
+	} else {
+		inParallel(len(keys), opts.Workers, func(lo, hi int) {
+			for _, k := range keys[lo:hi] {
+				e.total[k] = u128{}
+			}
+		})
 	}
 	e.touched = e.touched[:0]
 	e.tree = u128{}
@@ -576,15 +594,43 @@ func (e *Estimator) addSum(k uint32, x u128) {
 func (e *Estimator) readOut(edges int, m uint64) {
 	est := &e.est
 	scale := float64(edges) / float64(m)
-	est.recs = est.recs[:0]
-	for _, k := range e.touched {
-		c := e.total[k].float() * scale
-		est.Count[k] = c
-		est.recs = append(est.recs, hotRec{^math.Float64bits(c), k})
+	keys := e.touched
+	est.recs = slices.Grow(est.recs[:0], len(keys))[:len(keys)]
+	if len(keys) < parallelMin {
+		e.readKeys(0, len(keys), scale)
+	} else {
+		inParallel(len(keys), e.workers, func(lo, hi int) { e.readKeys(lo, hi, scale) })
 	}
 	est.Nodes = e.tree.float() * scale
 	est.keys = append(est.keys[:0], e.touched...)
 	est.sorted = false
+}
+
+// readKeys reads out the estimates of touched keys [lo, hi).
+func (e *Estimator) readKeys(lo, hi int, scale float64) {
+	est := &e.est
+	for i, k := range e.touched[lo:hi] {
+		c := e.total[k].float() * scale
+		est.Count[k] = c
+		est.recs[lo+i] = hotRec{^math.Float64bits(c), k}
+	}
+}
+
+// parallelMin is the fewest keys that the loops over a batch's lists split
+// over the workers. They read and write arrays of one entry per list at
+// random, memory-latency bound: on the H100's host, clearing the 0.3-0.5M
+// estimates a 5-cycle batch at 2^27 edges left took the next query's
+// estimate 6-11 ms on one core.
+const parallelMin = 1 << 14
+
+// inParallel calls f over [0, n) split in up to workers parts.
+func inParallel(n, workers int, f func(lo, hi int)) {
+	parts := max(1, min(workers, n/(parallelMin/4)))
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Go(func() { f(n*p/parts, n*(p+1)/parts) })
+	}
+	wg.Wait()
 }
 
 // Exact counts, deterministically, the reads of every list made by the

@@ -27,7 +27,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		seed                                     uint64
 		gpuMem                                   int64
 		share                                    float64
-		walks                                    string
+		walks, cpuprofile                        string
 	)
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.IntVar(&scale, "scale", 16, "R-MAT scale: 2^scale vertices")
@@ -47,8 +47,16 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&svg, "svg", "", "write a plot of per-batch time against batch size to this `file`")
 	fs.IntVar(&workers, "workers", 0, "CPU goroutines; 0 uses every core")
 	fs.Uint64Var(&seed, "seed", 1, "workload seed")
+	fs.StringVar(&cpuprofile, "cpuprofile", "", "write a Go CPU profile of the whole run to `file`")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
+	}
+	if cpuprofile != "" {
+		stop, err := startProfile(cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	weighted, err := weightedWalks(walks)
 	if err != nil {
