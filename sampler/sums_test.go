@@ -2,6 +2,7 @@ package sampler
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gcsm/gcsm/query"
@@ -72,5 +73,42 @@ func TestWorkerMemory(t *testing.T) {
 		if n := len(w.acc.keys); n > max(minSumsSlots, 4*len(est.keys)) {
 			t.Errorf("worker %d holds %d slots for %d lists read (the graph has %d)", i, n, len(est.keys), NumKeys(g))
 		}
+	}
+}
+
+// TestManyLists: past parallelMin rated lists, reading out, clearing and
+// ranking run split over the workers, and the estimate is the same as one
+// worker's; an estimate that follows clears every list the big one rated.
+func TestManyLists(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 2^16-vertex graph")
+	}
+	g, delta, d := powerLaw(t, 16, 1<<19, 1<<15, 5)
+	big := compile(t, d, false, query.Embeddings, pattern("triangle", 3, shapeTriangle, nil, "", false))
+	small := compile(t, d, false, query.Embeddings, pattern("triangle-L", 3, shapeTriangle, []string{"L0", "L1", "L2"}, "", false))
+	run := func(e *Estimator, qs []*query.Query, workers int) ([]float64, []uint32) {
+		est, err := e.Estimate(g, delta, qs, Options{Seed: 7, Workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.Clone(est.Count), est.Hottest(nil)
+	}
+	var one, four Estimator
+	want, wantHot := run(&one, big, 1)
+	if len(wantHot) < parallelMin {
+		t.Fatalf("%d lists rated: too few to take the parallel paths", len(wantHot))
+	}
+	got, gotHot := run(&four, big, 4)
+	if !slices.Equal(got, want) || !slices.Equal(gotHot, wantHot) {
+		t.Fatal("4 workers estimate differently from one")
+	}
+	wantSmall, _ := run(&one, small, 1)
+	gotSmall, _ := run(&four, small, 4)
+	if !slices.Equal(gotSmall, wantSmall) {
+		t.Fatal("after a big estimate, 4 workers' next estimate differs from one worker's")
+	}
+	var fresh Estimator
+	if freshSmall, _ := run(&fresh, small, 4); !slices.Equal(gotSmall, freshSmall) {
+		t.Fatal("an estimator reused after a big estimate differs from a fresh one")
 	}
 }
