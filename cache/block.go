@@ -298,13 +298,7 @@ func (b *Block) write(g *dyngraph.Graph, keys []uint32, labels bool, words int) 
 // writeLists writes rowptr and the lists on one core, reading each table
 // row once.
 func (b *Block) writeLists(g *dyngraph.Graph, keys []uint32) {
-	lay := b.lay
-	rowptr := b.words[lay.RowPtr:lay.ColIdx]
-	col := b.words[lay.ColIdx : lay.ColIdx+lay.Entries]
-	var lbl []uint32
-	if lay.HasLabels {
-		lbl = b.words[lay.Labels : lay.Labels+lay.Entries]
-	}
+	rowptr, col, lbl := b.arrays()
 	off := 0
 	for i, key := range keys {
 		a := adjOf(g, key)
@@ -324,7 +318,7 @@ func (b *Block) writeLists(g *dyngraph.Graph, keys []uint32) {
 			off += len(a.Appended)
 		}
 	}
-	if off != lay.Entries {
+	if off != b.lay.Entries {
 		panic("BUG: cache: the lists changed size between sizing and writing")
 	}
 	rowptr[2*len(keys)] = uint32(off)
@@ -369,16 +363,21 @@ func (b *Block) prefix(n int) {
 	rowptr[2*k] = off
 }
 
-// copyLists copies the entries (and labels) of rows [lo, hi) to where rowptr
-// says.
-func (b *Block) copyLists(g *dyngraph.Graph, keys []uint32, lo, hi int) {
+// arrays returns the block's rowptr, colidx and labels (nil without labels).
+func (b *Block) arrays() (rowptr, col, lbl []uint32) {
 	lay := b.lay
-	rowptr := b.words[lay.RowPtr:lay.ColIdx]
-	col := b.words[lay.ColIdx : lay.ColIdx+lay.Entries]
-	var lbl []uint32
+	rowptr = b.words[lay.RowPtr:lay.ColIdx]
+	col = b.words[lay.ColIdx : lay.ColIdx+lay.Entries]
 	if lay.HasLabels {
 		lbl = b.words[lay.Labels : lay.Labels+lay.Entries]
 	}
+	return rowptr, col, lbl
+}
+
+// copyLists copies the entries (and labels) of rows [lo, hi) to where rowptr
+// says.
+func (b *Block) copyLists(g *dyngraph.Graph, keys []uint32, lo, hi int) {
+	rowptr, col, lbl := b.arrays()
 	for i := lo; i < hi; i++ {
 		a := adjOf(g, keys[i])
 		off := rowptr[2*i]
