@@ -39,14 +39,15 @@
 // 2^20-edge R-MAT graph with a batch of 4096, on 2 shared cores, an
 // estimate took 4.1-4.8 ms for a triangle, 36-42 ms for a labeled house and
 // 1.0-1.1 s for an unlabeled one, against 38 ms, 0.50 s and 200 s for
-// incremental.CPU to count the same batches: 12%, 8% and 0.5%. (Measured outside the
-// repository: the import table keeps incremental out of sampler's tests.)
-// Space is O(|V|): one array of 24 bytes per list for the totals and the
-// estimate, and per worker a hash table of the lists its walks read
-// (sums), all reused from batch to batch; nothing is allocated per step. Workers split the work units (update
-// edge, term); every unit has its own random stream, derived from (seed,
-// pass, unit), and sums are kept as integers, so an estimate
-// depends on the seed only, never on the number of workers.
+// incremental.CPU to count the same batches: 12%, 8% and 0.5%. (Measured
+// outside the repository: the import table keeps incremental out of
+// sampler's tests.) Space is O(|V|): one array of 24 bytes per list for the
+// totals and the estimate, and per worker a hash table of the lists its
+// walks read (sums), all reused from batch to batch; nothing is allocated
+// per step. Workers split the work units (update edge, term); every unit
+// has its own random stream, derived from (seed, pass, unit), and sums are
+// kept as integers, so an estimate depends on the seed only, never on the
+// number of workers.
 //
 // A list is named by a key: the vertex id on undirected graphs, and
 // vertex<<1|dir on directed ones (dir 0 for the out-list, 1 for the in-list);
@@ -274,17 +275,7 @@ func (e *Estimator) Estimate(g *dyngraph.Graph, delta []graph.Change, queries []
 		return nil, errors.New("sampler: Estimate on a graph with no pending batch")
 	}
 	est := &e.est
-	if keys := est.keys; len(keys) < parallelMin {
-		for _, k := range keys {
-			est.Count[k] = 0
-		}
-	} else {
-		inParallel(len(keys), opts.Workers, func(lo, hi int) {
-			for _, k := range keys[lo:hi] {
-				est.Count[k] = 0
-			}
-		})
-	}
+	clearKeys(est.Count, est.keys, opts.Workers)
 	nk := NumKeys(g)
 	if cap(est.Count) < nk {
 		est.Count = prefault(make([]float64, nk, nk+nk/4))
@@ -330,17 +321,7 @@ func (e *Estimator) Estimate(g *dyngraph.Graph, delta []graph.Change, queries []
 	}
 	est.Walks = int(total)
 	e.readOut(len(delta), total)
-	if keys := e.touched; len(keys) < parallelMin {
-		for _, k := range keys {
-			e.total[k] = u128{}
-		}
-	} else {
-		inParallel(len(keys), opts.Workers, func(lo, hi int) {
-			for _, k := range keys[lo:hi] {
-				e.total[k] = u128{}
-			}
-		})
-	}
+	clearKeys(e.total, e.touched, opts.Workers)
 	e.touched = e.touched[:0]
 	e.tree = u128{}
 	return est, nil
@@ -622,6 +603,22 @@ func (e *Estimator) readKeys(lo, hi int, scale float64) {
 // estimates a 5-cycle batch at 2^27 edges left took the next query's
 // estimate 6-11 ms on one core.
 const parallelMin = 1 << 14
+
+// clearKeys zeroes the entries of arr at keys.
+func clearKeys[T any](arr []T, keys []uint32, workers int) {
+	var zero T
+	if len(keys) < parallelMin {
+		for _, k := range keys {
+			arr[k] = zero
+		}
+		return
+	}
+	inParallel(len(keys), workers, func(lo, hi int) {
+		for _, k := range keys[lo:hi] {
+			arr[k] = zero
+		}
+	})
+}
 
 // inParallel calls f over [0, n) split in up to workers parts.
 func inParallel(n, workers int, f func(lo, hi int)) {
