@@ -55,7 +55,7 @@ const lookupUsage = "how the kernel finds a cached list: table (through the per-
 // searchLookup parses --gpu-cache-lookup.
 func searchLookup(v string) (bool, error) { return twoWay("gpu-cache-lookup", v, "table", "search") }
 
-const estimateShareUsage = "the share of a batch the gcsm placement aims to spend on its estimate, which sets the sampler's walks from batch to batch; 0 means 0.05, a negative value the sampler's own number (the paper's M, raised by its formula 5)"
+const estimateShareUsage = "the share of a batch's kernel time the gcsm placement aims to spend on its estimate, which sets the sampler's walks from batch to batch; 0 means 0.05, a negative value the sampler's own number (the paper's M, raised by its formula 5)"
 
 // engine is the chosen executor and the memory the graph must live in.
 type engine struct {
