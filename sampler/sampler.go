@@ -37,9 +37,9 @@
 // costs O(1) random numbers plus one binary search per constraint for each
 // slot a walk lands on, never a whole intersection. On BenchmarkEstimate's
 // 2^20-edge R-MAT graph with a batch of 4096, on 2 shared cores, an
-// estimate took 4.1-4.8 ms for a triangle, 36-42 ms for a labeled house and
+// estimate took 3.0-3.7 ms for a triangle, 26-36 ms for a labeled house and
 // 1.0-1.1 s for an unlabeled one, against 38 ms, 0.50 s and 200 s for
-// incremental.CPU to count the same batches: 12%, 8% and 0.5%. (Measured
+// incremental.CPU to count the same batches: 9%, 6% and 0.5%. (Measured
 // outside the repository: the import table keeps incremental out of
 // sampler's tests.) Space is O(|V|): one array of 24 bytes per list for the
 // totals and the estimate, and per worker a hash table of the lists its

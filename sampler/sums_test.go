@@ -46,8 +46,8 @@ func TestSums(t *testing.T) {
 		if s.len() != 0 {
 			t.Fatalf("round %d: %d sums left after drain", round, s.len())
 		}
-		for i, k := range s.keys {
-			if k != 0 || !s.vals[i].isZero() {
+		for i, sl := range s.slots {
+			if sl != (sumSlot{}) {
 				t.Fatalf("round %d: slot %d not cleared", round, i)
 			}
 		}
@@ -70,7 +70,7 @@ func TestWorkerMemory(t *testing.T) {
 	}
 	t.Logf("%d lists read of %d", len(est.keys), NumKeys(g))
 	for i, w := range e.ws {
-		if n := len(w.acc.keys); n > max(minSumsSlots, 4*len(est.keys)) {
+		if n := len(w.acc.slots); n > max(minSumsSlots, 4*len(est.keys)) {
 			t.Errorf("worker %d holds %d slots for %d lists read (the graph has %d)", i, n, len(est.keys), NumKeys(g))
 		}
 	}
