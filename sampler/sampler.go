@@ -261,7 +261,6 @@ type Estimator struct {
 	total   []u128
 	touched []uint32
 	tree    u128
-	workers int // the estimate's Options.Workers
 }
 
 // Estimate estimates the reads of every list for the batch g has applied
@@ -283,7 +282,6 @@ func (e *Estimator) Estimate(g *dyngraph.Graph, delta []graph.Change, queries []
 	est.Count = est.Count[:nk]
 	*est = Estimate{Count: est.Count, keys: est.keys[:0], recs: est.recs[:0], tmp: est.tmp, hist: est.hist}
 
-	e.workers = opts.Workers
 	c := &e.cfg
 	n := e.setup(c, g, delta, queries, opts.Plans)
 	if n == 0 || len(delta) == 0 {
@@ -320,7 +318,7 @@ func (e *Estimator) Estimate(g *dyngraph.Graph, delta []graph.Change, queries []
 		total = e.morePasses(ws, n, len(delta), m, opts)
 	}
 	est.Walks = int(total)
-	e.readOut(len(delta), total)
+	e.readOut(len(delta), total, opts.Workers)
 	clearKeys(e.total, e.touched, opts.Workers)
 	e.touched = e.touched[:0]
 	e.tree = u128{}
@@ -358,7 +356,7 @@ const maxPasses = 4
 // lists to match.
 func (e *Estimator) morePasses(ws []*walker, n, edges int, m uint64, opts Options) uint64 {
 	est := &e.est
-	e.readOut(edges, m)
+	e.readOut(edges, m, opts.Workers)
 	want := e.formula5(n, edges, uint64(est.MaxDegree), opts)
 	if want <= m {
 		return m
@@ -385,7 +383,7 @@ func (e *Estimator) morePasses(ws []*walker, n, edges int, m uint64, opts Option
 		est.Passes++
 		total += next
 		last, lastSteps = next, est.Steps-before
-		e.readOut(edges, total)
+		e.readOut(edges, total, opts.Workers)
 	}
 	return total
 }
@@ -572,7 +570,7 @@ func (e *Estimator) addSum(k uint32, x u128) {
 
 // readOut turns the totals into estimates: a total is Σ B·D^(d-1), and each
 // walk stands for |ΔE|/M of a read.
-func (e *Estimator) readOut(edges int, m uint64) {
+func (e *Estimator) readOut(edges int, m uint64, workers int) {
 	est := &e.est
 	scale := float64(edges) / float64(m)
 	keys := e.touched
@@ -580,7 +578,7 @@ func (e *Estimator) readOut(edges int, m uint64) {
 	if len(keys) < parallelMin {
 		e.readKeys(0, len(keys), scale)
 	} else {
-		inParallel(len(keys), e.workers, func(lo, hi int) { e.readKeys(lo, hi, scale) })
+		inParallel(len(keys), workers, func(lo, hi int) { e.readKeys(lo, hi, scale) })
 	}
 	est.Nodes = e.tree.float() * scale
 	est.keys = append(est.keys[:0], e.touched...)
