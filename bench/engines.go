@@ -326,8 +326,9 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 					r.Coverage5 = sampler.CacheCoverage(ex, cached, 0.05)
 					r.Top1Bytes = cache.BlockBytes(g, sampler.Top(ex, 0.01))
 					if est := gpu.LastEstimate(); est != nil {
-						r.Rank1 = sampler.Coverage(ex, est.Count, 0.01)
-						r.Rank5 = sampler.Coverage(ex, est.Count, 0.05)
+						counts := est.Counts(nil)
+						r.Rank1 = sampler.Coverage(ex, counts, 0.01)
+						r.Rank5 = sampler.Coverage(ex, counts, 0.05)
 					}
 				}
 			}

@@ -200,9 +200,6 @@ func (o *Options) validate() error {
 // Estimate is the estimated reads of every list for one batch. It belongs to
 // the Estimator and is valid until its next Estimate.
 type Estimate struct {
-	// Count[k] is the estimated number of reads of list k (see ListKey);
-	// len(Count) is NumKeys of the graph.
-	Count []float64
 	// Walks is the M used, per term tree, over all passes.
 	Walks int
 	// Wanted is the M that formula (5) asked for (0 when Walks was fixed
@@ -224,10 +221,37 @@ type Estimate struct {
 
 	keys   []uint32 // keys with a positive estimate
 	sorted bool     // keys are in Hottest order
+	// vals[i] is list order[i]'s estimate, and at[k] is where list k's is
+	// when order[at[k]] == k: the Estimator's sparse set of totals, which
+	// an Estimate shares until the next one. n is NumKeys of the graph.
+	vals  []float64
+	order []uint32
+	at    []uint32
+	n     int
 	// recs are keys with their estimates, for Hottest; tmp and hist are
 	// its scratch.
 	recs, tmp []hotRec
 	hist      []int
+}
+
+// Count is the estimated number of reads of list k (see ListKey).
+func (e *Estimate) Count(k uint32) float64 {
+	if int(k) < len(e.at) {
+		if i := e.at[k]; int(i) < len(e.order) && e.order[i] == k {
+			return e.vals[i]
+		}
+	}
+	return 0
+}
+
+// Counts appends to dst every list's estimated reads, NumKeys of the graph
+// of them in key order, and returns it.
+func (e *Estimate) Counts(dst []float64) []float64 {
+	dst = slices.Grow(dst, e.n)
+	for k := range e.n {
+		dst = append(dst, e.Count(uint32(k)))
+	}
+	return dst
 }
 
 // Rated is the number of lists with a positive estimate.
@@ -255,11 +279,17 @@ type Estimator struct {
 	terms []termRef
 	ranks []float64 // formula (5)'s scratch
 	roots int64     // steps at the roots in the first pass
-	// The workers' sums over the passes so far: Σ B·D^(d-1) per list (one
-	// entry per list, the estimator's O(|V|)), the lists with a non-zero
-	// sum, and the sum over the trees' nodes.
-	total   []u128
+	// The workers' sums over the passes so far, Σ B·D^(d-1), of the lists
+	// with a non-zero one, as a sparse set: totals[i] is list touched[i]'s,
+	// and at[k] is where list k's is when touched[at[k]] == k. at has an
+	// entry per list (the estimator's O(|V|)) and is never cleared, so an
+	// estimate costs nothing for the lists the one before it rated. Dense
+	// arrays cleared at those keys charged a 4-cycle's estimate of 33 steps
+	// 1.3 ms on the H100's host, after a 5-cycle's that rated 0.2M lists.
+	// tree is the sum over the trees' nodes.
+	at      []uint32
 	touched []uint32
+	totals  []u128
 	tree    u128
 }
 
@@ -274,13 +304,12 @@ func (e *Estimator) Estimate(g *dyngraph.Graph, delta []graph.Change, queries []
 		return nil, errors.New("sampler: Estimate on a graph with no pending batch")
 	}
 	est := &e.est
-	clearKeys(est.Count, est.keys, opts.Workers)
 	nk := NumKeys(g)
-	if cap(est.Count) < nk {
-		est.Count = prefault(make([]float64, nk, nk+nk/4))
+	if len(e.at) < nk {
+		e.at = prefault(make([]uint32, nk+nk/4))
 	}
-	est.Count = est.Count[:nk]
-	*est = Estimate{Count: est.Count, keys: est.keys[:0], recs: est.recs[:0], tmp: est.tmp, hist: est.hist}
+	e.touched, e.totals, e.tree = e.touched[:0], e.totals[:0], u128{}
+	*est = Estimate{keys: est.keys[:0], recs: est.recs[:0], tmp: est.tmp, hist: est.hist, vals: est.vals[:0], at: e.at, n: nk}
 
 	c := &e.cfg
 	n := e.setup(c, g, delta, queries, opts.Plans)
@@ -305,10 +334,6 @@ func (e *Estimator) Estimate(g *dyngraph.Graph, delta []graph.Change, queries []
 	if opts.MaxWalks > 0 {
 		m = min(m, uint64(opts.MaxWalks))
 	}
-	if len(e.total) < nk {
-		e.total = prefault(make([]u128, nk, nk+nk/4))
-		e.touched = e.touched[:0]
-	}
 	ws := e.walkers(c, opts.Workers, c.units())
 	e.pass(ws, 0, m)
 	total := m
@@ -319,9 +344,6 @@ func (e *Estimator) Estimate(g *dyngraph.Graph, delta []graph.Change, queries []
 	}
 	est.Walks = int(total)
 	e.readOut(len(delta), total, opts.Workers)
-	clearKeys(e.total, e.touched, opts.Workers)
-	e.touched = e.touched[:0]
-	e.tree = u128{}
 	return est, nil
 }
 
@@ -398,10 +420,7 @@ func startWalks(edges int, d uint64, n int) uint64 {
 // formula5 is the M that formula (5) asks for, given the first pass's
 // estimate.
 func (e *Estimator) formula5(n, edges int, d uint64, opts Options) uint64 {
-	r := e.ranks[:0]
-	for _, k := range e.touched {
-		r = append(r, e.est.Count[k])
-	}
+	r := append(e.ranks[:0], e.est.vals...)
 	e.ranks = r
 	if len(r) == 0 {
 		return 0
@@ -562,10 +581,16 @@ func (e *Estimator) pass(ws []*walker, pass int, m uint64) {
 
 // addSum adds a worker's sum x for list k to the totals.
 func (e *Estimator) addSum(k uint32, x u128) {
-	if e.total[k].isZero() {
-		e.touched = append(e.touched, k)
+	if i := e.at[k]; int(i) < len(e.touched) && e.touched[i] == k {
+		e.totals[i] = e.totals[i].add(x)
+		return
 	}
-	e.total[k] = e.total[k].add(x)
+	if x.isZero() {
+		return // rated lists have a positive estimate
+	}
+	e.at[k] = uint32(len(e.touched))
+	e.touched = append(e.touched, k)
+	e.totals = append(e.totals, x)
 }
 
 // readOut turns the totals into estimates: a total is Σ B·D^(d-1), and each
@@ -575,6 +600,7 @@ func (e *Estimator) readOut(edges int, m uint64, workers int) {
 	scale := float64(edges) / float64(m)
 	keys := e.touched
 	est.recs = slices.Grow(est.recs[:0], len(keys))[:len(keys)]
+	est.vals = slices.Grow(est.vals[:0], len(keys))[:len(keys)]
 	if len(keys) < parallelMin {
 		e.readKeys(0, len(keys), scale)
 	} else {
@@ -582,6 +608,7 @@ func (e *Estimator) readOut(edges int, m uint64, workers int) {
 	}
 	est.Nodes = e.tree.float() * scale
 	est.keys = append(est.keys[:0], e.touched...)
+	est.order = e.touched
 	est.sorted = false
 }
 
@@ -589,34 +616,15 @@ func (e *Estimator) readOut(edges int, m uint64, workers int) {
 func (e *Estimator) readKeys(lo, hi int, scale float64) {
 	est := &e.est
 	for i, k := range e.touched[lo:hi] {
-		c := e.total[k].float() * scale
-		est.Count[k] = c
+		c := e.totals[lo+i].float() * scale
+		est.vals[lo+i] = c
 		est.recs[lo+i] = hotRec{^math.Float64bits(c), k}
 	}
 }
 
-// parallelMin is the fewest keys that the loops over a batch's lists split
-// over the workers. They read and write arrays of one entry per list at
-// random, memory-latency bound: on the H100's host, clearing the 0.3-0.5M
-// estimates a 5-cycle batch at 2^27 edges left took the next query's
-// estimate 6-11 ms on one core.
+// parallelMin is the fewest keys that readOut splits over the workers:
+// a 5-cycle batch at 2^27 edges rates 0.2-0.5M lists.
 const parallelMin = 1 << 14
-
-// clearKeys zeroes the entries of arr at keys.
-func clearKeys[T any](arr []T, keys []uint32, workers int) {
-	var zero T
-	if len(keys) < parallelMin {
-		for _, k := range keys {
-			arr[k] = zero
-		}
-		return
-	}
-	inParallel(len(keys), workers, func(lo, hi int) {
-		for _, k := range keys[lo:hi] {
-			arr[k] = zero
-		}
-	})
-}
 
 // inParallel calls f over [0, n) split in up to workers parts.
 func inParallel(n, workers int, f func(lo, hi int)) {
