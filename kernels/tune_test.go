@@ -1,32 +1,35 @@
 package kernels
 
 import (
+	"math"
 	"testing"
-	"time"
 
 	"github.com/gcsm/gcsm/query"
 	"github.com/gcsm/gcsm/sampler"
 )
 
-// The walks per update edge scale by how far the estimate was from its
-// share of the match, within bounds.
+// The walks per update edge move the estimate's time towards its target,
+// along the slope of the last two estimates, within bounds.
 func TestNextWalkCap(t *testing.T) {
 	for _, c := range []struct {
-		walks           float64
-		estimate, match time.Duration
-		want            float64
+		last, prev walkStep
+		want       float64
 	}{
-		{1000, 100 * time.Millisecond, time.Second, 500},       // 10% of the match: halve
-		{1000, 10 * time.Millisecond, time.Second, 5000},       // 1%: five times the walks
-		{1e6, 100 * time.Millisecond, time.Millisecond, 500},   // 2000 times over: the full step
-		{1e6, time.Hour, time.Millisecond, 1e6 / 4096},         // further: by 4096 at most
-		{1000, time.Nanosecond, time.Hour, 64000},              // far under: by 64 at most
-		{100, 10 * time.Second, time.Second, sampler.MinWalks}, // never under MinWalks
-		{1000, 0, time.Second, 1000},                           // nothing measured
-		{1000, time.Second, 0, 1000},
+		{walkStep{1000, math.Pow(2, defaultGamma)}, walkStep{}, 500},       // one estimate: γ's default
+		{walkStep{1000, math.Pow(0.2, defaultGamma)}, walkStep{}, 5000},    // under: more walks
+		{walkStep{4000, 2}, walkStep{1000, 1}, 1000},                       // time √walks: a quarter to halve it
+		{walkStep{2000, 8}, walkStep{1000, 1}, 250},                        // steeper than walks: as if in proportion
+		{walkStep{1e6, 2}, walkStep{1000, 1}, 1e6 / 16},                    // flat: γ at least 1/4
+		{walkStep{2000, 2}, walkStep{1000, 4}, 2000 * math.Pow(2, -1/0.7)}, // out of order: the default
+		{walkStep{1050, 2}, walkStep{1000, 1}, 1050 * math.Pow(2, -1/0.7)}, // too close: the default
+		{walkStep{1e6, 1e9}, walkStep{}, 1e6 / 4096},                       // far over: by 4096 at most
+		{walkStep{1000, 1e-9}, walkStep{}, 64000},                          // far under: by 64 at most
+		{walkStep{100, 1e3}, walkStep{}, sampler.MinWalks},                 // never under MinWalks
+		{walkStep{1000, 0}, walkStep{}, 1000},                              // nothing measured
+		{walkStep{1000, math.Inf(1)}, walkStep{}, 1000},
 	} {
-		if got := nextWalkCap(c.walks, 0.05, c.estimate, c.match); got != c.want {
-			t.Errorf("nextWalkCap(%v walks, estimate %v, match %v) = %v, want %v", c.walks, c.estimate, c.match, got, c.want)
+		if got := nextWalkCap(c.last, c.prev); math.Abs(got-c.want) > 1e-9*c.want {
+			t.Errorf("nextWalkCap(%+v, %+v) = %v, want %v", c.last, c.prev, got, c.want)
 		}
 	}
 }
