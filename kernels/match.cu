@@ -94,7 +94,7 @@ struct Graph {
     // the device one), reads[1] those it read from the cache block. Set by
     // the kernel; the executor writes 0.
     unsigned long long* reads;
-    // The search lookup (Options.CacheLookup): the cache block's arrays
+    // The search lookup (Options.SearchLookup): the cache block's arrays
     // (cache/FORMAT.md) and its number of lists, c_k; c_k is 0 in the
     // table lookup, where the table rows of the cached lists point into
     // the block instead.

@@ -5,7 +5,7 @@ package kernels
 import _ "embed"
 
 // sourceHash is the SHA-256 of match.cu when match.ptx was generated.
-const sourceHash = "aa5c3071918452fe5a0b84319c171b023916ee47ea65aa44c17c5eb9be446096"
+const sourceHash = "25d0849abda8a4d0fc3c8163b03709e5b1a588249fa96d13e0618bcd77fb647e"
 
 //go:embed match.ptx
 var matchPTX string
