@@ -68,6 +68,9 @@ type EngineRow struct {
 	Rank, Kernel time.Duration
 	CacheBytes   int64
 	HitRatio     float64
+	// Skipped counts the batches in which the gcsm placement neither
+	// estimated nor cached (kernels.Options.MinCacheKernel).
+	Skipped int
 	// The gcsm placement's estimate, means per batch: its walks (M), the
 	// tree nodes they visited (the sampler's work) and the lists it rated.
 	Walks, Steps, Rated int64
@@ -258,6 +261,9 @@ func logRow(log io.Writer, r EngineRow) {
 		fmt.Fprintf(log, "; estimate %.3f ms, pack+copy %.3f ms (ranking %.3f ms), kernel %.3f ms, block %.1f MB, hit %.0f%%",
 			ms(r.Estimate), ms(r.Pack), ms(r.Rank), ms(r.Kernel), float64(r.CacheBytes)/1e6, 100*r.HitRatio)
 	}
+	if r.Skipped > 0 {
+		fmt.Fprintf(log, "; no estimate or block in %d of %d batches (short kernel)", r.Skipped, r.Batches)
+	}
 	if r.Walks > 0 {
 		fmt.Fprintf(log, "; %d walks, %d steps, %d lists rated", r.Walks, r.Steps, r.Rated)
 	}
@@ -311,12 +317,15 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 				r.Kernel += st.Kernel
 				r.CacheBytes += st.CacheBytes
 				r.HitRatio += st.HitRatio()
+				if st.CacheSkipped {
+					r.Skipped++
+				}
 				if est := gpu.LastEstimate(); est != nil {
 					r.Walks += int64(est.Walks)
 					r.Steps += est.Steps
 					r.Rated += int64(est.Rated())
 				}
-				if cached := gpu.LastCached(); cfg.Coverage && b == 0 && cached != nil {
+				if cached := gpu.LastCached(); cfg.Coverage && b == 0 && cached != nil && !st.CacheSkipped {
 					ex, ok := exact[q.Name]
 					if !ok {
 						ex = sampler.Exact(g, delta, one, sampler.Terms)

@@ -70,6 +70,9 @@ type BatchStats struct {
 	// after the copies were brought up to date: what the cache speeds up.
 	// The first batch's copies include mapping the whole graph.
 	Match, Kernel time.Duration
+	// CacheSkipped says that the gcsm placement neither estimated nor
+	// cached, the queries' kernel being short (Options.MinCacheKernel).
+	CacheSkipped bool
 	// CacheBytes is the size of the block copied to the device, holding
 	// CachedLists lists.
 	CacheBytes  int64
@@ -92,16 +95,40 @@ type BatchStats struct {
 // packing and the copy.
 const DefaultEstimateShare = 0.05
 
+// DefaultMinCacheKernel is Options.MinCacheKernel's default. A short
+// kernel reads a batch's hot lists from the GPU's L2 cache after the first
+// time, and the block's costs do not shrink with the batch: on a 2^27-edge
+// R-MAT graph on the H100, batches of 64 whose kernels took 0.8 and 1.3 ms
+// took 0.96 and 1.68 ms through zero-copy and 1.43 and 2.21 ms with the
+// block (0.2 ms estimating, 0.3-0.4 ms packing, copying and pointing the
+// table). Kernels of 4.6 ms and more gained from the block (diamond, 4-cycle
+// at 512: 5.8 against 7.3 ms, 18.6 against 26.8 ms).
+const DefaultMinCacheKernel = 2500 * time.Microsecond
+
 // walkCaps remembers, per set of queries, the walks per update edge that
 // the next estimate may take (Options.EstimateShare), and the batch size
 // they were set for: the bench, and a service whose queries come and go,
-// alternate between sets whose trees differ by orders of magnitude.
+// alternate between sets whose trees differ by orders of magnitude. It
+// keeps each set's last kernel time too (Options.MinCacheKernel).
 type walkCaps map[string]walkCap
 
 type walkCap struct {
 	perEdge float64
 	edges   int
 	last    walkStep // the estimate the cap was set from
+	// kernel is the set's last kernel time, on a batch of kernelEdges.
+	kernel      time.Duration
+	kernelEdges int
+}
+
+// short says whether the set's last kernel, scaled to a batch of edges,
+// took less than min: false when the set has not run yet.
+func (w walkCaps) short(queries []*query.Query, edges int, min time.Duration) bool {
+	c, ok := w[w.key(queries)]
+	if !ok || c.kernelEdges == 0 || min <= 0 {
+		return false
+	}
+	return c.kernel.Seconds()*float64(edges)/float64(c.kernelEdges) < min.Seconds()
 }
 
 // walkStep is one estimate's walks per update edge, and its time over its
@@ -131,7 +158,7 @@ func (walkCaps) key(queries []*query.Query) string {
 func (w walkCaps) maxWalks(queries []*query.Query, edges int, first float64) int {
 	c, ok := w[w.key(queries)]
 	per := first
-	if ok {
+	if ok && c.perEdge > 0 {
 		per = c.perEdge * math.Sqrt(float64(c.edges)/float64(edges))
 	}
 	if m := per * float64(edges); per > 0 && m < 1<<50 {
@@ -157,29 +184,41 @@ func (x *GPU) firstWalks() float64 {
 	return firstWeightedWalks
 }
 
-// tuneEstimate sets the next cap for the last batch's queries from its
-// measurements.
+// tuneEstimate keeps the last batch's kernel time for its queries, and
+// sets their next walk cap from its measurements.
 func (x *GPU) tuneEstimate(queries []*query.Query, edges int) {
-	share := x.opts.EstimateShare
-	est := x.cache.last
-	if share < 0 || est == nil || edges == 0 {
+	if x.opts.Placement != GCSM || edges == 0 {
 		return
-	}
-	if share == 0 {
-		share = DefaultEstimateShare
 	}
 	cs := &x.cache
 	if cs.caps == nil || len(cs.caps) > 64 {
 		cs.caps = walkCaps{}
 	}
-	// Against the kernel's time, not the Match's: a first batch's Match
-	// also maps the graph.
-	step := walkStep{walks: float64(est.Walks) / float64(edges)}
-	if x.last.Kernel > 0 {
-		step.over = x.last.Estimate.Seconds() / (share * x.last.Kernel.Seconds())
-	}
 	key := cs.caps.key(queries)
-	cs.caps[key] = walkCap{nextWalkCap(step, cs.caps[key].last), edges, step}
+	c := cs.caps[key]
+	c.kernel, c.kernelEdges = x.last.Kernel, edges
+	share := x.opts.EstimateShare
+	if share == 0 {
+		share = DefaultEstimateShare
+	}
+	if est := cs.last; share > 0 && est != nil {
+		// Against the kernel's time, not the Match's: a first batch's
+		// Match also maps the graph.
+		step := walkStep{walks: float64(est.Walks) / float64(edges)}
+		if x.last.Kernel > 0 {
+			step.over = x.last.Estimate.Seconds() / (share * x.last.Kernel.Seconds())
+		}
+		c.perEdge, c.edges, c.last = nextWalkCap(step, c.last), edges, step
+	}
+	cs.caps[key] = c
+}
+
+// minCacheKernel is Options.MinCacheKernel with its default applied.
+func (x *GPU) minCacheKernel() time.Duration {
+	if x.opts.MinCacheKernel == 0 {
+		return DefaultMinCacheKernel
+	}
+	return x.opts.MinCacheKernel
 }
 
 // nextWalkCap returns the walks per update edge for the next estimate,
@@ -283,7 +322,9 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 	}
 	switch x.opts.Placement {
 	case GCSM:
-		if len(delta) > 0 {
+		skip := len(delta) > 0 && cs.caps.short(queries, len(delta), x.minCacheKernel())
+		x.last.CacheSkipped = skip
+		if len(delta) > 0 && !skip {
 			// The seed follows the batch, so that a replay caches the same.
 			est, err := cs.est.Estimate(g, delta, queries, sampler.Options{Seed: g.Epoch(), Plans: sampler.Terms,
 				MaxWalks: cs.caps.maxWalks(queries, len(delta), x.firstWalks()), Weighted: x.opts.WeightedWalks})

@@ -32,6 +32,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"time"
 	"unsafe"
 
 	"github.com/gcsm/gcsm/cache"
@@ -97,6 +98,11 @@ type Options struct {
 	// sampler (the paper's M, raised by formula 5 within its budget), so
 	// that the cache depends on the batch alone.
 	EstimateShare float64
+	// MinCacheKernel: the gcsm placement neither estimates nor caches for
+	// a set of queries whose last kernel, scaled to the batch's edges,
+	// took less. 0 means DefaultMinCacheKernel; a negative value caches
+	// every batch.
+	MinCacheKernel time.Duration
 	// WeightedWalks makes the gcsm placement's sampler use weighted walks
 	// (sampler.Options.Weighted) instead of the paper's. Given the time,
 	// they cover the most read lists better: on 2^25-edge R-MAT batches of

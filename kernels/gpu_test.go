@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/gcsm/gcsm/cache"
@@ -353,10 +354,13 @@ func TestCachePlacementsEqualCPU(t *testing.T) {
 	for _, c := range []struct {
 		pl     Placement
 		search bool // Options.SearchLookup
-	}{{GCSM, false}, {GCSM, true}, {Degree, false}, {KHop, false}, {KHop, true}, {Unified, false}} {
+		// Options.MinCacheKernel: -1 caches every batch, an hour every
+		// query set's first batch only.
+		minKernel time.Duration
+	}{{GCSM, false, -1}, {GCSM, true, -1}, {GCSM, false, time.Hour}, {Degree, false, 0}, {KHop, false, 0}, {KHop, true, 0}, {Unified, false, 0}} {
 		pl := c.pl
 		x := openGPU(t, pl, false)
-		x.opts.SearchLookup = c.search
+		x.opts.SearchLookup, x.opts.MinCacheKernel = c.search, c.minKernel
 		for _, budget := range budgets {
 			if pl == Unified && budget != budgets[0] {
 				break // no cache: one round is enough
@@ -370,7 +374,7 @@ func TestCachePlacementsEqualCPU(t *testing.T) {
 				directed := trial%2 == 1
 				sem := query.Semantics(trial / 2 % 2)
 				kind := []string{"insert", "delete", "mixed"}[trial%3]
-				where := fmt.Sprintf("%s search=%v budget %d trial %d directed=%v %v %s", pl, c.search, budget, trial, directed, sem, kind)
+				where := fmt.Sprintf("%s search=%v min-kernel %v budget %d trial %d directed=%v %v %s", pl, c.search, c.minKernel, budget, trial, directed, sem, kind)
 				t.Run(where, func(t *testing.T) { gpuVsCPU(t, x, 100+uint64(trial), directed, sem, kind, where) })
 				block += x.Last().BlockBytes
 				if pl == Degree && budget == 1<<30 && x.Last().SlabBytes != 0 {

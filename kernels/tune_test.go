@@ -3,6 +3,7 @@ package kernels
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/gcsm/gcsm/query"
 	"github.com/gcsm/gcsm/sampler"
@@ -30,6 +31,35 @@ func TestNextWalkCap(t *testing.T) {
 	} {
 		if got := nextWalkCap(c.last, c.prev); math.Abs(got-c.want) > 1e-9*c.want {
 			t.Errorf("nextWalkCap(%+v, %+v) = %v, want %v", c.last, c.prev, got, c.want)
+		}
+	}
+}
+
+// A set's kernel is short when its last one, scaled to the batch's edges,
+// took less than the minimum; a set not run yet is not.
+func TestShortKernel(t *testing.T) {
+	a, b := &query.Query{}, &query.Query{}
+	w := walkCaps{}
+	qa := []*query.Query{a}
+	if w.short(qa, 64, time.Millisecond) {
+		t.Fatal("a set not run yet is short")
+	}
+	w[w.key(qa)] = walkCap{kernel: 500 * time.Microsecond, kernelEdges: 64}
+	for _, c := range []struct {
+		qs    []*query.Query
+		edges int
+		min   time.Duration
+		want  bool
+	}{
+		{qa, 64, time.Millisecond, true},
+		{qa, 127, time.Millisecond, true},
+		{qa, 128, time.Millisecond, false}, // twice the edges: 1 ms
+		{qa, 64, 500 * time.Microsecond, false},
+		{qa, 64, -1, false},                          // never
+		{[]*query.Query{a, b}, 64, time.Hour, false}, // another set
+	} {
+		if got := w.short(c.qs, c.edges, c.min); got != c.want {
+			t.Errorf("short(%d queries, %d edges, %v) = %v, want %v", len(c.qs), c.edges, c.min, got, c.want)
 		}
 	}
 }

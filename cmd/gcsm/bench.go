@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/gcsm/gcsm/bench"
 	"github.com/gcsm/gcsm/incremental"
@@ -28,6 +29,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		gpuMem                                   int64
 		share                                    float64
 		walks, cpuprofile                        string
+		minKernel                                time.Duration
 	)
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.IntVar(&scale, "scale", 16, "R-MAT scale: 2^scale vertices")
@@ -42,6 +44,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&cacheFraction, "gpu-cache-fraction", 0, "cap the cache placements' budget at this share of the graph's list bytes (0.05: the paper's out-of-memory regime); 0 leaves it to --gpu-mem")
 	fs.Int64Var(&gpuMem, "gpu-mem", 0, "cap on the GPU memory each GPU engine uses, in `bytes`; 0 means no cap")
 	fs.Float64Var(&share, "gpu-estimate-share", 0, estimateShareUsage)
+	fs.DurationVar(&minKernel, "gpu-cache-min-kernel", 0, minKernelUsage)
 	fs.StringVar(&walks, "gpu-walks", "paper", walksUsage)
 	fs.BoolVar(&coverage, "coverage", false, "report the cache placements' top-1%/5% coverage against exact reads (the paper's: by the cache block; and, for gcsm, by the estimate's ranking) on each size's first batch")
 	fs.StringVar(&svg, "svg", "", "write a plot of per-batch time against batch size to this `file`")
@@ -114,7 +117,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			if search && (lookup != "search" || !pl.Cached()) {
 				return fmt.Errorf("--engines: %q: only the cache placements (gcsm, degree, khop) take a lookup, and only :search", name)
 			}
-			x, err := kernels.Open(kernels.Options{Placement: pl, MemLimit: gpuMem, SearchLookup: search, EstimateShare: share, WeightedWalks: weighted})
+			x, err := kernels.Open(kernels.Options{Placement: pl, MemLimit: gpuMem, SearchLookup: search, EstimateShare: share, WeightedWalks: weighted, MinCacheKernel: minKernel})
 			if err != nil {
 				fmt.Fprintf(stderr, "bench: skipping %s: %v\n", name, err)
 				continue

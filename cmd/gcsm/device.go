@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"time"
 
 	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/internal/hostmem"
@@ -14,13 +15,15 @@ import (
 )
 
 // deviceFlags choose the executor: --device, --gpu-placement, --gpu-mem,
-// --gpu-cache, --gpu-cache-lookup, --gpu-estimate-share, --gpu-walks.
+// --gpu-cache, --gpu-cache-lookup, --gpu-estimate-share, --gpu-walks,
+// --gpu-cache-min-kernel.
 type deviceFlags struct {
 	device, placement string
 	mem, cache        int64
 	lookup            string
 	share             float64
 	walks             string
+	minKernel         time.Duration
 }
 
 func (d *deviceFlags) register(fs *flag.FlagSet) {
@@ -32,6 +35,7 @@ func (d *deviceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.lookup, "gpu-cache-lookup", "table", lookupUsage)
 	fs.Float64Var(&d.share, "gpu-estimate-share", 0, estimateShareUsage)
 	fs.StringVar(&d.walks, "gpu-walks", "paper", walksUsage)
+	fs.DurationVar(&d.minKernel, "gpu-cache-min-kernel", 0, minKernelUsage)
 }
 
 const walksUsage = "the gcsm placement's random walks: paper (the GCSM paper's, which go on with probability 1/maximum degree) or weighted (a walk picks among a node's own candidates and carries their number as weight: better coverage of the hottest lists for a larger --gpu-estimate-share)"
@@ -54,6 +58,8 @@ const lookupUsage = "how the kernel finds a cached list: table (through the per-
 
 // searchLookup parses --gpu-cache-lookup.
 func searchLookup(v string) (bool, error) { return twoWay("gpu-cache-lookup", v, "table", "search") }
+
+const minKernelUsage = "the gcsm placement neither estimates nor caches for a set of queries whose last kernel, scaled to the batch's size, took less than this `duration`: the GPU's L2 cache serves such batches, and the block does not pay; 0 means 2.5ms, a negative value caches every batch"
 
 const estimateShareUsage = "the share of a batch's kernel time the gcsm placement aims to spend on its estimate, which sets the sampler's walks from batch to batch; 0 means 0.05, a negative value the sampler's own number (the paper's M, raised by its formula 5)"
 
@@ -102,7 +108,7 @@ func (d *deviceFlags) open(w io.Writer, workers int) (*engine, error) {
 		return nil, err
 	}
 	x, err := kernels.Open(kernels.Options{Placement: pl, MemLimit: d.mem, CacheBytes: d.cache, SearchLookup: search,
-		EstimateShare: d.share, WeightedWalks: weighted})
+		EstimateShare: d.share, WeightedWalks: weighted, MinCacheKernel: d.minKernel})
 	if err != nil {
 		if d.device == "auto" && (errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice)) {
 			why := "no GPU"
