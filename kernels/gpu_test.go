@@ -370,6 +370,7 @@ func TestCachePlacementsEqualCPU(t *testing.T) {
 			}
 			x.opts.CacheBytes = budget
 			var block uint64
+			skipped := 0 // trials whose last match skipped the cache
 			for trial := 0; trial < trials; trial++ {
 				directed := trial%2 == 1
 				sem := query.Semantics(trial / 2 % 2)
@@ -377,6 +378,9 @@ func TestCachePlacementsEqualCPU(t *testing.T) {
 				where := fmt.Sprintf("%s search=%v min-kernel %v budget %d trial %d directed=%v %v %s", pl, c.search, c.minKernel, budget, trial, directed, sem, kind)
 				t.Run(where, func(t *testing.T) { gpuVsCPU(t, x, 100+uint64(trial), directed, sem, kind, where) })
 				block += x.Last().BlockBytes
+				if x.Last().CacheSkipped {
+					skipped++
+				}
 				if pl == Degree && budget == 1<<30 && x.Last().SlabBytes != 0 {
 					t.Errorf("%s: the degree policy cached the whole graph, yet the kernel read %d bytes through the slabs", where, x.Last().SlabBytes)
 				}
@@ -387,7 +391,15 @@ func TestCachePlacementsEqualCPU(t *testing.T) {
 			if budget <= 0 && block != 0 {
 				t.Errorf("%s with no budget read %d bytes from a cache block", pl, block)
 			}
-			if budget == 1<<30 && pl.Cached() && block == 0 {
+			// A trial matches each batch twice (count, then enumerate), so
+			// with the hour its last match skips, having run just before.
+			if c.minKernel == time.Hour && skipped == 0 {
+				t.Errorf("%s, budget %d, min-kernel %v: no trial's last match skipped the cache", pl, budget, c.minKernel)
+			}
+			if c.minKernel != time.Hour && skipped > 0 {
+				t.Errorf("%s, budget %d, min-kernel %v: %d trials' last match skipped the cache", pl, budget, c.minKernel, skipped)
+			}
+			if budget == 1<<30 && pl.Cached() && c.minKernel != time.Hour && block == 0 {
 				t.Errorf("%s with the whole graph's budget read nothing from the cache block", pl)
 			}
 		}
