@@ -102,7 +102,8 @@ const DefaultEstimateShare = 0.05
 // took 0.96 and 1.68 ms through zero-copy and 1.43 and 2.21 ms with the
 // block (0.2 ms estimating, 0.3-0.4 ms packing, copying and pointing the
 // table). Kernels of 4.6 ms and more gained from the block (diamond, 4-cycle
-// at 512: 5.8 against 7.3 ms, 18.6 against 26.8 ms).
+// at 512: 5.8 against 7.3 ms, 18.6 against 26.8 ms). With this default
+// the diamond's batch of 64 skipped the block and took 1.00 ms.
 const DefaultMinCacheKernel = 2500 * time.Microsecond
 
 // walkCaps remembers, per set of queries, the walks per update edge that
@@ -231,10 +232,11 @@ func (x *GPU) minCacheKernel() time.Duration {
 // is the slope, on log scales, between the last two estimates, bounded to
 // [1/4, 1]; with one estimate, or two too close or out of order, it is
 // defaultGamma. On a 2^20-edge R-MAT graph the slope between caps eight
-// times apart was 0.5 to 0.97 for the 4-cycle, the house and the 5-cycle,
-// and flatter (0.07) where a tree's walks already met at most nodes. A
-// step of γ = 1, as before, left the house's next batch of 64 on the
-// H100 at 2.4 times its target after the paper's M.
+// times apart ranged from 0.08 to 1.05 for the 4-cycle, the house and the
+// 5-cycle, with a median of 0.7: flat where the walks already met at most
+// nodes, about 1 where each new walk found new ones. A step of γ = 1, as
+// before, left the house's next batch of 64 on the H100 at 2.4 times its
+// target after the paper's M; γ = 0.7 left it at 1.3-1.4 times.
 //
 // The factor is bounded, against one odd batch. It may fall further than
 // it may rise: a new set of queries starts from the paper's M, and on a
