@@ -209,7 +209,13 @@ func (x *GPU) tuneEstimate(queries []*query.Query, edges int) {
 		if x.last.Kernel > 0 {
 			step.over = x.last.Estimate.Seconds() / (share * x.last.Kernel.Seconds())
 		}
-		c.perEdge, c.edges, c.last = nextWalkCap(step, c.last), edges, step
+		// The slope between two estimates is the walks' effect only on
+		// batches of one size.
+		prev := c.last
+		if c.edges != edges {
+			prev = walkStep{}
+		}
+		c.perEdge, c.edges, c.last = nextWalkCap(step, prev), edges, step
 	}
 	cs.caps[key] = c
 }
@@ -224,7 +230,7 @@ func (x *GPU) minCacheKernel() time.Duration {
 
 // nextWalkCap returns the walks per update edge for the next estimate,
 // from the last one and the one before it (prev; zero when there was
-// none), taken for the same queries.
+// none), taken for the same queries and batch size.
 //
 // An estimate's time grows with its walks, but less than in proportion:
 // walks that meet at a node cost one step. Its time over its target is
