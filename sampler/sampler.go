@@ -530,6 +530,7 @@ func (e *Estimator) walkers(c *config, workers, units int) []*walker {
 	for _, w := range ws {
 		w.c = c
 		w.steps = 0
+		w.cuts.reset()
 	}
 	return ws
 }

@@ -152,6 +152,8 @@ type walker struct {
 
 	// Sampling: Σ B·D^(d-1) per list, over the pass.
 	acc sums
+	// cuts remembers label ranges of long list parts (labelRange).
+	cuts cutCache
 	// Exact: reads per list.
 	ex []uint64
 
@@ -417,7 +419,7 @@ func (w *walker) labelRange(part []uint32, lbl []graph.Label, l graph.Label) ([]
 	if l == graph.Wildcard || len(part) == 0 {
 		return part, lbl
 	}
-	lo, hi := w.c.ord.Range(part, l)
+	lo, hi := w.cuts.rangeOf(w.c.ord, part, l)
 	if lbl != nil {
 		lbl = lbl[lo:hi]
 	}
