@@ -17,6 +17,7 @@ import (
 // (three alternating runs). It is direct-mapped: a collision overwrites.
 type cutCache struct {
 	slots []cutSlot
+	shift uint   // 64 - log2(len(slots))
 	gen   uint32 // the estimate the slots of gen are from; never 0
 }
 
@@ -29,9 +30,15 @@ type cutSlot struct {
 }
 
 const (
-	cutBits   = 12 // 4,096 slots of 24 bytes
+	cutBits   = 12 // 4,096 slots, 128 KiB a worker
 	cutMinLen = 16 // shorter parts are searched in a few probes
 )
+
+// init makes a table of 1<<bits slots.
+func (c *cutCache) init(bits uint) {
+	c.slots, c.shift = make([]cutSlot, 1<<bits), 64-bits
+	c.reset()
+}
 
 // reset forgets every cut: the next estimate may see another graph.
 func (c *cutCache) reset() {
@@ -48,12 +55,11 @@ func (c *cutCache) rangeOf(ord dyngraph.Order, part []uint32, l graph.Label) (in
 		return ord.Range(part, l)
 	}
 	if c.slots == nil {
-		c.slots = make([]cutSlot, 1<<cutBits)
-		c.reset()
+		c.init(cutBits)
 	}
 	p := uintptr(unsafe.Pointer(&part[0]))
 	h := (uint64(p)>>2 ^ uint64(len(part))<<40 ^ uint64(l)*0x9E3779B97F4A7C15) * 0x9E3779B97F4A7C15
-	s := &c.slots[h>>(64-cutBits)]
+	s := &c.slots[h>>c.shift]
 	if s.gen == c.gen && s.part == p && s.n == uint32(len(part)) && s.label == l {
 		return int(s.lo), int(s.hi)
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 // TestCutCache: the remembered label ranges are the searched ones, on hits,
-// on collisions (a table far smaller than the parts) and after a reset.
+// on collisions (a table far smaller than the cuts) and after a reset.
 func TestCutCache(t *testing.T) {
 	g, _, d, err := buildPowerLaw(10, 6000, 64, 5, []float64{0.5, 0.3, 0.2})
 	if err != nil {
@@ -17,6 +17,7 @@ func TestCutCache(t *testing.T) {
 	ord := g.Order()
 	labels := []graph.Label{d.Intern("L0"), d.Intern("L1"), d.Intern("L2")}
 	var c cutCache
+	c.init(3) // eight slots: cuts of one part under different labels collide
 	long, hits := 0, 0
 	for round := range 3 {
 		if round == 2 {
