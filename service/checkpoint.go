@@ -163,7 +163,7 @@ func (s *Service) readCheckpoint(r io.Reader) error {
 		}
 		s.position[pi] = o
 	}
-	s.ckptPos = maps.Clone(s.position)
+	s.ckptPos, s.uncommitted = maps.Clone(s.position), true
 	for _, c := range meta.Queries {
 		st, err := s.compileQuery(c)
 		if err != nil {
@@ -211,7 +211,7 @@ func (s *Service) checkpoint() error {
 	}
 	d := time.Since(t0)
 	s.lastCkpt = t0
-	s.ckptPos = maps.Clone(s.position)
+	s.ckptPos, s.uncommitted = maps.Clone(s.position), true
 	s.met.checkpoint.Observe(d.Seconds())
 	s.met.checkpointAge.Set(0)
 	s.log.Debug().Str("path", path).Dur("took", d).Uint64("batch", s.batch).Msg("checkpoint written")
@@ -219,22 +219,28 @@ func (s *Service) checkpoint() error {
 }
 
 // maybeCheckpoint writes a checkpoint when one is due and there is new
-// input to cover, then commits the offsets it covers: the committed group
-// offsets never run ahead of what a restart can restore.
+// input to cover, then commits the offsets the last checkpoint covers
+// unless they are committed already: the committed group offsets never run
+// ahead of what a restart can restore. A checkpoint loaded at start is
+// committed at once, even with no new input: its writer may have died
+// before committing it, and the group's lag would show the stream unread.
 func (s *Service) maybeCheckpoint(gen *ingest.Generation) error {
-	if time.Since(s.lastCkpt) < s.cfg.State.CheckpointEvery || s.positionsEqual() {
+	if time.Since(s.lastCkpt) >= s.cfg.State.CheckpointEvery && !s.positionsEqual() {
+		if err := s.checkpoint(); err != nil {
+			return err
+		}
+	}
+	if !s.uncommitted {
 		return nil
 	}
 	t0 := time.Now()
-	if err := s.checkpoint(); err != nil {
-		return err
-	}
 	if err := gen.Commit(s.ckptPos); err != nil {
 		// The generation ended under us: the next one re-reads from the
-		// positions, so nothing is lost; the commit waits for the next
-		// checkpoint.
-		s.log.Warn().Err(err).Msg("offset commit refused; it will be retried with the next checkpoint")
+		// positions, so nothing is lost, and the commit is tried again.
+		s.log.Warn().Err(err).Msg("offset commit refused; it will be retried")
+		return nil
 	}
+	s.uncommitted = false
 	s.met.batchSeconds.WithLabelValues("commit").Observe(time.Since(t0).Seconds())
 	return nil
 }

@@ -12,7 +12,9 @@
 // whole state is written when due, and only the offsets a checkpoint covers
 // are committed to the group. After a crash gcsm restarts from its newest
 // valid checkpoint and re-reads the input from the checkpoint's offsets, so
-// some events are written again, with the same keys (package output).
+// some events are written again, with the same keys (package output). It
+// commits that checkpoint's offsets at once, new input or not: a crash
+// between a checkpoint and its commit leaves them uncommitted.
 //
 // # Consumer group
 //

@@ -84,6 +84,10 @@ type Service struct {
 	position map[int]int64 // partition → next offset to apply
 	lastCkpt time.Time
 	ckptPos  map[int]int64     // position as of the last checkpoint, which is what may be committed
+	// uncommitted says that ckptPos is not known to be committed: a
+	// checkpoint was written or loaded since the last commit, or the
+	// commit was refused.
+	uncommitted bool
 	dec      ingest.Decoder    // the settings every decoder copies
 	decoders []*ingest.Decoder // one per worker, for decodeAll
 	decoded  []decoded         // decodeAll's output, reused from batch to batch
@@ -347,8 +351,8 @@ func (s *Service) consume(ctx context.Context, gen *ingest.Generation) error {
 
 // shutdown writes the final checkpoint unless the last one covers
 // everything. The generation is gone by now, so the offsets it covers are
-// committed by the next active member's first checkpoint, or by this one on
-// restart.
+// committed by the next active member, which loads it (maybeCheckpoint),
+// or by this one on restart.
 func (s *Service) shutdown() error {
 	if s.lastCkpt.IsZero() || !s.positionsEqual() {
 		if err := s.checkpoint(); err != nil {

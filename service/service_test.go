@@ -594,3 +594,28 @@ func TestQueryLimits(t *testing.T) {
 		t.Fatalf("ring3 had no time at all but GET /queries says %+v", ring)
 	}
 }
+
+// TestLoadedCheckpointCommitted: a member that starts from a checkpoint
+// commits the offsets it covers even when no new input arrives. A group
+// the checkpoint's writer never committed to stands for a writer killed
+// between its checkpoint and its commit (TestCrashRestart met that case
+// only at random).
+func TestLoadedCheckpointCommitted(t *testing.T) {
+	addrs := cluster(t, 1, 1)
+	_, vals := transferStream(500, 17)
+	cfg := testConfig(t, addrs)
+	produce(t, addrs, "edges", vals)
+	r := start(t, cfg)
+	waitFor(t, "the stream to be committed", time.Minute, func() bool { return committed(t, addrs, cfg.Input.Group) == int64(len(vals)) })
+	r.shutdown(t)
+
+	cfg.Input.Group += "-other"
+	if got := committed(t, addrs, cfg.Input.Group); got >= 0 {
+		t.Fatalf("a new group has offset %d committed", got)
+	}
+	r2 := start(t, cfg)
+	if r2.s.position[0] != int64(len(vals)) {
+		t.Fatalf("restored position %v, want %d", r2.s.position, len(vals))
+	}
+	waitFor(t, "the loaded checkpoint to be committed", time.Minute, func() bool { return committed(t, addrs, cfg.Input.Group) == int64(len(vals)) })
+}
