@@ -83,14 +83,14 @@ type Service struct {
 	batch    uint64        // batches processed, the id of the last one
 	position map[int]int64 // partition → next offset to apply
 	lastCkpt time.Time
-	ckptPos  map[int]int64     // position as of the last checkpoint, which is what may be committed
+	ckptPos  map[int]int64 // position as of the last checkpoint, which is what may be committed
 	// uncommitted says that ckptPos is not known to be committed: a
 	// checkpoint was written or loaded since the last commit, or the
 	// commit was refused.
 	uncommitted bool
-	dec      ingest.Decoder    // the settings every decoder copies
-	decoders []*ingest.Decoder // one per worker, for decodeAll
-	decoded  []decoded         // decodeAll's output, reused from batch to batch
+	dec         ingest.Decoder    // the settings every decoder copies
+	decoders    []*ingest.Decoder // one per worker, for decodeAll
+	decoded     []decoded         // decodeAll's output, reused from batch to batch
 	// hostBytes is the GPU's cumulative count of list bytes read from
 	// host memory, as of the last batch (countGPU).
 	hostBytes uint64
