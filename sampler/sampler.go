@@ -41,10 +41,10 @@
 // 1.0-1.1 s for an unlabeled one, against 38 ms, 0.50 s and 200 s for
 // incremental.CPU to count the same batches: 9%, 6% and 0.5%. (Measured
 // outside the repository: the import table keeps incremental out of
-// sampler's tests.) Space is O(|V|): one array of 24 bytes per list for the
-// totals and the estimate, and per worker a hash table of the lists its
-// walks read (sums), all reused from batch to batch; nothing is allocated
-// per step. Workers split the work units (update edge, term); every unit
+// sampler's tests.) Space is O(|V|): one array of 4 bytes per list, the
+// index of the sparse set of totals (Estimator), and per worker a hash
+// table of the lists its walks read (sums) and one of label cuts (cuts),
+// all reused from batch to batch; nothing is allocated per step. Workers split the work units (update edge, term); every unit
 // has its own random stream, derived from (seed, pass, unit), and sums are
 // kept as integers, so an estimate depends on the seed only, never on the
 // number of workers.
