@@ -63,11 +63,14 @@ type EngineRow struct {
 	// batch: estimation, the rest of the cache's cost (ranking, packing,
 	// copying), and the block's size and share of the list reads.
 	Estimate, Pack time.Duration
-	// Rank is the part of Pack that ranked the lists; Kernel the part of
-	// the matching after the device's copies were brought up to date.
-	Rank, Kernel time.Duration
-	CacheBytes   int64
-	HitRatio     float64
+	// Rank is the part of Pack that ranked the lists, and Copy the part
+	// that copied the block and pointed the device's table at it; Kernel
+	// is the part of the matching after the device's copies were brought
+	// up to date.
+	Rank, Copy, Kernel time.Duration
+	CacheBytes         int64
+	CachedLists        int
+	HitRatio           float64
 	// Skipped counts the batches in which the gcsm placement neither
 	// estimated nor cached (kernels.Options.MinCacheKernel).
 	Skipped int
@@ -258,8 +261,8 @@ func logRow(log io.Writer, r EngineRow) {
 	fmt.Fprintf(log, "  %-10s batch %5d %-14s %10.3f ms/batch  +%d -%d  %.1f MB of list reads/batch, %.1f MB from host",
 		r.Shape, r.Batch, r.Engine, ms(r.PerBatch), r.Positive, r.Negative, float64(r.ListBytes)/1e6, float64(r.HostBytes)/1e6)
 	if r.CacheBytes > 0 || r.Estimate > 0 {
-		fmt.Fprintf(log, "; estimate %.3f ms, pack+copy %.3f ms (ranking %.3f ms), kernel %.3f ms, block %.1f MB, hit %.0f%%",
-			ms(r.Estimate), ms(r.Pack), ms(r.Rank), ms(r.Kernel), float64(r.CacheBytes)/1e6, 100*r.HitRatio)
+		fmt.Fprintf(log, "; estimate %.3f ms, pack+copy %.3f ms (ranking %.3f ms, copy and table %.3f ms), kernel %.3f ms, block %.1f MB, %d lists, hit %.0f%%",
+			ms(r.Estimate), ms(r.Pack), ms(r.Rank), ms(r.Copy), ms(r.Kernel), float64(r.CacheBytes)/1e6, r.CachedLists, 100*r.HitRatio)
 	}
 	if r.Skipped > 0 {
 		fmt.Fprintf(log, "; no estimate or block in %d of %d batches (short kernel)", r.Skipped, r.Batches)
@@ -314,8 +317,10 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 				r.Estimate += st.Estimate
 				r.Pack += st.Pack
 				r.Rank += st.Rank
+				r.Copy += st.Copy
 				r.Kernel += st.Kernel
 				r.CacheBytes += st.CacheBytes
+				r.CachedLists += st.CachedLists
 				r.HitRatio += st.HitRatio()
 				if st.CacheSkipped {
 					r.Skipped++
@@ -354,10 +359,12 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 			r.Estimate /= time.Duration(n)
 			r.Pack /= time.Duration(n)
 			r.Rank /= time.Duration(n)
+			r.Copy /= time.Duration(n)
 			r.Kernel /= time.Duration(n)
 			r.ListBytes /= uint64(n)
 			r.HostBytes /= uint64(n)
 			r.CacheBytes /= int64(n)
+			r.CachedLists /= n
 			r.HitRatio /= float64(n)
 			r.Walks /= int64(n)
 			r.Steps /= int64(n)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 	"unsafe"
 
@@ -36,10 +35,11 @@ type cacheState struct {
 	dev   cuda.DevicePtr // the device copy of block
 	keys  []uint32       // the policy's ranking (scratch)
 	// rows are the keys of the lists whose device table rows point into
-	// the block.
-	rows []uint32
-	last *sampler.Estimate // the gcsm policy's last estimate
-	caps walkCaps          // the gcsm policy's walks; see Options.EstimateShare
+	// the block, ascending; writes stages the rows pointRows changes.
+	rows   []uint32
+	writes rowWrites
+	last   *sampler.Estimate // the gcsm policy's last estimate
+	caps   walkCaps          // the gcsm policy's walks; see Options.EstimateShare
 	// The degree policy's ranking, and the graph, edge count and budget
 	// it was made for.
 	ranked       []uint32
@@ -59,12 +59,11 @@ func abs(x int64) int64 {
 type BatchStats struct {
 	// Estimate is the sampler's time (the gcsm placement).
 	Estimate time.Duration
-	// Rank is the part of Pack that ranked the lists.
-	Rank time.Duration
 	// Pack is the rest of the cache's cost: ranking the lists, packing
-	// the block, copying it to the device and pointing the
-	// table at it.
-	Pack time.Duration
+	// the block, copying it to the device and pointing the table at it.
+	// Rank is the part that ranked the lists, and Copy the part that
+	// copied the block and pointed the table.
+	Pack, Rank, Copy time.Duration
 	// Match is everything else: bringing the device's copies of the graph
 	// up to date, the launches and draining matches. Kernel is the part
 	// after the copies were brought up to date: what the cache speeds up.
@@ -106,18 +105,19 @@ const DefaultEstimateShare = 0.05
 // the diamond's batch of 64 skipped the block and took 1.00 ms.
 const DefaultMinCacheKernel = 2500 * time.Microsecond
 
-// walkCaps remembers, per set of queries, the walks per update edge that
-// the next estimate may take (Options.EstimateShare), and the batch size
-// they were set for: the bench, and a service whose queries come and go,
-// alternate between sets whose trees differ by orders of magnitude. It
-// keeps each set's last kernel time too (Options.MinCacheKernel).
+// walkCaps remembers, per set of queries, the estimates that set the walks
+// of the next (Options.EstimateShare): the bench, and a service whose
+// queries come and go, alternate between sets whose trees differ by orders
+// of magnitude. It keeps each set's last kernel time too
+// (Options.MinCacheKernel).
 type walkCaps map[string]walkCap
 
 type walkCap struct {
-	perEdge float64
-	edges   int
-	last    walkStep // the estimate the cap was set from
-	// kernel is the set's last kernel time, on a batch of kernelEdges.
+	// last is the set's last estimate, and prev the one before it when
+	// both were of batches of one size.
+	last, prev walkStep
+	// kernel is the set's last kernel time, on a batch of kernelEdges,
+	// whether it estimated or not.
 	kernel      time.Duration
 	kernelEdges int
 }
@@ -132,9 +132,14 @@ func (w walkCaps) short(queries []*query.Query, edges int, min time.Duration) bo
 	return c.kernel.Seconds()*float64(edges)/float64(c.kernelEdges) < min.Seconds()
 }
 
-// walkStep is one estimate's walks per update edge, and its time over its
-// target (Options.EstimateShare of the kernel's): what nextWalkCap steers.
-type walkStep struct{ walks, over float64 }
+// walkStep is what one estimate measured: its walks per update edge, its
+// batch's update edges, its time beyond estimateFixed and the time of the
+// kernel that followed it (seconds).
+type walkStep struct {
+	walks        float64
+	edges        int
+	vary, kernel float64
+}
 
 // key names the set of queries of a batch.
 func (walkCaps) key(queries []*query.Query) string {
@@ -145,22 +150,14 @@ func (walkCaps) key(queries []*query.Query) string {
 	return string(b)
 }
 
-// maxWalks is the cap on M for a batch of edges updates, 0 for none. A set
-// of queries not seen yet gets first walks per update edge (0: no cap).
-//
-// A cap set on a batch of E edges is scaled for a batch of E' by
-// sqrt(E/E') per edge. The estimate's time grows with its walks, but the
-// GPU's time for a batch often grows slower than its edges: the house on
-// a 2^27-edge R-MAT graph on the H100 took 1.35 s at 64 edges, 2.84 s at
-// 512 and 6.15 s at 2,048, and, carried over per edge unscaled, a cap set
-// at 64 took 13% of the next batch of 512 instead of 5% (9.1% scaled).
-// Since plans split deeper the house's batch of 64 takes 112 ms and its
-// time grows about linearly up to 512; the scaled cap took 5.1% there.
-func (w walkCaps) maxWalks(queries []*query.Query, edges int, first float64) int {
+// maxWalks is the cap on M for a batch of edges updates that aims the
+// estimate at share of the kernel's time (nextWalks), 0 for none. A set of
+// queries not seen yet gets first walks per update edge (0: no cap).
+func (w walkCaps) maxWalks(queries []*query.Query, edges int, first, share float64) int {
 	c, ok := w[w.key(queries)]
 	per := first
-	if ok && c.perEdge > 0 {
-		per = c.perEdge * math.Sqrt(float64(c.edges)/float64(edges))
+	if ok && c.last.walks > 0 {
+		per = nextWalks(c.last, c.prev, share, edges)
 	}
 	if m := per * float64(edges); per > 0 && m < 1<<50 {
 		return max(1, int(m))
@@ -186,7 +183,7 @@ func (x *GPU) firstWalks() float64 {
 }
 
 // tuneEstimate keeps the last batch's kernel time for its queries, and
-// sets their next walk cap from its measurements.
+// what their estimate measured.
 func (x *GPU) tuneEstimate(queries []*query.Query, edges int) {
 	if x.opts.Placement != GCSM || edges == 0 {
 		return
@@ -198,26 +195,29 @@ func (x *GPU) tuneEstimate(queries []*query.Query, edges int) {
 	key := cs.caps.key(queries)
 	c := cs.caps[key]
 	c.kernel, c.kernelEdges = x.last.Kernel, edges
-	share := x.opts.EstimateShare
-	if share == 0 {
-		share = DefaultEstimateShare
-	}
-	if est := cs.last; share > 0 && est != nil {
+	if est := cs.last; x.estimateShare() > 0 && est != nil {
 		// Against the kernel's time, not the Match's: a first batch's
 		// Match also maps the graph.
-		step := walkStep{walks: float64(est.Walks) / float64(edges)}
-		if x.last.Kernel > 0 {
-			step.over = x.last.Estimate.Seconds() / (share * x.last.Kernel.Seconds())
-		}
+		step := walkStep{walks: float64(est.Walks) / float64(edges), edges: edges,
+			vary:   max(x.last.Estimate.Seconds()-estimateFixed.Seconds(), 0),
+			kernel: x.last.Kernel.Seconds()}
 		// The slope between two estimates is the walks' effect only on
 		// batches of one size.
-		prev := c.last
-		if c.edges != edges {
-			prev = walkStep{}
+		c.prev = walkStep{}
+		if c.last.edges == edges {
+			c.prev = c.last
 		}
-		c.perEdge, c.edges, c.last = nextWalkCap(step, prev), edges, step
+		c.last = step
 	}
 	cs.caps[key] = c
+}
+
+// estimateShare is Options.EstimateShare with its default applied.
+func (x *GPU) estimateShare() float64 {
+	if x.opts.EstimateShare == 0 {
+		return DefaultEstimateShare
+	}
+	return x.opts.EstimateShare
 }
 
 // minCacheKernel is Options.MinCacheKernel with its default applied.
@@ -228,43 +228,61 @@ func (x *GPU) minCacheKernel() time.Duration {
 	return x.opts.MinCacheKernel
 }
 
-// nextWalkCap returns the walks per update edge for the next estimate,
-// from the last one and the one before it (prev; zero when there was
-// none), taken for the same queries and batch size.
+// estimateFixed is the part of an estimate's time that its walks do not
+// change: starting the workers and reading out their sums. On the H100's
+// host an estimate of 22 tree nodes took 0.18 ms, and one of 35 took 0.24
+// ms. Steering the whole time by the walks, as before, cut the 4-cycle's
+// walks at 64 edges to 77 per edge, whose estimate then took 0.18 ms
+// against a target of 0.06 ms; carried to 512 edges they rated 113 lists
+// and filled 2.3 MB of a 51 MB block.
+const estimateFixed = 150 * time.Microsecond
+
+// nextWalks returns the walks per update edge for the next estimate, of a
+// batch of edges updates, from the last one and the one before it (prev;
+// zero when there was none), taken for the same queries.
 //
-// An estimate's time grows with its walks, but less than in proportion:
-// walks that meet at a node cost one step. Its time over its target is
-// taken to grow as walks^γ, and the step solves for a time on target. γ
-// is the slope, on log scales, between the last two estimates, bounded to
+// An estimate's time is estimateFixed plus a part that grows with the
+// walks, less than in proportion: walks that meet at a node cost one step.
+// Matching and estimating are both sums over the update edges, each rooting
+// its own subtree, so per update edge the walks' part is taken to grow as
+// walks^γ, and the kernel's time in proportion to the edges. The step solves
+// for a walks' part of share of the kernel, less estimateFixed; a target
+// under estimateFixed cannot be met, and gets a quarter of it.
+//
+// γ is the slope, on log scales, between the last two estimates, bounded to
 // [1/4, 1]; with one estimate, or two too close or out of order, it is
 // defaultGamma. On a 2^20-edge R-MAT graph the slope between caps eight
 // times apart ranged from 0.08 to 1.05 for the 4-cycle, the house and the
 // 5-cycle, with a median of 0.7: flat where the walks already met at most
-// nodes, about 1 where each new walk found new ones. A step of γ = 1, as
-// before, left the house's next batch of 64 on the H100 at 2.4 times its
-// target after the paper's M; γ = 0.7 left it at 1.3-1.4 times.
+// nodes, about 1 where each new walk found new ones. A step of γ = 1 left
+// the house's next batch of 64 on the H100 at 2.4 times its target after
+// the paper's M; γ = 0.7 left it at 1.3-1.4 times.
 //
 // The factor is bounded, against one odd batch. It may fall further than
 // it may rise: a new set of queries starts from the paper's M, and on a
 // 2^27-edge R-MAT graph (H100) the 4-cycle's batch of 64 still spent 414k
 // walks and 5.9 ms estimating a 1.4 ms match after a first step bounded at
 // 1/64. Walks too few cost one batch's cache quality, and come back 64-fold
-// per batch. The cap never goes below sampler.MinWalks.
-func nextWalkCap(last, prev walkStep) float64 {
-	if !(last.over > 0) || math.IsInf(last.over, 0) || last.walks <= 0 {
+// per batch. The walks never go below sampler.MinWalks.
+func nextWalks(last, prev walkStep, share float64, edges int) float64 {
+	if last.walks <= 0 || !(last.kernel > 0) || last.edges <= 0 || edges <= 0 || !(share > 0) {
 		return last.walks
 	}
+	fixed := estimateFixed.Seconds()
+	budget := max(share*last.kernel*float64(edges)/float64(last.edges)-fixed, fixed/4) / float64(edges)
+	spent := max(last.vary, fixed/16) / float64(last.edges)
 	gamma := defaultGamma
-	if prev.walks > 0 && prev.over > 0 && math.Abs(math.Log(last.walks/prev.walks)) > math.Log(1.1) {
-		if g := math.Log(last.over/prev.over) / math.Log(last.walks/prev.walks); g > 0 {
+	if prev.walks > 0 && prev.vary > 0 && last.vary > 0 && prev.edges == last.edges &&
+		math.Abs(math.Log(last.walks/prev.walks)) > math.Log(1.1) {
+		if g := math.Log(last.vary/prev.vary) / math.Log(last.walks/prev.walks); g > 0 {
 			gamma = min(max(g, 0.25), 1)
 		}
 	}
-	f := min(max(math.Pow(last.over, -1/gamma), 1.0/4096), 64)
+	f := min(max(math.Pow(budget/spent, 1/gamma), 1.0/4096), 64)
 	return max(last.walks*f, sampler.MinWalks)
 }
 
-// defaultGamma is nextWalkCap's γ when it has one estimate to go by.
+// defaultGamma is nextWalks's γ when it has one estimate to go by.
 const defaultGamma = 0.7
 
 // HitRatio is the share of list bytes read from the cache block.
@@ -335,7 +353,7 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 		if len(delta) > 0 && !skip {
 			// The seed follows the batch, so that a replay caches the same.
 			est, err := cs.est.Estimate(g, delta, queries, sampler.Options{Seed: g.Epoch(), Plans: sampler.Terms,
-				MaxWalks: cs.caps.maxWalks(queries, len(delta), x.firstWalks()), Weighted: x.opts.WeightedWalks})
+				MaxWalks: cs.caps.maxWalks(queries, len(delta), x.firstWalks(), x.estimateShare()), Weighted: x.opts.WeightedWalks})
 			if err != nil {
 				return 0, 0, fmt.Errorf("kernels: gcsm placement: %w", err)
 			}
@@ -378,9 +396,11 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 	if cs.dev, err = x.buf("cache", 4*len(words)); err != nil {
 		return 0, 0, fmt.Errorf("kernels: the cache block: %w", err)
 	}
+	t1 := time.Now()
 	if err := x.ctx.CopyHtoD(cs.dev, unsafe.Pointer(&words[0]), 4*len(words)); err != nil {
 		return 0, 0, err
 	}
+	x.last.Copy += time.Since(t1)
 	lay := cs.block.Layout()
 	col = uint64(cs.dev) + 4*uint64(lay.ColIdx)
 	if lay.HasLabels {
@@ -404,9 +424,15 @@ func (x *GPU) pointRows(g *dyngraph.Graph, cacheSlab uint32) error {
 	}
 	t0 := time.Now()
 	directed := g.Directed()
-	rows := newRowWrites(len(keys) + len(cs.rows))
+	rows := &cs.writes
+	rows.reset(len(keys) + len(cs.rows))
+	// Both key lists ascend: a merge finds the rows to give back.
+	j := 0
 	for _, k := range cs.rows {
-		if _, held := slices.BinarySearch(keys, k); !held {
+		for j < len(keys) && keys[j] < k {
+			j++
+		}
+		if j == len(keys) || keys[j] != k {
 			r := sampler.KeyList(k, directed)
 			rows.add(r, directed, g.Row(r))
 		}
@@ -426,6 +452,7 @@ func (x *GPU) pointRows(g *dyngraph.Graph, cacheSlab uint32) error {
 	cs.rows = append(cs.rows[:0], keys...)
 	err := x.writeRows("cached", directed, rows)
 	x.last.Pack += time.Since(t0)
+	x.last.Copy += time.Since(t0)
 	return err
 }
 

@@ -461,7 +461,14 @@ func (x *GPU) syncTable(g *dyngraph.Graph, allAppended bool, refs []dyngraph.Lis
 type rowWrites struct{ hdr, data []uint32 }
 
 func newRowWrites(n int) *rowWrites {
-	return &rowWrites{make([]uint32, 0, 4*n), make([]uint32, 0, dyngraph.TableWords*n)}
+	w := &rowWrites{}
+	w.reset(n)
+	return w
+}
+
+// reset empties w, with room for n rows.
+func (w *rowWrites) reset(n int) {
+	w.hdr, w.data = slices.Grow(w.hdr[:0], 4*n), slices.Grow(w.data[:0], dyngraph.TableWords*n)
 }
 
 // add stages row as list r's row: the in-table's on a directed graph's

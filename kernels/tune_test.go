@@ -9,29 +9,53 @@ import (
 	"github.com/gcsm/gcsm/sampler"
 )
 
-// The walks per update edge move the estimate's time towards its target,
-// along the slope of the last two estimates, within bounds.
-func TestNextWalkCap(t *testing.T) {
+// The walks per update edge move the estimate's time beyond its fixed part
+// towards its target, along the slope of the last two estimates, within
+// bounds, and per update edge across batch sizes.
+func TestNextWalks(t *testing.T) {
+	fixed := estimateFixed.Seconds()
+	const share = 0.05
+	// step is an estimate of walks per edge on a batch of 64 edges whose
+	// walks' part took over times its target for a kernel of 10 ms.
+	const kernel = 0.01
+	target := share*kernel - fixed
+	step := func(walks, over float64) walkStep {
+		return walkStep{walks: walks, edges: 64, vary: over * target, kernel: kernel}
+	}
+	g := defaultGamma
 	for _, c := range []struct {
+		name       string
 		last, prev walkStep
+		edges      int
 		want       float64
 	}{
-		{walkStep{1000, math.Pow(2, defaultGamma)}, walkStep{}, 500},       // one estimate: γ's default
-		{walkStep{1000, math.Pow(0.2, defaultGamma)}, walkStep{}, 5000},    // under: more walks
-		{walkStep{4000, 2}, walkStep{1000, 1}, 1000},                       // time √walks: a quarter to halve it
-		{walkStep{2000, 8}, walkStep{1000, 1}, 250},                        // steeper than walks: as if in proportion
-		{walkStep{1e6, 2}, walkStep{1000, 1}, 1e6 / 16},                    // flat: γ at least 1/4
-		{walkStep{2000, 2}, walkStep{1000, 4}, 2000 * math.Pow(2, -1/0.7)}, // out of order: the default
-		{walkStep{1050, 2}, walkStep{1000, 1}, 1050 * math.Pow(2, -1/0.7)}, // too close: the default
-		{walkStep{1e6, 1e9}, walkStep{}, 1e6 / 4096},                       // far over: by 4096 at most
-		{walkStep{1000, 1e-9}, walkStep{}, 64000},                          // far under: by 64 at most
-		{walkStep{100, 1e3}, walkStep{}, sampler.MinWalks},                 // never under MinWalks
-		{walkStep{1000, 0}, walkStep{}, 1000},                              // nothing measured
-		{walkStep{1000, math.Inf(1)}, walkStep{}, 1000},
+		{"one estimate: γ's default", step(1000, math.Pow(2, g)), walkStep{}, 64, 500},
+		{"under: more walks", step(1000, math.Pow(0.2, g)), walkStep{}, 64, 5000},
+		{"time √walks: a quarter to halve it", step(4000, 2), step(1000, 1), 64, 1000},
+		{"steeper than walks: as if in proportion", step(2000, 8), step(1000, 1), 64, 250},
+		{"flat: γ at least 1/4", step(1e6, 2), step(1000, 1), 64, 1e6 / 16},
+		{"out of order: the default", step(2000, 2), step(1000, 4), 64, 2000 * math.Pow(2, -1/g)},
+		{"too close: the default", step(1050, 2), step(1000, 1), 64, 1050 * math.Pow(2, -1/g)},
+		{"another size before: the default", step(4000, 2), walkStep{walks: 1000, edges: 32, vary: target, kernel: kernel}, 64, 4000 * math.Pow(2, -1/g)},
+		{"far over: by 4096 at most", step(1e6, 1e9), walkStep{}, 64, 1e6 / 4096},
+		{"within the fixed part: by 64 at most", step(1000, 0), walkStep{}, 64, 64000},
+		{"never under MinWalks", step(100, 1e3), walkStep{}, 64, sampler.MinWalks},
+		{"nothing measured", walkStep{walks: 1000, edges: 64}, walkStep{}, 64, 1000},
+		// Eight times the edges: eight times the kernel, and a target
+		// less the fixed part that is (8·0.5 ms − f)/8 per edge against
+		// (0.5 ms − f) before.
+		{"on target, eight times the edges", step(1000, 1), walkStep{}, 512,
+			1000 * math.Pow((8*share*kernel-fixed)/8/target, 1/g)},
+		// A kernel so short that its share is under the fixed part: the
+		// walks' part gets a quarter of it.
+		{"target under the fixed part", walkStep{walks: 1000, edges: 64, vary: fixed / 4, kernel: fixed}, walkStep{}, 64, 1000},
 	} {
-		if got := nextWalkCap(c.last, c.prev); math.Abs(got-c.want) > 1e-9*c.want {
-			t.Errorf("nextWalkCap(%+v, %+v) = %v, want %v", c.last, c.prev, got, c.want)
+		if got := nextWalks(c.last, c.prev, share, c.edges); math.Abs(got-c.want) > 1e-9*c.want {
+			t.Errorf("%s: nextWalks(%+v, %+v, %d) = %v, want %v", c.name, c.last, c.prev, c.edges, got, c.want)
 		}
+	}
+	if got := nextWalks(step(1000, 2), walkStep{}, -1, 64); got != 1000 {
+		t.Errorf("no share: got %v, want the last walks", got)
 	}
 }
 
@@ -64,30 +88,27 @@ func TestShortKernel(t *testing.T) {
 	}
 }
 
-// Caps are kept per set of queries, and scale with the square root of the
-// batch.
+// Caps are kept per set of queries and follow nextWalks, per update edge.
 func TestWalkCaps(t *testing.T) {
 	a, b := &query.Query{}, &query.Query{}
 	w := walkCaps{}
-	if got := w.maxWalks([]*query.Query{a}, 64, 0); got != 0 {
+	qa := []*query.Query{a}
+	if got := w.maxWalks(qa, 64, 0, 0.05); got != 0 {
 		t.Fatalf("no cap yet: got %d, want 0", got)
 	}
-	if got := w.maxWalks([]*query.Query{a}, 64, 256); got != 64*256 {
+	if got := w.maxWalks(qa, 64, 256, 0.05); got != 64*256 {
 		t.Fatalf("no cap yet, first 256: got %d, want %d", got, 64*256)
 	}
-	w[w.key([]*query.Query{a})] = walkCap{perEdge: 10, edges: 64}
-	if got := w.maxWalks([]*query.Query{a}, 64, 256); got != 640 {
-		t.Fatalf("cap for {a}: got %d, want 640", got)
-	}
-	// Four times the edges: twice the walks, not four times.
-	if got := w.maxWalks([]*query.Query{a}, 256, 256); got != 1280 {
-		t.Fatalf("cap for {a} at 256 edges: got %d, want 1280", got)
-	}
-	if got := w.maxWalks([]*query.Query{a}, 16, 256); got != 320 {
-		t.Fatalf("cap for {a} at 16 edges: got %d, want 320", got)
+	last := walkStep{walks: 10, edges: 64, vary: 0.001, kernel: 0.01}
+	w[w.key(qa)] = walkCap{last: last}
+	for _, edges := range []int{16, 64, 256} {
+		want := int(nextWalks(last, walkStep{}, 0.05, edges) * float64(edges))
+		if got := w.maxWalks(qa, edges, 256, 0.05); got != want || got == 0 {
+			t.Errorf("cap for {a} at %d edges: got %d, want %d", edges, got, want)
+		}
 	}
 	for _, qs := range [][]*query.Query{{b}, {a, b}, {b, a}} {
-		if got := w.maxWalks(qs, 64, 0); got != 0 {
+		if got := w.maxWalks(qs, 64, 0, 0.05); got != 0 {
 			t.Fatalf("another set of queries took {a}'s cap %d", got)
 		}
 	}
