@@ -1,7 +1,6 @@
 // Package cache packs the neighbour lists a batch will read most into one
 // DCSR block (papers/gcsm-wei-jiang.txt V-B, Fig. 6; DESIGN.md §7): a single
-// buffer that the GPU executor sends to device memory in a few large DMAs
-// that overlap its writing (Block.Flush), and in
+// buffer that the GPU executor sends to device memory with one DMA, and in
 // which the matching kernel finds a list by binary search before falling
 // back to reading it from host memory over PCIe.
 //
@@ -65,13 +64,6 @@ type Block struct {
 	// Alloc, when not nil, provides the block's buffer. It grows by
 	// doubling, so a stream of batches reallocates it O(log) times.
 	Alloc hostmem.Allocator
-	// Flush, when not nil, is called by Pack, on Pack's goroutine, with
-	// ranges [lo, hi) of Words() as they become final, together covering
-	// it once: rowidx and rowptr first, then colidx (and labels) in
-	// chunks. The GPU executor starts the copy of each range to the
-	// device there, and the copy runs while Pack writes the next chunk.
-	// An error from Flush ends the Pack with that error.
-	Flush func(lo, hi int) error
 
 	raw   []byte   // from Alloc
 	words []uint32 // the buffer: raw viewed as words, or a heap slice
@@ -81,7 +73,7 @@ type Block struct {
 	sel  []uint32 // the keys taken
 }
 
-// Bytes is the size of the block: what its DMAs send.
+// Bytes is the size of the block: what one DMA sends.
 func (b *Block) Bytes() int64 { return int64(b.lay.Words) * 4 }
 
 // Keys is the number of lists in the block.
@@ -247,27 +239,13 @@ func Pack(dst *Block, g *dyngraph.Graph, keys []uint32, budget int64) (packed in
 		return 0, nil
 	}
 	if err := dst.write(g, sel, labels, int(sz.used)); err != nil {
-		dst.lay = Layout{}
 		return 0, err
 	}
 	return len(sel), nil
 }
 
-// A block is written by several cores when each gets at least
-// parallelEntries entries or parallelLists lists, and its lists in up to
-// maxChunks chunks of at least chunkEntries entries, each flushed
-// (Block.Flush) once written. On the H100's host, writing a 51 MB block
-// took 2-3 ms on 16 cores and copying it 1.0-1.3 ms; in chunks, the copy
-// of one overlaps the writing of the next.
-const (
-	parallelEntries = 1 << 16
-	parallelLists   = 1 << 12
-	maxChunks       = 8
-	chunkEntries    = 1 << 18
-)
-
-// write lays out the lists of keys (ascending) in words words and flushes
-// them. Large blocks are written by all cores, in chunks.
+// write lays out the lists of keys (ascending) in words words. Large
+// blocks are written by all cores.
 func (b *Block) write(g *dyngraph.Graph, keys []uint32, labels bool, words int) error {
 	if err := b.grow(words); err != nil {
 		return err
@@ -284,6 +262,7 @@ func (b *Block) write(g *dyngraph.Graph, keys []uint32, labels bool, words int) 
 	b.lay = lay
 	w := b.words[:words]
 	copy(w, keys)
+	rowptr := w[lay.RowPtr:lay.ColIdx]
 	// One core writes a few GB/s of large lists into pinned memory, and
 	// far less of small ones (each costs a miss on its table row); a
 	// block is tens of MB on a large GPU, so on the H100 its writing was
@@ -291,7 +270,7 @@ func (b *Block) write(g *dyngraph.Graph, keys []uint32, labels bool, words int) 
 	parts := min(runtime.GOMAXPROCS(0), max(n/parallelEntries, k/parallelLists))
 	if parts <= 1 {
 		b.writeLists(g, keys)
-		return b.flush(0, words)
+		return nil
 	}
 	var wg sync.WaitGroup
 	for p := range parts {
@@ -299,70 +278,21 @@ func (b *Block) write(g *dyngraph.Graph, keys []uint32, labels bool, words int) 
 	}
 	wg.Wait()
 	b.prefix(n)
-	if err := b.flush(0, lay.ColIdx); err != nil {
-		return err
-	}
-	chunks := max(1, min(maxChunks, n/chunkEntries))
+	// Each core copies about n/parts entries: from the row where its
+	// share starts, so a hub's list is one core's.
 	lo := 0
-	for c := 1; c <= chunks && lo < k; c++ {
+	for p := 1; p <= parts && lo < k; p++ {
 		hi := k
-		if c < chunks {
-			hi = b.rowEnding(lo, k, n*c/chunks)
+		if p < parts {
+			end := uint32(n / parts * p)
+			hi = lo + sort.Search(k-lo, func(i int) bool { return rowptr[2*(lo+i)+2] >= end }) + 1
 		}
-		b.copyParallel(g, keys, lo, hi, parts)
-		if err := b.flushLists(lo, hi); err != nil {
-			return err
-		}
+		from := lo
+		wg.Go(func() { b.copyLists(g, keys, from, hi) })
 		lo = hi
 	}
-	return nil
-}
-
-// rowEnding returns the first row r in (lo, hi] whose list ends at or past
-// entry end (rowptr[2r] >= end), or hi.
-func (b *Block) rowEnding(lo, hi, end int) int {
-	rowptr := b.words[b.lay.RowPtr:b.lay.ColIdx]
-	return lo + 1 + sort.Search(hi-lo-1, func(i int) bool { return int(rowptr[2*(lo+i+1)]) >= end })
-}
-
-// copyParallel copies the lists of rows [lo, hi) on up to parts cores, each
-// taking about as many entries, from the row where its share starts: a
-// hub's list is one core's.
-func (b *Block) copyParallel(g *dyngraph.Graph, keys []uint32, lo, hi, parts int) {
-	rowptr := b.words[b.lay.RowPtr:b.lay.ColIdx]
-	start, end := int(rowptr[2*lo]), int(rowptr[2*hi])
-	var wg sync.WaitGroup
-	from := lo
-	for p := 1; p <= parts && from < hi; p++ {
-		to := hi
-		if p < parts {
-			to = b.rowEnding(from, hi, start+(end-start)*p/parts)
-		}
-		f := from
-		wg.Go(func() { b.copyLists(g, keys, f, to) })
-		from = to
-	}
 	wg.Wait()
-}
-
-// flushLists flushes the entries (and labels) of rows [lo, hi).
-func (b *Block) flushLists(lo, hi int) error {
-	rowptr := b.words[b.lay.RowPtr:b.lay.ColIdx]
-	s, e := int(rowptr[2*lo]), int(rowptr[2*hi])
-	if err := b.flush(b.lay.ColIdx+s, b.lay.ColIdx+e); err != nil {
-		return err
-	}
-	if b.lay.HasLabels {
-		return b.flush(b.lay.Labels+s, b.lay.Labels+e)
-	}
 	return nil
-}
-
-func (b *Block) flush(lo, hi int) error {
-	if b.Flush == nil || lo == hi {
-		return nil
-	}
-	return b.Flush(lo, hi)
 }
 
 // writeLists writes rowptr and the lists on one core, reading each table
@@ -393,6 +323,13 @@ func (b *Block) writeLists(g *dyngraph.Graph, keys []uint32) {
 	}
 	rowptr[2*len(keys)] = uint32(off)
 }
+
+// A block is written by several cores when each gets at least
+// parallelEntries entries or parallelLists lists.
+const (
+	parallelEntries = 1 << 16
+	parallelLists   = 1 << 12
+)
 
 // offsets writes the lengths of the sorted and appended parts of rows
 // [lo, hi) where prefix turns them into their offsets.

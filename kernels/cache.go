@@ -17,8 +17,8 @@ import (
 
 // The cache placements (GCSM section V; cache/FORMAT.md). For every batch
 // a policy ranks the lists, cache.Pack copies the top ones that fit the
-// budget into one pinned DCSR block, and copies move it to GPU memory in
-// chunks that start as Pack writes them (sendBlock). The kernel then finds a cached list the way it finds any list,
+// budget into one pinned DCSR block, and one copy moves the block to GPU
+// memory. The kernel then finds a cached list the way it finds any list,
 // through the per-vertex table: pointRows rewrites the device's rows of
 // the cached lists to point into the block's colidx, a slab like the
 // others, and restores the rows of the lists the last block held. A miss
@@ -62,8 +62,7 @@ type BatchStats struct {
 	// Pack is the rest of the cache's cost: ranking the lists, packing
 	// the block, copying it to the device and pointing the table at it.
 	// Rank is the part that ranked the lists, and Copy the part that
-	// waited for the block's copy to end once it was packed (the copy
-	// overlaps the packing: cache.Block.Flush) and pointed the table.
+	// copied the block and pointed the table.
 	Pack, Rank, Copy time.Duration
 	// Match is everything else: bringing the device's copies of the graph
 	// up to date, the launches and draining matches. Kernel is the part
@@ -384,8 +383,6 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 		}
 	}
 	x.last.Rank = time.Since(t0)
-	// Pack starts the block's copy in chunks as it writes them
-	// (sendBlock); what is left of the copy after packing is waited for.
 	n, err := cache.Pack(&cs.block, g, cs.keys, budget)
 	if err != nil {
 		return 0, 0, err
@@ -395,9 +392,13 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 	if n == 0 {
 		return 0, 0, nil
 	}
+	words := cs.block.Words()
+	if cs.dev, err = x.buf("cache", 4*len(words)); err != nil {
+		return 0, 0, fmt.Errorf("kernels: the cache block: %w", err)
+	}
 	t1 := time.Now()
-	if err := x.ctx.Synchronize(); err != nil {
-		return 0, 0, fmt.Errorf("kernels: copying the cache block: %w", err)
+	if err := x.ctx.CopyHtoD(cs.dev, unsafe.Pointer(&words[0]), 4*len(words)); err != nil {
+		return 0, 0, err
 	}
 	x.last.Copy += time.Since(t1)
 	lay := cs.block.Layout()
@@ -406,22 +407,6 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 		lbl = uint64(cs.dev) + 4*uint64(lay.Labels)
 	}
 	return col, lbl, nil
-}
-
-// sendBlock starts the copy of words [lo, hi) of the cache block to the
-// device (cache.Block.Flush), on the default stream, which the kernel's
-// launches wait for. The block's first range starts at word 0, and sizes
-// the device's buffer.
-func (x *GPU) sendBlock(lo, hi int) error {
-	words := x.cache.block.Words()
-	if lo == 0 {
-		dev, err := x.buf("cache", 4*len(words))
-		if err != nil {
-			return fmt.Errorf("kernels: the cache block: %w", err)
-		}
-		x.cache.dev = dev
-	}
-	return x.ctx.CopyHtoDAsync(x.cache.dev+cuda.DevicePtr(4*lo), unsafe.Pointer(&words[lo]), 4*(hi-lo), nil)
 }
 
 // pointRows points the device table rows of the block's lists into it (slab

@@ -205,8 +205,7 @@ func Open(opts Options) (*GPU, error) {
 		return nil, err
 	}
 	x := &GPU{opts: opts, ctx: ctx, dev: dev, bufs: map[string]devBuf{}, alloc: cuda.NewHostAllocator(ctx)}
-	x.cache.block.Alloc = x.alloc // pinned, so that its copy runs at full speed
-	x.cache.block.Flush = x.sendBlock
+	x.cache.block.Alloc = x.alloc // pinned, so that its one copy runs at full speed
 	ptx := matchPTX
 	if f := os.Getenv("GCSM_PTX"); f != "" {
 		// A kernel change tried on a machine with nvcc but no Go: the PTX
