@@ -43,7 +43,9 @@ type EngineConfig struct {
 	CacheFraction float64
 	// Coverage computes, for the cache placements, the top-1% and top-5%
 	// coverage of the cache against the exact reads (sampler.Exact: a walk
-	// of the batch on all cores) on each size's first batch.
+	// of the batch on all cores) on each size's last timed batch: with
+	// several per size, after the gcsm placement's walks have settled to
+	// the size.
 	Coverage bool
 }
 
@@ -189,7 +191,7 @@ func RunEngines(cfg EngineConfig, engines []Engine, log io.Writer) ([]EngineRow,
 	out := make([]bool, len(engines))
 	for _, size := range cfg.Batches {
 		// Every engine's graph is at the same point of the stream, so the
-		// exact reads of a shape's first batch are the same for all.
+		// exact reads of a shape's last batch are the same for all.
 		exact := map[string][]uint64{}
 		for ei, e := range engines {
 			if out[ei] {
@@ -284,7 +286,8 @@ func logRow(log io.Writer, r EngineRow) {
 
 // runSize runs cfg.PerSize batches of size updates from stream[*at:] (fewer
 // when the stream runs out). exact holds the exact reads of each shape's
-// first batch, for coverage, once an engine has counted them.
+// last batch (cfg.PerSize-th), for coverage, once an engine has counted
+// them.
 func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Update, at *int, size int, qs []*query.Query, exact map[string][]uint64) ([]EngineRow, error) {
 	rows := make([]EngineRow, len(qs))
 	for i, q := range qs {
@@ -330,7 +333,7 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 					r.Steps += est.Steps
 					r.Rated += int64(est.Rated())
 				}
-				if cached := gpu.LastCached(); cfg.Coverage && b == 0 && cached != nil && !st.CacheSkipped {
+				if cached := gpu.LastCached(); cfg.Coverage && b == cfg.PerSize-1 && cached != nil && !st.CacheSkipped {
 					ex, ok := exact[q.Name]
 					if !ok {
 						ex = sampler.Exact(g, delta, one, sampler.Terms)

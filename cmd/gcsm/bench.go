@@ -46,7 +46,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&share, "gpu-estimate-share", 0, estimateShareUsage)
 	fs.DurationVar(&minKernel, "gpu-cache-min-kernel", 0, minKernelUsage)
 	fs.StringVar(&walks, "gpu-walks", "paper", walksUsage)
-	fs.BoolVar(&coverage, "coverage", false, "report the cache placements' top-1%/5% coverage against exact reads (the paper's: by the cache block; and, for gcsm, by the estimate's ranking) on each size's first batch")
+	fs.BoolVar(&coverage, "coverage", false, "report the cache placements' top-1%/5% coverage against exact reads (the paper's: by the cache block; and, for gcsm, by the estimate's ranking) on each size's last timed batch")
 	fs.StringVar(&svg, "svg", "", "write a plot of per-batch time against batch size to this `file`")
 	fs.IntVar(&workers, "workers", 0, "CPU goroutines; 0 uses every core")
 	fs.Uint64Var(&seed, "seed", 1, "workload seed")
