@@ -113,3 +113,50 @@ func TestWalkCaps(t *testing.T) {
 		}
 	}
 }
+
+// tuneEstimate records each estimate's walks per edge, its time beyond the
+// fixed part and its kernel, keeps the one before only for a batch of the
+// same size, and records nothing outside the gcsm placement or without a
+// share.
+func TestTuneEstimate(t *testing.T) {
+	q := []*query.Query{{}}
+	x := &GPU{opts: Options{Placement: GCSM}}
+	batch := func(edges, walks int, est, kernel time.Duration) walkCap {
+		x.cache.last = &sampler.Estimate{Walks: walks}
+		x.last = BatchStats{Estimate: est, Kernel: kernel}
+		x.tuneEstimate(q, edges)
+		return x.cache.caps[x.cache.caps.key(q)]
+	}
+	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
+	c := batch(64, 6400, ms(0.65), ms(10))
+	want := walkStep{walks: 100, edges: 64, vary: 0.0005, kernel: 0.01}
+	if d := math.Abs(c.last.vary - want.vary); d > 1e-12 || c.last.walks != want.walks || c.last.edges != 64 || c.last.kernel != want.kernel || c.prev != (walkStep{}) {
+		t.Fatalf("first batch: %+v, want last %+v and no prev", c, want)
+	}
+	if c.kernel != ms(10) || c.kernelEdges != 64 {
+		t.Fatalf("first batch's kernel: %v on %d edges", c.kernel, c.kernelEdges)
+	}
+	c = batch(64, 12800, ms(0.1), ms(10))
+	if c.prev.walks != 100 || c.last.walks != 200 || c.last.vary != 0 {
+		t.Fatalf("second batch of 64: %+v, want prev 100 walks, last 200 and no time past the fixed part", c)
+	}
+	c = batch(512, 51200, ms(1), ms(80))
+	if c.prev != (walkStep{}) || c.last.edges != 512 || c.last.walks != 100 {
+		t.Fatalf("a batch of 512 after 64: %+v, want no prev", c)
+	}
+	x.cache.last = nil // a skipped batch: its kernel counts, its estimate does not
+	x.last = BatchStats{Kernel: ms(2)}
+	x.tuneEstimate(q, 512)
+	if c2 := x.cache.caps[x.cache.caps.key(q)]; c2.last != c.last || c2.kernel != ms(2) {
+		t.Fatalf("a skipped batch: %+v, want the last estimate kept and the kernel updated", c2)
+	}
+	for _, o := range []Options{{Placement: GCSM, EstimateShare: -1}, {Placement: Degree}} {
+		x := &GPU{opts: o}
+		x.cache.last = &sampler.Estimate{Walks: 6400}
+		x.last = BatchStats{Estimate: ms(1), Kernel: ms(10)}
+		x.tuneEstimate(q, 64)
+		if c := x.cache.caps[x.cache.caps.key(q)]; c.last != (walkStep{}) {
+			t.Errorf("%+v: recorded %+v", o, c.last)
+		}
+	}
+}
