@@ -455,8 +455,9 @@ func (x *GPU) pointRows(g *dyngraph.Graph, cacheSlab uint32) error {
 	}
 	cs.rows = append(cs.rows[:0], keys...)
 	err := x.writeRows("cached", directed, rows)
-	x.last.Pack += time.Since(t0)
-	x.last.Copy += time.Since(t0)
+	d := time.Since(t0)
+	x.last.Pack += d
+	x.last.Copy += d
 	return err
 }
 
