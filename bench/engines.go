@@ -87,7 +87,8 @@ type EngineRow struct {
 	Coverage1, Coverage5 float64
 	Rank1, Rank5         float64
 	// Top1Bytes, set with Coverage1, is what a block holding the top 1%
-	// of lists would take (cache.BlockBytes): when it exceeds the budget,
+	// of lists would take (cache.BlockBytes, trimmed as the engine trims
+	// them): when it exceeds the budget,
 	// no policy can reach a top-1% coverage of 1.
 	Top1Bytes int64
 }
@@ -100,6 +101,7 @@ type gpuEngine interface {
 	Last() kernels.BatchStats
 	LastEstimate() *sampler.Estimate
 	LastCached() []uint32
+	LastReads() *cache.Reads
 }
 
 // Budgeted is an engine with a cache budget (kernels.GPU), which
@@ -341,7 +343,7 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 					}
 					r.Coverage1 = sampler.CacheCoverage(ex, cached, 0.01)
 					r.Coverage5 = sampler.CacheCoverage(ex, cached, 0.05)
-					r.Top1Bytes = cache.BlockBytes(g, sampler.Top(ex, 0.01))
+					r.Top1Bytes = cache.BlockBytes(g, sampler.Top(ex, 0.01), gpu.LastReads())
 					if est := gpu.LastEstimate(); est != nil {
 						counts := est.Counts(nil)
 						r.Rank1 = sampler.Coverage(ex, counts, 0.01)

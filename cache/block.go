@@ -71,7 +71,14 @@ type Block struct {
 
 	seen []uint64 // bitset of keys taken by the Pack under way; kept zero
 	sel  []uint32 // the keys taken
+	lens []int    // the sizes of a window of the keys considered
+	// starts[i] is where row i's sorted part, trimmed to one range,
+	// starts in its list, or manyRanges: offsets finds it for copyLists.
+	starts []uint32
 }
+
+// manyRanges marks a sorted part that trimming cut into several ranges.
+const manyRanges = ^uint32(0)
 
 // Bytes is the size of the block: what one DMA sends.
 func (b *Block) Bytes() int64 { return int64(b.lay.Words) * 4 }
@@ -136,28 +143,19 @@ func (s *sizer) take(n int) bool {
 // full reports whether no non-empty list can fit any more.
 func (s *sizer) full() bool { return s.used+s.cost(1) > s.budget }
 
-// BlockBytes is what a block holding the lists of keys (distinct) would
-// take, Bytes() of it: for comparing a set of lists with a budget. Empty
-// lists take nothing, as Pack skips them.
-func BlockBytes(g *dyngraph.Graph, keys []uint32) int64 {
+// BlockBytes is what a block holding the lists of keys (distinct), trimmed
+// to reads, would take, Bytes() of it: for comparing a set of lists with a
+// budget. Empty lists take nothing, as Pack skips them.
+func BlockBytes(g *dyngraph.Graph, keys []uint32, reads *Reads) int64 {
 	s := newSizer(math.MaxInt64, g.MultiLabel())
-	for _, k := range keys {
-		if n := listLen(g, k); n > 0 {
+	n := make([]int, len(keys))
+	reads.sizes(g, keys, n)
+	for _, n := range n {
+		if n > 0 {
 			s.take(n)
 		}
 	}
 	return 4 * s.used
-}
-
-func listLen(g *dyngraph.Graph, k uint32) int {
-	r := sampler.KeyList(k, g.Directed())
-	var a dyngraph.Adj
-	if r.In {
-		a = g.In(r.V)
-	} else {
-		a = g.Out(r.V)
-	}
-	return len(a.Sorted) + len(a.Appended)
 }
 
 func adjOf(g *dyngraph.Graph, k uint32) dyngraph.Adj {
@@ -171,19 +169,20 @@ func adjOf(g *dyngraph.Graph, k uint32) dyngraph.Adj {
 // ErrKey is returned for a key that names no list of the graph.
 var ErrKey = errors.New("cache: key names no list of the graph")
 
-// Pack fills dst with lists of g, greedily in the priority order of keys
-// (see sampler.ListKey), within budget bytes, and returns how many lists it
-// packed. A list that does not fit is skipped and packing goes on with the
+// Pack fills dst with lists of g, trimmed to reads (nil: whole), greedily
+// in the priority order of keys (see sampler.ListKey), within budget bytes,
+// and returns how many lists it packed. A list that does not fit is skipped and packing goes on with the
 // next, so one hub larger than the space left does not keep every smaller
 // hot list out; empty lists and repeated keys are skipped too (a miss on an
-// empty list reads nothing). rowidx is then sorted. dst's buffer and scratch
+// empty list reads nothing). rowidx is then sorted. Lists are sized in
+// windows of keys that double, on all cores when trimmed. dst's buffer and scratch
 // (a bitset of one bit per key, and the chosen keys) are reused: once they
 // have grown, Pack allocates nothing but the goroutines that write a large
 // block (write). Cost: O(len(keys) considered + K log K + N),
 // memory-latency bound on the lists' table rows.
 //
 // On error dst is empty.
-func Pack(dst *Block, g *dyngraph.Graph, keys []uint32, budget int64) (packed int, err error) {
+func Pack(dst *Block, g *dyngraph.Graph, keys []uint32, budget int64, reads *Reads) (packed int, err error) {
 	dst.lay = Layout{}
 	if budget < 0 {
 		return 0, fmt.Errorf("cache: negative budget %d", budget)
@@ -196,20 +195,32 @@ func Pack(dst *Block, g *dyngraph.Graph, keys []uint32, budget int64) (packed in
 	sz := newSizer(budget, labels)
 	sel := dst.sel[:0]
 	var bad error
-	for _, k := range keys {
-		if sz.full() {
-			break
+	for i := 0; i < len(keys) && bad == nil && !sz.full(); {
+		win := keys[i : i+min(len(keys)-i, max(parallelSizes, i))]
+		i += len(win)
+		for j, k := range win {
+			if int(k) >= nk {
+				bad = fmt.Errorf("%w: %d (the graph has %d keys)", ErrKey, k, nk)
+				win = win[:j]
+				break
+			}
 		}
-		if int(k) >= nk {
-			bad = fmt.Errorf("%w: %d (the graph has %d keys)", ErrKey, k, nk)
-			break
+		if cap(dst.lens) < len(win) {
+			dst.lens = make([]int, len(win))
 		}
-		if dst.seen[k/64]&(1<<(k%64)) != 0 {
-			continue
-		}
-		if n := listLen(g, k); n > 0 && sz.take(n) {
-			dst.seen[k/64] |= 1 << (k % 64)
-			sel = append(sel, k)
+		lens := dst.lens[:len(win)]
+		reads.sizes(g, win, lens)
+		for j, k := range win {
+			if sz.full() {
+				break
+			}
+			if dst.seen[k/64]&(1<<(k%64)) != 0 {
+				continue
+			}
+			if n := lens[j]; n > 0 && sz.take(n) {
+				dst.seen[k/64] |= 1 << (k % 64)
+				sel = append(sel, k)
+			}
 		}
 	}
 	words := (nk + 63) / 64
@@ -238,15 +249,15 @@ func Pack(dst *Block, g *dyngraph.Graph, keys []uint32, budget int64) (packed in
 	if len(sel) == 0 {
 		return 0, nil
 	}
-	if err := dst.write(g, sel, labels, int(sz.used)); err != nil {
+	if err := dst.write(g, sel, reads, labels, int(sz.used)); err != nil {
 		return 0, err
 	}
 	return len(sel), nil
 }
 
-// write lays out the lists of keys (ascending) in words words. Large
-// blocks are written by all cores.
-func (b *Block) write(g *dyngraph.Graph, keys []uint32, labels bool, words int) error {
+// write lays out the lists of keys (ascending), trimmed to reads, in words
+// words. Large blocks are written by all cores.
+func (b *Block) write(g *dyngraph.Graph, keys []uint32, reads *Reads, labels bool, words int) error {
 	if err := b.grow(words); err != nil {
 		return err
 	}
@@ -269,12 +280,16 @@ func (b *Block) write(g *dyngraph.Graph, keys []uint32, labels bool, words int) 
 	// most of a small batch's cache cost.
 	parts := min(runtime.GOMAXPROCS(0), max(n/parallelEntries, k/parallelLists))
 	if parts <= 1 {
-		b.writeLists(g, keys)
+		b.writeLists(g, keys, reads)
 		return nil
 	}
+	if cap(b.starts) < k {
+		b.starts = make([]uint32, k, k+k/4)
+	}
+	b.starts = b.starts[:k]
 	var wg sync.WaitGroup
 	for p := range parts {
-		wg.Go(func() { b.offsets(g, keys, k*p/parts, k*(p+1)/parts) })
+		wg.Go(func() { b.offsets(g, keys, reads, k*p/parts, k*(p+1)/parts) })
 	}
 	wg.Wait()
 	b.prefix(n)
@@ -288,7 +303,7 @@ func (b *Block) write(g *dyngraph.Graph, keys []uint32, labels bool, words int) 
 			hi = lo + sort.Search(k-lo, func(i int) bool { return rowptr[2*(lo+i)+2] >= end }) + 1
 		}
 		from := lo
-		wg.Go(func() { b.copyLists(g, keys, from, hi) })
+		wg.Go(func() { b.copyLists(g, keys, reads, from, hi) })
 		lo = hi
 	}
 	wg.Wait()
@@ -297,25 +312,20 @@ func (b *Block) write(g *dyngraph.Graph, keys []uint32, labels bool, words int) 
 
 // writeLists writes rowptr and the lists on one core, reading each table
 // row once.
-func (b *Block) writeLists(g *dyngraph.Graph, keys []uint32) {
+func (b *Block) writeLists(g *dyngraph.Graph, keys []uint32, reads *Reads) {
 	rowptr, col, lbl := b.arrays()
+	directed := g.Directed()
+	var buf [8][2]int
 	off := 0
 	for i, key := range keys {
 		a := adjOf(g, key)
+		v := sampler.KeyList(key, directed).V
 		rowptr[2*i] = uint32(off)
-		copy(col[off:], a.Sorted)
-		if lbl != nil {
-			copy(lbl[off:], a.SortedLabels)
-		}
-		off += len(a.Sorted)
+		off = put(col, lbl, off, a.Sorted, a.SortedLabels, reads.cut(v, a.Sorted, buf[:0]))
 		rowptr[2*i+1] = NoAppended
-		if len(a.Appended) > 0 {
+		if cut := reads.cut(v, a.Appended, buf[:0]); len(cut) > 0 {
 			rowptr[2*i+1] = uint32(off)
-			copy(col[off:], a.Appended)
-			if lbl != nil {
-				copy(lbl[off:], a.AppendedLabels)
-			}
-			off += len(a.Appended)
+			off = put(col, lbl, off, a.Appended, a.AppendedLabels, cut)
 		}
 	}
 	if off != b.lay.Entries {
@@ -331,13 +341,46 @@ const (
 	parallelLists   = 1 << 12
 )
 
+// put copies the ranges cut of part, and of its labels plbl when lbl is
+// not nil, to col and lbl from off, and returns where they end.
+func put(col, lbl []uint32, off int, part []uint32, plbl []graph.Label, cut [][2]int) int {
+	for _, c := range cut {
+		copy(col[off:], part[c[0]:c[1]])
+		if lbl != nil {
+			copy(lbl[off:], plbl[c[0]:c[1]])
+		}
+		off += c[1] - c[0]
+	}
+	return off
+}
+
+// cutLen is the number of entries of the ranges cut.
+func cutLen(cut [][2]int) int {
+	n := 0
+	for _, c := range cut {
+		n += c[1] - c[0]
+	}
+	return n
+}
+
 // offsets writes the lengths of the sorted and appended parts of rows
-// [lo, hi) where prefix turns them into their offsets.
-func (b *Block) offsets(g *dyngraph.Graph, keys []uint32, lo, hi int) {
+// [lo, hi), trimmed, where prefix turns them into their offsets, and where
+// their sorted parts start, so that copyLists cuts them again only when
+// trimming left several ranges.
+func (b *Block) offsets(g *dyngraph.Graph, keys []uint32, reads *Reads, lo, hi int) {
 	rowptr := b.words[b.lay.RowPtr:b.lay.ColIdx]
+	directed := g.Directed()
+	var buf [8][2]int
 	for i := lo; i < hi; i++ {
 		a := adjOf(g, keys[i])
-		rowptr[2*i], rowptr[2*i+1] = uint32(len(a.Sorted)), uint32(len(a.Appended))
+		v := sampler.KeyList(keys[i], directed).V
+		cut := reads.cut(v, a.Sorted, buf[:0])
+		b.starts[i] = manyRanges
+		if len(cut) == 1 {
+			b.starts[i] = uint32(cut[0][0])
+		}
+		rowptr[2*i] = uint32(cutLen(cut))
+		rowptr[2*i+1] = uint32(cutLen(reads.cut(v, a.Appended, buf[:0])))
 	}
 }
 
@@ -374,23 +417,28 @@ func (b *Block) arrays() (rowptr, col, lbl []uint32) {
 	return rowptr, col, lbl
 }
 
-// copyLists copies the entries (and labels) of rows [lo, hi) to where rowptr
-// says.
-func (b *Block) copyLists(g *dyngraph.Graph, keys []uint32, lo, hi int) {
+// copyLists copies the entries (and labels) of rows [lo, hi), trimmed, to
+// where rowptr says.
+func (b *Block) copyLists(g *dyngraph.Graph, keys []uint32, reads *Reads, lo, hi int) {
 	rowptr, col, lbl := b.arrays()
+	directed := g.Directed()
+	var buf [8][2]int
 	for i := lo; i < hi; i++ {
 		a := adjOf(g, keys[i])
-		off := rowptr[2*i]
-		copy(col[off:], a.Sorted)
-		if lbl != nil {
-			copy(lbl[off:], a.SortedLabels)
-		}
-		if len(a.Appended) > 0 {
-			off := rowptr[2*i+1]
-			copy(col[off:], a.Appended)
-			if lbl != nil {
-				copy(lbl[off:], a.AppendedLabels)
+		v := sampler.KeyList(keys[i], directed).V
+		cut := buf[:0]
+		if s := b.starts[i]; s != manyRanges {
+			end := rowptr[2*i+2]
+			if rowptr[2*i+1] != NoAppended {
+				end = rowptr[2*i+1]
 			}
+			cut = append(cut, [2]int{int(s), int(s + end - rowptr[2*i])})
+		} else {
+			cut = reads.cut(v, a.Sorted, cut)
+		}
+		put(col, lbl, int(rowptr[2*i]), a.Sorted, a.SortedLabels, cut)
+		if rowptr[2*i+1] != NoAppended {
+			put(col, lbl, int(rowptr[2*i+1]), a.Appended, a.AppendedLabels, reads.cut(v, a.Appended, buf[:0]))
 		}
 	}
 }

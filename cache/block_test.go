@@ -2,20 +2,23 @@ package cache
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"slices"
 	"testing"
 
 	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/internal/hostmem"
+	"github.com/gcsm/gcsm/query"
 	"github.com/gcsm/gcsm/sampler"
 )
 
 // checkBlock verifies every key of g against b: a packed key's lists are
 // exactly the graph's (tombstone bits and labels included), any other key is
 // not found.
-func checkBlock(t *testing.T, where string, b *Block, g *dyngraph.Graph, packed []uint32) {
+func checkBlock(t *testing.T, where string, b *Block, g *dyngraph.Graph, packed []uint32, keep keeper) {
 	t.Helper()
 	in := map[uint32]bool{}
 	for _, k := range packed {
@@ -39,23 +42,24 @@ func checkBlock(t *testing.T, where string, b *Block, g *dyngraph.Graph, packed 
 		if !ok {
 			continue
 		}
-		adj := adjOf(g, key)
-		if !slices.Equal(s, adj.Sorted) || !slices.Equal(a, adj.Appended) || (a == nil) != (len(adj.Appended) == 0) {
-			t.Fatalf("%s: list %d: block %v + %v, graph %v + %v", where, key, s, a, adj.Sorted, adj.Appended)
+		ws, wa, wls, wla := expected(g, key, keep)
+		if !slices.Equal(s, ws) || !slices.Equal(a, wa) || (a == nil) != (len(wa) == 0) {
+			t.Fatalf("%s: list %d: block %v + %v, want %v + %v", where, key, s, a, ws, wa)
 		}
 		ls, la, lok := b.Labels(key)
 		if lok != g.MultiLabel() {
 			t.Fatalf("%s: Labels(%d) ok = %v on a multi-label=%v graph", where, key, lok, g.MultiLabel())
 		}
-		if lok && (!slices.Equal(ls, adj.SortedLabels) || !slices.Equal(la, adj.AppendedLabels)) {
-			t.Fatalf("%s: labels of %d: block %v + %v, graph %v + %v", where, key, ls, la, adj.SortedLabels, adj.AppendedLabels)
+		if lok && (!slices.Equal(ls, wls) || !slices.Equal(la, wla)) {
+			t.Fatalf("%s: labels of %d: block %v + %v, want %v + %v", where, key, ls, la, wls, wla)
 		}
 	}
 }
 
 // greedy is Pack's selection rule, written out independently: in order,
-// skipping repeats, empty lists and lists that do not fit.
-func greedy(g *dyngraph.Graph, keys []uint32, budget int64) []uint32 {
+// skipping repeats, empty lists and lists that do not fit, lists being
+// trimmed by keep.
+func greedy(g *dyngraph.Graph, keys []uint32, budget int64, keep keeper) []uint32 {
 	per := int64(1)
 	if g.MultiLabel() {
 		per = 2
@@ -63,7 +67,7 @@ func greedy(g *dyngraph.Graph, keys []uint32, budget int64) []uint32 {
 	var out []uint32
 	used := int64(0)
 	for _, k := range keys {
-		n := int64(listLen(g, k))
+		n := int64(keptLen(g, k, keep))
 		if n == 0 || slices.Contains(out, k) {
 			continue
 		}
@@ -105,21 +109,21 @@ func TestPackRoundTrip(t *testing.T) {
 					if i%2 == 0 {
 						budget = r.Int64N(whole/100 + 100)
 					}
-					n, err := Pack(&b, g, keys, budget)
+					n, err := Pack(&b, g, keys, budget, nil)
 					if err != nil {
 						t.Fatal(err)
 					}
-					want := greedy(g, keys, budget)
+					want := greedy(g, keys, budget, nil)
 					if n != len(want) || !slices.Equal(b.RowIdx(), want) {
 						t.Fatalf("%s budget %d: packed %d lists %v, want %v", where, budget, n, b.RowIdx(), want)
 					}
 					if b.Bytes() > budget || b.Bytes() != 4*blockWords(g, want) {
 						t.Fatalf("%s: %d bytes for a budget of %d (want %d)", where, b.Bytes(), budget, 4*blockWords(g, want))
 					}
-					if got := BlockBytes(g, want); got != b.Bytes() {
+					if got := BlockBytes(g, want, nil); got != b.Bytes() {
 						t.Fatalf("%s: BlockBytes of the packed lists = %d, the block has %d", where, got, b.Bytes())
 					}
-					checkBlock(t, where, &b, g, want)
+					checkBlock(t, where, &b, g, want, nil)
 				}
 			}
 		}
@@ -128,29 +132,53 @@ func TestPackRoundTrip(t *testing.T) {
 
 // TestPackParallel: a block with enough entries is copied by several
 // cores, each from the row where its share starts, and holds every list
-// exactly, under budgets that cut the lists anywhere.
+// exactly, whole or trimmed to one or two ranges of labels, under budgets
+// that cut the lists anywhere.
 func TestPackParallel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds graphs of 300k edges")
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(5))
 	r := rand.New(rand.NewPCG(5, 6))
+	d := graph.NewDict()
+	for _, l := range []string{"0", "1", "2"} {
+		d.Intern(l)
+	}
+	sets := [][]*query.Query{nil} // whole lists
+	for _, cypher := range []string{"(a:0)-[]-(b:1)", "(a:0)-[]-(b:0)-[]-(c:2)"} {
+		p, err := query.ParseCypher("q", cypher)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := query.Compile(p, d, false, query.Embeddings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sets = append(sets, []*query.Query{q})
+	}
 	for _, multi := range []bool{false, true} {
-		where := describe(false, multi)
-		g, _ := randomGraph(t, r, false, multi, 20000, 300000)
+		g, _ := labeledGraph(t, r, false, multi, 20000, 300000, 3)
 		all := nonEmpty(g)
-		whole := 4 * blockWords(g, all)
 		var b Block
-		for _, budget := range []int64{whole, whole / 2, whole/3 + 7} {
-			keys := slices.Clone(all)
-			r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
-			if _, err := Pack(&b, g, keys, budget); err != nil {
-				t.Fatal(err)
+		for i, qs := range sets {
+			where := fmt.Sprintf("%s query set %d", describe(false, multi), i)
+			var keep keeper
+			var reads *Reads
+			if qs != nil {
+				reads, keep = NewReads(g, qs), naiveKeep(g, qs)
 			}
-			if b.Layout().Entries < 2*parallelEntries {
-				t.Fatalf("%s: %d entries is too few to copy in parallel", where, b.Layout().Entries)
+			full := BlockBytes(g, all, reads)
+			for _, budget := range []int64{full, full / 2, full/3 + 7} {
+				keys := slices.Clone(all)
+				r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+				if _, err := Pack(&b, g, keys, budget, reads); err != nil {
+					t.Fatal(err)
+				}
+				if lay := b.Layout(); budget == full && max(lay.Entries/parallelEntries, lay.Keys/parallelLists) < 2 {
+					t.Fatalf("%s: %d lists of %d entries are too few to copy in parallel", where, lay.Keys, lay.Entries)
+				}
+				checkBlock(t, where, &b, g, greedy(g, keys, budget, keep), keep)
 			}
-			checkBlock(t, where, &b, g, greedy(g, keys, budget))
 		}
 	}
 }
@@ -170,7 +198,7 @@ func TestPackBudget(t *testing.T) {
 				budget int64
 				want   int
 			}{{0, 0}, {15, 0}, {whole, len(all)}, {whole + 3, len(all)}, {1 << 40, len(all)}} {
-				n, err := Pack(&b, g, all, c.budget)
+				n, err := Pack(&b, g, all, c.budget, nil)
 				if err != nil || n != c.want || b.Keys() != c.want {
 					t.Errorf("%s: budget %d packed %d (Keys %d, %v), want %d", where, c.budget, n, b.Keys(), err, c.want)
 				}
@@ -178,12 +206,12 @@ func TestPackBudget(t *testing.T) {
 					t.Errorf("%s: %d bytes over a budget of %d", where, b.Bytes(), c.budget)
 				}
 			}
-			if n, _ := Pack(&b, g, all, whole-4); n != len(all)-1 {
+			if n, _ := Pack(&b, g, all, whole-4, nil); n != len(all)-1 {
 				// The last list in key order is skipped; smaller ones fit
 				// no better, as each needs at least 4 words.
 				t.Errorf("%s: a word short of the whole graph packed %d of %d", where, n, len(all))
 			}
-			if n, _ := Pack(&b, g, all, 0); n != 0 || b.Bytes() != 0 || len(b.Words()) != 0 {
+			if n, _ := Pack(&b, g, all, 0, nil); n != 0 || b.Bytes() != 0 || len(b.Words()) != 0 {
 				t.Errorf("%s: an empty block has %d bytes", where, b.Bytes())
 			}
 			if _, _, ok := b.Find(all[0]); ok {
@@ -197,17 +225,17 @@ func TestPackErrors(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	g, _ := randomGraph(t, r, true, false, 50, 200)
 	var b Block
-	if _, err := Pack(&b, g, nil, -1); err == nil {
+	if _, err := Pack(&b, g, nil, -1, nil); err == nil {
 		t.Error("negative budget accepted")
 	}
-	if _, err := Pack(&b, g, []uint32{1, uint32(sampler.NumKeys(g))}, 1<<20); !errors.Is(err, ErrKey) {
+	if _, err := Pack(&b, g, []uint32{1, uint32(sampler.NumKeys(g))}, 1<<20, nil); !errors.Is(err, ErrKey) {
 		t.Errorf("key out of range: %v", err)
 	}
 	if b.Keys() != 0 {
 		t.Error("a failed Pack left lists in the block")
 	}
 	// The bitset of taken keys is clean after a failure.
-	if n, err := Pack(&b, g, []uint32{1}, 1<<20); err != nil || n != 1 {
+	if n, err := Pack(&b, g, []uint32{1}, 1<<20, nil); err != nil || n != 1 {
 		t.Errorf("after a failure: %d, %v", n, err)
 	}
 }
@@ -243,7 +271,7 @@ func TestPackAllocs(t *testing.T) {
 	for _, b := range []*Block{{}, {Alloc: ca}} {
 		budget := whole / 2
 		pack := func() {
-			if _, err := Pack(b, g, all, budget); err != nil {
+			if _, err := Pack(b, g, all, budget, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -253,7 +281,7 @@ func TestPackAllocs(t *testing.T) {
 		}
 		budget = whole
 		pack()
-		checkBlock(t, "grown", b, g, all)
+		checkBlock(t, "grown", b, g, all, nil)
 		if err := b.Free(); err != nil {
 			t.Fatal(err)
 		}

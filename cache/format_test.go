@@ -111,7 +111,7 @@ func formatExamples(t *testing.T) map[string]string {
 		t.Fatal(err)
 	}
 	var b Block
-	if n, err := Pack(&b, g, []uint32{3, 2, 4}, 1<<10); err != nil || n != 3 {
+	if n, err := Pack(&b, g, []uint32{3, 2, 4}, 1<<10, nil); err != nil || n != 3 {
 		t.Fatalf("packed %d: %v", n, err)
 	}
 	out["undirected"] = dump(&b, false, nil)
@@ -130,7 +130,7 @@ func formatExamples(t *testing.T) map[string]string {
 		t.Fatal(err)
 	}
 	out0, in1 := sampler.ListKey(0, false, true), sampler.ListKey(1, true, true)
-	if n, err := Pack(&b, g, []uint32{in1, out0}, 1<<10); err != nil || n != 2 {
+	if n, err := Pack(&b, g, []uint32{in1, out0}, 1<<10, nil); err != nil || n != 2 {
 		t.Fatalf("packed %d: %v", n, err)
 	}
 	out["directed-labels"] = dump(&b, true, map[graph.Label]string{a: "a", bl: "b"})

@@ -31,6 +31,12 @@ func edge(op graph.Op, a, b uint32, l graph.Label) graph.Update {
 // lists carry tombstones and appended parts.
 func randomGraph(tb testing.TB, r *rand.Rand, directed, multi bool, nv, ne int) (*dyngraph.Graph, []graph.Change) {
 	tb.Helper()
+	return labeledGraph(tb, r, directed, multi, nv, ne, 1)
+}
+
+// labeledGraph is randomGraph with vertex labels drawn from 0 to nvl-1.
+func labeledGraph(tb testing.TB, r *rand.Rand, directed, multi bool, nv, ne, nvl int) (*dyngraph.Graph, []graph.Change) {
+	tb.Helper()
 	g := newGraph(tb, directed)
 	type key struct{ a, b, l uint32 }
 	present := map[key]bool{}
@@ -54,7 +60,11 @@ func randomGraph(tb testing.TB, r *rand.Rand, directed, multi bool, nv, ne int) 
 	}
 	var load []graph.Update
 	for v := range nv {
-		load = append(load, graph.Update{Op: graph.AddVertex, Src: uint32(v)})
+		u := graph.Update{Op: graph.AddVertex, Src: uint32(v)}
+		if nvl > 1 {
+			u.SrcLabel = graph.Label(r.IntN(nvl))
+		}
+		load = append(load, u)
 	}
 	var edges []key
 	for range ne {
@@ -81,6 +91,40 @@ func randomGraph(tb testing.TB, r *rand.Rand, directed, multi bool, nv, ne int) 
 		tb.Fatalf("batch: %v, %d rejects", err, len(rej))
 	}
 	return g, delta
+}
+
+// keeper says whether the list of vertex v keeps its entries of vertex
+// label l in a block; nil keeps every entry.
+type keeper func(v graph.VertexID, l graph.Label) bool
+
+// expected returns list key's parts, and their edge labels, as a block
+// holds them under keep: written out apart from Reads.
+func expected(g *dyngraph.Graph, key uint32, keep keeper) (s, a []uint32, ls, la []graph.Label) {
+	adj := adjOf(g, key)
+	if keep == nil {
+		return adj.Sorted, adj.Appended, adj.SortedLabels, adj.AppendedLabels
+	}
+	v := sampler.KeyList(key, g.Directed()).V
+	filter := func(ids []uint32, lbls []graph.Label) (o []uint32, ol []graph.Label) {
+		for i, e := range ids {
+			if keep(v, g.VertexLabel(e&dyngraph.IDMask)) {
+				o = append(o, e)
+				if lbls != nil {
+					ol = append(ol, lbls[i])
+				}
+			}
+		}
+		return o, ol
+	}
+	s, ls = filter(adj.Sorted, adj.SortedLabels)
+	a, la = filter(adj.Appended, adj.AppendedLabels)
+	return s, a, ls, la
+}
+
+// keptLen is the length of list key under keep.
+func keptLen(g *dyngraph.Graph, key uint32, keep keeper) int {
+	s, a, _, _ := expected(g, key, keep)
+	return len(s) + len(a)
 }
 
 // blockWords is the size of a block holding exactly keys (no repeats, all

@@ -40,11 +40,11 @@ func ParsePolicy(s string) (Policy, error) {
 func GCSM(dst []uint32, est *sampler.Estimate) []uint32 { return est.Hottest(dst) }
 
 // Degree appends the keys of the longest lists (entries in use, tombstones
-// and appended part included: what they cost in the block), longest first
-// and ties by key, as many as Pack fits in budget bytes: packing the result
+// and appended part included), longest first and ties by key, as many as
+// Pack fits in budget bytes when it trims them to reads: packing the result
 // packs all of it. The paper's Naive baseline. It sorts every non-empty
 // list, O(L log L) for L lists, in a scratch array it allocates.
-func Degree(dst []uint32, g *dyngraph.Graph, budget int64) []uint32 {
+func Degree(dst []uint32, g *dyngraph.Graph, budget int64, reads *Reads) []uint32 {
 	nk := sampler.NumKeys(g)
 	// (^len)<<32 | key sorts longest first, then by key.
 	order := make([]uint64, 0, nk)
@@ -55,12 +55,23 @@ func Degree(dst []uint32, g *dyngraph.Graph, budget int64) []uint32 {
 	}
 	slices.Sort(order)
 	sz := newSizer(budget, g.MultiLabel())
-	for _, o := range order {
-		if sz.full() {
-			break
+	var keys []uint32
+	var lens []int
+	for i := 0; i < len(order) && !sz.full(); {
+		win := order[i : i+min(len(order)-i, max(parallelSizes, i))]
+		i += len(win)
+		keys, lens = keys[:0], lens[:0]
+		for _, o := range win {
+			keys, lens = append(keys, uint32(o)), append(lens, 0)
 		}
-		if sz.take(int(^uint32(o >> 32))) {
-			dst = append(dst, uint32(o))
+		reads.sizes(g, keys, lens)
+		for j, k := range keys {
+			if sz.full() {
+				break
+			}
+			if lens[j] > 0 && sz.take(lens[j]) {
+				dst = append(dst, k)
+			}
 		}
 	}
 	return dst
@@ -92,12 +103,12 @@ func (e *KHopError) Unwrap() error { return ErrOverBudget }
 // neighbourhood a match of diameter k can reach. A hop follows any entry of
 // any list of a vertex, deleted and inserted ones included (the matching
 // reads the old and the new graph), and both directions on directed graphs.
-// When the lists need more than budget bytes it returns them all the same,
-// with a *KHopError that says how many bytes they need.
+// When the lists, trimmed to reads, need more than budget bytes it returns
+// them all the same, with a *KHopError that says how many bytes they need.
 //
 // It is a breadth-first search over the neighbourhood, with a visited
 // bitset of |V| bits that it allocates.
-func KHop(dst []uint32, g *dyngraph.Graph, delta []graph.Change, k int, budget int64) ([]uint32, error) {
+func KHop(dst []uint32, g *dyngraph.Graph, delta []graph.Change, k int, budget int64, reads *Reads) ([]uint32, error) {
 	if k < 0 {
 		return dst, fmt.Errorf("cache: negative hop count %d", k)
 	}
@@ -139,7 +150,7 @@ func KHop(dst []uint32, g *dyngraph.Graph, delta []graph.Change, k int, budget i
 	for _, v := range vertices {
 		for in := range 1 + b2i(g.Directed()) {
 			key := sampler.ListKey(v, in == 1, g.Directed())
-			if n := listLen(g, key); n > 0 {
+			if n := reads.listLen(g, key); n > 0 {
 				sz.used += sz.cost(n)
 				dst = append(dst, key)
 			}

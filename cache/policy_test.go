@@ -30,7 +30,7 @@ func TestDegree(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, directed := range []bool{false, true} {
 		g, _ := randomGraph(t, r, directed, false, 200, 1500)
-		all := Degree(nil, g, 1<<40)
+		all := Degree(nil, g, 1<<40, nil)
 		if want := nonEmpty(g); len(all) != len(want) {
 			t.Fatalf("Degree with room for all: %d keys, want %d", len(all), len(want))
 		}
@@ -41,13 +41,13 @@ func TestDegree(t *testing.T) {
 			}
 		}
 		budget := 4 * blockWords(g, all) / 3
-		keys := Degree([]uint32{}, g, budget)
+		keys := Degree([]uint32{}, g, budget, nil)
 		var b Block
-		n, err := Pack(&b, g, keys, budget)
+		n, err := Pack(&b, g, keys, budget, nil)
 		if err != nil || n != len(keys) {
 			t.Errorf("Pack(Degree) packed %d of %d: %v", n, len(keys), err)
 		}
-		if want := greedy(g, all, budget); !slices.Equal(b.RowIdx(), want) {
+		if want := greedy(g, all, budget, nil); !slices.Equal(b.RowIdx(), want) {
 			t.Errorf("Degree's keys are not the greedy fill of the length order")
 		}
 	}
@@ -86,12 +86,12 @@ func TestKHop(t *testing.T) {
 			keysOf(2, 3, 4, 9, 5, 6, 7),
 			keysOf(1, 2, 3, 4, 9, 5, 6, 7),
 		} {
-			got, err := KHop(nil, g, delta, k, 1<<20)
+			got, err := KHop(nil, g, delta, k, 1<<20, nil)
 			if err != nil || !slices.Equal(got, want) {
 				t.Errorf("directed %v, %d hops: %v, %v; want %v", directed, k, got, err, want)
 			}
 			need := 4 * blockWords(g, want)
-			got, err = KHop([]uint32{42}, g, delta, k, need-1)
+			got, err = KHop([]uint32{42}, g, delta, k, need-1, nil)
 			var ke *KHopError
 			if !errors.Is(err, ErrOverBudget) || !errors.As(err, &ke) || ke.Bytes != need || ke.Lists != len(want) || ke.Hops != k {
 				t.Errorf("directed %v, %d hops, budget %d: %v", directed, k, need-1, err)
@@ -99,7 +99,7 @@ func TestKHop(t *testing.T) {
 			if !slices.Equal(got, append([]uint32{42}, want...)) {
 				t.Errorf("KHop over budget returned %v", got)
 			}
-			if _, err := KHop(nil, g, delta, k, need); err != nil {
+			if _, err := KHop(nil, g, delta, k, need, nil); err != nil {
 				t.Errorf("exactly the budget: %v", err)
 			}
 		}
@@ -163,16 +163,16 @@ func TestGCSM(t *testing.T) {
 	}
 	budget := 4 * blockWords(g, hot) / 4
 	var b Block
-	n, err := Pack(&b, g, hot, budget)
+	n, err := Pack(&b, g, hot, budget, nil)
 	if err != nil || n == 0 {
 		t.Fatalf("packed %d: %v", n, err)
 	}
-	if want := greedy(g, hot, budget); !slices.Equal(b.RowIdx(), want) {
+	if want := greedy(g, hot, budget, nil); !slices.Equal(b.RowIdx(), want) {
 		t.Errorf("GCSM order packed %v, want %v", b.RowIdx(), want)
 	}
 	// The hottest list that fits on its own is in.
 	if _, _, ok := b.Find(hot[0]); !ok && 4*blockWords(g, hot[:1]) <= budget {
 		t.Error("the hottest list is not packed")
 	}
-	checkBlock(t, "gcsm", &b, g, b.RowIdx())
+	checkBlock(t, "gcsm", &b, g, b.RowIdx(), nil)
 }

@@ -78,6 +78,13 @@ func (o Order) Range(part []uint32, l graph.Label) (lo, hi int) {
 	return o.lowerBound(part, uint64(l)<<32), o.lowerBound(part, uint64(l+1)<<32)
 }
 
+// LabelStart returns the index of the first entry of part whose vertex
+// label is l or more. The graph must have several vertex labels (IDOnly
+// false): with one, keys carry no label.
+func (o Order) LabelStart(part []uint32, l graph.Label) int {
+	return o.lowerBound(part, uint64(l)<<32)
+}
+
 // search finds (id, label) in a list part sorted in list order, ignoring the
 // tombstone bit. lbls is nil for a single-label graph, where only id counts.
 func (o Order) search(ids []uint32, lbls []graph.Label, id uint32, label graph.Label) (int, bool) {

@@ -33,6 +33,7 @@ type cacheState struct {
 	est   sampler.Estimator
 	block cache.Block
 	dev   cuda.DevicePtr // the device copy of block
+	reads *cache.Reads   // what the last batch's queries read of a list
 	keys  []uint32       // the policy's ranking (scratch)
 	// rows are the keys of the lists whose device table rows point into
 	// the block, ascending; writes stages the rows pointRows changes.
@@ -46,6 +47,7 @@ type cacheState struct {
 	rankedFor    *dyngraph.Graph
 	rankedEdges  int64
 	rankedBudget int64
+	rankedSet    string
 }
 
 func abs(x int64) int64 {
@@ -125,7 +127,7 @@ type walkCap struct {
 // short says whether the set's last kernel, scaled to a batch of edges,
 // took less than min: false when the set has not run yet.
 func (w walkCaps) short(queries []*query.Query, edges int, min time.Duration) bool {
-	c, ok := w[w.key(queries)]
+	c, ok := w[querySet(queries)]
 	if !ok || c.kernelEdges == 0 || min <= 0 {
 		return false
 	}
@@ -141,8 +143,8 @@ type walkStep struct {
 	vary, kernel float64
 }
 
-// key names the set of queries of a batch.
-func (walkCaps) key(queries []*query.Query) string {
+// querySet names the set of queries of a batch.
+func querySet(queries []*query.Query) string {
 	var b []byte
 	for _, q := range queries {
 		b = fmt.Appendf(b, "%p,", q)
@@ -154,7 +156,7 @@ func (walkCaps) key(queries []*query.Query) string {
 // estimate at share of the kernel's time (nextWalks), 0 for none. A set of
 // queries not seen yet gets first walks per update edge (0: no cap).
 func (w walkCaps) maxWalks(queries []*query.Query, edges int, first, share float64) int {
-	c, ok := w[w.key(queries)]
+	c, ok := w[querySet(queries)]
 	per := first
 	if ok && c.last.walks > 0 {
 		per = nextWalks(c.last, c.prev, share, edges)
@@ -192,7 +194,7 @@ func (x *GPU) tuneEstimate(queries []*query.Query, edges int) {
 	if cs.caps == nil || len(cs.caps) > 64 {
 		cs.caps = walkCaps{}
 	}
-	key := cs.caps.key(queries)
+	key := querySet(queries)
 	c := cs.caps[key]
 	c.kernel, c.kernelEdges = x.last.Kernel, edges
 	if est := cs.last; x.estimateShare() > 0 && est != nil {
@@ -307,6 +309,10 @@ func (x *GPU) Last() BatchStats { return x.last }
 // nil: valid until the next Match.
 func (x *GPU) LastEstimate() *sampler.Estimate { return x.cache.last }
 
+// LastReads returns what the cache placements trimmed the last batch's
+// lists to: nil for whole lists. Valid until the next Match.
+func (x *GPU) LastReads() *cache.Reads { return x.cache.reads }
+
 // LastCached returns the keys of the lists the cache placements' block
 // held for the last batch (sampler.ListKey), ascending: empty when it held
 // none, nil outside those placements. Valid until the next Match.
@@ -344,7 +350,10 @@ func (x *GPU) cacheBudget() (int64, error) {
 // the block is empty.
 func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query) (col, lbl uint64, err error) {
 	cs := &x.cache
-	cs.last = nil
+	cs.last, cs.reads = nil, nil
+	if !x.opts.WholeLists {
+		cs.reads = cache.NewReads(g, queries)
+	}
 	t0 := time.Now()
 	budget, err := x.cacheBudget()
 	if err != nil {
@@ -372,13 +381,15 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 		// The paper's Naive cache is static: rank once, and again only
 		// when the graph has changed by a twentieth or the budget moved.
 		// Ranking sorts every list, a second per batch on 2^27 edges.
-		if e := g.NumEdges(); cs.rankedFor != g || cs.rankedBudget != budget || 20*abs(e-cs.rankedEdges) > cs.rankedEdges {
-			cs.ranked = cache.Degree(cs.ranked[:0], g, budget)
-			cs.rankedFor, cs.rankedEdges, cs.rankedBudget = g, e, budget
+		// The trim follows the queries, so a new set ranks again.
+		set := querySet(queries)
+		if e := g.NumEdges(); cs.rankedFor != g || cs.rankedBudget != budget || cs.rankedSet != set || 20*abs(e-cs.rankedEdges) > cs.rankedEdges {
+			cs.ranked = cache.Degree(cs.ranked[:0], g, budget, cs.reads)
+			cs.rankedFor, cs.rankedEdges, cs.rankedBudget, cs.rankedSet = g, e, budget, set
 		}
 		cs.keys = append(cs.keys[:0], cs.ranked...)
 	case KHop:
-		cs.keys, err = cache.KHop(cs.keys[:0], g, delta, cache.Diameter(queries), budget)
+		cs.keys, err = cache.KHop(cs.keys[:0], g, delta, cache.Diameter(queries), budget, cs.reads)
 		if errors.Is(err, cache.ErrOverBudget) {
 			return 0, 0, fmt.Errorf("kernels: khop placement: %w; raise the budget (--gpu-cache) or choose another placement", err)
 		}
@@ -387,7 +398,7 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 		}
 	}
 	x.last.Rank = time.Since(t0)
-	n, err := cache.Pack(&cs.block, g, cs.keys, budget)
+	n, err := cache.Pack(&cs.block, g, cs.keys, budget, cs.reads)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -447,10 +458,16 @@ func (x *GPU) pointRows(g *dyngraph.Graph, cacheSlab uint32) error {
 	for i, k := range keys {
 		r := sampler.KeyList(k, directed)
 		row := g.Row(r)
-		if row[2] != rowptr[2*i+2]-rowptr[2*i] {
-			return fmt.Errorf("kernels: BUG: cached list %d has %d entries in the block and %d in the graph", k, rowptr[2*i+2]-rowptr[2*i], row[2])
+		// The block's list may be trimmed (cache.Reads): its row
+		// gives its own length, and its sorted part's.
+		n, sorted := rowptr[2*i+2]-rowptr[2*i], rowptr[2*i+2]-rowptr[2*i]
+		if rowptr[2*i+1] != cache.NoAppended {
+			sorted = rowptr[2*i+1] - rowptr[2*i]
 		}
-		row[0], row[1] = cacheSlab, rowptr[2*i]
+		if n > row[2] || sorted > row[3] {
+			return fmt.Errorf("kernels: BUG: cached list %d has %d entries (%d sorted) in the block and %d (%d) in the graph", k, n, sorted, row[2], row[3])
+		}
+		row[0], row[1], row[2], row[3] = cacheSlab, rowptr[2*i], n, sorted
 		rows.add(r, directed, row)
 	}
 	cs.rows = append(cs.rows[:0], keys...)

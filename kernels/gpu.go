@@ -110,6 +110,10 @@ type Options struct {
 	// reached 0.09 to 1.00, for an estimate of 15 to 23% of the batch.
 	// Held to DefaultEstimateShare, they covered no better.
 	WeightedWalks bool
+	// WholeLists makes the cache placements' blocks hold whole lists, the
+	// paper's block, instead of the entries the queries can read
+	// (cache.Reads); for measuring what trimming buys.
+	WholeLists bool
 	// SearchLookup makes the kernel find cached lists the paper's way, by
 	// a binary search of the block's rowidx at every list access, instead
 	// of through the per-vertex table rows that the executor points into

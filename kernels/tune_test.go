@@ -68,7 +68,7 @@ func TestShortKernel(t *testing.T) {
 	if w.short(qa, 64, time.Millisecond) {
 		t.Fatal("a set not run yet is short")
 	}
-	w[w.key(qa)] = walkCap{kernel: 500 * time.Microsecond, kernelEdges: 64}
+	w[querySet(qa)] = walkCap{kernel: 500 * time.Microsecond, kernelEdges: 64}
 	for _, c := range []struct {
 		qs    []*query.Query
 		edges int
@@ -100,7 +100,7 @@ func TestWalkCaps(t *testing.T) {
 		t.Fatalf("no cap yet, first 256: got %d, want %d", got, 64*256)
 	}
 	last := walkStep{walks: 10, edges: 64, vary: 0.001, kernel: 0.01}
-	w[w.key(qa)] = walkCap{last: last}
+	w[querySet(qa)] = walkCap{last: last}
 	for _, edges := range []int{16, 64, 256} {
 		want := int(nextWalks(last, walkStep{}, 0.05, edges) * float64(edges))
 		if got := w.maxWalks(qa, edges, 256, 0.05); got != want || got == 0 {
@@ -125,7 +125,7 @@ func TestTuneEstimate(t *testing.T) {
 		x.cache.last = &sampler.Estimate{Walks: walks}
 		x.last = BatchStats{Estimate: est, Kernel: kernel}
 		x.tuneEstimate(q, edges)
-		return x.cache.caps[x.cache.caps.key(q)]
+		return x.cache.caps[querySet(q)]
 	}
 	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
 	c := batch(64, 6400, ms(0.65), ms(10))
@@ -147,7 +147,7 @@ func TestTuneEstimate(t *testing.T) {
 	x.cache.last = nil // a skipped batch: its kernel counts, its estimate does not
 	x.last = BatchStats{Kernel: ms(2)}
 	x.tuneEstimate(q, 512)
-	if c2 := x.cache.caps[x.cache.caps.key(q)]; c2.last != c.last || c2.kernel != ms(2) {
+	if c2 := x.cache.caps[querySet(q)]; c2.last != c.last || c2.kernel != ms(2) {
 		t.Fatalf("a skipped batch: %+v, want the last estimate kept and the kernel updated", c2)
 	}
 	for _, o := range []Options{{Placement: GCSM, EstimateShare: -1}, {Placement: Degree}} {
@@ -155,7 +155,7 @@ func TestTuneEstimate(t *testing.T) {
 		x.cache.last = &sampler.Estimate{Walks: 6400}
 		x.last = BatchStats{Estimate: ms(1), Kernel: ms(10)}
 		x.tuneEstimate(q, 64)
-		if c := x.cache.caps[x.cache.caps.key(q)]; c.last != (walkStep{}) {
+		if c := x.cache.caps[querySet(q)]; c.last != (walkStep{}) {
 			t.Errorf("%+v: recorded %+v", o, c.last)
 		}
 	}

@@ -40,7 +40,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&batches, "batches", "64,1024,4096", "comma-separated batch sizes")
 	fs.IntVar(&perSize, "per-size", 4, "batches timed per size")
 	fs.StringVar(&shapes, "shapes", "triangle,4-cycle,diamond,house,5-cycle", "comma-separated query shapes: "+shapeNames())
-	fs.StringVar(&engines, "engines", "cpu,zero-copy,device", fmt.Sprintf("engines to compare: cpu, or a GPU placement (%s), a cache placement with :search for the binary-search lookup (gcsm:search); the GPU ones are skipped without a GPU", placementNames()))
+	fs.StringVar(&engines, "engines", "cpu,zero-copy,device", fmt.Sprintf("engines to compare: cpu, or a GPU placement (%s), a cache placement with :search for the binary-search lookup and :whole for blocks of whole lists (gcsm:search, degree:whole); the GPU ones are skipped without a GPU", placementNames()))
 	fs.Float64Var(&cacheFraction, "gpu-cache-fraction", 0, "cap the cache placements' budget at this share of the graph's list bytes (0.05: the paper's out-of-memory regime); 0 leaves it to --gpu-mem")
 	fs.Int64Var(&gpuMem, "gpu-mem", 0, "cap on the GPU memory each GPU engine uses, in `bytes`; 0 means no cap")
 	fs.Float64Var(&share, "gpu-estimate-share", 0, estimateShareUsage)
@@ -109,15 +109,12 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		case "cpu":
 			es = append(es, bench.Engine{Name: "cpu", Matcher: &incremental.CPU{Workers: workers}, Alloc: hostmem.Mmap{}})
 		default:
-			plName, lookup, search := strings.Cut(name, ":")
-			pl, err := kernels.ParsePlacement(plName)
+			opts, err := engineOptions(name)
 			if err != nil {
-				return fmt.Errorf("--engines: unknown engine %q (want cpu or one of %s)", name, placementNames())
+				return err
 			}
-			if search && (lookup != "search" || !pl.Cached()) {
-				return fmt.Errorf("--engines: %q: only the cache placements (gcsm, degree, khop) take a lookup, and only :search", name)
-			}
-			x, err := kernels.Open(kernels.Options{Placement: pl, MemLimit: gpuMem, SearchLookup: search, EstimateShare: share, WeightedWalks: weighted, MinCacheKernel: minKernel})
+			opts.MemLimit, opts.EstimateShare, opts.WeightedWalks, opts.MinCacheKernel = gpuMem, share, weighted, minKernel
+			x, err := kernels.Open(opts)
 			if err != nil {
 				fmt.Fprintf(stderr, "bench: skipping %s: %v\n", name, err)
 				continue
@@ -253,4 +250,29 @@ func shapeNames() string {
 		names = append(names, s.Name)
 	}
 	return strings.Join(names, ", ")
+}
+
+// engineOptions reads a GPU engine of --engines: a placement, and for the
+// cache placements the suffixes :search (Options.SearchLookup) and :whole
+// (Options.WholeLists), in any order.
+func engineOptions(name string) (kernels.Options, error) {
+	parts := strings.Split(name, ":")
+	pl, err := kernels.ParsePlacement(parts[0])
+	if err != nil {
+		return kernels.Options{}, fmt.Errorf("--engines: unknown engine %q (want cpu or one of %s)", name, placementNames())
+	}
+	opts := kernels.Options{Placement: pl}
+	for _, s := range parts[1:] {
+		switch {
+		case !pl.Cached():
+			return opts, fmt.Errorf("--engines: %q: only the cache placements (gcsm, degree, khop) take :search or :whole", name)
+		case s == "search" && !opts.SearchLookup:
+			opts.SearchLookup = true
+		case s == "whole" && !opts.WholeLists:
+			opts.WholeLists = true
+		default:
+			return opts, fmt.Errorf("--engines: %q: %q is not :search or :whole, or comes twice", name, s)
+		}
+	}
+	return opts, nil
 }

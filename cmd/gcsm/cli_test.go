@@ -611,7 +611,9 @@ func TestUsageErrors(t *testing.T) {
 	wantFailure(t, 1, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-walks", "bogus"}, `--gpu-walks "bogus": want paper or weighted`)
 	wantFailure(t, 1, []string{"bench", "--gpu-walks", "bogus"}, `--gpu-walks "bogus"`)
 	wantFailure(t, 1, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-cache-lookup", "hash"}, `--gpu-cache-lookup "hash": want table or search`)
-	wantFailure(t, 1, []string{"bench", "--engines", "gcsm:hash"}, `"gcsm:hash": only the cache placements`)
+	wantFailure(t, 1, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-cache-lists", "half"}, `--gpu-cache-lists "half": want trimmed or whole`)
+	wantFailure(t, 1, []string{"bench", "--engines", "gcsm:hash"}, `"gcsm:hash": "hash" is not :search or :whole`)
+	wantFailure(t, 1, []string{"bench", "--engines", "gcsm:whole:whole"}, `"gcsm:whole:whole": "whole" is not :search or :whole, or comes twice`)
 	wantFailure(t, 1, []string{"bench", "--engines", "device:search"}, `"device:search": only the cache placements`)
 
 	missing := filepath.Join(t.TempDir(), "nosuch.graph")

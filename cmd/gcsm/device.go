@@ -16,11 +16,11 @@ import (
 
 // deviceFlags choose the executor: --device, --gpu-placement, --gpu-mem,
 // --gpu-cache, --gpu-cache-lookup, --gpu-estimate-share, --gpu-walks,
-// --gpu-cache-min-kernel.
+// --gpu-cache-min-kernel, --gpu-cache-lists.
 type deviceFlags struct {
 	device, placement string
 	mem, cache        int64
-	lookup            string
+	lookup, lists     string
 	share             float64
 	walks             string
 	minKernel         time.Duration
@@ -36,7 +36,13 @@ func (d *deviceFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&d.share, "gpu-estimate-share", 0, estimateShareUsage)
 	fs.StringVar(&d.walks, "gpu-walks", "paper", walksUsage)
 	fs.DurationVar(&d.minKernel, "gpu-cache-min-kernel", 0, minKernelUsage)
+	fs.StringVar(&d.lists, "gpu-cache-lists", "trimmed", listsUsage)
 }
+
+const listsUsage = "what the cache block holds of a list: trimmed (the entries of the vertex labels the queries can read from it) or whole (every entry, as in the GCSM paper)"
+
+// wholeLists parses --gpu-cache-lists.
+func wholeLists(v string) (bool, error) { return twoWay("gpu-cache-lists", v, "trimmed", "whole") }
 
 const walksUsage = "the gcsm placement's random walks: paper (the GCSM paper's, which go on with probability 1/maximum degree) or weighted (a walk picks among a node's own candidates and carries their number as weight: better coverage of the hottest lists for a larger --gpu-estimate-share)"
 
@@ -107,7 +113,11 @@ func (d *deviceFlags) open(w io.Writer, workers int) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	x, err := kernels.Open(kernels.Options{Placement: pl, MemLimit: d.mem, CacheBytes: d.cache, SearchLookup: search,
+	whole, err := wholeLists(d.lists)
+	if err != nil {
+		return nil, err
+	}
+	x, err := kernels.Open(kernels.Options{Placement: pl, MemLimit: d.mem, CacheBytes: d.cache, SearchLookup: search, WholeLists: whole,
 		EstimateShare: d.share, WeightedWalks: weighted, MinCacheKernel: d.minKernel})
 	if err != nil {
 		if d.device == "auto" && (errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice)) {

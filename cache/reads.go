@@ -1,0 +1,253 @@
+package cache
+
+import (
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/query"
+	"github.com/gcsm/gcsm/sampler"
+)
+
+// Reads says which entries of each neighbour list a set of queries can
+// read, so that a block holds those and not the rest: it trims the lists.
+//
+// A list is in label order (dyngraph.Order), and the matchers read it only
+// at the vertex labels of the query vertices adjacent to the one its vertex
+// matched: a cut to a level's label, or a probe for a candidate, which has
+// that label. A data vertex of label L matches only query vertices of label
+// L and wildcards, so its list is read at the labels of their neighbours
+// and nowhere else. With the benchmark's queries, whose vertices take the
+// two most common of 32 Zipf labels, that is 13 to 41% of a list's
+// entries; a whole hub list costs its vertex's place in the block two to
+// seven times over. The trimmed list is the whole list's entries at those
+// labels, in order, each part (sorted, appended) trimmed on its own, so
+// every cut and probe the kernel makes of it finds what it would find in
+// the whole list. Where a wildcard makes every label readable, the list is
+// whole.
+//
+// A nil *Reads keeps every list whole: the paper's block.
+type Reads struct {
+	order dyngraph.Order
+	vl    []graph.Label
+	// The readable labels of a vertex of label l: spans[dense[l]] for
+	// l < len(dense), else spans[sparse[l]], else other.
+	dense  []int32
+	sparse map[graph.Label]int32
+	spans  []labelSpans
+	other  labelSpans
+}
+
+// labelSpans is a set of vertex labels: the closed intervals of spans,
+// ascending and apart, or every label.
+type labelSpans struct {
+	all   bool
+	spans [][2]graph.Label
+}
+
+// denseLabels bounds the labels Reads looks up in an array, not a map:
+// dictionaries number labels from 0, so real ones are far below.
+const denseLabels = 1 << 16
+
+// NewReads returns what queries read of g's lists, or nil when they may
+// read all of every list: g has one vertex label, or wildcards make every
+// label readable everywhere. It is valid while g keeps its vertex labels
+// array, until an Apply that adds vertices.
+func NewReads(g *dyngraph.Graph, queries []*query.Query) *Reads {
+	ord := g.Order()
+	if ord.IDOnly() {
+		return nil
+	}
+	// What a vertex of each query label reads, and what any vertex does
+	// (the neighbours of wildcard query vertices). A nil set is every
+	// label.
+	type set = map[graph.Label]bool
+	by := map[graph.Label]set{}
+	anyv := set{}
+	add := func(to set, l graph.Label) set {
+		if to == nil || l == graph.Wildcard {
+			return nil
+		}
+		to[l] = true
+		return to
+	}
+	for _, q := range queries {
+		for _, e := range q.Edges {
+			for _, uw := range [2][2]int{{e.A, e.B}, {e.B, e.A}} {
+				lu, lw := q.Labels[uw[0]], q.Labels[uw[1]]
+				if lu == graph.Wildcard {
+					anyv = add(anyv, lw)
+					continue
+				}
+				s, ok := by[lu]
+				if !ok {
+					s = set{}
+				}
+				by[lu] = add(s, lw)
+			}
+		}
+	}
+	spansOf := func(s set) labelSpans {
+		if s == nil || anyv == nil {
+			return labelSpans{all: true}
+		}
+		ls := make([]graph.Label, 0, len(s)+len(anyv))
+		for l := range s {
+			ls = append(ls, l)
+		}
+		for l := range anyv {
+			ls = append(ls, l)
+		}
+		slices.Sort(ls)
+		var sp labelSpans
+		for _, l := range slices.Compact(ls) {
+			if n := len(sp.spans); n > 0 && sp.spans[n-1][1]+1 == l {
+				sp.spans[n-1][1] = l
+			} else {
+				sp.spans = append(sp.spans, [2]graph.Label{l, l})
+			}
+		}
+		return sp
+	}
+	r := &Reads{order: ord, vl: g.VertexLabels(), other: spansOf(set{})}
+	trims := !r.other.all
+	for l, s := range by {
+		sp := spansOf(s)
+		trims = trims || !sp.all
+		i := int32(len(r.spans))
+		r.spans = append(r.spans, sp)
+		if l < denseLabels {
+			for len(r.dense) <= int(l) {
+				r.dense = append(r.dense, -1)
+			}
+			r.dense[l] = i
+		} else {
+			if r.sparse == nil {
+				r.sparse = map[graph.Label]int32{}
+			}
+			r.sparse[l] = i
+		}
+	}
+	if !trims {
+		return nil
+	}
+	return r
+}
+
+// of returns the readable labels of the list of vertex v.
+func (r *Reads) of(v graph.VertexID) *labelSpans {
+	l := r.vl[v]
+	i := int32(-1)
+	if int(l) < len(r.dense) {
+		i = r.dense[l]
+	} else if r.sparse != nil {
+		if j, ok := r.sparse[l]; ok {
+			i = j
+		}
+	}
+	if i < 0 {
+		return &r.other
+	}
+	return &r.spans[i]
+}
+
+// cut appends to dst the index ranges [lo, hi) of part, a part of the list
+// of vertex v, whose entries the queries can read, ascending; nil r gives
+// the whole part. Empty ranges are left out. Each span of labels costs at
+// most two binary searches, and none for a bound beyond either end of the
+// part: a span of the most common labels, which come first, starts at 0.
+func (r *Reads) cut(v graph.VertexID, part []uint32, dst [][2]int) [][2]int {
+	if len(part) == 0 {
+		return dst
+	}
+	if r == nil {
+		return append(dst, [2]int{0, len(part)})
+	}
+	s := r.of(v)
+	if s.all {
+		return append(dst, [2]int{0, len(part)})
+	}
+	from := 0
+	last := r.vl[part[len(part)-1]&dyngraph.IDMask]
+	for _, sp := range s.spans {
+		if sp[0] > last {
+			break
+		}
+		lo := from
+		if r.vl[part[from]&dyngraph.IDMask] < sp[0] {
+			lo += r.order.LabelStart(part[from:], sp[0])
+		}
+		hi := len(part)
+		if sp[1] < last {
+			hi = lo + r.order.LabelStart(part[lo:], sp[1]+1)
+		}
+		if hi > lo {
+			dst = append(dst, [2]int{lo, hi})
+		}
+		if from = hi; from == len(part) {
+			break
+		}
+	}
+	return dst
+}
+
+// size returns how many entries of a, the list of vertex v, the queries can
+// read: what the list costs a block.
+func (r *Reads) size(v graph.VertexID, a *dyngraph.Adj) int {
+	if r == nil || r.of(v).all {
+		return len(a.Sorted) + len(a.Appended)
+	}
+	var buf [8][2]int
+	n := 0
+	for _, c := range r.cut(v, a.Sorted, buf[:0]) {
+		n += c[1] - c[0]
+	}
+	for _, c := range r.cut(v, a.Appended, buf[:0]) {
+		n += c[1] - c[0]
+	}
+	return n
+}
+
+// listLen is what the list of key costs a block, in entries.
+func (r *Reads) listLen(g *dyngraph.Graph, k uint32) int {
+	a := adjOf(g, k)
+	return r.size(sampler.KeyList(k, g.Directed()).V, &a)
+}
+
+// listLen is the whole length of the list of key: entries in use,
+// tombstones and appended part.
+func listLen(g *dyngraph.Graph, k uint32) int {
+	a := adjOf(g, k)
+	return len(a.Sorted) + len(a.Appended)
+}
+
+// parallelSizes is the fewest lists whose sizes are worth spreading over
+// the cores: a trimmed size is a few binary searches of random reads.
+const parallelSizes = 1 << 10
+
+// sizes sets n[i] to listLen of keys[i]: on all cores when trimming many.
+// The keys must name lists of g.
+func (r *Reads) sizes(g *dyngraph.Graph, keys []uint32, n []int) {
+	parts := 1
+	if r != nil {
+		parts = min(runtime.GOMAXPROCS(0), len(keys)/parallelSizes+1)
+	}
+	if parts <= 1 {
+		for i, k := range keys {
+			n[i] = r.listLen(g, k)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for p := range parts {
+		lo, hi := len(keys)*p/parts, len(keys)*(p+1)/parts
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				n[i] = r.listLen(g, keys[i])
+			}
+		})
+	}
+	wg.Wait()
+}
