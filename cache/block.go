@@ -69,16 +69,16 @@ type Block struct {
 	words []uint32 // the buffer: raw viewed as words, or a heap slice
 	lay   Layout
 
-	seen []uint64 // bitset of keys taken by the Pack under way; kept zero
-	sel  []uint32 // the keys taken
-	lens []int    // the sizes of a window of the keys considered
-	// starts[i] is where row i's sorted part, trimmed to one range,
-	// starts in its list, or manyRanges: offsets finds it for copyLists.
-	starts []uint32
+	// Scratch of Pack: a bitset of the keys taken, kept zero; the keys
+	// taken and their trims, in the order taken; the trims of a window
+	// of keys; the taken keys' sort; and the rows' trims, in key order.
+	seen   []uint64
+	sel    []uint32
+	picked []trim
+	window []trim
+	order  []uint64
+	rows   []trim
 }
-
-// manyRanges marks a sorted part that trimming cut into several ranges.
-const manyRanges = ^uint32(0)
 
 // Bytes is the size of the block: what one DMA sends.
 func (b *Block) Bytes() int64 { return int64(b.lay.Words) * 4 }
@@ -148,10 +148,10 @@ func (s *sizer) full() bool { return s.used+s.cost(1) > s.budget }
 // budget. Empty lists take nothing, as Pack skips them.
 func BlockBytes(g *dyngraph.Graph, keys []uint32, reads *Reads) int64 {
 	s := newSizer(math.MaxInt64, g.MultiLabel())
-	n := make([]int, len(keys))
-	reads.sizes(g, keys, n)
-	for _, n := range n {
-		if n > 0 {
+	t := make([]trim, len(keys))
+	reads.trims(g, keys, t)
+	for _, t := range t {
+		if n := t.len(); n > 0 {
 			s.take(n)
 		}
 	}
@@ -171,15 +171,17 @@ var ErrKey = errors.New("cache: key names no list of the graph")
 
 // Pack fills dst with lists of g, trimmed to reads (nil: whole), greedily
 // in the priority order of keys (see sampler.ListKey), within budget bytes,
-// and returns how many lists it packed. A list that does not fit is skipped and packing goes on with the
-// next, so one hub larger than the space left does not keep every smaller
-// hot list out; empty lists and repeated keys are skipped too (a miss on an
-// empty list reads nothing). rowidx is then sorted. Lists are sized in
-// windows of keys that double, on all cores when trimmed. dst's buffer and scratch
-// (a bitset of one bit per key, and the chosen keys) are reused: once they
-// have grown, Pack allocates nothing but the goroutines that write a large
-// block (write). Cost: O(len(keys) considered + K log K + N),
-// memory-latency bound on the lists' table rows.
+// and returns how many lists it packed. A list that does not fit is skipped
+// and packing goes on with the next, so one hub larger than the space left
+// does not keep every smaller hot list out; empty lists and repeated keys
+// are skipped too (a miss on an empty list reads nothing). rowidx is then
+// sorted. Lists are sized in windows of keys that double, on all cores
+// when trimmed, and what sizing found is what write copies, so a trimmed
+// list is cut once. dst's buffer and scratch (a bitset of one bit per key,
+// and the chosen keys and their trims) are reused: once they have grown,
+// Pack allocates nothing but the goroutines that size and write a large
+// block. Cost: O(len(keys) considered + K log K + N), memory-latency bound
+// on the lists' table rows, plus a few binary searches per list trimmed.
 //
 // On error dst is empty.
 func Pack(dst *Block, g *dyngraph.Graph, keys []uint32, budget int64, reads *Reads) (packed int, err error) {
@@ -193,10 +195,10 @@ func Pack(dst *Block, g *dyngraph.Graph, keys []uint32, budget int64, reads *Rea
 	}
 	labels := g.MultiLabel()
 	sz := newSizer(budget, labels)
-	sel := dst.sel[:0]
+	sel, picked := dst.sel[:0], dst.picked[:0]
 	var bad error
 	for i := 0; i < len(keys) && bad == nil && !sz.full(); {
-		win := keys[i : i+min(len(keys)-i, max(parallelSizes, i))]
+		win := keys[i : i+min(len(keys)-i, max(firstWindow, i))]
 		i += len(win)
 		for j, k := range win {
 			if int(k) >= nk {
@@ -205,11 +207,11 @@ func Pack(dst *Block, g *dyngraph.Graph, keys []uint32, budget int64, reads *Rea
 				break
 			}
 		}
-		if cap(dst.lens) < len(win) {
-			dst.lens = make([]int, len(win))
+		if cap(dst.window) < len(win) {
+			dst.window = make([]trim, len(win))
 		}
-		lens := dst.lens[:len(win)]
-		reads.sizes(g, win, lens)
+		trims := dst.window[:len(win)]
+		reads.trims(g, win, trims)
 		for j, k := range win {
 			if sz.full() {
 				break
@@ -217,47 +219,74 @@ func Pack(dst *Block, g *dyngraph.Graph, keys []uint32, budget int64, reads *Rea
 			if dst.seen[k/64]&(1<<(k%64)) != 0 {
 				continue
 			}
-			if n := lens[j]; n > 0 && sz.take(n) {
+			if n := trims[j].len(); n > 0 && sz.take(n) {
 				dst.seen[k/64] |= 1 << (k % 64)
-				sel = append(sel, k)
+				sel, picked = append(sel, k), append(picked, trims[j])
 			}
 		}
 	}
-	words := (nk + 63) / 64
-	if bad == nil && words < 8*len(sel) {
-		// The bitset of taken keys is them in order: scanning it is
-		// cheaper than sorting when it is not much longer than K (sorting
-		// was 30% of a Pack of 62k small lists).
+	dst.sel, dst.picked = sel, picked
+	if bad != nil {
+		for _, k := range sel {
+			dst.seen[k/64] = 0
+		}
+		return 0, bad
+	}
+	if len(sel) == 0 {
+		return 0, nil
+	}
+	// rowidx ascends: sort the picks by key, their trims with them.
+	trims := dst.trimsOf(len(sel))
+	if words := (nk + 63) / 64; reads == nil && words < 8*len(sel) {
+		// Whole lists: the bitset of taken keys is them in order, and
+		// scanning it and reading their lengths again is cheaper than
+		// sorting when it is not much longer than K (sorting was 30% of
+		// a Pack of 62k small lists).
 		sel = sel[:0]
 		for i, x := range dst.seen[:words] {
 			for x != 0 {
 				sel = append(sel, uint32(i*64+bits.TrailingZeros64(x)))
 				x &= x - 1
 			}
-			dst.seen[i] = 0
 		}
+		reads.trims(g, sel, trims)
 	} else {
-		for _, k := range sel {
-			dst.seen[k/64] = 0
+		order := dst.order[:0]
+		for i, k := range sel {
+			order = append(order, uint64(k)<<32|uint64(i))
 		}
-		slices.Sort(sel)
+		slices.Sort(order)
+		for i, o := range order {
+			sel[i], trims[i] = uint32(o>>32), picked[uint32(o)]
+		}
+		dst.order = order
 	}
-	dst.sel = sel
-	if bad != nil {
-		return 0, bad
+	for _, k := range sel {
+		dst.seen[k/64] = 0
 	}
-	if len(sel) == 0 {
-		return 0, nil
-	}
-	if err := dst.write(g, sel, reads, labels, int(sz.used)); err != nil {
+	if err := dst.write(g, sel, trims, reads, labels, int(sz.used)); err != nil {
 		return 0, err
 	}
 	return len(sel), nil
 }
 
-// write lays out the lists of keys (ascending), trimmed to reads, in words
-// words. Large blocks are written by all cores.
-func (b *Block) write(g *dyngraph.Graph, keys []uint32, reads *Reads, labels bool, words int) error {
+// firstWindow is how many keys Pack sizes before it takes any: the windows
+// double from there, so Pack sizes at most twice the keys it needs, plus
+// this.
+const firstWindow = 1 << 10
+
+// trimsOf returns the block's scratch for the trims of n rows.
+func (b *Block) trimsOf(n int) []trim {
+	if cap(b.rows) < n {
+		b.rows = make([]trim, n, n+n/4)
+	}
+	b.rows = b.rows[:n]
+	return b.rows
+}
+
+// write lays out the lists of keys (ascending), trimmed as trims says, in
+// words words. Large blocks are written by all cores.
+func (b *Block) write(g *dyngraph.Graph, keys []uint32, trims []trim, reads *Reads, labels bool, words int) error {
 	if err := b.grow(words); err != nil {
 		return err
 	}
@@ -274,27 +303,32 @@ func (b *Block) write(g *dyngraph.Graph, keys []uint32, reads *Reads, labels boo
 	w := b.words[:words]
 	copy(w, keys)
 	rowptr := w[lay.RowPtr:lay.ColIdx]
+	off := uint32(0)
+	for i, t := range trims {
+		rowptr[2*i] = off
+		off += t.sorted
+		rowptr[2*i+1] = NoAppended
+		if t.appended > 0 {
+			rowptr[2*i+1] = off
+			off += t.appended
+		}
+	}
+	if int(off) != n {
+		panic("BUG: cache: the lists changed size between sizing and writing")
+	}
+	rowptr[2*k] = off
 	// One core writes a few GB/s of large lists into pinned memory, and
 	// far less of small ones (each costs a miss on its table row); a
 	// block is tens of MB on a large GPU, so on the H100 its writing was
 	// most of a small batch's cache cost.
 	parts := min(runtime.GOMAXPROCS(0), max(n/parallelEntries, k/parallelLists))
 	if parts <= 1 {
-		b.writeLists(g, keys, reads)
+		b.copyLists(g, keys, trims, reads, 0, k)
 		return nil
 	}
-	if cap(b.starts) < k {
-		b.starts = make([]uint32, k, k+k/4)
-	}
-	b.starts = b.starts[:k]
-	var wg sync.WaitGroup
-	for p := range parts {
-		wg.Go(func() { b.offsets(g, keys, reads, k*p/parts, k*(p+1)/parts) })
-	}
-	wg.Wait()
-	b.prefix(n)
 	// Each core copies about n/parts entries: from the row where its
 	// share starts, so a hub's list is one core's.
+	var wg sync.WaitGroup
 	lo := 0
 	for p := 1; p <= parts && lo < k; p++ {
 		hi := k
@@ -303,35 +337,11 @@ func (b *Block) write(g *dyngraph.Graph, keys []uint32, reads *Reads, labels boo
 			hi = lo + sort.Search(k-lo, func(i int) bool { return rowptr[2*(lo+i)+2] >= end }) + 1
 		}
 		from := lo
-		wg.Go(func() { b.copyLists(g, keys, reads, from, hi) })
+		wg.Go(func() { b.copyLists(g, keys, trims, reads, from, hi) })
 		lo = hi
 	}
 	wg.Wait()
 	return nil
-}
-
-// writeLists writes rowptr and the lists on one core, reading each table
-// row once.
-func (b *Block) writeLists(g *dyngraph.Graph, keys []uint32, reads *Reads) {
-	rowptr, col, lbl := b.arrays()
-	directed := g.Directed()
-	var buf [8][2]int
-	off := 0
-	for i, key := range keys {
-		a := adjOf(g, key)
-		v := sampler.KeyList(key, directed).V
-		rowptr[2*i] = uint32(off)
-		off = put(col, lbl, off, a.Sorted, a.SortedLabels, reads.cut(v, a.Sorted, buf[:0]))
-		rowptr[2*i+1] = NoAppended
-		if cut := reads.cut(v, a.Appended, buf[:0]); len(cut) > 0 {
-			rowptr[2*i+1] = uint32(off)
-			off = put(col, lbl, off, a.Appended, a.AppendedLabels, cut)
-		}
-	}
-	if off != b.lay.Entries {
-		panic("BUG: cache: the lists changed size between sizing and writing")
-	}
-	rowptr[2*len(keys)] = uint32(off)
 }
 
 // A block is written by several cores when each gets at least
@@ -354,58 +364,6 @@ func put(col, lbl []uint32, off int, part []uint32, plbl []graph.Label, cut [][2
 	return off
 }
 
-// cutLen is the number of entries of the ranges cut.
-func cutLen(cut [][2]int) int {
-	n := 0
-	for _, c := range cut {
-		n += c[1] - c[0]
-	}
-	return n
-}
-
-// offsets writes the lengths of the sorted and appended parts of rows
-// [lo, hi), trimmed, where prefix turns them into their offsets, and where
-// their sorted parts start, so that copyLists cuts them again only when
-// trimming left several ranges.
-func (b *Block) offsets(g *dyngraph.Graph, keys []uint32, reads *Reads, lo, hi int) {
-	rowptr := b.words[b.lay.RowPtr:b.lay.ColIdx]
-	directed := g.Directed()
-	var buf [8][2]int
-	for i := lo; i < hi; i++ {
-		a := adjOf(g, keys[i])
-		v := sampler.KeyList(keys[i], directed).V
-		cut := reads.cut(v, a.Sorted, buf[:0])
-		b.starts[i] = manyRanges
-		if len(cut) == 1 {
-			b.starts[i] = uint32(cut[0][0])
-		}
-		rowptr[2*i] = uint32(cutLen(cut))
-		rowptr[2*i+1] = uint32(cutLen(reads.cut(v, a.Appended, buf[:0])))
-	}
-}
-
-// prefix turns the lengths offsets wrote into rowptr's offsets, and checks
-// that the lists still have the n entries Pack sized them at.
-func (b *Block) prefix(n int) {
-	k := b.lay.Keys
-	rowptr := b.words[b.lay.RowPtr:b.lay.ColIdx]
-	off := uint32(0)
-	for i := range k {
-		s, a := rowptr[2*i], rowptr[2*i+1]
-		rowptr[2*i] = off
-		off += s
-		rowptr[2*i+1] = NoAppended
-		if a > 0 {
-			rowptr[2*i+1] = off
-			off += a
-		}
-	}
-	if int(off) != n {
-		panic("BUG: cache: the lists changed size between sizing and writing")
-	}
-	rowptr[2*k] = off
-}
-
 // arrays returns the block's rowptr, colidx and labels (nil without labels).
 func (b *Block) arrays() (rowptr, col, lbl []uint32) {
 	lay := b.lay
@@ -418,26 +376,24 @@ func (b *Block) arrays() (rowptr, col, lbl []uint32) {
 }
 
 // copyLists copies the entries (and labels) of rows [lo, hi), trimmed, to
-// where rowptr says.
-func (b *Block) copyLists(g *dyngraph.Graph, keys []uint32, reads *Reads, lo, hi int) {
+// where rowptr says: a sorted part that sizing found in one range from
+// there, any other part cut again.
+func (b *Block) copyLists(g *dyngraph.Graph, keys []uint32, trims []trim, reads *Reads, lo, hi int) {
 	rowptr, col, lbl := b.arrays()
 	directed := g.Directed()
 	var buf [8][2]int
 	for i := lo; i < hi; i++ {
 		a := adjOf(g, keys[i])
 		v := sampler.KeyList(keys[i], directed).V
+		t := trims[i]
 		cut := buf[:0]
-		if s := b.starts[i]; s != manyRanges {
-			end := rowptr[2*i+2]
-			if rowptr[2*i+1] != NoAppended {
-				end = rowptr[2*i+1]
-			}
-			cut = append(cut, [2]int{int(s), int(s + end - rowptr[2*i])})
+		if t.start != manyRanges {
+			cut = append(cut, [2]int{int(t.start), int(t.start + t.sorted)})
 		} else {
 			cut = reads.cut(v, a.Sorted, cut)
 		}
 		put(col, lbl, int(rowptr[2*i]), a.Sorted, a.SortedLabels, cut)
-		if rowptr[2*i+1] != NoAppended {
+		if t.appended > 0 {
 			put(col, lbl, int(rowptr[2*i+1]), a.Appended, a.AppendedLabels, reads.cut(v, a.Appended, buf[:0]))
 		}
 	}

@@ -56,20 +56,20 @@ func Degree(dst []uint32, g *dyngraph.Graph, budget int64, reads *Reads) []uint3
 	slices.Sort(order)
 	sz := newSizer(budget, g.MultiLabel())
 	var keys []uint32
-	var lens []int
+	var trims []trim
 	for i := 0; i < len(order) && !sz.full(); {
-		win := order[i : i+min(len(order)-i, max(parallelSizes, i))]
+		win := order[i : i+min(len(order)-i, max(firstWindow, i))]
 		i += len(win)
-		keys, lens = keys[:0], lens[:0]
+		keys, trims = keys[:0], trims[:0]
 		for _, o := range win {
-			keys, lens = append(keys, uint32(o)), append(lens, 0)
+			keys, trims = append(keys, uint32(o)), append(trims, trim{})
 		}
-		reads.sizes(g, keys, lens)
+		reads.trims(g, keys, trims)
 		for j, k := range keys {
 			if sz.full() {
 				break
 			}
-			if lens[j] > 0 && sz.take(lens[j]) {
+			if n := trims[j].len(); n > 0 && sz.take(n) {
 				dst = append(dst, k)
 			}
 		}

@@ -193,28 +193,44 @@ func (r *Reads) cut(v graph.VertexID, part []uint32, dst [][2]int) [][2]int {
 	return dst
 }
 
-// size returns how many entries of a, the list of vertex v, the queries can
-// read: what the list costs a block.
-func (r *Reads) size(v graph.VertexID, a *dyngraph.Adj) int {
+// trim is what a block keeps of a list: the lengths of its sorted and
+// appended parts, trimmed, and where the sorted part's one range starts in
+// the list (0 when whole), or manyRanges when trimming cut it into several.
+type trim struct{ sorted, appended, start uint32 }
+
+// manyRanges is trim.start for a sorted part cut into several ranges.
+const manyRanges = ^uint32(0)
+
+// len is what the list costs a block, in entries.
+func (t trim) len() int { return int(t.sorted + t.appended) }
+
+// trimOf returns what a block keeps of the list of key.
+func (r *Reads) trimOf(g *dyngraph.Graph, k uint32) trim {
+	a := adjOf(g, k)
+	v := sampler.KeyList(k, g.Directed()).V
 	if r == nil || r.of(v).all {
-		return len(a.Sorted) + len(a.Appended)
+		return trim{sorted: uint32(len(a.Sorted)), appended: uint32(len(a.Appended))}
 	}
 	var buf [8][2]int
-	n := 0
-	for _, c := range r.cut(v, a.Sorted, buf[:0]) {
-		n += c[1] - c[0]
+	cut := r.cut(v, a.Sorted, buf[:0])
+	t := trim{start: manyRanges}
+	for _, c := range cut {
+		t.sorted += uint32(c[1] - c[0])
+	}
+	switch len(cut) {
+	case 0:
+		t.start = 0
+	case 1:
+		t.start = uint32(cut[0][0])
 	}
 	for _, c := range r.cut(v, a.Appended, buf[:0]) {
-		n += c[1] - c[0]
+		t.appended += uint32(c[1] - c[0])
 	}
-	return n
+	return t
 }
 
 // listLen is what the list of key costs a block, in entries.
-func (r *Reads) listLen(g *dyngraph.Graph, k uint32) int {
-	a := adjOf(g, k)
-	return r.size(sampler.KeyList(k, g.Directed()).V, &a)
-}
+func (r *Reads) listLen(g *dyngraph.Graph, k uint32) int { return r.trimOf(g, k).len() }
 
 // listLen is the whole length of the list of key: entries in use,
 // tombstones and appended part.
@@ -223,20 +239,22 @@ func listLen(g *dyngraph.Graph, k uint32) int {
 	return len(a.Sorted) + len(a.Appended)
 }
 
-// parallelSizes is the fewest lists whose sizes are worth spreading over
-// the cores: a trimmed size is a few binary searches of random reads.
-const parallelSizes = 1 << 10
+// trimsPerCore is the fewest lists worth a core of their own: a trim is a
+// few binary searches of random reads, microseconds on a hub's list.
+const trimsPerCore = 64
 
-// sizes sets n[i] to listLen of keys[i]: on all cores when trimming many.
-// The keys must name lists of g.
-func (r *Reads) sizes(g *dyngraph.Graph, keys []uint32, n []int) {
-	parts := 1
-	if r != nil {
-		parts = min(runtime.GOMAXPROCS(0), len(keys)/parallelSizes+1)
+// trims sets t[i] to the trim of keys[i]: on all cores when trimming more
+// than a core's share, or reading the lengths of many whole lists (each a
+// miss on its table row). The keys must name lists of g.
+func (r *Reads) trims(g *dyngraph.Graph, keys []uint32, t []trim) {
+	per := trimsPerCore
+	if r == nil {
+		per = parallelLists
 	}
+	parts := min(runtime.GOMAXPROCS(0), (len(keys)+per-1)/per)
 	if parts <= 1 {
 		for i, k := range keys {
-			n[i] = r.listLen(g, k)
+			t[i] = r.trimOf(g, k)
 		}
 		return
 	}
@@ -245,7 +263,7 @@ func (r *Reads) sizes(g *dyngraph.Graph, keys []uint32, n []int) {
 		lo, hi := len(keys)*p/parts, len(keys)*(p+1)/parts
 		wg.Go(func() {
 			for i := lo; i < hi; i++ {
-				n[i] = r.listLen(g, keys[i])
+				t[i] = r.trimOf(g, keys[i])
 			}
 		})
 	}
