@@ -24,31 +24,53 @@ func TestParsePolicy(t *testing.T) {
 	}
 }
 
-// TestDegree: longest lists first, ties by key, as many as fit; Pack then
-// packs all of them.
+// TestDegree: Longest puts the longest lists first, ties by key; Degree
+// takes as many as fit, whole or trimmed, and Pack then packs all of them.
 func TestDegree(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
+	d := graph.NewDict()
+	for _, l := range []string{"0", "1"} {
+		d.Intern(l)
+	}
+	p, err := query.ParseCypher("q", "(a:0)-[]-(b:1)-[]-(c:0)")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, directed := range []bool{false, true} {
-		g, _ := randomGraph(t, r, directed, false, 200, 1500)
-		all := Degree(nil, g, 1<<40, nil)
+		g, _ := labeledGraph(t, r, directed, false, 200, 1500, 3)
+		all := Longest(nil, g)
 		if want := nonEmpty(g); len(all) != len(want) {
-			t.Fatalf("Degree with room for all: %d keys, want %d", len(all), len(want))
+			t.Fatalf("Longest: %d keys, want %d", len(all), len(want))
 		}
 		for i := 1; i < len(all); i++ {
 			a, b := listLen(g, all[i-1]), listLen(g, all[i])
 			if a < b || (a == b && all[i-1] > all[i]) {
-				t.Fatalf("Degree order: %d (%d entries) before %d (%d entries)", all[i-1], a, all[i], b)
+				t.Fatalf("Longest order: %d (%d entries) before %d (%d entries)", all[i-1], a, all[i], b)
 			}
 		}
-		budget := 4 * blockWords(g, all) / 3
-		keys := Degree([]uint32{}, g, budget, nil)
-		var b Block
-		n, err := Pack(&b, g, keys, budget, nil)
-		if err != nil || n != len(keys) {
-			t.Errorf("Pack(Degree) packed %d of %d: %v", n, len(keys), err)
+		q, err := query.Compile(p, d, directed, query.Embeddings)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if want := greedy(g, all, budget, nil); !slices.Equal(b.RowIdx(), want) {
-			t.Errorf("Degree's keys are not the greedy fill of the length order")
+		for _, qs := range [][]*query.Query{nil, {q}} {
+			var reads *Reads
+			var keep keeper
+			if qs != nil {
+				reads, keep = NewReads(g, qs), naiveKeep(g, qs)
+			}
+			if got := Degree(nil, g, all, 1<<40, reads); len(got) != len(greedy(g, all, 1<<40, keep)) {
+				t.Fatalf("Degree with room for all: %d keys, want %d", len(got), len(greedy(g, all, 1<<40, keep)))
+			}
+			budget := BlockBytes(g, all, reads) / 3
+			keys := Degree([]uint32{}, g, all, budget, reads)
+			var b Block
+			n, err := Pack(&b, g, keys, budget, reads)
+			if err != nil || n != len(keys) {
+				t.Errorf("Pack(Degree) packed %d of %d: %v", n, len(keys), err)
+			}
+			if want := greedy(g, all, budget, keep); !slices.Equal(b.RowIdx(), want) {
+				t.Errorf("Degree's keys are not the greedy fill of the length order")
+			}
 		}
 	}
 }

@@ -41,13 +41,14 @@ type cacheState struct {
 	writes rowWrites
 	last   *sampler.Estimate // the gcsm policy's last estimate
 	caps   walkCaps          // the gcsm policy's walks; see Options.EstimateShare
-	// The degree policy's ranking, and the graph, edge count and budget
-	// it was made for.
-	ranked       []uint32
-	rankedFor    *dyngraph.Graph
-	rankedEdges  int64
+	// The degree policy's order of the lists, longest first, and the
+	// graph and edge count it was made for; and its ranking under the
+	// budget it was made for, per set of queries (the trims differ).
+	longest      []uint32
+	longestFor   *dyngraph.Graph
+	longestEdges int64
+	ranked       map[string][]uint32
 	rankedBudget int64
-	rankedSet    string
 }
 
 func abs(x int64) int64 {
@@ -378,16 +379,25 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 			cs.keys = cs.keys[:0]
 		}
 	case Degree:
-		// The paper's Naive cache is static: rank once, and again only
-		// when the graph has changed by a twentieth or the budget moved.
-		// Ranking sorts every list, a second per batch on 2^27 edges.
-		// The trim follows the queries, so a new set ranks again.
-		set := querySet(queries)
-		if e := g.NumEdges(); cs.rankedFor != g || cs.rankedBudget != budget || cs.rankedSet != set || 20*abs(e-cs.rankedEdges) > cs.rankedEdges {
-			cs.ranked = cache.Degree(cs.ranked[:0], g, budget, cs.reads)
-			cs.rankedFor, cs.rankedEdges, cs.rankedBudget, cs.rankedSet = g, e, budget, set
+		// The paper's Naive cache is static: sort once, and again only
+		// when the graph has changed by a twentieth. Sorting every list
+		// takes a second on 2^27 edges. Cutting the order to the budget
+		// trims lists, so it is kept per set of queries.
+		if e := g.NumEdges(); cs.longestFor != g || 20*abs(e-cs.longestEdges) > cs.longestEdges {
+			cs.longest = cache.Longest(cs.longest[:0], g)
+			cs.longestFor, cs.longestEdges = g, e
+			clear(cs.ranked)
 		}
-		cs.keys = append(cs.keys[:0], cs.ranked...)
+		if cs.ranked == nil || cs.rankedBudget != budget {
+			cs.ranked, cs.rankedBudget = map[string][]uint32{}, budget
+		}
+		set := querySet(queries)
+		ranked, ok := cs.ranked[set]
+		if !ok {
+			ranked = cache.Degree(nil, g, cs.longest, budget, cs.reads)
+			cs.ranked[set] = ranked
+		}
+		cs.keys = append(cs.keys[:0], ranked...)
 	case KHop:
 		cs.keys, err = cache.KHop(cs.keys[:0], g, delta, cache.Diameter(queries), budget, cs.reads)
 		if errors.Is(err, cache.ErrOverBudget) {
