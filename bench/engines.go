@@ -71,8 +71,10 @@ type EngineRow struct {
 	// up to date.
 	Rank, Copy, Kernel time.Duration
 	CacheBytes         int64
-	CachedLists        int
-	HitRatio           float64
+	// CachedLists are the lists of the block, FilledLists of them the
+	// gcsm placement's fill (kernels.Options.FillShare).
+	CachedLists, FilledLists int
+	HitRatio                 float64
 	// Skipped counts the batches in which the gcsm placement neither
 	// estimated nor cached (kernels.Options.MinCacheKernel).
 	Skipped int
@@ -265,8 +267,8 @@ func logRow(log io.Writer, r EngineRow) {
 	fmt.Fprintf(log, "  %-10s batch %5d %-14s %10.3f ms/batch  +%d -%d  %.1f MB of list reads/batch, %.1f MB from host",
 		r.Shape, r.Batch, r.Engine, ms(r.PerBatch), r.Positive, r.Negative, float64(r.ListBytes)/1e6, float64(r.HostBytes)/1e6)
 	if r.CacheBytes > 0 || r.Estimate > 0 {
-		fmt.Fprintf(log, "; estimate %.3f ms, pack+copy %.3f ms (ranking %.3f ms, copy and table %.3f ms), kernel %.3f ms, block %.1f MB, %d lists, hit %.0f%%",
-			ms(r.Estimate), ms(r.Pack), ms(r.Rank), ms(r.Copy), ms(r.Kernel), float64(r.CacheBytes)/1e6, r.CachedLists, 100*r.HitRatio)
+		fmt.Fprintf(log, "; estimate %.3f ms, pack+copy %.3f ms (ranking %.3f ms, copy and table %.3f ms), kernel %.3f ms, block %.1f MB, %d lists (%d filled), hit %.0f%%",
+			ms(r.Estimate), ms(r.Pack), ms(r.Rank), ms(r.Copy), ms(r.Kernel), float64(r.CacheBytes)/1e6, r.CachedLists, r.FilledLists, 100*r.HitRatio)
 	}
 	if r.Skipped > 0 {
 		fmt.Fprintf(log, "; no estimate or block in %d of %d batches (short kernel)", r.Skipped, r.Batches)
@@ -326,6 +328,7 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 				r.Kernel += st.Kernel
 				r.CacheBytes += st.CacheBytes
 				r.CachedLists += st.CachedLists
+				r.FilledLists += st.FilledLists
 				r.HitRatio += st.HitRatio()
 				if st.CacheSkipped {
 					r.Skipped++
@@ -370,6 +373,7 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 			r.HostBytes /= uint64(n)
 			r.CacheBytes /= int64(n)
 			r.CachedLists /= n
+			r.FilledLists /= n
 			r.HitRatio /= float64(n)
 			r.Walks /= int64(n)
 			r.Steps /= int64(n)

@@ -185,9 +185,19 @@ var ErrKey = errors.New("cache: key names no list of the graph")
 //
 // On error dst is empty.
 func Pack(dst *Block, g *dyngraph.Graph, keys []uint32, budget int64, reads *Reads) (packed int, err error) {
+	n, _, err := PackFill(dst, g, keys, nil, budget, 0, reads)
+	return n, err
+}
+
+// PackFill is Pack, and then, within the budget, at most fillBytes more of
+// the lists of fill in their order: it returns how many lists it packed,
+// and how many of them came from fill. The fill uses room that keys left:
+// the GCSM placement fills it with the longest lists (Degree's), which its
+// estimate's walks seldom reach on short queries.
+func PackFill(dst *Block, g *dyngraph.Graph, keys, fill []uint32, budget, fillBytes int64, reads *Reads) (packed, filled int, err error) {
 	dst.lay = Layout{}
 	if budget < 0 {
-		return 0, fmt.Errorf("cache: negative budget %d", budget)
+		return 0, 0, fmt.Errorf("cache: negative budget %d", budget)
 	}
 	nk := sampler.NumKeys(g)
 	if w := (nk + 63) / 64; len(dst.seen) < w {
@@ -195,45 +205,23 @@ func Pack(dst *Block, g *dyngraph.Graph, keys []uint32, budget int64, reads *Rea
 	}
 	labels := g.MultiLabel()
 	sz := newSizer(budget, labels)
-	sel, picked := dst.sel[:0], dst.picked[:0]
-	var bad error
-	for i := 0; i < len(keys) && bad == nil && !sz.full(); {
-		win := keys[i : i+min(len(keys)-i, max(firstWindow, i))]
-		i += len(win)
-		for j, k := range win {
-			if int(k) >= nk {
-				bad = fmt.Errorf("%w: %d (the graph has %d keys)", ErrKey, k, nk)
-				win = win[:j]
-				break
-			}
-		}
-		if cap(dst.window) < len(win) {
-			dst.window = make([]trim, len(win))
-		}
-		trims := dst.window[:len(win)]
-		reads.trims(g, win, trims)
-		for j, k := range win {
-			if sz.full() {
-				break
-			}
-			if dst.seen[k/64]&(1<<(k%64)) != 0 {
-				continue
-			}
-			if n := trims[j].len(); n > 0 && sz.take(n) {
-				dst.seen[k/64] |= 1 << (k % 64)
-				sel, picked = append(sel, k), append(picked, trims[j])
-			}
-		}
+	dst.sel, dst.picked = dst.sel[:0], dst.picked[:0]
+	bad := dst.take(g, keys, &sz, reads)
+	if bad == nil && len(fill) > 0 && fillBytes > 0 {
+		before := len(dst.sel)
+		sz.budget = min(sz.budget, sz.used+fillBytes/4)
+		bad = dst.take(g, fill, &sz, reads)
+		filled = len(dst.sel) - before
 	}
-	dst.sel, dst.picked = sel, picked
+	sel, picked := dst.sel, dst.picked
 	if bad != nil {
 		for _, k := range sel {
 			dst.seen[k/64] = 0
 		}
-		return 0, bad
+		return 0, 0, bad
 	}
 	if len(sel) == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	// rowidx ascends: sort the picks by key, their trims with them.
 	trims := dst.trimsOf(len(sel))
@@ -265,9 +253,49 @@ func Pack(dst *Block, g *dyngraph.Graph, keys []uint32, budget int64, reads *Rea
 		dst.seen[k/64] = 0
 	}
 	if err := dst.write(g, sel, trims, reads, labels, int(sz.used)); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return len(sel), nil
+	return len(sel), filled, nil
+}
+
+// take adds to dst.sel and dst.picked the lists of keys, in order, that
+// are not taken yet, not empty, and fit sz, sizing them in windows of keys
+// that double. It stops at the first key that names no list of g, and
+// returns ErrKey for it.
+func (dst *Block) take(g *dyngraph.Graph, keys []uint32, sz *sizer, reads *Reads) error {
+	nk := sampler.NumKeys(g)
+	sel, picked := dst.sel, dst.picked
+	var bad error
+	for i := 0; i < len(keys) && bad == nil && !sz.full(); {
+		win := keys[i : i+min(len(keys)-i, max(firstWindow, i))]
+		i += len(win)
+		for j, k := range win {
+			if int(k) >= nk {
+				bad = fmt.Errorf("%w: %d (the graph has %d keys)", ErrKey, k, nk)
+				win = win[:j]
+				break
+			}
+		}
+		if cap(dst.window) < len(win) {
+			dst.window = make([]trim, len(win))
+		}
+		trims := dst.window[:len(win)]
+		reads.trims(g, win, trims)
+		for j, k := range win {
+			if sz.full() {
+				break
+			}
+			if dst.seen[k/64]&(1<<(k%64)) != 0 {
+				continue
+			}
+			if n := trims[j].len(); n > 0 && sz.take(n) {
+				dst.seen[k/64] |= 1 << (k % 64)
+				sel, picked = append(sel, k), append(picked, trims[j])
+			}
+		}
+	}
+	dst.sel, dst.picked = sel, picked
+	return bad
 }
 
 // firstWindow is how many keys Pack sizes before it takes any: the windows
@@ -390,11 +418,11 @@ func (b *Block) copyLists(g *dyngraph.Graph, keys []uint32, trims []trim, reads 
 		if t.start != manyRanges {
 			cut = append(cut, [2]int{int(t.start), int(t.start + t.sorted)})
 		} else {
-			cut = reads.cut(v, a.Sorted, cut)
+			cut = reads.cut(g, v, a.Sorted, cut)
 		}
 		put(col, lbl, int(rowptr[2*i]), a.Sorted, a.SortedLabels, cut)
 		if t.appended > 0 {
-			put(col, lbl, int(rowptr[2*i+1]), a.Appended, a.AppendedLabels, reads.cut(v, a.Appended, buf[:0]))
+			put(col, lbl, int(rowptr[2*i+1]), a.Appended, a.AppendedLabels, reads.cut(g, v, a.Appended, buf[:0]))
 		}
 	}
 }

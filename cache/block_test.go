@@ -290,3 +290,62 @@ func TestPackAllocs(t *testing.T) {
 		t.Errorf("allocator: %d allocations, %d frees, %d bytes live; want 2, 2, 0", ca.allocs, ca.frees, ca.live)
 	}
 }
+
+// TestPackFill: after keys, PackFill takes the fill's lists in order, not
+// repeating any, within fillBytes more and within the budget.
+func TestPackFill(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, multi := range []bool{false, true} {
+		g, _ := randomGraph(t, r, false, multi, 300, 2000)
+		all := nonEmpty(g)
+		fill := Longest(nil, g)
+		whole := 4 * blockWords(g, all)
+		var b Block
+		total := 0
+		for trial := range 30 {
+			where := fmt.Sprintf("%s trial %d", describe(false, multi), trial)
+			keys := slices.Clone(all)
+			r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+			keys = keys[:r.IntN(len(keys)/4)]
+			budget, fillBytes := r.Int64N(whole), r.Int64N(whole/2)
+			n, filled, err := PackFill(&b, g, keys, fill, budget, fillBytes, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The rule, written out: the keys by greedy, then the fill
+			// by greedy within the lower of the two bounds.
+			per := int64(1)
+			if multi {
+				per = 2
+			}
+			var want []uint32
+			used := int64(0)
+			add := func(ks []uint32, limit int64) int {
+				added := 0
+				for _, k := range ks {
+					c := 3 + per*int64(listLen(g, k))
+					if used == 0 {
+						c++
+					}
+					if !slices.Contains(want, k) && 4*(used+c) <= limit {
+						used += c
+						want = append(want, k)
+						added++
+					}
+				}
+				return added
+			}
+			add(keys, budget)
+			wantFilled := add(fill, min(budget, 4*used+fillBytes/4*4))
+			slices.Sort(want)
+			if n != len(want) || filled != wantFilled || !slices.Equal(b.RowIdx(), want) {
+				t.Fatalf("%s: packed %d lists, %d filled; want %d, %d filled", where, n, filled, len(want), wantFilled)
+			}
+			checkBlock(t, where, &b, g, want, nil)
+			total += filled
+		}
+		if total == 0 {
+			t.Fatalf("%s: no trial filled", describe(false, multi))
+		}
+	}
+}

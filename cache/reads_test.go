@@ -171,3 +171,68 @@ func TestReadsWhole(t *testing.T) {
 		t.Errorf("(*)-(*) trims lists")
 	}
 }
+
+// TestReadsMemo packs one graph for one query set batch after batch, with
+// the lists changing between the batches (insertions, deletions, merges),
+// so that the cuts a Reads remembers go stale: every block must still hold
+// exactly what the queries read.
+func TestReadsMemo(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	d := graph.NewDict()
+	for l := range 4 {
+		d.Intern(strconv.Itoa(l))
+	}
+	// One span per label: 0 reads 1 and 2, 1 reads 0, 2 reads 0.
+	p, err := query.ParseCypher("q", "(a:0)-[]-(b:1), (a)-[]-(c:2)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := query.Compile(p, d, false, query.Embeddings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := []*query.Query{q}
+	const nv = 400
+	g, _ := labeledGraph(t, r, false, false, nv, 6000, 4)
+	reads, keep := NewReads(g, qs), naiveKeep(g, qs)
+	all := make([]uint32, nv)
+	for k := range all {
+		all[k] = uint32(k)
+	}
+	var b Block
+	remembered := 0
+	for round := range 12 {
+		where := fmt.Sprintf("round %d", round)
+		if _, err := Pack(&b, g, all, 1<<30, reads); err != nil {
+			t.Fatal(err)
+		}
+		checkBlock(t, where, &b, g, greedy(g, all, 1<<30, keep), keep)
+		remembered = 0
+		for _, m := range reads.memo {
+			if m.key != 0 {
+				remembered++
+			}
+		}
+		g.Reorganize()
+		var batch []graph.Update
+		for range 300 {
+			a, c := uint32(r.IntN(nv/8)), uint32(r.IntN(nv)) // hubs gain and lose most
+			if a == c {
+				continue
+			}
+			op := graph.Insert
+			if r.IntN(2) == 0 {
+				if adj := g.Out(a); len(adj.Sorted) > 0 {
+					op, c = graph.Delete, adj.Sorted[r.IntN(len(adj.Sorted))]&dyngraph.IDMask
+				}
+			}
+			batch = append(batch, edge(op, a, c, 0))
+		}
+		if _, _, _, err := g.Apply(batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if remembered < nv/4 {
+		t.Fatalf("the Reads remembers %d cuts of %d lists", remembered, nv)
+	}
+}

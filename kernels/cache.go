@@ -34,13 +34,19 @@ type cacheState struct {
 	block cache.Block
 	dev   cuda.DevicePtr // the device copy of block
 	reads *cache.Reads   // what the last batch's queries read of a list
-	keys  []uint32       // the policy's ranking (scratch)
+	// readsBy keeps each set of queries' Reads, with the cuts it
+	// remembers, from batch to batch.
+	readsBy map[string]*cache.Reads
+	keys    []uint32 // the policy's ranking (scratch)
 	// rows are the keys of the lists whose device table rows point into
 	// the block, ascending; writes stages the rows pointRows changes.
 	rows   []uint32
 	writes rowWrites
 	last   *sampler.Estimate // the gcsm policy's last estimate
-	caps   walkCaps          // the gcsm policy's walks; see Options.EstimateShare
+	// packRate is the last block's bytes per second of packing, copying
+	// and pointing the table: what sets the gcsm placement's fill.
+	packRate float64
+	caps     walkCaps // the gcsm policy's walks; see Options.EstimateShare
 	// The degree policy's order of the lists, longest first, and the
 	// graph and edge count it was made for; and its ranking under the
 	// budget it was made for, per set of queries (the trims differ).
@@ -76,9 +82,10 @@ type BatchStats struct {
 	// cached, the queries' kernel being short (Options.MinCacheKernel).
 	CacheSkipped bool
 	// CacheBytes is the size of the block copied to the device, holding
-	// CachedLists lists.
-	CacheBytes  int64
-	CachedLists int
+	// CachedLists lists, FilledLists of them the gcsm placement's fill
+	// (Options.FillShare).
+	CacheBytes               int64
+	CachedLists, FilledLists int
 	// SlabBytes are the list bytes the kernel read through the slabs:
 	// host memory over PCIe, except in the device and unified placements.
 	// BlockBytes are those it read from the cache block. Both count the
@@ -90,12 +97,27 @@ type BatchStats struct {
 	Launches int
 }
 
+// maxReadSets bounds the sets of queries whose cache.Reads the cache
+// placements keep (1.5 MiB each): a service whose queries churn starts
+// them afresh rather than grow.
+const maxReadSets = 16
+
 // DefaultEstimateShare is Options.EstimateShare's default. The estimate
 // runs on the CPU, and the GPU walks a tree node far faster than the
 // sampler does: the paper's number of walks cost 10 to 40% of a batch on
 // the H100 for 5-vertex queries. Half the paper's 10% leaves room for the
 // packing and the copy.
 const DefaultEstimateShare = 0.05
+
+// DefaultFillShare is Options.FillShare's default: what the estimate
+// gets, again, for the lists its walks did not reach.
+const DefaultFillShare = 0.05
+
+// DefaultMinFill is Options.MinFill's default: a smaller fill would not
+// pay for sorting every list by length (cache.Longest: a second on 2^27
+// edges, once per twentieth of the graph changed), and its batch's kernel
+// is short.
+const DefaultMinFill = 4 << 20
 
 // DefaultMinCacheKernel is Options.MinCacheKernel's default. A short
 // kernel reads a batch's hot lists from the GPU's L2 cache after the first
@@ -198,6 +220,11 @@ func (x *GPU) tuneEstimate(queries []*query.Query, edges int) {
 	key := querySet(queries)
 	c := cs.caps[key]
 	c.kernel, c.kernelEdges = x.last.Kernel, edges
+	// A small block's rate is mostly fixed costs: low, so the fill that
+	// follows it is small.
+	if p := (x.last.Pack - x.last.Rank).Seconds(); x.last.CacheBytes > 0 && p > 0 {
+		cs.packRate = float64(x.last.CacheBytes) / p
+	}
 	if est := cs.last; x.estimateShare() > 0 && est != nil {
 		// Against the kernel's time, not the Match's: a first batch's
 		// Match also maps the graph.
@@ -353,13 +380,24 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 	cs := &x.cache
 	cs.last, cs.reads = nil, nil
 	if !x.opts.WholeLists {
-		cs.reads = cache.NewReads(g, queries)
+		set := querySet(queries)
+		r, ok := cs.readsBy[set]
+		if !ok {
+			if cs.readsBy == nil || len(cs.readsBy) == maxReadSets {
+				cs.readsBy = map[string]*cache.Reads{}
+			}
+			r = cache.NewReads(g, queries)
+			cs.readsBy[set] = r
+		}
+		cs.reads = r
 	}
 	t0 := time.Now()
 	budget, err := x.cacheBudget()
 	if err != nil {
 		return 0, 0, err
 	}
+	var fill []uint32
+	var fillBytes int64
 	switch x.opts.Placement {
 	case GCSM:
 		skip := len(delta) > 0 && cs.caps.short(queries, len(delta), x.minCacheKernel())
@@ -375,29 +413,14 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 			t0 = time.Now()
 			cs.last = est
 			cs.keys = cache.GCSM(cs.keys[:0], est)
+			if fillBytes = x.fillBytes(queries, len(delta)); fillBytes > 0 {
+				fill = x.degreeRanking(g, queries, budget)
+			}
 		} else {
 			cs.keys = cs.keys[:0]
 		}
 	case Degree:
-		// The paper's Naive cache is static: sort once, and again only
-		// when the graph has changed by a twentieth. Sorting every list
-		// takes a second on 2^27 edges. Cutting the order to the budget
-		// trims lists, so it is kept per set of queries.
-		if e := g.NumEdges(); cs.longestFor != g || 20*abs(e-cs.longestEdges) > cs.longestEdges {
-			cs.longest = cache.Longest(cs.longest[:0], g)
-			cs.longestFor, cs.longestEdges = g, e
-			clear(cs.ranked)
-		}
-		if cs.ranked == nil || cs.rankedBudget != budget {
-			cs.ranked, cs.rankedBudget = map[string][]uint32{}, budget
-		}
-		set := querySet(queries)
-		ranked, ok := cs.ranked[set]
-		if !ok {
-			ranked = cache.Degree(nil, g, cs.longest, budget, cs.reads)
-			cs.ranked[set] = ranked
-		}
-		cs.keys = append(cs.keys[:0], ranked...)
+		cs.keys = append(cs.keys[:0], x.degreeRanking(g, queries, budget)...)
 	case KHop:
 		cs.keys, err = cache.KHop(cs.keys[:0], g, delta, cache.Diameter(queries), budget, cs.reads)
 		if errors.Is(err, cache.ErrOverBudget) {
@@ -408,11 +431,11 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 		}
 	}
 	x.last.Rank = time.Since(t0)
-	n, err := cache.Pack(&cs.block, g, cs.keys, budget, cs.reads)
+	n, filled, err := cache.PackFill(&cs.block, g, cs.keys, fill, budget, fillBytes, cs.reads)
 	if err != nil {
 		return 0, 0, err
 	}
-	x.last.CachedLists, x.last.CacheBytes = n, cs.block.Bytes()
+	x.last.CachedLists, x.last.FilledLists, x.last.CacheBytes = n, filled, cs.block.Bytes()
 	defer func() { x.last.Pack += time.Since(t0) }()
 	if n == 0 {
 		return 0, 0, nil
@@ -432,6 +455,56 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 		lbl = uint64(cs.dev) + 4*uint64(lay.Labels)
 	}
 	return col, lbl, nil
+}
+
+// degreeRanking is the degree placement's ranking for the queries, which
+// the gcsm placement's fill takes too: the longest lists, as many as fit
+// the budget trimmed to the queries' reads. The paper's Naive cache is
+// static: the lists are sorted once, and again only when the graph has
+// changed by a twentieth (sorting every list takes a second on 2^27
+// edges), and cut to the budget once per set of queries, whose trims
+// differ.
+func (x *GPU) degreeRanking(g *dyngraph.Graph, queries []*query.Query, budget int64) []uint32 {
+	cs := &x.cache
+	if e := g.NumEdges(); cs.longestFor != g || 20*abs(e-cs.longestEdges) > cs.longestEdges {
+		cs.longest = cache.Longest(cs.longest[:0], g)
+		cs.longestFor, cs.longestEdges = g, e
+		clear(cs.ranked)
+	}
+	if cs.ranked == nil || cs.rankedBudget != budget || len(cs.ranked) == maxReadSets {
+		cs.ranked, cs.rankedBudget = map[string][]uint32{}, budget
+	}
+	set := querySet(queries)
+	ranked, ok := cs.ranked[set]
+	if !ok {
+		ranked = cache.Degree(nil, g, cs.longest, budget, cs.reads)
+		cs.ranked[set] = ranked
+	}
+	return ranked
+}
+
+// fillBytes is how many bytes of lists the gcsm placement fills its block
+// with beyond the estimate's (Options.FillShare): its share of the set's
+// last kernel, scaled to the batch's edges, at the last packing rate; 0
+// before both are measured, or under Options.MinFill.
+func (x *GPU) fillBytes(queries []*query.Query, edges int) int64 {
+	share := x.opts.FillShare
+	if share == 0 {
+		share = DefaultFillShare
+	}
+	c, ok := x.cache.caps[querySet(queries)]
+	if share < 0 || !ok || c.kernelEdges == 0 || x.cache.packRate == 0 {
+		return 0
+	}
+	b := share * c.kernel.Seconds() * float64(edges) / float64(c.kernelEdges) * x.cache.packRate
+	least := x.opts.MinFill
+	if least == 0 {
+		least = DefaultMinFill
+	}
+	if b < float64(least) {
+		return 0
+	}
+	return int64(min(b, 1<<50))
 }
 
 // pointRows points the device table rows of the block's lists into it (slab

@@ -110,6 +110,20 @@ type Options struct {
 	// reached 0.09 to 1.00, for an estimate of 15 to 23% of the batch.
 	// Held to DefaultEstimateShare, they covered no better.
 	WeightedWalks bool
+	// FillShare is the share of a batch's kernel time the gcsm placement
+	// may spend packing and copying lists beyond its estimate's, when
+	// those leave room in the budget: the longest lists, in the degree
+	// placement's order. The estimate's walks go on at each level with
+	// probability 1/(maximum degree), so on short queries they rate few
+	// lists past the batch's own: a 4-cycle's estimate at 512 edges rated
+	// 658 lists, 1.4 MB of a 51 MB budget. The fill's bytes follow the
+	// set's last kernel, scaled to the batch, at the executor's last
+	// packing rate. 0 means DefaultFillShare; a negative value fills
+	// nothing.
+	FillShare float64
+	// MinFill is the fewest bytes the gcsm placement fills: a fill that
+	// would come to less is left out. 0 means DefaultMinFill.
+	MinFill int64
 	// WholeLists makes the cache placements' blocks hold whole lists, the
 	// paper's block, instead of the entries the queries can read
 	// (cache.Reads); for measuring what trimming buys.

@@ -364,10 +364,17 @@ func TestCachePlacementsEqualCPU(t *testing.T) {
 		// Options.MinCacheKernel: -1 caches every batch, an hour every
 		// query set's first batch only.
 		minKernel time.Duration
-	}{{GCSM, false, -1}, {GCSM, true, -1}, {GCSM, false, time.Hour}, {Degree, false, 0}, {KHop, false, 0}, {KHop, true, 0}, {Unified, false, 0}} {
+		// fill makes the gcsm placement fill every block it can
+		// (Options.FillShare, MinFill).
+		fill bool
+	}{{GCSM, false, -1, false}, {GCSM, true, -1, false}, {GCSM, false, time.Hour, false}, {GCSM, false, -1, true}, {GCSM, true, -1, true},
+		{Degree, false, 0, false}, {KHop, false, 0, false}, {KHop, true, 0, false}, {Unified, false, 0, false}} {
 		pl := c.pl
 		x := openGPU(t, pl, false)
 		x.opts.SearchLookup, x.opts.MinCacheKernel = c.search, c.minKernel
+		if c.fill {
+			x.opts.FillShare, x.opts.MinFill = 1e9, 1
+		}
 		for _, budget := range budgets {
 			if pl == Unified && budget != budgets[0] {
 				break // no cache: one round is enough
@@ -379,16 +386,18 @@ func TestCachePlacementsEqualCPU(t *testing.T) {
 			var block uint64
 			skipped := 0 // trials whose last match skipped the cache
 			trimmed := 0 // trials whose lists the cache trimmed
+			filled := 0  // lists the gcsm placement's fill cached
 			for trial := 0; trial < trials; trial++ {
 				directed := trial%2 == 1
 				sem := query.Semantics(trial / 2 % 2)
 				kind := []string{"insert", "delete", "mixed"}[trial%3]
-				where := fmt.Sprintf("%s search=%v min-kernel %v budget %d trial %d directed=%v %v %s", pl, c.search, c.minKernel, budget, trial, directed, sem, kind)
+				where := fmt.Sprintf("%s search=%v min-kernel %v fill=%v budget %d trial %d directed=%v %v %s", pl, c.search, c.minKernel, c.fill, budget, trial, directed, sem, kind)
 				t.Run(where, func(t *testing.T) { gpuVsCPU(t, x, 100+uint64(trial), directed, sem, kind, where) })
 				block += x.Last().BlockBytes
 				if x.LastReads() != nil {
 					trimmed++
 				}
+				filled += x.Last().FilledLists
 				if x.Last().CacheSkipped {
 					skipped++
 				}
@@ -415,6 +424,12 @@ func TestCachePlacementsEqualCPU(t *testing.T) {
 			}
 			if pl.Cached() && budget > 0 && trimmed == 0 {
 				t.Errorf("%s, budget %d: no trial trimmed the cached lists", pl, budget)
+			}
+			if c.fill && budget > 256 && filled == 0 {
+				t.Errorf("%s, budget %d, filling: no list was filled", pl, budget)
+			}
+			if !c.fill && filled > 0 {
+				t.Errorf("%s, budget %d: %d lists filled under the default 4 MiB least fill", pl, budget, filled)
 			}
 		}
 		x.Close()

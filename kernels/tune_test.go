@@ -160,3 +160,43 @@ func TestTuneEstimate(t *testing.T) {
 		}
 	}
 }
+
+// The fill is its share of the set's last kernel, scaled to the batch, at
+// the last packing rate that tuneEstimate recorded; nothing before both
+// are known, under the least fill, or with a negative share.
+func TestFillBytes(t *testing.T) {
+	q := []*query.Query{{}}
+	x := &GPU{opts: Options{Placement: GCSM}}
+	if got := x.fillBytes(q, 512); got != 0 {
+		t.Fatalf("a set not run yet fills %d bytes", got)
+	}
+	// A batch of 512 edges: 20 ms of kernel, and 8 MB packed in 4 ms of
+	// its 5 ms of packing (1 ms ranked): 2 GB/s.
+	x.last = BatchStats{Kernel: 20 * time.Millisecond, Pack: 5 * time.Millisecond, Rank: time.Millisecond, CacheBytes: 8e6}
+	x.tuneEstimate(q, 512)
+	if x.cache.packRate != 2e9 {
+		t.Fatalf("packing rate %g B/s, want 2e9", x.cache.packRate)
+	}
+	for _, c := range []struct {
+		share float64
+		least int64
+		edges int
+		want  int64
+	}{
+		{0, 0, 2048, 8e6},      // the default 5% of 80 ms at 2 GB/s
+		{0, 0, 512, 0},         // 2 MB: under the default 4 MiB
+		{0, 1 << 20, 512, 2e6}, // over a least of 1 MiB
+		{0, 1 << 20, 256, 0},   // 1 MB: under it
+		{0.25, 0, 512, 1e7},    // a quarter of the kernel
+		{-1, 0, 8192, 0},       // no fill
+		{1e9, 1, 512, 1 << 50}, // bounded
+	} {
+		x.opts.FillShare, x.opts.MinFill = c.share, c.least
+		if got := x.fillBytes(q, c.edges); got != c.want {
+			t.Errorf("share %g, least %d, %d edges: %d bytes, want %d", c.share, c.least, c.edges, got, c.want)
+		}
+	}
+	if got := x.fillBytes([]*query.Query{{}}, 512); got != 0 {
+		t.Errorf("another set fills %d bytes", got)
+	}
+}

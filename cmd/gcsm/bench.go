@@ -27,7 +27,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		labeled, coverage                        bool
 		seed                                     uint64
 		gpuMem                                   int64
-		share                                    float64
+		share, fillShare                         float64
 		walks, cpuprofile                        string
 		minKernel                                time.Duration
 	)
@@ -44,6 +44,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&cacheFraction, "gpu-cache-fraction", 0, "cap the cache placements' budget at this share of the graph's list bytes (0.05: the paper's out-of-memory regime); 0 leaves it to --gpu-mem")
 	fs.Int64Var(&gpuMem, "gpu-mem", 0, "cap on the GPU memory each GPU engine uses, in `bytes`; 0 means no cap")
 	fs.Float64Var(&share, "gpu-estimate-share", 0, estimateShareUsage)
+	fs.Float64Var(&fillShare, "gpu-fill-share", 0, fillShareUsage)
 	fs.DurationVar(&minKernel, "gpu-cache-min-kernel", 0, minKernelUsage)
 	fs.StringVar(&walks, "gpu-walks", "paper", walksUsage)
 	fs.BoolVar(&coverage, "coverage", false, "report the cache placements' top-1%/5% coverage against exact reads (the paper's: by the cache block; and, for gcsm, by the estimate's ranking) on each size's last timed batch")
@@ -113,7 +114,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
-			opts.MemLimit, opts.EstimateShare, opts.WeightedWalks, opts.MinCacheKernel = gpuMem, share, weighted, minKernel
+			opts.MemLimit, opts.EstimateShare, opts.FillShare, opts.WeightedWalks, opts.MinCacheKernel = gpuMem, share, fillShare, weighted, minKernel
 			x, err := kernels.Open(opts)
 			if err != nil {
 				fmt.Fprintf(stderr, "bench: skipping %s: %v\n", name, err)

@@ -16,12 +16,12 @@ import (
 
 // deviceFlags choose the executor: --device, --gpu-placement, --gpu-mem,
 // --gpu-cache, --gpu-cache-lookup, --gpu-estimate-share, --gpu-walks,
-// --gpu-cache-min-kernel, --gpu-cache-lists.
+// --gpu-cache-min-kernel, --gpu-cache-lists, --gpu-fill-share.
 type deviceFlags struct {
 	device, placement string
 	mem, cache        int64
 	lookup, lists     string
-	share             float64
+	share, fillShare  float64
 	walks             string
 	minKernel         time.Duration
 }
@@ -34,6 +34,7 @@ func (d *deviceFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&d.cache, "gpu-cache", 0, "the gcsm, degree and khop placements' cache budget in `bytes`; 0 means four fifths of what --gpu-mem leaves, or half the GPU's free memory")
 	fs.StringVar(&d.lookup, "gpu-cache-lookup", "table", lookupUsage)
 	fs.Float64Var(&d.share, "gpu-estimate-share", 0, estimateShareUsage)
+	fs.Float64Var(&d.fillShare, "gpu-fill-share", 0, fillShareUsage)
 	fs.StringVar(&d.walks, "gpu-walks", "paper", walksUsage)
 	fs.DurationVar(&d.minKernel, "gpu-cache-min-kernel", 0, minKernelUsage)
 	fs.StringVar(&d.lists, "gpu-cache-lists", "trimmed", listsUsage)
@@ -66,6 +67,8 @@ const lookupUsage = "how the kernel finds a cached list: table (through the per-
 func searchLookup(v string) (bool, error) { return twoWay("gpu-cache-lookup", v, "table", "search") }
 
 const minKernelUsage = "the gcsm placement neither estimates nor caches for a set of queries whose last kernel, scaled to the batch's size, took less than this `duration`: the GPU's L2 cache serves such batches, and the block does not pay; 0 means 2.5ms, a negative one (-1s) caches every batch"
+
+const fillShareUsage = "the share of a batch's kernel time the gcsm placement may spend caching the longest lists in the room its estimate's lists leave in the budget (at least 4 MiB of them); 0 means 0.05, a negative value none"
 
 const estimateShareUsage = "the share of a batch's kernel time the gcsm placement aims to spend on its estimate, which sets the sampler's walks from batch to batch; 0 means 0.05, a negative value the sampler's own number (the paper's M, raised by its formula 5)"
 
@@ -118,7 +121,7 @@ func (d *deviceFlags) open(w io.Writer, workers int) (*engine, error) {
 		return nil, err
 	}
 	x, err := kernels.Open(kernels.Options{Placement: pl, MemLimit: d.mem, CacheBytes: d.cache, SearchLookup: search, WholeLists: whole,
-		EstimateShare: d.share, WeightedWalks: weighted, MinCacheKernel: d.minKernel})
+		EstimateShare: d.share, FillShare: d.fillShare, WeightedWalks: weighted, MinCacheKernel: d.minKernel})
 	if err != nil {
 		if d.device == "auto" && (errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice)) {
 			why := "no GPU"
