@@ -166,6 +166,22 @@ type walkStep struct {
 	vary, kernel float64
 }
 
+// readsKey names what a set of queries reads of the lists (cache.Reads):
+// their vertex labels and edges. Not querySet: a query compiled after
+// another is freed may take its address.
+func readsKey(queries []*query.Query) string {
+	var b []byte
+	for _, q := range queries {
+		b = fmt.Appendf(b, "%v%v;", q.Labels, q.Edges)
+	}
+	return string(b)
+}
+
+// forget drops what the cache placements keep of a graph, for another.
+func (cs *cacheState) forget() {
+	cs.longest, cs.longestFor, cs.ranked = nil, nil, nil
+}
+
 // querySet names the set of queries of a batch.
 func querySet(queries []*query.Query) string {
 	var b []byte
@@ -380,7 +396,7 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 	cs := &x.cache
 	cs.last, cs.reads = nil, nil
 	if !x.opts.WholeLists {
-		set := querySet(queries)
+		set := readsKey(queries)
 		r, ok := cs.readsBy[set]
 		if !ok {
 			if cs.readsBy == nil || len(cs.readsBy) == maxReadSets {
@@ -413,8 +429,11 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 			t0 = time.Now()
 			cs.last = est
 			cs.keys = cache.GCSM(cs.keys[:0], est)
-			if fillBytes = x.fillBytes(queries, len(delta)); fillBytes > 0 {
-				fill = x.degreeRanking(g, queries, budget)
+			// The fill's order is sorted at a graph's first batch, so
+			// that later ones find it; PackFill trims only what fits.
+			if x.fillShare() > 0 {
+				fill = x.longestLists(g)
+				fillBytes = x.fillBytes(queries, len(delta))
 			}
 		} else {
 			cs.keys = cs.keys[:0]
@@ -457,27 +476,33 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 	return col, lbl, nil
 }
 
-// degreeRanking is the degree placement's ranking for the queries, which
-// the gcsm placement's fill takes too: the longest lists, as many as fit
-// the budget trimmed to the queries' reads. The paper's Naive cache is
-// static: the lists are sorted once, and again only when the graph has
-// changed by a twentieth (sorting every list takes a second on 2^27
-// edges), and cut to the budget once per set of queries, whose trims
-// differ.
-func (x *GPU) degreeRanking(g *dyngraph.Graph, queries []*query.Query, budget int64) []uint32 {
+// longestLists is cache.Longest's order of g's lists, kept while the graph
+// has changed by less than a twentieth: the degree placement's order, and
+// the gcsm placement's fill's.
+func (x *GPU) longestLists(g *dyngraph.Graph) []uint32 {
 	cs := &x.cache
 	if e := g.NumEdges(); cs.longestFor != g || 20*abs(e-cs.longestEdges) > cs.longestEdges {
 		cs.longest = cache.Longest(cs.longest[:0], g)
 		cs.longestFor, cs.longestEdges = g, e
 		clear(cs.ranked)
 	}
+	return cs.longest
+}
+
+// degreeRanking is the degree placement's ranking for the queries: the
+// longest lists, as many as fit the budget trimmed to the queries' reads.
+// The paper's Naive cache is static: the order is kept (longestLists), and
+// cut to the budget once per set of queries, whose trims differ.
+func (x *GPU) degreeRanking(g *dyngraph.Graph, queries []*query.Query, budget int64) []uint32 {
+	cs := &x.cache
+	order := x.longestLists(g)
 	if cs.ranked == nil || cs.rankedBudget != budget || len(cs.ranked) == maxReadSets {
 		cs.ranked, cs.rankedBudget = map[string][]uint32{}, budget
 	}
-	set := querySet(queries)
+	set := readsKey(queries)
 	ranked, ok := cs.ranked[set]
 	if !ok {
-		ranked = cache.Degree(nil, g, cs.longest, budget, cs.reads)
+		ranked = cache.Degree(nil, g, order, budget, cs.reads)
 		cs.ranked[set] = ranked
 	}
 	return ranked
@@ -488,12 +513,9 @@ func (x *GPU) degreeRanking(g *dyngraph.Graph, queries []*query.Query, budget in
 // last kernel, scaled to the batch's edges, at the last packing rate; 0
 // before both are measured, or under Options.MinFill.
 func (x *GPU) fillBytes(queries []*query.Query, edges int) int64 {
-	share := x.opts.FillShare
-	if share == 0 {
-		share = DefaultFillShare
-	}
+	share := x.fillShare()
 	c, ok := x.cache.caps[querySet(queries)]
-	if share < 0 || !ok || c.kernelEdges == 0 || x.cache.packRate == 0 {
+	if share <= 0 || !ok || c.kernelEdges == 0 || x.cache.packRate == 0 {
 		return 0
 	}
 	b := share * c.kernel.Seconds() * float64(edges) / float64(c.kernelEdges) * x.cache.packRate
@@ -505,6 +527,14 @@ func (x *GPU) fillBytes(queries []*query.Query, edges int) int64 {
 		return 0
 	}
 	return int64(min(b, 1<<50))
+}
+
+// fillShare is Options.FillShare with its default applied.
+func (x *GPU) fillShare() float64 {
+	if x.opts.FillShare == 0 {
+		return DefaultFillShare
+	}
+	return x.opts.FillShare
 }
 
 // pointRows points the device table rows of the block's lists into it (slab

@@ -372,6 +372,7 @@ func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool, delta []graph.Change,
 		x.tracked, x.tab = g, tableCopy{}
 		x.dropMirror()
 		x.mirrorOf = nil
+		x.cache.forget()
 	}
 	x.epoch = g.Epoch()
 	x.stale = g.Touched(nil)
