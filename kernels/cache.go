@@ -109,10 +109,6 @@ const maxReadSets = 16
 // packing and the copy.
 const DefaultEstimateShare = 0.05
 
-// DefaultFillShare is Options.FillShare's default: what the estimate
-// gets, again, for the lists its walks did not reach.
-const DefaultFillShare = 0.05
-
 // DefaultMinFill is Options.MinFill's default: a smaller fill would not
 // pay for sorting every list by length (cache.Longest: a second on 2^27
 // edges, once per twentieth of the graph changed), and its batch's kernel
@@ -431,7 +427,7 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 			cs.keys = cache.GCSM(cs.keys[:0], est)
 			// The fill's order is sorted at a graph's first batch, so
 			// that later ones find it; PackFill trims only what fits.
-			if x.fillShare() > 0 {
+			if x.opts.FillShare > 0 {
 				fill = x.longestLists(g)
 				fillBytes = x.fillBytes(queries, len(delta))
 			}
@@ -513,7 +509,7 @@ func (x *GPU) degreeRanking(g *dyngraph.Graph, queries []*query.Query, budget in
 // last kernel, scaled to the batch's edges, at the last packing rate; 0
 // before both are measured, or under Options.MinFill.
 func (x *GPU) fillBytes(queries []*query.Query, edges int) int64 {
-	share := x.fillShare()
+	share := x.opts.FillShare
 	c, ok := x.cache.caps[querySet(queries)]
 	if share <= 0 || !ok || c.kernelEdges == 0 || x.cache.packRate == 0 {
 		return 0
@@ -527,14 +523,6 @@ func (x *GPU) fillBytes(queries []*query.Query, edges int) int64 {
 		return 0
 	}
 	return int64(min(b, 1<<50))
-}
-
-// fillShare is Options.FillShare with its default applied.
-func (x *GPU) fillShare() float64 {
-	if x.opts.FillShare == 0 {
-		return DefaultFillShare
-	}
-	return x.opts.FillShare
 }
 
 // pointRows points the device table rows of the block's lists into it (slab

@@ -163,10 +163,10 @@ func TestTuneEstimate(t *testing.T) {
 
 // The fill is its share of the set's last kernel, scaled to the batch, at
 // the last packing rate that tuneEstimate recorded; nothing before both
-// are known, under the least fill, or with a negative share.
+// are known, under the least fill, or without a positive share.
 func TestFillBytes(t *testing.T) {
 	q := []*query.Query{{}}
-	x := &GPU{opts: Options{Placement: GCSM}}
+	x := &GPU{opts: Options{Placement: GCSM, FillShare: 0.05}}
 	if got := x.fillBytes(q, 512); got != 0 {
 		t.Fatalf("a set not run yet fills %d bytes", got)
 	}
@@ -183,20 +183,22 @@ func TestFillBytes(t *testing.T) {
 		edges int
 		want  int64
 	}{
-		{0, 0, 2048, 8e6},      // the default 5% of 80 ms at 2 GB/s
-		{0, 0, 512, 0},         // 2 MB: under the default 4 MiB
-		{0, 1 << 20, 512, 2e6}, // over a least of 1 MiB
-		{0, 1 << 20, 256, 0},   // 1 MB: under it
-		{0.25, 0, 512, 1e7},    // a quarter of the kernel
-		{-1, 0, 8192, 0},       // no fill
-		{1e9, 1, 512, 1 << 50}, // bounded
+		{0, 0, 2048, 0},           // no fill by default
+		{0.05, 0, 2048, 8e6},      // 5% of 80 ms at 2 GB/s
+		{0.05, 0, 512, 0},         // 2 MB: under the default 4 MiB
+		{0.05, 1 << 20, 512, 2e6}, // over a least of 1 MiB
+		{0.05, 1 << 20, 256, 0},   // 1 MB: under it
+		{0.25, 0, 512, 1e7},       // a quarter of the kernel
+		{-1, 0, 8192, 0},          // no fill
+		{1e9, 1, 512, 1 << 50},    // bounded
 	} {
 		x.opts.FillShare, x.opts.MinFill = c.share, c.least
 		if got := x.fillBytes(q, c.edges); got != c.want {
 			t.Errorf("share %g, least %d, %d edges: %d bytes, want %d", c.share, c.least, c.edges, got, c.want)
 		}
 	}
-	if got := x.fillBytes([]*query.Query{{}}, 512); got != 0 {
+	x.opts.FillShare = 0.05
+	if got := x.fillBytes([]*query.Query{{}}, 2048); got != 0 {
 		t.Errorf("another set fills %d bytes", got)
 	}
 }
