@@ -7,11 +7,11 @@
 // The block holds three arrays back to back (FORMAT.md draws it byte by
 // byte): rowidx, the cached list keys in ascending order; rowptr, two
 // offsets per list into colidx (its sorted part and its appended part, or
-// NoAppended) and a final end; colidx, every list exactly as dyngraph stores
-// it while a batch is pending (sorted part with tombstone bits, then the
-// appended part); and, on multi-label graphs, a parallel array of edge
-// labels. A list of n entries costs 3+n words, 3+2n with labels, plus one
-// word per block. Pack fills a block to a byte budget in O(K log K + N) for
+// NoAppended) and a final end; colidx, every list as dyngraph stores it
+// while a batch is pending (sorted part with tombstone bits, then the
+// appended part), trimmed to the entries the queries can read (Reads); and,
+// on multi-label graphs, a parallel array of edge labels. A list of n
+// entries costs 3+n words, 3+2n with labels, plus one word per block. Pack fills a block to a byte budget in O(K log K + N) for
 // K lists of N entries, reusing its buffer; Find is the kernel's lookup,
 // O(log K).
 //

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/query"
 	"github.com/gcsm/gcsm/sampler"
 )
 
@@ -134,6 +135,37 @@ func formatExamples(t *testing.T) map[string]string {
 		t.Fatalf("packed %d: %v", n, err)
 	}
 	out["directed-labels"] = dump(&b, true, map[graph.Label]string{a: "a", bl: "b"})
+
+	// Trimmed: vertices 0 and 1 of label X, 2 and 3 of label Y, the star
+	// 0-1, 0-2, 0-3 and the edge 1-2; the query (x:X)-[]-(y:Y) reads an
+	// X vertex's list at Y and a Y vertex's at X. The block holds lists 0
+	// and 1: the Y neighbours 2 and 3 of vertex 0, not 1; and 2 of 1.
+	g = newGraph(t, false)
+	d = graph.NewDict()
+	lx, ly := d.Intern("X"), d.Intern("Y")
+	load = nil
+	for v, l := range []graph.Label{lx, lx, ly, ly} {
+		load = append(load, graph.Update{Op: graph.AddVertex, Src: uint32(v), SrcLabel: l})
+	}
+	for _, p := range [][2]uint32{{0, 1}, {0, 2}, {0, 3}, {1, 2}} {
+		load = append(load, edge(graph.Insert, p[0], p[1], 0))
+	}
+	if _, _, _, err := g.Apply(load); err != nil {
+		t.Fatal(err)
+	}
+	g.Reorganize()
+	p, err := query.ParseCypher("xy", "(x:X)-[]-(y:Y)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := query.Compile(p, d, false, query.Embeddings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := Pack(&b, g, []uint32{0, 1}, 1<<10, NewReads(g, []*query.Query{q})); err != nil || n != 2 {
+		t.Fatalf("packed %d: %v", n, err)
+	}
+	out["trimmed"] = dump(&b, false, nil)
 	return out
 }
 

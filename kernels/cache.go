@@ -17,8 +17,9 @@ import (
 
 // The cache placements (GCSM section V; cache/FORMAT.md). For every batch
 // a policy ranks the lists, cache.Pack copies the top ones that fit the
-// budget into one pinned DCSR block, and one copy moves the block to GPU
-// memory. The kernel then finds a cached list the way it finds any list,
+// budget, trimmed to the vertex labels the batch's queries read
+// (cache.Reads; Options.WholeLists keeps them whole), into one pinned DCSR
+// block, and one copy moves the block to GPU memory. The kernel then finds a cached list the way it finds any list,
 // through the per-vertex table: pointRows rewrites the device's rows of
 // the cached lists to point into the block's colidx, a slab like the
 // others, and restores the rows of the lists the last block held. A miss
