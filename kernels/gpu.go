@@ -118,11 +118,12 @@ type Options struct {
 	// lists past the batch's own: a 4-cycle's estimate at 512 edges rated
 	// 658 lists, 1.4 MB of a 51 MB budget. The fill's bytes follow the
 	// set's last kernel, scaled to the batch, at the executor's last
-	// packing rate. 0, the default, fills nothing: on the H100 at 2^27
-	// edges a share of 0.05 took the 4-cycle's batch of 2,048 from 48 to
-	// 43 ms and its top-1% coverage from 0.16 to 0.76, but filled 31 MB
-	// around the house's estimate at 64 for 10 ms less kernel and 25 ms
-	// more packing (kernels/cache.go, DefaultMinFill).
+	// packing rate. 0, the default, fills nothing. In two runs of the
+	// coverage bench on the H100 at 2^27 edges, a share of 0.05 took the
+	// 4-cycle's batch of 2,048 to 42.6 ms from 65.3 (kernel 32.5 from
+	// 60.9 ms, top-1% coverage 0.76 from 0.16), but the house's batch of
+	// 64 to 90.5 ms from 78.7: 31 MB of fill cut its kernel by 12 ms and
+	// added 23 ms of packing.
 	FillShare float64
 	// MinFill is the fewest bytes the gcsm placement fills: a fill that
 	// would come to less is left out. 0 means DefaultMinFill.
