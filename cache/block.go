@@ -11,9 +11,9 @@
 // while a batch is pending (sorted part with tombstone bits, then the
 // appended part), trimmed to the entries the queries can read (Reads); and,
 // on multi-label graphs, a parallel array of edge labels. A list of n
-// entries costs 3+n words, 3+2n with labels, plus one word per block. Pack fills a block to a byte budget in O(K log K + N) for
-// K lists of N entries, reusing its buffer; Find is the kernel's lookup,
-// O(log K).
+// entries costs 3+n words, 3+2n with labels, plus one word per block.
+// Pack fills a block to a byte budget in O(K log K + N) for K lists of N
+// entries, reusing its buffer; Find is the kernel's lookup, O(log K).
 //
 // Which lists to pack is a placement policy's decision (policy.go): the
 // sampler's estimate (GCSM), list length (the paper's Naive baseline), or

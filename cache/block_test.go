@@ -323,7 +323,7 @@ func TestPackFill(t *testing.T) {
 			add := func(ks []uint32, limit int64) int {
 				added := 0
 				for _, k := range ks {
-					c := 3 + per*int64(listLen(g, k))
+					c := 3 + per*int64(wholeLen(g, k))
 					if used == 0 {
 						c++
 					}

@@ -139,7 +139,7 @@ func blockWords(g *dyngraph.Graph, keys []uint32) int64 {
 	}
 	w := int64(1)
 	for _, k := range keys {
-		w += 3 + per*int64(listLen(g, k))
+		w += 3 + per*int64(wholeLen(g, k))
 	}
 	return w
 }
@@ -148,7 +148,7 @@ func blockWords(g *dyngraph.Graph, keys []uint32) int64 {
 func nonEmpty(g *dyngraph.Graph) []uint32 {
 	var ks []uint32
 	for k := range sampler.NumKeys(g) {
-		if listLen(g, uint32(k)) > 0 {
+		if wholeLen(g, uint32(k)) > 0 {
 			ks = append(ks, uint32(k))
 		}
 	}

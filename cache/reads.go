@@ -20,13 +20,13 @@ import (
 // that label. A data vertex of label L matches only query vertices of label
 // L and wildcards, so its list is read at the labels of their neighbours
 // and nowhere else. With the benchmark's queries, whose vertices take the
-// two most common of 32 Zipf labels, that is 13 to 41% of a list's
-// entries; a whole hub list costs its vertex's place in the block two to
-// seven times over. The trimmed list is the whole list's entries at those
-// labels, in order, each part (sorted, appended) trimmed on its own, so
-// every cut and probe the kernel makes of it finds what it would find in
-// the whole list. Where a wildcard makes every label readable, the list is
-// whole.
+// two most common of 32 Zipf labels, that is 13 to 42% of the list of a
+// vertex they can match, and none of any other; a whole hub list costs
+// its vertex's place in the block two to eight times over. The trimmed
+// list is the whole list's entries at those labels, in order, each part
+// (sorted, appended) trimmed on its own, so every cut and probe the kernel
+// makes of it finds what it would find in the whole list. Where a wildcard
+// makes every label readable, the list is whole.
 //
 // A nil *Reads keeps every list whole: the paper's block.
 //
@@ -34,9 +34,9 @@ import (
 // remembered cut at its two ends before it takes it: the list is sorted by
 // label, so a cut whose ends check out is right, whatever the list went
 // through since. A hub's cut is two binary searches whose every probe reads
-// a neighbour's label at random, some microseconds on a 2^27-edge graph,
-// and the check four reads; the same hubs come back batch after batch, so
-// keep a Reads for as long as the queries stay.
+// a neighbour's label at random, and the check four reads; the same hubs
+// come back batch after batch, so keep a Reads for as long as the queries
+// stay.
 type Reads struct {
 	// The readable labels of a vertex of label l: spans[dense[l]] for
 	// l < len(dense), else spans[sparse[l]], else other.
@@ -282,9 +282,9 @@ func (r *Reads) listLen(g *dyngraph.Graph, k uint32) int {
 	return r.trimOf(g, k).len()
 }
 
-// listLen is the whole length of the list of key: entries in use,
+// wholeLen is the whole length of the list of key: entries in use,
 // tombstones and appended part.
-func listLen(g *dyngraph.Graph, k uint32) int {
+func wholeLen(g *dyngraph.Graph, k uint32) int {
 	a := adjOf(g, k)
 	return len(a.Sorted) + len(a.Appended)
 }
