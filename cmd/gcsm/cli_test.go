@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gcsm/gcsm/kernels"
 )
 
 // This file tests the command line on small files written to t.TempDir();
@@ -703,4 +705,57 @@ func TestMissingQueryFileWithoutExtension(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "Q_1") {
 		t.Errorf("match -q Q_1 (no such file): exit %d, stderr %q; want 1 and an error naming Q_1", code, errs)
 	}
+}
+
+// An engine of --engines is a placement and, for the cache placements,
+// :search and :whole in any order, each at most once.
+func TestEngineOptions(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		search, whole bool
+		bad           bool
+	}{
+		{name: "gcsm"},
+		{name: "zero-copy"},
+		{name: "gcsm:search", search: true},
+		{name: "degree:whole", whole: true},
+		{name: "khop:whole:search", search: true, whole: true},
+		{name: "gcsm:search:whole", search: true, whole: true},
+		{name: "gcsm:", bad: true},
+		{name: "gcsm:search:search", bad: true},
+		{name: "device:whole", bad: true},
+		{name: "nowhere", bad: true},
+	} {
+		opts, err := engineOptions(c.name)
+		if (err != nil) != c.bad {
+			t.Errorf("%q: error %v, want one: %v", c.name, err, c.bad)
+			continue
+		}
+		if err == nil && (opts.SearchLookup != c.search || opts.WholeLists != c.whole || string(opts.Placement) != strings.Split(c.name, ":")[0]) {
+			t.Errorf("%q: %+v", c.name, opts)
+		}
+	}
+}
+
+// FuzzEngineOptions: any --engines entry either fails with a message that
+// names it, or names a placement with suffixes only where they apply.
+func FuzzEngineOptions(f *testing.F) {
+	for _, s := range []string{"gcsm", "gcsm:search", "degree:whole:search", "device:whole", "khop::", ":", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		opts, err := engineOptions(name)
+		if err != nil {
+			if !strings.Contains(err.Error(), fmt.Sprintf("%q", name)) {
+				t.Fatalf("%q: the error does not name the engine: %v", name, err)
+			}
+			return
+		}
+		if _, perr := kernels.ParsePlacement(string(opts.Placement)); perr != nil {
+			t.Fatalf("%q: placement %q: %v", name, opts.Placement, perr)
+		}
+		if (opts.SearchLookup || opts.WholeLists) && !opts.Placement.Cached() {
+			t.Fatalf("%q: suffixes on %s", name, opts.Placement)
+		}
+	})
 }
