@@ -103,15 +103,7 @@ func benchReads(b *testing.B, shape string) *Reads {
 	d := graph.NewDict()
 	d.Intern("0")
 	d.Intern("1")
-	p, err := query.ParseCypher(shape, cypher)
-	if err != nil {
-		b.Fatal(err)
-	}
-	q, err := query.Compile(p, d, false, query.Embeddings)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return NewReads(benchG, []*query.Query{q})
+	return NewReads(benchG, []*query.Query{compile(b, d, cypher, false)})
 }
 
 // BenchmarkPack packs the lists in degree order into a reused block, whole

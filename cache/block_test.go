@@ -146,15 +146,7 @@ func TestPackParallel(t *testing.T) {
 	}
 	sets := [][]*query.Query{nil} // whole lists
 	for _, cypher := range []string{"(a:0)-[]-(b:1)", "(a:0)-[]-(b:0)-[]-(c:2)"} {
-		p, err := query.ParseCypher("q", cypher)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q, err := query.Compile(p, d, false, query.Embeddings)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sets = append(sets, []*query.Query{q})
+		sets = append(sets, []*query.Query{compile(t, d, cypher, false)})
 	}
 	for _, multi := range []bool{false, true} {
 		g, _ := labeledGraph(t, r, false, multi, 20000, 300000, 3)

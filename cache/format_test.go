@@ -154,14 +154,7 @@ func formatExamples(t *testing.T) map[string]string {
 		t.Fatal(err)
 	}
 	g.Reorganize()
-	p, err := query.ParseCypher("xy", "(x:X)-[]-(y:Y)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := query.Compile(p, d, false, query.Embeddings)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := compile(t, d, "(x:X)-[]-(y:Y)", false)
 	if n, err := Pack(&b, g, []uint32{0, 1}, 1<<10, NewReads(g, []*query.Query{q})); err != nil || n != 2 {
 		t.Fatalf("packed %d: %v", n, err)
 	}

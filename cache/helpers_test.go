@@ -8,6 +8,7 @@ import (
 	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/internal/hostmem"
+	"github.com/gcsm/gcsm/query"
 	"github.com/gcsm/gcsm/sampler"
 )
 
@@ -91,6 +92,20 @@ func labeledGraph(tb testing.TB, r *rand.Rand, directed, multi bool, nv, ne, nvl
 		tb.Fatalf("batch: %v, %d rejects", err, len(rej))
 	}
 	return g, delta
+}
+
+// compile compiles a Cypher-style pattern under embeddings semantics.
+func compile(tb testing.TB, d *graph.Dict, cypher string, directed bool) *query.Query {
+	tb.Helper()
+	p, err := query.ParseCypher("q", cypher)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	q, err := query.Compile(p, d, directed, query.Embeddings)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return q
 }
 
 // keeper says whether the list of vertex v keeps its entries of vertex

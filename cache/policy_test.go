@@ -32,10 +32,6 @@ func TestDegree(t *testing.T) {
 	for _, l := range []string{"0", "1"} {
 		d.Intern(l)
 	}
-	p, err := query.ParseCypher("q", "(a:0)-[]-(b:1)-[]-(c:0)")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, directed := range []bool{false, true} {
 		g, _ := labeledGraph(t, r, directed, false, 200, 1500, 3)
 		all := Longest(nil, g)
@@ -48,10 +44,7 @@ func TestDegree(t *testing.T) {
 				t.Fatalf("Longest order: %d (%d entries) before %d (%d entries)", all[i-1], a, all[i], b)
 			}
 		}
-		q, err := query.Compile(p, d, directed, query.Embeddings)
-		if err != nil {
-			t.Fatal(err)
-		}
+		q := compile(t, d, "(a:0)-[]-(b:1)-[]-(c:0)", directed)
 		for _, qs := range [][]*query.Query{nil, {q}} {
 			var reads *Reads
 			var keep keeper

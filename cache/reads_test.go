@@ -183,15 +183,7 @@ func TestReadsMemo(t *testing.T) {
 		d.Intern(strconv.Itoa(l))
 	}
 	// One span per label: 0 reads 1 and 2, 1 reads 0, 2 reads 0.
-	p, err := query.ParseCypher("q", "(a:0)-[]-(b:1), (a)-[]-(c:2)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := query.Compile(p, d, false, query.Embeddings)
-	if err != nil {
-		t.Fatal(err)
-	}
-	qs := []*query.Query{q}
+	qs := []*query.Query{compile(t, d, "(a:0)-[]-(b:1), (a)-[]-(c:2)", false)}
 	const nv = 400
 	g, _ := labeledGraph(t, r, false, false, nv, 6000, 4)
 	reads, keep := NewReads(g, qs), naiveKeep(g, qs)
