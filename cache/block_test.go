@@ -56,6 +56,27 @@ func checkBlock(t *testing.T, where string, b *Block, g *dyngraph.Graph, packed 
 	}
 }
 
+// checkPack packs keys into b within budget, trimmed to reads, and checks
+// the lists it took against greedy under keep, the block's size against
+// the budget and BlockBytes, and every list (checkBlock). It returns the
+// lists taken.
+func checkPack(t *testing.T, where string, b *Block, g *dyngraph.Graph, keys []uint32, budget int64, reads *Reads, keep keeper) []uint32 {
+	t.Helper()
+	n, err := Pack(b, g, keys, budget, reads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := greedy(g, keys, budget, keep)
+	if n != len(want) || !slices.Equal(b.RowIdx(), want) {
+		t.Fatalf("%s budget %d: packed %d lists %v, want %v", where, budget, n, b.RowIdx(), want)
+	}
+	if got := BlockBytes(g, want, reads); got != b.Bytes() || got > budget {
+		t.Fatalf("%s: BlockBytes of the packed lists = %d, the block has %d, budget %d", where, got, b.Bytes(), budget)
+	}
+	checkBlock(t, where, b, g, want, keep)
+	return want
+}
+
 // greedy is Pack's selection rule, written out independently: in order,
 // skipping repeats, empty lists and lists that do not fit, lists being
 // trimmed by keep.
@@ -109,21 +130,10 @@ func TestPackRoundTrip(t *testing.T) {
 					if i%2 == 0 {
 						budget = r.Int64N(whole/100 + 100)
 					}
-					n, err := Pack(&b, g, keys, budget, nil)
-					if err != nil {
-						t.Fatal(err)
+					want := checkPack(t, where, &b, g, keys, budget, nil, nil)
+					if b.Bytes() != 4*blockWords(g, want) {
+						t.Fatalf("%s: %d bytes, want %d", where, b.Bytes(), 4*blockWords(g, want))
 					}
-					want := greedy(g, keys, budget, nil)
-					if n != len(want) || !slices.Equal(b.RowIdx(), want) {
-						t.Fatalf("%s budget %d: packed %d lists %v, want %v", where, budget, n, b.RowIdx(), want)
-					}
-					if b.Bytes() > budget || b.Bytes() != 4*blockWords(g, want) {
-						t.Fatalf("%s: %d bytes for a budget of %d (want %d)", where, b.Bytes(), budget, 4*blockWords(g, want))
-					}
-					if got := BlockBytes(g, want, nil); got != b.Bytes() {
-						t.Fatalf("%s: BlockBytes of the packed lists = %d, the block has %d", where, got, b.Bytes())
-					}
-					checkBlock(t, where, &b, g, want, nil)
 				}
 			}
 		}

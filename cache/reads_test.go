@@ -3,7 +3,6 @@ package cache
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"testing"
 
@@ -110,18 +109,7 @@ func TestReadsTrim(t *testing.T) {
 				}
 				r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
 				budget := r.Int64N(4*blockWords(g, nonEmpty(g)) + 100)
-				n, err := Pack(&b, g, keys, budget, reads)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := greedy(g, keys, budget, keep)
-				if n != len(want) || !slices.Equal(b.RowIdx(), want) {
-					t.Fatalf("%s budget %d: packed %d lists %v, want %v", where, budget, n, b.RowIdx(), want)
-				}
-				if got := BlockBytes(g, want, reads); got != b.Bytes() || got > budget {
-					t.Fatalf("%s: BlockBytes of the packed lists = %d, the block has %d, budget %d", where, got, b.Bytes(), budget)
-				}
-				checkBlock(t, where, &b, g, want, keep)
+				checkPack(t, where, &b, g, keys, budget, reads, keep)
 			}
 		}
 	}
