@@ -429,7 +429,7 @@ func TestCachePlacementsEqualCPU(t *testing.T) {
 				t.Errorf("%s, budget %d, filling: no list was filled", pl, budget)
 			}
 			if !c.fill && filled > 0 {
-				t.Errorf("%s, budget %d: %d lists filled under the default 4 MiB least fill", pl, budget, filled)
+				t.Errorf("%s, budget %d: %d lists filled without a fill share", pl, budget, filled)
 			}
 		}
 		x.Close()
