@@ -41,6 +41,11 @@ type EngineConfig struct {
 	// that share of the graph's list bytes (the paper's out-of-GPU-memory
 	// regime: 0.05 is 5%). It is applied to the engines through SetBudget.
 	CacheFraction float64
+	// WarmEachSize gives every size after the first an untimed batch of
+	// its own before its timed ones, as the first size always gets: what
+	// a stream of one size pays once (a query set's first cuts of its
+	// lists, the walks tuned to another size) then stays out of the rows.
+	WarmEachSize bool
 	// Coverage computes, for the cache placements, the top-1% and top-5%
 	// coverage of the cache against the exact reads (sampler.Exact: a walk
 	// of the batch on all cores) on each size's last timed batch: with
@@ -168,32 +173,30 @@ func RunEngines(cfg EngineConfig, engines []Engine, log io.Writer) ([]EngineRow,
 	// copy of the vertex table, its buffers, the estimator's arrays, the
 	// gcsm placement's first estimate of a query with the paper's number
 	// of walks before it tunes them) is not what a stream pays per batch.
+	// With WarmEachSize every later size gets one too.
 	at := make([]int, len(engines)) // where each engine's next batch starts in the stream
 	warm := 1
 	if len(cfg.Batches) > 0 {
 		warm = max(1, min(cfg.Batches[0], len(stream)))
 	}
-	one := make([]*query.Query, 1)
 	for ei, e := range engines {
-		if len(stream) == 0 {
-			break
-		}
-		delta, _, _, err := gs[ei].Apply(stream[:warm])
-		if err != nil {
+		if err := warmUp(e, gs[ei], stream, &at[ei], warm, qs); err != nil {
 			return nil, err
 		}
-		for _, q := range qs {
-			one[0] = q
-			if _, err := e.Matcher.Match(gs[ei], delta, one, incremental.Count, nil); err != nil && !errors.Is(err, cache.ErrOverBudget) {
-				return nil, fmt.Errorf("%s, warm-up batch: %w", e.Name, err)
-			}
-		}
-		gs[ei].Reorganize()
-		at[ei] = warm
 	}
 	var rows []EngineRow
 	out := make([]bool, len(engines))
-	for _, size := range cfg.Batches {
+	for si, size := range cfg.Batches {
+		if cfg.WarmEachSize && si > 0 {
+			for ei, e := range engines {
+				if out[ei] {
+					continue
+				}
+				if err := warmUp(e, gs[ei], stream, &at[ei], size, qs); err != nil {
+					return nil, err
+				}
+			}
+		}
 		// Every engine's graph is at the same point of the stream, so the
 		// exact reads of a shape's last batch are the same for all.
 		exact := map[string][]uint64{}
@@ -225,6 +228,31 @@ func RunEngines(cfg EngineConfig, engines []Engine, log io.Writer) ([]EngineRow,
 		}
 	}
 	return rows, nil
+}
+
+// warmUp matches an untimed batch of size updates from stream[*at:], each
+// query alone as in the timed batches (fewer updates when the stream runs
+// out). An engine's over-budget khop batch is no error here: the timed
+// batch of that size reports it.
+func warmUp(e Engine, g *dyngraph.Graph, stream []graph.Update, at *int, size int, qs []*query.Query) error {
+	size = min(size, len(stream)-*at)
+	if size <= 0 {
+		return nil
+	}
+	delta, _, _, err := g.Apply(stream[*at : *at+size])
+	if err != nil {
+		return err
+	}
+	*at += size
+	one := make([]*query.Query, 1)
+	for _, q := range qs {
+		one[0] = q
+		if _, err := e.Matcher.Match(g, delta, one, incremental.Count, nil); err != nil && !errors.Is(err, cache.ErrOverBudget) {
+			return fmt.Errorf("%s, warm-up batch of %d: %w", e.Name, size, err)
+		}
+	}
+	g.Reorganize()
+	return nil
 }
 
 // IndexOf finds the row of shape, batch size and engine, or returns -1.

@@ -24,7 +24,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		scale, factor, vlabels, perSize, workers int
 		skew, cacheFraction                      float64
 		batches, shapes, engines, svg            string
-		labeled, coverage                        bool
+		labeled, coverage, warmEach              bool
 		seed                                     uint64
 		gpuMem                                   int64
 		share, fillShare                         float64
@@ -39,6 +39,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&labeled, "labeled", true, "label the query vertices (with the two most common labels, alternating)")
 	fs.StringVar(&batches, "batches", "64,1024,4096", "comma-separated batch sizes")
 	fs.IntVar(&perSize, "per-size", 4, "batches timed per size")
+	fs.BoolVar(&warmEach, "warm-each-size", false, "give every batch size an untimed batch before its timed ones, not only the first size")
 	fs.StringVar(&shapes, "shapes", "triangle,4-cycle,diamond,house,5-cycle", "comma-separated query shapes: "+shapeNames())
 	fs.StringVar(&engines, "engines", "cpu,zero-copy,device", fmt.Sprintf("engines to compare: cpu, or a GPU placement (%s), a cache placement with :search for the binary-search lookup and :whole for blocks of whole lists (gcsm:search, degree:whole); the GPU ones are skipped without a GPU", placementNames()))
 	fs.Float64Var(&cacheFraction, "gpu-cache-fraction", 0, "cap the cache placements' budget at this share of the graph's list bytes (0.05: the paper's out-of-memory regime); 0 leaves it to --gpu-mem")
@@ -73,6 +74,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		Seed:          seed,
 		CacheFraction: cacheFraction,
 		Coverage:      coverage,
+		WarmEachSize:  warmEach,
 	}
 	if skew == 0 {
 		cfg.Graph.LabelSkew = 0

@@ -1,0 +1,70 @@
+package bench_test
+
+import (
+	"io"
+	"testing"
+
+	"github.com/gcsm/gcsm/bench"
+	"github.com/gcsm/gcsm/incremental"
+	"github.com/gcsm/gcsm/internal/hostmem"
+)
+
+// runCPU runs two CPU engines, of one worker and of two, side by side on a
+// small labeled R-MAT workload; RunEngines fails if they disagree.
+func runCPU(t *testing.T, warmEach bool) []bench.EngineRow {
+	t.Helper()
+	var shapes []bench.Shape
+	for _, s := range bench.Shapes() {
+		if s.Name == "triangle" || s.Name == "4-cycle" {
+			shapes = append(shapes, s)
+		}
+	}
+	cfg := bench.EngineConfig{
+		Graph:        bench.RMAT{Scale: 9, Edges: 8 << 9, VertexLabels: 2, LabelSkew: 1.5, EdgeLabels: 1, Seed: 3},
+		Shapes:       shapes,
+		Batches:      []int{16, 64},
+		PerSize:      2,
+		Fraction:     0.2,
+		Seed:         3,
+		WarmEachSize: warmEach,
+	}
+	engines := []bench.Engine{
+		{Name: "one", Matcher: &incremental.CPU{Workers: 1}, Alloc: hostmem.Heap{}},
+		{Name: "two", Matcher: &incremental.CPU{Workers: 2}, Alloc: hostmem.Heap{}},
+	}
+	rows, err := bench.RunEngines(cfg, engines, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(shapes)*len(cfg.Batches)*len(engines) {
+		t.Fatalf("%d rows, want %d", len(rows), len(shapes)*len(cfg.Batches)*len(engines))
+	}
+	for _, r := range rows {
+		if r.Batches != cfg.PerSize || r.PerBatch <= 0 {
+			t.Fatalf("%+v: want %d timed batches", r, cfg.PerSize)
+		}
+	}
+	return rows
+}
+
+// RunEngines times every shape, size and engine, and with WarmEachSize
+// gives a later size an untimed batch first: its timed batches then come
+// from further on in the stream, while the first size's do not move.
+func TestRunEngines(t *testing.T) {
+	plain, warmed := runCPU(t, false), runCPU(t, true)
+	moved := false
+	for i, r := range plain {
+		w := warmed[i]
+		if r.Shape != w.Shape || r.Batch != w.Batch || r.Engine != w.Engine {
+			t.Fatalf("row %d: %s/%d/%s against %s/%d/%s", i, r.Shape, r.Batch, r.Engine, w.Shape, w.Batch, w.Engine)
+		}
+		same := r.Positive == w.Positive && r.Negative == w.Negative
+		if r.Batch == 16 && !same {
+			t.Fatalf("%s at 16: +%d -%d, and +%d -%d with a warm-up per size", r.Shape, r.Positive, r.Negative, w.Positive, w.Negative)
+		}
+		moved = moved || !same
+	}
+	if !moved {
+		t.Fatal("the warm-up per size left every later batch's counts as they were")
+	}
+}
