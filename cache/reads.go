@@ -127,7 +127,7 @@ func NewReads(g *dyngraph.Graph, queries []*query.Query) *Reads {
 		}
 		return sp
 	}
-	r := &Reads{other: spansOf(set{}), memo: make([]cutMemo, 1<<memoBits)}
+	r := &Reads{other: spansOf(set{})}
 	trims := !r.other.all
 	for l, s := range by {
 		sp := spansOf(s)
@@ -149,6 +149,7 @@ func NewReads(g *dyngraph.Graph, queries []*query.Query) *Reads {
 	if !trims {
 		return nil
 	}
+	r.memo = make([]cutMemo, 1<<memoBits)
 	return r
 }
 
