@@ -169,6 +169,20 @@ func (r *Reads) of(l graph.Label) *labelSpans {
 	return &r.spans[i]
 }
 
+// spansOf returns the labels at which the queries read the list of vertex
+// v of g, or nil for all of it: for nil r, for every label, and on a graph
+// of one vertex label, whose lists are sorted by id alone (a Reads made on
+// another graph may meet one).
+func (r *Reads) spansOf(g *dyngraph.Graph, v graph.VertexID) *labelSpans {
+	if r == nil || g.Order().IDOnly() {
+		return nil
+	}
+	if s := r.of(g.VertexLabel(v)); !s.all {
+		return s
+	}
+	return nil
+}
+
 // cut appends to dst the index ranges [lo, hi) of part, a part of the list
 // of vertex v of g, whose entries the queries can read, ascending; nil r
 // gives the whole part. Empty ranges are left out. Each span of labels
@@ -179,11 +193,8 @@ func (r *Reads) cut(g *dyngraph.Graph, v graph.VertexID, part []uint32, dst [][2
 	if len(part) == 0 {
 		return dst
 	}
-	if r == nil {
-		return append(dst, [2]int{0, len(part)})
-	}
-	s := r.of(g.VertexLabel(v))
-	if s.all {
+	s := r.spansOf(g, v)
+	if s == nil {
 		return append(dst, [2]int{0, len(part)})
 	}
 	ord, vl := g.Order(), g.VertexLabels()
@@ -243,11 +254,8 @@ func (t trim) len() int { return int(t.sorted + t.appended) }
 func (r *Reads) trimOf(g *dyngraph.Graph, k uint32) (t trim) {
 	a := adjOf(g, k)
 	v := sampler.KeyList(k, g.Directed()).V
-	var s *labelSpans
-	if r != nil {
-		s = r.of(g.VertexLabel(v))
-	}
-	if s == nil || s.all {
+	s := r.spansOf(g, v)
+	if s == nil {
 		return trim{sorted: uint32(len(a.Sorted)), appended: uint32(len(a.Appended))}
 	}
 	var buf [8][2]int
@@ -300,7 +308,7 @@ const trimsPerCore = 64
 // keys must name lists of g.
 func (r *Reads) trims(g *dyngraph.Graph, keys []uint32, t []trim) {
 	per := trimsPerCore
-	if r == nil {
+	if r == nil || g.Order().IDOnly() {
 		per = parallelLists
 	}
 	parts := min(runtime.GOMAXPROCS(0), (len(keys)+per-1)/per)

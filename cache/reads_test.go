@@ -151,6 +151,14 @@ func TestReadsWhole(t *testing.T) {
 			t.Fatalf("vertex %d of label %d: %d entries kept, want %d", v, four.VertexLabel(graph.VertexID(v)), got, want)
 		}
 	}
+	// The same Reads on a graph of one vertex label, whose lists are
+	// sorted by id alone, leaves them whole.
+	for v := range one.NumVertices() {
+		a := one.Out(graph.VertexID(v))
+		if got, want := reads.listLen(one, uint32(v)), len(a.Sorted)+len(a.Appended); got != want {
+			t.Fatalf("one label, vertex %d: %d entries kept of %d", v, got, want)
+		}
+	}
 	p.Vertices[1] = query.Vertex{Name: "b", Wildcard: true}
 	if q, err = query.Compile(p, d, false, query.Embeddings); err != nil {
 		t.Fatal(err)

@@ -174,9 +174,11 @@ func readsKey(queries []*query.Query) string {
 	return string(b)
 }
 
-// forget drops what the cache placements keep of a graph, for another.
+// forget drops what the cache placements keep of a graph, for another:
+// its order of lists, its rankings, and the queries' Reads (made for a
+// graph of several vertex labels or one, and remembering its cuts).
 func (cs *cacheState) forget() {
-	cs.longest, cs.longestFor, cs.ranked = nil, nil, nil
+	cs.longest, cs.longestFor, cs.ranked, cs.readsBy = nil, nil, nil, nil
 }
 
 // querySet names the set of queries of a batch.
