@@ -104,23 +104,12 @@ func Longest(dst []uint32, g *dyngraph.Graph) []uint32 {
 // With reads, it trims only the lists it considers, in windows that double,
 // on all cores.
 func Degree(dst []uint32, g *dyngraph.Graph, order []uint32, budget int64, reads *Reads) []uint32 {
+	// Pack's selection, in a scratch block that is never written: the
+	// order names each list once, so its bitset only costs the memory.
+	b := Block{seen: make([]uint64, (sampler.NumKeys(g)+63)/64)}
 	sz := newSizer(budget, g.MultiLabel())
-	var trims []trim
-	for i := 0; i < len(order) && !sz.full(); {
-		win := order[i : i+min(len(order)-i, max(firstWindow, i))]
-		i += len(win)
-		trims = slices.Grow(trims[:0], len(win))[:len(win)]
-		reads.trims(g, win, trims)
-		for j, k := range win {
-			if sz.full() {
-				break
-			}
-			if n := trims[j].len(); n > 0 && sz.take(n) {
-				dst = append(dst, k)
-			}
-		}
-	}
-	return dst
+	_ = b.take(g, order, &sz, reads) // Longest's keys all name lists of g
+	return append(dst, b.sel...)
 }
 
 // ErrOverBudget is wrapped by KHop's error when the neighbourhood does not
