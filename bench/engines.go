@@ -84,8 +84,10 @@ type EngineRow struct {
 	// estimated nor cached (kernels.Options.MinCacheKernel).
 	Skipped int
 	// The gcsm placement's estimate, means per batch: its walks (M), the
-	// tree nodes they visited (the sampler's work) and the lists it rated.
+	// tree nodes they visited (the sampler's work) and the lists it rated;
+	// and the last batch's boost (sampler.Options.Boost).
 	Walks, Steps, Rated int64
+	Boost               int
 	// Coverage1 and Coverage5 are a cache placement's top-1% and top-5%
 	// coverage by its block (EngineConfig.Coverage; the paper's metric,
 	// sampler.CacheCoverage), or -1. Rank1 and Rank5 are the gcsm
@@ -302,7 +304,7 @@ func logRow(log io.Writer, r EngineRow) {
 		fmt.Fprintf(log, "; no estimate or block in %d of %d batches (short kernel)", r.Skipped, r.Batches)
 	}
 	if r.Walks > 0 {
-		fmt.Fprintf(log, "; %d walks, %d steps, %d lists rated", r.Walks, r.Steps, r.Rated)
+		fmt.Fprintf(log, "; %d walks (boost %d), %d steps, %d lists rated", r.Walks, r.Boost, r.Steps, r.Rated)
 	}
 	if r.Coverage1 >= 0 {
 		fmt.Fprintf(log, ", coverage top-1%% %.2f top-5%% %.2f", r.Coverage1, r.Coverage5)
@@ -365,6 +367,7 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 					r.Walks += int64(est.Walks)
 					r.Steps += est.Steps
 					r.Rated += int64(est.Rated())
+					r.Boost = est.Boost
 				}
 				if cached := gpu.LastCached(); cfg.Coverage && b == cfg.PerSize-1 && cached != nil && !st.CacheSkipped {
 					ex, ok := exact[q.Name]

@@ -111,6 +111,10 @@ const maxReadSets = 16
 // packing and the copy.
 const DefaultEstimateShare = 0.05
 
+// DefaultFillShare is the fill's share (Options.FillShare) when one is
+// asked for without a number: the estimate's own default share.
+const DefaultFillShare = DefaultEstimateShare
+
 // DefaultMinFill is Options.MinFill's default: with a share of 0.05 and
 // the 5 to 10 GB/s at which the H100's host packed 51 MB blocks, fills
 // start with kernels of about 10 ms, four times DefaultMinCacheKernel.

@@ -123,7 +123,7 @@ type Options struct {
 	// 4-cycle's batch of 2,048 to 42.6 ms from 65.3 (kernel 32.5 from
 	// 60.9 ms, top-1% coverage 0.76 from 0.16), but the house's batch of
 	// 64 to 90.5 ms from 78.7: 31 MB of fill cut its kernel by 12 ms and
-	// added 23 ms of packing.
+	// added 23 ms of packing. DefaultFillShare is the share to try.
 	FillShare float64
 	// MinFill is the fewest bytes the gcsm placement fills: a fill that
 	// would come to less is left out. 0 means DefaultMinFill.

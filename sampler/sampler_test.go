@@ -104,7 +104,7 @@ func TestExactReads(t *testing.T) {
 }
 
 // TestUnbiased: over many seeds, the mean estimate of every list converges
-// to Exact, with the paper's walks and with weighted ones. The tolerance is
+// to Exact, with the paper's walks, boosted or not, and with weighted ones. The tolerance is
 // a z-test on the sample standard deviation of the estimates; a list Exact
 // never reads must never get an estimate.
 func TestUnbiased(t *testing.T) {
@@ -117,7 +117,9 @@ func TestUnbiased(t *testing.T) {
 			plans    Plans
 			walks    int // per update edge
 			weighted bool
-		}{{Terms, 2, false}, {CountTerms, 2, false}, {Terms, 1000, false}, {Terms, 2, true}, {CountTerms, 1000, true}} {
+			boost    int
+		}{{Terms, 2, false, 1}, {CountTerms, 2, false, 1}, {Terms, 1000, false, 1}, {Terms, 2, true, 0},
+			{CountTerms, 1000, true, 0}, {Terms, 2, false, 8}, {CountTerms, 1, false, 64}} {
 			plans := run.plans
 			exact := Exact(s.g, s.delta, qs, plans)
 			nk := len(exact)
@@ -127,11 +129,14 @@ func TestUnbiased(t *testing.T) {
 				// A small M makes each estimate noisy, so a bias would
 				// show against the spread; a large one sends more walks
 				// to a node than its driver has slots.
-				est, err := e.Estimate(s.g, s.delta, qs, Options{Walks: run.walks * len(s.delta), Seed: seed, Plans: plans, Workers: 1, Weighted: run.weighted})
+				est, err := e.Estimate(s.g, s.delta, qs, Options{Walks: run.walks * len(s.delta), Seed: seed, Plans: plans, Workers: 1, Weighted: run.weighted, Boost: run.boost})
 				if err != nil {
 					t.Fatal(err)
 				}
 				steps += est.Steps
+				if want := max(run.boost, 1); est.Boost != want && !(want > 1 && !hasFour(qs)) {
+					t.Fatalf("%s: the estimate's boost is %d, want %d", s.name, est.Boost, want)
+				}
 				for k, x := range est.Counts(nil) {
 					if x != 0 && exact[k] == 0 {
 						t.Fatalf("%s: list %d has estimate %v but is never read", s.name, k, x)
@@ -162,12 +167,18 @@ func TestUnbiased(t *testing.T) {
 			// z ≈ 5.3; 5.5 leaves room for the estimates' skew.
 			if worst > 5.5 {
 				k := worstKey
-				t.Errorf("%s plans %d, M = %d|ΔE|, weighted %v: list %d: mean %v, exact %d (z = %.1f)", s.name, plans, run.walks, run.weighted, k, sum[k]/runs, exact[k], worst)
+				t.Errorf("%s plans %d, M = %d|ΔE|, weighted %v, boost %d: list %d: mean %v, exact %d (z = %.1f)", s.name, plans, run.walks, run.weighted, run.boost, k, sum[k]/runs, exact[k], worst)
 			}
-			t.Logf("%s plans %d, M = %d|ΔE|, weighted %v: %d lists read, %.0f reads (estimated %.0f), worst z %.2f, %d steps per estimate",
-				s.name, plans, run.walks, run.weighted, countPositive(exact), totExact, tot, worst, steps/runs)
+			t.Logf("%s plans %d, M = %d|ΔE|, weighted %v, boost %d: %d lists read, %.0f reads (estimated %.0f), worst z %.2f, %d steps per estimate",
+				s.name, plans, run.walks, run.weighted, run.boost, countPositive(exact), totExact, tot, worst, steps/runs)
 		}
 	}
+}
+
+// hasFour reports whether a query has four vertices: the patterns whose
+// walks Options.Boost multiplies.
+func hasFour(qs []*query.Query) bool {
+	return slices.ContainsFunc(qs, func(q *query.Query) bool { return q.N() == 4 })
 }
 
 func countPositive(x []uint64) int {

@@ -90,6 +90,11 @@ type config struct {
 	pRoot  float64
 	d      uint64                  // D: no driver has more slots
 	pow    [query.MaxVertices]u128 // pow[d] = D^(d-1)
+	// boost is K (Options.Boost): sums count in units of 1/K, so every
+	// walk's step adds powK[d] = K·D^(d-1), but a boosted one, K times as
+	// many, pow[d].
+	boost uint64
+	powK  [query.MaxVertices]u128
 	// weighted: a walk picks one of the node's own L slots, not one of D,
 	// and carries the product of the L's (Options.Weighted).
 	weighted bool
@@ -142,9 +147,12 @@ type walker struct {
 	adjOf [query.MaxVertices][query.MaxVertices]uint32 // vertex+1 whose lists adj holds; 0: none
 	sl    [query.MaxVertices]slotSet
 	// wt[d] is what one walk at the current node of depth d stands for:
-	// D^(d-1) (the paper's), or, with config.weighted, the product of
-	// the slot counts on the node's path.
+	// K·D^(d-1) (the paper's), or, with config.weighted, the product of
+	// the slot counts on the node's path; D^(d-1) at boosted depth.
 	wt [query.MaxVertices]u128
+	// boosted is the level whose candidates get K walks for each of the
+	// paper's (config.boost): a four-vertex term's second; 0 for none.
+	boosted int
 
 	// The distinct lists the current node reads.
 	nk  [2*query.MaxVertices + 2]uint32
@@ -206,6 +214,10 @@ func (w *walker) runUnit(u int) {
 
 func (w *walker) setUnit(q *query.Query, p *query.Plan, sign graph.Sign) {
 	w.q, w.plan, w.sign = q, p, sign
+	w.boosted = 0
+	if w.c.boost > 1 && len(p.Levels) == 4 {
+		w.boosted = 2
+	}
 	for d := range p.Levels {
 		for i, con := range p.Levels[d].Cons {
 			w.views[d][i] = query.TermView(con.Edge, p.Edge, sign)
@@ -224,12 +236,12 @@ func (w *walker) root(e query.QEdge, ch *graph.Change, x, y graph.VertexID) {
 	}
 	b := uint64(1)
 	if !c.exact {
-		if b = w.rng.binomial(c.walks, c.pRoot); b == 0 {
+		if b = w.rng.round(float64(c.walks) * c.pRoot); b == 0 {
 			return
 		}
 	}
 	w.m[0], w.m[1] = x, y
-	w.wt[1] = u128{lo: 1}
+	w.wt[1] = u128{lo: max(c.boost, 1)}
 	if !w.admissible(1, y) {
 		return
 	}
@@ -509,11 +521,15 @@ func (w *walker) expand(lv int, b uint64) {
 		panic("BUG: sampler: a driver has more slots than the maximum degree")
 	}
 	S := w.c.d
-	if w.c.weighted {
+	switch {
+	case w.c.weighted:
 		S = uint64(L)
 		w.wt[lv] = w.wt[lv-1].mul(uint64(L))
-	} else {
+	case lv == w.boosted:
+		b *= w.c.boost // at most 2^40·2^20
 		w.wt[lv] = w.c.pow[lv]
+	default:
+		w.wt[lv] = w.c.powK[lv]
 	}
 	r := float64(b) / float64(S) // teeth per slot
 	u := w.rng.float64()
