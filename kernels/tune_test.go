@@ -162,17 +162,28 @@ func TestTuneEstimate(t *testing.T) {
 }
 
 // The fill is its share of the set's last kernel, scaled to the batch, at
-// the last packing rate that tuneEstimate recorded; nothing before both
-// are known, under the least fill, or without a positive share.
+// the last packing rate that tuneEstimate recorded from a block of a
+// fill's size (defaultPackRate before one); nothing before the kernel is
+// known, under the least fill, or without a positive share.
 func TestFillBytes(t *testing.T) {
 	q := []*query.Query{{}}
 	x := &GPU{opts: Options{Placement: GCSM, FillShare: 0.05}}
 	if got := x.fillBytes(q, 512); got != 0 {
 		t.Fatalf("a set not run yet fills %d bytes", got)
 	}
-	// A batch of 512 edges: 20 ms of kernel, and 8 MB packed in 4 ms of
-	// its 5 ms of packing (1 ms ranked): 2 GB/s.
-	x.last = BatchStats{Kernel: 20 * time.Millisecond, Pack: 5 * time.Millisecond, Rank: time.Millisecond, CacheBytes: 8e6}
+	// A batch of 512 edges: 20 ms of kernel, and a 1 MB block packed in 1
+	// ms of its 2 ms (1 ms ranked): too small to set the rate.
+	ms := func(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
+	x.last = BatchStats{Kernel: ms(20), Pack: ms(2), Rank: ms(1), CacheBytes: 1e6}
+	x.tuneEstimate(q, 512)
+	if x.cache.packRate != 0 {
+		t.Fatalf("a 1 MB block set the packing rate to %g B/s", x.cache.packRate)
+	}
+	if got, want := x.fillBytes(q, 2048), int64(0.05*0.080*defaultPackRate); got != want {
+		t.Fatalf("before a rate: %d bytes, want %d (defaultPackRate)", got, want)
+	}
+	// 8 MB packed in 4 ms of 5 ms: 2 GB/s.
+	x.last = BatchStats{Kernel: ms(20), Pack: ms(5), Rank: ms(1), CacheBytes: 8e6}
 	x.tuneEstimate(q, 512)
 	if x.cache.packRate != 2e9 {
 		t.Fatalf("packing rate %g B/s, want 2e9", x.cache.packRate)
