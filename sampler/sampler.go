@@ -176,12 +176,18 @@ type Options struct {
 // children cost one step each and go no further, so K of them per walk
 // buy coverage at the rate of one step each, not of a whole walk.
 
-// autoBoost is the K that Options.Boost 0 picks: D/64, a power of two, so
-// that the fewest walks a root gets (MinWalks) send a sixteenth of a walk to
-// each child slot, or 1 when no live pattern has four vertices. It is
-// halved until D^(n-2)·2^62·K fits the 128-bit sums, for the largest
-// pattern n of the estimate.
+// autoBoost is the K that Options.Boost 0 picks: D/1024, a power of two,
+// so that the fewest walks a root gets (MinWalks) send 1/256 of a walk to
+// each child slot; or 1 when no live pattern has four vertices. The walk
+// cap (kernels' EstimateShare) raises the walks from there. D/64 at first
+// (1/16 of a walk at the floor) rated the 4-cycle's hot lists well on the
+// H100 (a 51 MB block of them cut the kernel of a batch of 8,192 from 177
+// to 33 ms, against degree's 56.5 ms), but the 20 walks per update edge
+// the cap had come down to took 650k steps and 83 ms of the 187 ms batch.
+// K is halved until D^(n-2)·2^62·K fits the
+// 128-bit sums, for the largest pattern n of the estimate.
 func autoBoost(c *config, n int, opts Options) uint64 {
+	const boostDiv = 1024
 	if opts.Weighted || opts.Boost == 1 {
 		return 1
 	}
@@ -191,10 +197,10 @@ func autoBoost(c *config, n int, opts Options) uint64 {
 		for qi, q := range c.queries {
 			four = four || (c.live[qi] && q.N() == 4)
 		}
-		if !four || c.d < 128 {
+		if !four || c.d < 2*boostDiv {
 			return 1
 		}
-		k = 1 << (bits.Len64(c.d/64) - 1)
+		k = 1 << (bits.Len64(c.d/boostDiv) - 1)
 	}
 	k = min(k, 1<<20)
 	for k > 1 && c.pow[n-1].mul(1<<62).mul(k) == u128Max {
