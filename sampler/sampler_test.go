@@ -274,7 +274,8 @@ func TestAllocs(t *testing.T) {
 // are the ones the matching reads most (paper VI-D, Fig. 15b), and far more
 // so than the lists ranked by length (the paper's Naive policy). With the
 // default budget the walks cost 5-10% of the exact tree walk; a larger
-// budget buys coverage.
+// budget buys coverage, and so may a boost of the four-vertex pattern's
+// walks (Options.Boost; this graph's D is under autoBoost's threshold).
 func TestCoverage(t *testing.T) {
 	g, delta, d := powerLaw(t, 12, 40000, 512, 3)
 	degree := make([]float64, NumKeys(g))
@@ -292,20 +293,21 @@ func TestCoverage(t *testing.T) {
 		d1, d5 := Coverage(exact, degree, 0.01), Coverage(exact, degree, 0.05)
 		for _, c := range []struct {
 			budget float64
+			boost  int
 			min    float64
-		}{{0, 0.75}, {0.4, 0.85}} {
+		}{{0, 0, 0.75}, {0.4, 0, 0.85}, {0, 16, 0.75}} {
 			var e Estimator
-			est, err := e.Estimate(g, delta, qs, Options{Seed: 1, Budget: c.budget})
+			est, err := e.Estimate(g, delta, qs, Options{Seed: 1, Budget: c.budget, Boost: c.boost})
 			if err != nil {
 				t.Fatal(err)
 			}
 			counts := est.Counts(nil)
 			c1, c5 := Coverage(exact, counts, 0.01), Coverage(exact, counts, 0.05)
-			t.Logf("%s, budget %v: %d lists read; M = %d, %d steps for %.0f nodes; coverage top 1%% %.2f, 5%% %.2f (by degree %.2f, %.2f)",
-				p.Name, c.budget, countPositive(exact), est.Walks, est.Steps, est.Nodes, c1, c5, d1, d5)
+			t.Logf("%s, budget %v, boost %d: %d lists read; M = %d, %d steps for %.0f nodes; coverage top 1%% %.2f, 5%% %.2f (by degree %.2f, %.2f)",
+				p.Name, c.budget, est.Boost, countPositive(exact), est.Walks, est.Steps, est.Nodes, c1, c5, d1, d5)
 			if c1 < c.min || c5 < c.min || c1 < d1+0.15 || c5 < d5+0.15 {
-				t.Errorf("%s, budget %v: coverage %.2f (1%%) and %.2f (5%%), want at least %v and 0.15 over the degree order's",
-					p.Name, c.budget, c1, c5, c.min)
+				t.Errorf("%s, budget %v, boost %d: coverage %.2f (1%%) and %.2f (5%%), want at least %v and 0.15 over the degree order's",
+					p.Name, c.budget, est.Boost, c1, c5, c.min)
 			}
 		}
 	}
@@ -428,5 +430,47 @@ func TestListKey(t *testing.T) {
 	}
 	if fmt.Sprint(ListKey(5, true, true)) != "11" {
 		t.Error("directed keys are v<<1|in")
+	}
+}
+
+// autoBoost boosts only when a live pattern has four vertices and D is
+// large enough, by D/1024 rounded down to a power of two, and gives way to
+// Options.Boost, weighted walks and the 128-bit sums.
+func TestAutoBoost(t *testing.T) {
+	d := graph.NewDict()
+	qs := compile(t, d, false, query.Embeddings,
+		pattern("triangle", 3, shapeTriangle, nil, "", false),
+		pattern("square", 4, shapeSquare, nil, "", false),
+		pattern("house", 5, shapeHouse, nil, "", false))
+	cfg := func(D uint64, live ...bool) *config {
+		c := &config{queries: qs, live: live, d: D}
+		c.pow[1] = u128{lo: 1}
+		for i := 2; i < len(c.pow); i++ {
+			c.pow[i] = c.pow[i-1].mul(D)
+		}
+		return c
+	}
+	for _, c := range []struct {
+		name string
+		c    *config
+		n    int
+		opts Options
+		want uint64
+	}{
+		{"square, D 2^17", cfg(1<<17, true, true, true), 5, Options{}, 128},
+		{"square, D 200k", cfg(200000, false, true, false), 4, Options{}, 128},
+		{"D under 2048", cfg(2047, true, true, true), 5, Options{}, 1},
+		{"square dead", cfg(1<<17, true, false, true), 5, Options{}, 1},
+		{"weighted", cfg(1<<17, true, true, true), 5, Options{Weighted: true}, 1},
+		{"forced", cfg(100, true, false, true), 5, Options{Boost: 8}, 8},
+		{"off", cfg(1<<17, true, true, true), 5, Options{Boost: 1}, 1},
+		{"capped", cfg(1<<17, true, true, true), 4, Options{Boost: 1 << 30}, 1 << 20},
+		{"sums, D 2^17", cfg(1<<17, true, true, true), 5, Options{Boost: 1 << 30}, 1 << 14},
+		// D^3·2^62 is 2^122 for D = 2^20: K = 2^5 still fits 2^127.
+		{"sums", cfg(1<<20, true, true, true), 5, Options{Boost: 1 << 10}, 1 << 5},
+	} {
+		if got := autoBoost(c.c, c.n, c.opts); got != c.want {
+			t.Errorf("%s: K = %d, want %d", c.name, got, c.want)
+		}
 	}
 }
