@@ -19,11 +19,14 @@
 //	C̃_v = Σ_i |ΔE|·D^(i-1)·c_{v,i}                               (formula 3)
 //
 // is an unbiased estimate of the reads of list v, averaged over M walks per
-// term tree. All walks run in one pass (paper IV-B): each root draws
-// B_1 ~ Bin(M, 1/|ΔE|), and the B walks at a node send Bin(B, |V|/D) of
-// themselves on, spread uniformly over its |V| candidates (the joint law of
-// B independent walks, whose per-child marginals are the paper's
-// Bin(B, 1/D)), so subtrees no walk reaches are never built. M starts at the
+// term tree. All walks run in one pass (paper IV-B): each root gets
+// M/|ΔE| walks, rounded up or down at random (the paper draws
+// B_1 ~ Bin(M, 1/|ΔE|); the rounding keeps the mean and drops the spread),
+// and the B walks at a node are spread over the D slots of its driver as a
+// comb (walker.expand), so each child gets B/D of them in expectation, as
+// the paper's Bin(B, 1/D) gives, and subtrees no walk reaches are never
+// built. A four-vertex pattern's walks are multiplied at the roots'
+// children (Options.Boost), each then standing for less. M starts at the
 // paper's |ΔE|·D^(n-2)/32^n, at least 4|ΔE|, and is raised once by
 // formula (5),
 //
