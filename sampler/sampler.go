@@ -187,8 +187,8 @@ type Options struct {
 // H100 (a 51 MB block of them cut the kernel of a batch of 8,192 from 177
 // to 33 ms, against degree's 56.5 ms), but the 20 walks per update edge
 // the cap had come down to took 650k steps and 83 ms of the 187 ms batch.
-// K is halved until D^(n-2)·2^62·K fits the
-// 128-bit sums, for the largest pattern n of the estimate.
+// K is halved until D^(n-2)·2^62·K fits the 128-bit sums, for the largest
+// pattern n of the estimate.
 func autoBoost(c *config, n int, opts Options) uint64 {
 	const boostDiv = 1024
 	if opts.Weighted || opts.Boost == 1 {
