@@ -434,11 +434,18 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 			t0 = time.Now()
 			cs.last = est
 			cs.keys = cache.GCSM(cs.keys[:0], est)
-			// The fill's order is sorted at a graph's first batch, so
-			// that later ones find it; PackFill trims only what fits.
+			// The fill takes the degree placement's ranking, made once per
+			// set of queries: the longest lists that are not empty when
+			// trimmed to what the queries read. Filling from the order of
+			// all lists instead sized every long list the queries do not
+			// read, batch after batch: on the H100 the 4-cycle's fill of
+			// 158 lists at 512 edges cost 18 ms, and the house's 19.6 MB
+			// at 64 cost 25 ms.
 			if x.opts.FillShare > 0 {
-				fill = x.longestLists(g)
 				fillBytes = x.fillBytes(queries, len(delta))
+			}
+			if fillBytes > 0 {
+				fill = x.degreeRanking(g, queries, budget)
 			}
 		} else {
 			cs.keys = cs.keys[:0]
