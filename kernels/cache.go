@@ -115,9 +115,10 @@ const DefaultEstimateShare = 0.05
 // asked for without a number: the estimate's own default share.
 const DefaultFillShare = DefaultEstimateShare
 
-// DefaultMinFill is Options.MinFill's default: with a share of 0.05 and
-// the 5 to 10 GB/s at which the H100's host packed 51 MB blocks, fills
-// start with kernels of about 10 ms, four times DefaultMinCacheKernel.
+// DefaultMinFill is Options.MinFill's default: with a share of 0.05, fills
+// start with kernels of about 40 ms at defaultPackRate, and of 8 to 17 ms
+// at the 5 to 10 GB/s at which the H100's host packed the house's 51 MB
+// blocks.
 const DefaultMinFill = 4 << 20
 
 // DefaultMinCacheKernel is Options.MinCacheKernel's default. A short
