@@ -2,7 +2,9 @@ package sampler
 
 import (
 	"cmp"
+	"runtime"
 	"slices"
+	"sync"
 )
 
 // hotRec is a list key with its estimate, laid out so that ascending order
@@ -27,7 +29,11 @@ const radixMin = 1 << 10
 // entries of the estimate per comparison: on the H100's host, ranking the
 // 0.2-0.6M lists a 5-cycle batch rated took 50-270 ms at 2^27 edges. The
 // records carry their estimate, and a least-significant-digit radix sort
-// moves each a few times.
+// moves each a few times. Large sorts spread each pass over the cores: one
+// core still took 42-64 ms for the 5-cycle's 0.5M records on the H100's
+// host. On the 2-core VM BenchmarkSortHot (0.5M records) took 18-20 ms on
+// two cores against 23-25 ms on one; the sort is bound by memory, so more
+// cores gain less than in proportion (not measured on the H100).
 func sortHot(keys []uint32, recs, tmp []hotRec, hist []int) ([]hotRec, []hotRec, []int) {
 	if len(recs) < radixMin {
 		slices.SortFunc(recs, func(a, b hotRec) int {
@@ -39,30 +45,60 @@ func sortHot(keys []uint32, recs, tmp []hotRec, hist []int) ([]hotRec, []hotRec,
 	} else {
 		tmp = slices.Grow(tmp[:0], len(recs))[:len(recs)]
 		// Stable passes of 8 bits, least significant first: the key's
-		// four, then the estimate's eight. A pass whose digit is the same
-		// in every record moves nothing and is skipped.
-		if len(hist) < 1<<8 {
-			hist = make([]int, 1<<8)
+		// four, then the estimate's eight. Each of parts contiguous
+		// chunks counts its digits, and scatters them in order after
+		// the same digit's records in the chunks before it, so a pass
+		// stays stable. A pass whose digit is the same in every record
+		// moves nothing and is skipped.
+		parts := 1
+		if len(recs) >= parallelSort {
+			parts = min(runtime.GOMAXPROCS(0), len(recs)/(parallelSort/4))
 		}
-		n := hist
-		for d := range 12 {
-			clear(n)
-			for _, r := range recs {
-				n[digit(r, d)]++
+		if len(hist) < parts<<8 {
+			hist = make([]int, parts<<8)
+		}
+		chunk := func(p int) (lo, hi int) { return len(recs) * p / parts, len(recs) * (p + 1) / parts }
+		each := func(f func(p int)) {
+			if parts == 1 {
+				f(0)
+				return
 			}
-			if n[digit(recs[0], d)] == len(recs) {
+			var wg sync.WaitGroup
+			for p := range parts {
+				wg.Go(func() { f(p) })
+			}
+			wg.Wait()
+		}
+		for d := range 12 {
+			each(func(p int) {
+				n := hist[p<<8 : (p+1)<<8]
+				clear(n)
+				lo, hi := chunk(p)
+				for _, r := range recs[lo:hi] {
+					n[digit(r, d)]++
+				}
+			})
+			if first := digit(recs[0], d); sumDigit(hist, parts, first) == len(recs) {
 				continue
 			}
 			at := 0
-			for i, c := range n {
-				n[i] = at
-				at += c
+			for x := range 1 << 8 {
+				for p := range parts {
+					c := hist[p<<8+x]
+					hist[p<<8+x] = at
+					at += c
+				}
 			}
-			for _, r := range recs {
-				x := digit(r, d)
-				tmp[n[x]] = r
-				n[x]++
-			}
+			src, dst := recs, tmp
+			each(func(p int) {
+				n := hist[p<<8 : (p+1)<<8]
+				lo, hi := chunk(p)
+				for _, r := range src[lo:hi] {
+					x := digit(r, d)
+					dst[n[x]] = r
+					n[x]++
+				}
+			})
 			recs, tmp = tmp, recs
 		}
 	}
@@ -70,6 +106,19 @@ func sortHot(keys []uint32, recs, tmp []hotRec, hist []int) ([]hotRec, []hotRec,
 		keys[i] = r.k
 	}
 	return recs, tmp, hist
+}
+
+// parallelSort is the fewest records sortHot spreads over the cores, each
+// taking at least a quarter of it.
+const parallelSort = 1 << 16
+
+// sumDigit is how many records of all parts have digit x.
+func sumDigit(hist []int, parts int, x uint8) int {
+	n := 0
+	for p := range parts {
+		n += hist[p<<8+int(x)]
+	}
+	return n
 }
 
 // digit is byte d of a record's sort key, 0 the least significant: bytes

@@ -14,7 +14,7 @@ func TestSortHot(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	var recs, tmp []hotRec
 	var hist []int
-	for _, n := range []int{0, 1, 17, radixMin - 1, radixMin, 3 * radixMin} {
+	for _, n := range []int{0, 1, 17, radixMin - 1, radixMin, 3 * radixMin, parallelSort, 3*parallelSort + 7} {
 		cnt := make([]float64, 4*n+1)
 		keys := r.Perm(len(cnt))[:n]
 		ks := make([]uint32, n)
