@@ -31,9 +31,8 @@ const radixMin = 1 << 10
 // records carry their estimate, and a least-significant-digit radix sort
 // moves each a few times. Large sorts spread each pass over the cores: one
 // core still took 42-64 ms for the 5-cycle's 0.5M records on the H100's
-// host. On the 2-core VM BenchmarkSortHot (0.5M records) took 18-20 ms on
-// two cores against 23-25 ms on one; the sort is bound by memory, so more
-// cores gain less than in proportion (not measured on the H100).
+// host. On the 2-core VM BenchmarkSortHot (0.5M records) took 11-12 ms on
+// two cores against 16-20 ms on one (not measured on the H100).
 func sortHot(keys []uint32, recs, tmp []hotRec, hist []int) ([]hotRec, []hotRec, []int) {
 	if len(recs) < radixMin {
 		slices.SortFunc(recs, func(a, b hotRec) int {
@@ -57,27 +56,8 @@ func sortHot(keys []uint32, recs, tmp []hotRec, hist []int) ([]hotRec, []hotRec,
 		if len(hist) < parts<<8 {
 			hist = make([]int, parts<<8)
 		}
-		chunk := func(p int) (lo, hi int) { return len(recs) * p / parts, len(recs) * (p + 1) / parts }
-		each := func(f func(p int)) {
-			if parts == 1 {
-				f(0)
-				return
-			}
-			var wg sync.WaitGroup
-			for p := range parts {
-				wg.Go(func() { f(p) })
-			}
-			wg.Wait()
-		}
 		for d := range 12 {
-			each(func(p int) {
-				n := hist[p<<8 : (p+1)<<8]
-				clear(n)
-				lo, hi := chunk(p)
-				for _, r := range recs[lo:hi] {
-					n[digit(r, d)]++
-				}
-			})
+			inParts(parts, false, recs, nil, d, hist)
 			if first := digit(recs[0], d); sumDigit(hist, parts, first) == len(recs) {
 				continue
 			}
@@ -89,16 +69,7 @@ func sortHot(keys []uint32, recs, tmp []hotRec, hist []int) ([]hotRec, []hotRec,
 					at += c
 				}
 			}
-			src, dst := recs, tmp
-			each(func(p int) {
-				n := hist[p<<8 : (p+1)<<8]
-				lo, hi := chunk(p)
-				for _, r := range src[lo:hi] {
-					x := digit(r, d)
-					dst[n[x]] = r
-					n[x]++
-				}
-			})
+			inParts(parts, true, recs, tmp, d, hist)
 			recs, tmp = tmp, recs
 		}
 	}
@@ -111,6 +82,57 @@ func sortHot(keys []uint32, recs, tmp []hotRec, hist []int) ([]hotRec, []hotRec,
 // parallelSort is the fewest records sortHot spreads over the cores, each
 // taking at least a quarter of it.
 const parallelSort = 1 << 16
+
+// inParts runs a pass's counting (scatter false) or scattering on parts
+// parts of src, on goroutines when there are several. It takes no closure,
+// so that a sort in one part allocates nothing.
+func inParts(parts int, scatter bool, src, dst []hotRec, d int, hist []int) {
+	if parts == 1 {
+		if scatter {
+			scatterDigits(src, dst, 1, 0, d, hist)
+		} else {
+			countDigits(src, 1, 0, d, hist)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Go(func() {
+			if scatter {
+				scatterDigits(src, dst, parts, p, d, hist)
+			} else {
+				countDigits(src, parts, p, d, hist)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// chunk is part p's share of n records.
+func chunk(n, parts, p int) (lo, hi int) { return n * p / parts, n * (p + 1) / parts }
+
+// countDigits counts digit d of part p's records into its 256 entries of
+// hist.
+func countDigits(recs []hotRec, parts, p, d int, hist []int) {
+	n := hist[p<<8 : (p+1)<<8]
+	clear(n)
+	lo, hi := chunk(len(recs), parts, p)
+	for _, r := range recs[lo:hi] {
+		n[digit(r, d)]++
+	}
+}
+
+// scatterDigits moves part p's records from src to dst, each to the next
+// place hist gives its digit d.
+func scatterDigits(src, dst []hotRec, parts, p, d int, hist []int) {
+	n := hist[p<<8 : (p+1)<<8]
+	lo, hi := chunk(len(src), parts, p)
+	for _, r := range src[lo:hi] {
+		x := digit(r, d)
+		dst[n[x]] = r
+		n[x]++
+	}
+}
 
 // sumDigit is how many records of all parts have digit x.
 func sumDigit(hist []int, parts int, x uint8) int {
