@@ -50,8 +50,8 @@ type cacheState struct {
 	packRate float64
 	caps     walkCaps // the gcsm policy's walks; see Options.EstimateShare
 	// The degree policy's order of the lists, longest first, and the
-	// graph and edge count it was made for; and its ranking under the
-	// budget it was made for, per set of queries (the trims differ).
+	// graph and edge count it was made for; and its ranking under
+	// rankedBudget, per set of queries (the trims differ).
 	longest      []uint32
 	longestFor   *dyngraph.Graph
 	longestEdges int64
@@ -505,17 +505,22 @@ func (x *GPU) longestLists(g *dyngraph.Graph) []uint32 {
 // degreeRanking is the degree placement's ranking for the queries: the
 // longest lists, as many as fit the budget trimmed to the queries' reads.
 // The paper's Naive cache is static: the order is kept (longestLists), and
-// cut to the budget once per set of queries, whose trims differ.
+// cut once per set of queries, whose trims differ. The cut is made for a
+// quarter more than the budget and kept while the budget stays under it:
+// without Options.CacheBytes the budget follows the GPU's free memory,
+// which moves from batch to batch, and re-ranking took a walk down the
+// order of all lists each time. A ranking longer than the budget only
+// lets Pack fill the budget's last bytes from its tail.
 func (x *GPU) degreeRanking(g *dyngraph.Graph, queries []*query.Query, budget int64) []uint32 {
 	cs := &x.cache
 	order := x.longestLists(g)
-	if cs.ranked == nil || cs.rankedBudget != budget || len(cs.ranked) == maxReadSets {
-		cs.ranked, cs.rankedBudget = map[string][]uint32{}, budget
+	if cs.ranked == nil || budget > cs.rankedBudget || len(cs.ranked) == maxReadSets {
+		cs.ranked, cs.rankedBudget = map[string][]uint32{}, budget+budget/4
 	}
 	set := readsKey(queries)
 	ranked, ok := cs.ranked[set]
 	if !ok {
-		ranked = cache.Degree(nil, g, order, budget, cs.reads)
+		ranked = cache.Degree(nil, g, order, cs.rankedBudget, cs.reads)
 		cs.ranked[set] = ranked
 	}
 	return ranked
