@@ -45,10 +45,7 @@ type cacheState struct {
 	rows   []uint32
 	writes rowWrites
 	last   *sampler.Estimate // the gcsm policy's last estimate
-	// packRate is the last block's bytes per second of packing, copying
-	// and pointing the table: what sets the gcsm placement's fill.
-	packRate float64
-	caps     walkCaps // the gcsm policy's walks; see Options.EstimateShare
+	caps   walkCaps          // the gcsm policy's walks; see Options.EstimateShare
 	// The degree policy's order of the lists, longest first, and the
 	// graph and edge count it was made for; and its ranking under
 	// rankedBudget, per set of queries (the trims differ).
@@ -111,8 +108,8 @@ const maxReadSets = 16
 // packing and the copy.
 const DefaultEstimateShare = 0.05
 
-// DefaultFillShare is the fill's share (Options.FillShare) when one is
-// asked for without a number: the estimate's own default share.
+// DefaultFillShare is Options.FillShare's default: the estimate's own
+// default share.
 const DefaultFillShare = DefaultEstimateShare
 
 // DefaultMinFill is Options.MinFill's default: with a share of 0.05, fills
@@ -147,6 +144,14 @@ type walkCap struct {
 	// whether it estimated or not.
 	kernel      time.Duration
 	kernelEdges int
+	// packRate is the bytes per second of packing, copying and pointing
+	// the table of the set's last block of a fill's size: what sets its
+	// fill (Options.FillShare). Per set, as the trims differ: on the H100
+	// the house's 51 MB blocks of 6k lists packed at 5 to 10 GB/s, and the
+	// 4-cycle's of 55k lists at 1.5 GB/s, so a rate shared between them
+	// let the 4-cycle's fill at 512 edges take 5.7 ms more packing for a
+	// 2 ms shorter kernel.
+	packRate float64
 }
 
 // short says whether the set's last kernel, scaled to a batch of edges,
@@ -245,7 +250,7 @@ func (x *GPU) tuneEstimate(queries []*query.Query, edges int) {
 	// its fills under the least fill, so that none ever came. Only blocks
 	// of a fill's size set the rate.
 	if p := (x.last.Pack - x.last.Rank).Seconds(); x.last.CacheBytes >= x.minFill() && p > 0 {
-		cs.packRate = float64(x.last.CacheBytes) / p
+		c.packRate = float64(x.last.CacheBytes) / p
 	}
 	if est := cs.last; x.estimateShare() > 0 && est != nil {
 		// Against the kernel's time, not the Match's: a first batch's
@@ -441,12 +446,15 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 			// all lists instead sized every long list the queries do not
 			// read, batch after batch: on the H100 the 4-cycle's fill of
 			// 158 lists at 512 edges cost 18 ms, and the house's 19.6 MB
-			// at 64 cost 25 ms.
-			if x.opts.FillShare > 0 {
-				fillBytes = x.fillBytes(queries, len(delta))
-			}
-			if fillBytes > 0 {
+			// at 64 cost 25 ms. The ranking is made at the set's first
+			// batch, fill or not, so that its one-time cost (the order of
+			// all lists, when the graph has none, and the cut: 25 ms for
+			// the 4-cycle and 330 ms for the house on the H100's host at
+			// 2^27 edges) falls where the set's other first costs do, not
+			// on whichever later batch first fills.
+			if x.fillShare() > 0 {
 				fill = x.degreeRanking(g, queries, budget)
+				fillBytes = x.fillBytes(queries, len(delta))
 			}
 		} else {
 			cs.keys = cs.keys[:0]
@@ -528,16 +536,16 @@ func (x *GPU) degreeRanking(g *dyngraph.Graph, queries []*query.Query, budget in
 
 // fillBytes is how many bytes of lists the gcsm placement fills its block
 // with beyond the estimate's (Options.FillShare): its share of the set's
-// last kernel, scaled to the batch's edges, at the last packing rate of a
-// block of at least Options.MinFill (defaultPackRate before one); 0 before
-// the set's kernel is measured, or under Options.MinFill.
+// last kernel, scaled to the batch's edges, at the packing rate of the
+// set's last block of at least Options.MinFill (defaultPackRate before
+// one); 0 before the set's kernel is measured, or under Options.MinFill.
 func (x *GPU) fillBytes(queries []*query.Query, edges int) int64 {
-	share := x.opts.FillShare
+	share := x.fillShare()
 	c, ok := x.cache.caps[querySet(queries)]
 	if share <= 0 || !ok || c.kernelEdges == 0 {
 		return 0
 	}
-	rate := x.cache.packRate
+	rate := c.packRate
 	if rate == 0 {
 		rate = defaultPackRate
 	}
@@ -546,6 +554,15 @@ func (x *GPU) fillBytes(queries []*query.Query, edges int) int64 {
 		return 0
 	}
 	return int64(min(b, 1<<50))
+}
+
+// fillShare is Options.FillShare with its default applied: 0 or less for
+// no fill.
+func (x *GPU) fillShare() float64 {
+	if x.opts.FillShare == 0 {
+		return DefaultFillShare
+	}
+	return x.opts.FillShare
 }
 
 // minFill is Options.MinFill with its default applied.

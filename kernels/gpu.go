@@ -117,13 +117,14 @@ type Options struct {
 	// probability 1/(maximum degree), so on short queries they rate few
 	// lists past the batch's own: a 4-cycle's estimate at 512 edges rated
 	// 658 lists, 1.4 MB of a 51 MB budget. The fill's bytes follow the
-	// set's last kernel, scaled to the batch, at the executor's last
-	// packing rate. 0, the default, fills nothing. In two runs of the
-	// coverage bench on the H100 at 2^27 edges, a share of 0.05 took the
-	// 4-cycle's batch of 2,048 to 42.6 ms from 65.3 (kernel 32.5 from
-	// 60.9 ms, top-1% coverage 0.76 from 0.16), but the house's batch of
-	// 64 to 90.5 ms from 78.7: 31 MB of fill cut its kernel by 12 ms and
-	// added 23 ms of packing. DefaultFillShare is the share to try.
+	// set's last kernel, scaled to the batch, at the packing rate of the
+	// set's last block of a fill's size. 0 means DefaultFillShare; a
+	// negative value fills nothing. On the H100 at 2^27 edges, a share of
+	// 0.05 took the 4-cycle's batch of 8,192 to 88.4 ms from 128 (kernel
+	// 64.8 from 109 ms, top-1% coverage 1.00 from 0.82). Where the
+	// estimate's lists fill the budget (the 5-vertex queries from 512
+	// edges on) there is no room, and the fill costs only its ranking at
+	// the set's first batch.
 	FillShare float64
 	// MinFill is the fewest bytes the gcsm placement fills: a fill that
 	// would come to less is left out. 0 means DefaultMinFill.

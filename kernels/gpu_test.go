@@ -365,13 +365,14 @@ func TestCachePlacementsEqualCPU(t *testing.T) {
 		// query set's first batch only.
 		minKernel time.Duration
 		// fill makes the gcsm placement fill every block it can
-		// (Options.FillShare, MinFill).
+		// (Options.FillShare, MinFill), and without it nothing.
 		fill bool
 	}{{GCSM, false, -1, false}, {GCSM, true, -1, false}, {GCSM, false, time.Hour, false}, {GCSM, false, -1, true}, {GCSM, true, -1, true},
 		{Degree, false, 0, false}, {KHop, false, 0, false}, {KHop, true, 0, false}, {Unified, false, 0, false}} {
 		pl := c.pl
 		x := openGPU(t, pl, false)
 		x.opts.SearchLookup, x.opts.MinCacheKernel = c.search, c.minKernel
+		x.opts.FillShare = -1
 		if c.fill {
 			x.opts.FillShare, x.opts.MinFill = 1e9, 1
 		}

@@ -162,12 +162,12 @@ func TestTuneEstimate(t *testing.T) {
 }
 
 // The fill is its share of the set's last kernel, scaled to the batch, at
-// the last packing rate that tuneEstimate recorded from a block of a
-// fill's size (defaultPackRate before one); nothing before the kernel is
-// known, under the least fill, or without a positive share.
+// the packing rate that tuneEstimate recorded from the set's last block of
+// a fill's size (defaultPackRate before one); nothing before the kernel is
+// known, under the least fill, or with a negative share.
 func TestFillBytes(t *testing.T) {
 	q := []*query.Query{{}}
-	x := &GPU{opts: Options{Placement: GCSM, FillShare: 0.05}}
+	x := &GPU{opts: Options{Placement: GCSM}}
 	if got := x.fillBytes(q, 512); got != 0 {
 		t.Fatalf("a set not run yet fills %d bytes", got)
 	}
@@ -176,8 +176,8 @@ func TestFillBytes(t *testing.T) {
 	ms := func(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
 	x.last = BatchStats{Kernel: ms(20), Pack: ms(2), Rank: ms(1), CacheBytes: 1e6}
 	x.tuneEstimate(q, 512)
-	if x.cache.packRate != 0 {
-		t.Fatalf("a 1 MB block set the packing rate to %g B/s", x.cache.packRate)
+	if r := x.cache.caps[querySet(q)].packRate; r != 0 {
+		t.Fatalf("a 1 MB block set the packing rate to %g B/s", r)
 	}
 	if got, want := x.fillBytes(q, 2048), int64(0.05*0.080*defaultPackRate); got != want {
 		t.Fatalf("before a rate: %d bytes, want %d (defaultPackRate)", got, want)
@@ -185,8 +185,8 @@ func TestFillBytes(t *testing.T) {
 	// 8 MB packed in 4 ms of 5 ms: 2 GB/s.
 	x.last = BatchStats{Kernel: ms(20), Pack: ms(5), Rank: ms(1), CacheBytes: 8e6}
 	x.tuneEstimate(q, 512)
-	if x.cache.packRate != 2e9 {
-		t.Fatalf("packing rate %g B/s, want 2e9", x.cache.packRate)
+	if r := x.cache.caps[querySet(q)].packRate; r != 2e9 {
+		t.Fatalf("packing rate %g B/s, want 2e9", r)
 	}
 	for _, c := range []struct {
 		share float64
@@ -194,7 +194,7 @@ func TestFillBytes(t *testing.T) {
 		edges int
 		want  int64
 	}{
-		{0, 0, 2048, 0},           // no fill by default
+		{0, 0, 2048, 8e6},         // DefaultFillShare
 		{0.05, 0, 2048, 8e6},      // 5% of 80 ms at 2 GB/s
 		{0.05, 0, 512, 0},         // 2 MB: under the default 4 MiB
 		{0.05, 1 << 20, 512, 2e6}, // over a least of 1 MiB
@@ -209,7 +209,15 @@ func TestFillBytes(t *testing.T) {
 		}
 	}
 	x.opts.FillShare = 0.05
-	if got := x.fillBytes([]*query.Query{{}}, 2048); got != 0 {
+	other := []*query.Query{{}}
+	if got := x.fillBytes(other, 2048); got != 0 {
 		t.Errorf("another set fills %d bytes", got)
+	}
+	// Another set's kernel, and no block of its own: the first set's rate
+	// is not its.
+	x.last = BatchStats{Kernel: ms(20)}
+	x.tuneEstimate(other, 512)
+	if got, want := x.fillBytes(other, 2048), int64(0.05*0.080*defaultPackRate); got != want {
+		t.Errorf("another set: %d bytes, want %d (defaultPackRate)", got, want)
 	}
 }

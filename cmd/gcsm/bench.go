@@ -41,7 +41,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&perSize, "per-size", 4, "batches timed per size")
 	fs.BoolVar(&warmEach, "warm-each-size", false, "give every batch size an untimed batch before its timed ones, not only the first size")
 	fs.StringVar(&shapes, "shapes", "triangle,4-cycle,diamond,house,5-cycle", "comma-separated query shapes: "+shapeNames())
-	fs.StringVar(&engines, "engines", "cpu,zero-copy,device", fmt.Sprintf("engines to compare: cpu, or a GPU placement (%s), a cache placement with :search for the binary-search lookup and :whole for blocks of whole lists (gcsm:search, degree:whole), gcsm:fill for the fill (--gpu-fill-share, else 0.05); the GPU ones are skipped without a GPU", placementNames()))
+	fs.StringVar(&engines, "engines", "cpu,zero-copy,device", fmt.Sprintf("engines to compare: cpu, or a GPU placement (%s), a cache placement with :search for the binary-search lookup and :whole for blocks of whole lists (gcsm:search, degree:whole), gcsm:nofill for the gcsm placement without its fill (--gpu-fill-share); the GPU ones are skipped without a GPU", placementNames()))
 	fs.Float64Var(&cacheFraction, "gpu-cache-fraction", 0, "cap the cache placements' budget at this share of the graph's list bytes (0.05: the paper's out-of-memory regime); 0 leaves it to --gpu-mem")
 	fs.Int64Var(&gpuMem, "gpu-mem", 0, "cap on the GPU memory each GPU engine uses, in `bytes`; 0 means no cap")
 	fs.Float64Var(&share, "gpu-estimate-share", 0, estimateShareUsage)
@@ -117,7 +117,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 			opts.MemLimit, opts.EstimateShare, opts.WeightedWalks, opts.MinCacheKernel = gpuMem, share, weighted, minKernel
-			if fillShare != 0 {
+			if fillShare != 0 && opts.FillShare == 0 {
 				opts.FillShare = fillShare
 			}
 			x, err := kernels.Open(opts)
@@ -260,8 +260,8 @@ func shapeNames() string {
 
 // engineOptions reads a GPU engine of --engines: a placement, and for the
 // cache placements the suffixes :search (Options.SearchLookup) and :whole
-// (Options.WholeLists), and for gcsm :fill (Options.FillShare, set to
-// kernels.DefaultFillShare; --gpu-fill-share overrides it), in any order.
+// (Options.WholeLists), and for gcsm :nofill (a negative
+// Options.FillShare, over --gpu-fill-share), in any order.
 func engineOptions(name string) (kernels.Options, error) {
 	parts := strings.Split(name, ":")
 	pl, err := kernels.ParsePlacement(parts[0])
@@ -277,10 +277,10 @@ func engineOptions(name string) (kernels.Options, error) {
 			opts.SearchLookup = true
 		case s == "whole" && !opts.WholeLists:
 			opts.WholeLists = true
-		case s == "fill" && pl == kernels.GCSM && opts.FillShare == 0:
-			opts.FillShare = kernels.DefaultFillShare
+		case s == "nofill" && pl == kernels.GCSM && opts.FillShare == 0:
+			opts.FillShare = -1
 		default:
-			return opts, fmt.Errorf("--engines: %q: %q is not :search, :whole or (gcsm only) :fill, or comes twice", name, s)
+			return opts, fmt.Errorf("--engines: %q: %q is not :search, :whole or (gcsm only) :nofill, or comes twice", name, s)
 		}
 	}
 	return opts, nil

@@ -614,8 +614,8 @@ func TestUsageErrors(t *testing.T) {
 	wantFailure(t, 1, []string{"bench", "--gpu-walks", "bogus"}, `--gpu-walks "bogus"`)
 	wantFailure(t, 1, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-cache-lookup", "hash"}, `--gpu-cache-lookup "hash": want table or search`)
 	wantFailure(t, 1, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-cache-lists", "half"}, `--gpu-cache-lists "half": want trimmed or whole`)
-	wantFailure(t, 1, []string{"bench", "--engines", "gcsm:hash"}, `"gcsm:hash": "hash" is not :search, :whole or (gcsm only) :fill`)
-	wantFailure(t, 1, []string{"bench", "--engines", "gcsm:whole:whole"}, `"gcsm:whole:whole": "whole" is not :search, :whole or (gcsm only) :fill, or comes twice`)
+	wantFailure(t, 1, []string{"bench", "--engines", "gcsm:hash"}, `"gcsm:hash": "hash" is not :search, :whole or (gcsm only) :nofill`)
+	wantFailure(t, 1, []string{"bench", "--engines", "gcsm:whole:whole"}, `"gcsm:whole:whole": "whole" is not :search, :whole or (gcsm only) :nofill, or comes twice`)
 	wantFailure(t, 1, []string{"bench", "--engines", "device:search"}, `"device:search": only the cache placements`)
 
 	missing := filepath.Join(t.TempDir(), "nosuch.graph")
@@ -708,12 +708,12 @@ func TestMissingQueryFileWithoutExtension(t *testing.T) {
 }
 
 // An engine of --engines is a placement and, for the cache placements,
-// :search and :whole (and :fill for gcsm) in any order, each at most once.
+// :search and :whole (and :nofill for gcsm) in any order, each at most once.
 func TestEngineOptions(t *testing.T) {
 	for _, c := range []struct {
-		name                string
-		search, whole, fill bool
-		bad                 bool
+		name                  string
+		search, whole, nofill bool
+		bad                   bool
 	}{
 		{name: "gcsm"},
 		{name: "zero-copy"},
@@ -721,9 +721,10 @@ func TestEngineOptions(t *testing.T) {
 		{name: "degree:whole", whole: true},
 		{name: "khop:whole:search", search: true, whole: true},
 		{name: "gcsm:search:whole", search: true, whole: true},
-		{name: "gcsm:fill:whole", fill: true, whole: true},
-		{name: "degree:fill", bad: true},
-		{name: "gcsm:fill:fill", bad: true},
+		{name: "gcsm:nofill:whole", nofill: true, whole: true},
+		{name: "degree:nofill", bad: true},
+		{name: "gcsm:fill", bad: true},
+		{name: "gcsm:nofill:nofill", bad: true},
 		{name: "gcsm:", bad: true},
 		{name: "gcsm:search:search", bad: true},
 		{name: "device:whole", bad: true},
@@ -734,7 +735,7 @@ func TestEngineOptions(t *testing.T) {
 			t.Errorf("%q: error %v, want one: %v", c.name, err, c.bad)
 			continue
 		}
-		if err == nil && (opts.SearchLookup != c.search || opts.WholeLists != c.whole || (opts.FillShare > 0) != c.fill || string(opts.Placement) != strings.Split(c.name, ":")[0]) {
+		if err == nil && (opts.SearchLookup != c.search || opts.WholeLists != c.whole || (opts.FillShare < 0) != c.nofill || string(opts.Placement) != strings.Split(c.name, ":")[0]) {
 			t.Errorf("%q: %+v", c.name, opts)
 		}
 	}
@@ -743,7 +744,7 @@ func TestEngineOptions(t *testing.T) {
 // FuzzEngineOptions: any --engines entry either fails with a message that
 // names it, or names a placement with suffixes only where they apply.
 func FuzzEngineOptions(f *testing.F) {
-	for _, s := range []string{"gcsm", "gcsm:search", "degree:whole:search", "gcsm:fill", "device:whole", "khop::", ":", ""} {
+	for _, s := range []string{"gcsm", "gcsm:search", "degree:whole:search", "gcsm:nofill", "device:whole", "khop::", ":", ""} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
