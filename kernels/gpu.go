@@ -502,6 +502,20 @@ func (w *rowWrites) add(r dyngraph.ListRef, directed bool, row [dyngraph.TableWo
 	w.data = append(w.data, row[:]...)
 }
 
+// size empties w and makes room for n rows, to be staged by set.
+func (w *rowWrites) size(n int) {
+	w.reset(n)
+	w.hdr, w.data = w.hdr[:4*n], w.data[:dyngraph.TableWords*n]
+}
+
+// set stages row as list r's row in slot i of a w made by size: the slots
+// are disjoint, so several goroutines may set them at once.
+func (w *rowWrites) set(i int, r dyngraph.ListRef, directed bool, row [dyngraph.TableWords]uint32) {
+	h := w.hdr[4*i : 4*i+4]
+	h[0], h[1], h[2], h[3] = b2u(r.In && directed), dyngraph.TableWords*r.V, dyngraph.TableWords, uint32(dyngraph.TableWords*i)
+	copy(w.data[dyngraph.TableWords*i:], row[:])
+}
+
 // writeRows copies the staged rows into the device's tables, through the
 // scatter kernel; name keeps its staging buffers apart from other users'.
 func (x *GPU) writeRows(name string, directed bool, w *rowWrites) error {
