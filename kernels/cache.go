@@ -589,8 +589,8 @@ const defaultPackRate = 2e9
 //
 // Reading a list's own row misses the host's caches: giving back the 17k
 // rows of the 5-cycle's block before a 4-cycle's batch of 64 took 1.5 ms
-// on the H100's host, as long as the 4-cycle's kernel. So many rows are
-// staged on all cores, each into its own slot.
+// on one core of the H100's host, more than the 4-cycle's 1.0 ms kernel.
+// So many rows are staged on all cores, each into its own slot.
 func (x *GPU) pointRows(g *dyngraph.Graph, cacheSlab uint32) error {
 	cs := &x.cache
 	var keys []uint32
@@ -614,19 +614,17 @@ func (x *GPU) pointRows(g *dyngraph.Graph, cacheSlab uint32) error {
 	}
 	cs.back = back
 	rows := &cs.writes
-	rows.size(len(back) + len(keys))
-	stage := func(lo, hi int) error {
-		return x.stageRows(g, cacheSlab, rows, back, keys, lo, hi)
-	}
+	n := len(back) + len(keys)
+	rows.size(n)
 	var err error
-	if n := len(back) + len(keys); n < parallelRows {
-		err = stage(0, n)
+	if n < parallelRows {
+		err = x.stageRows(g, cacheSlab, rows, back, keys, 0, n)
 	} else {
 		parts := min(runtime.GOMAXPROCS(0), n/(parallelRows/4))
 		errs := make([]error, parts)
 		var wg sync.WaitGroup
 		for p := range parts {
-			wg.Go(func() { errs[p] = stage(n*p/parts, n*(p+1)/parts) })
+			wg.Go(func() { errs[p] = x.stageRows(g, cacheSlab, rows, back, keys, n*p/parts, n*(p+1)/parts) })
 		}
 		wg.Wait()
 		err = errors.Join(errs...)

@@ -119,12 +119,14 @@ type Options struct {
 	// 658 lists, 1.4 MB of a 51 MB budget. The fill's bytes follow the
 	// set's last kernel, scaled to the batch, at the packing rate of the
 	// set's last block of a fill's size. 0 means DefaultFillShare; a
-	// negative value fills nothing. On the H100 at 2^27 edges, a share of
-	// 0.05 took the 4-cycle's batch of 8,192 to 88.4 ms from 128 (kernel
-	// 64.8 from 109 ms, top-1% coverage 1.00 from 0.82). Where the
-	// estimate's lists fill the budget (the 5-vertex queries from 512
-	// edges on) there is no room, and the fill costs only its ranking at
-	// the set's first batch.
+	// negative value fills nothing. On the H100 at 2^27 edges a share of
+	// 0.05 took the house's batch of 64 to 108 ms from 123 (15.8 MB
+	// filled). A fill of 12k lists, sized by another set's packing rate,
+	// took the 4-cycle's batch of 8,192 to 88.4 ms from 128 (top-1%
+	// coverage 1.00 from 0.82); sized by its own, 4.4k lists gained
+	// nothing. Where the estimate's lists fill the budget (the 5-vertex
+	// queries from 512 edges on) there is no room, and the fill costs only
+	// its ranking at the set's first batch.
 	FillShare float64
 	// MinFill is the fewest bytes the gcsm placement fills: a fill that
 	// would come to less is left out. 0 means DefaultMinFill.
