@@ -77,7 +77,16 @@ func Longest(dst []uint32, g *dyngraph.Graph) []uint32 {
 		}
 	}
 	recs = recs[:n]
-	tmp := make([]uint64, n)
+	for _, r := range sortHigh(recs, make([]uint64, n), top) {
+		dst = append(dst, uint32(r))
+	}
+	return dst
+}
+
+// sortHigh sorts recs by their high 32 bits, none over top, stably: a
+// radix sort a byte at a time, over as many bytes as top has, in scratch
+// tmp as long as recs. It returns the sorted records: recs or tmp.
+func sortHigh(recs, tmp []uint64, top uint64) []uint64 {
 	for shift := 32; top>>(shift-32) > 0 && shift < 64; shift += 8 {
 		var at [257]int
 		for _, r := range recs {
@@ -93,10 +102,7 @@ func Longest(dst []uint32, g *dyngraph.Graph) []uint32 {
 		}
 		recs, tmp = tmp, recs
 	}
-	for _, r := range recs {
-		dst = append(dst, uint32(r))
-	}
-	return dst
+	return recs
 }
 
 // Degree appends the first keys of order (Longest's) whose lists, trimmed
