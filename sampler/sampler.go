@@ -121,8 +121,8 @@ type Options struct {
 	// paper's |ΔE|·D^(n-2)/32^n (at least MinWalks·|ΔE|) and raises M once
 	// by formula (5), within Budget. Patterns of at most three vertices,
 	// whose trees read lists only at the roots, start at 256·|ΔE| instead
-	// and take one pass: there M costs nothing but the size of the roots'
-	// binomial draws.
+	// and take one pass: there M costs nothing, as a root costs the same
+	// whatever its walks.
 	Walks int
 	// Seed picks the random streams: the same seed gives the same estimate.
 	Seed uint64

@@ -112,3 +112,27 @@ func TestManyLists(t *testing.T) {
 		t.Fatal("an estimator reused after a big estimate differs from a fresh one")
 	}
 }
+
+// TestU128: the accumulators add and multiply exactly and saturate instead
+// of wrapping.
+func TestU128(t *testing.T) {
+	a := u128{lo: ^uint64(0)}.add(u128{lo: 1})
+	if a != (u128{hi: 1}) {
+		t.Errorf("carry: %+v", a)
+	}
+	if m := (u128{hi: 1, lo: 3}).mul(1 << 20); m != (u128{hi: 1 << 20, lo: 3 << 20}) {
+		t.Errorf("mul: %+v", m)
+	}
+	if m := (u128{hi: 1 << 63}).mul(2); m != u128Max {
+		t.Errorf("mul overflow: %+v", m)
+	}
+	if m := (u128{hi: ^uint64(0), lo: 1 << 63}).mul(2); m != u128Max {
+		t.Errorf("mul carry overflow: %+v", m)
+	}
+	if s := u128Max.add(u128{lo: 1}); s != u128Max {
+		t.Errorf("add overflow: %+v", s)
+	}
+	if f := (u128{hi: 1, lo: 1}).float(); f != 0x1p64+1 {
+		t.Errorf("float: %v", f)
+	}
+}
