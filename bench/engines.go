@@ -75,9 +75,10 @@ type EngineRow struct {
 	// is the part of the matching after the device's copies were brought
 	// up to date.
 	Rank, Copy, Kernel time.Duration
-	CacheBytes         int64
-	// CachedLists are the lists of the block, FilledLists of them the
-	// gcsm placement's fill (kernels.Options.FillShare).
+	// CacheBytes is the block's size, FillBytes the gcsm placement's
+	// fill's part of it; CachedLists are the lists of the block,
+	// FilledLists of them the fill's (kernels.Options.FillShare).
+	CacheBytes, FillBytes    int64
 	CachedLists, FilledLists int
 	HitRatio                 float64
 	// Skipped counts the batches in which the gcsm placement neither
@@ -297,8 +298,8 @@ func logRow(log io.Writer, r EngineRow) {
 	fmt.Fprintf(log, "  %-10s batch %5d %-14s %10.3f ms/batch  +%d -%d  %.1f MB of list reads/batch, %.1f MB from host",
 		r.Shape, r.Batch, r.Engine, ms(r.PerBatch), r.Positive, r.Negative, float64(r.ListBytes)/1e6, float64(r.HostBytes)/1e6)
 	if r.CacheBytes > 0 || r.Estimate > 0 {
-		fmt.Fprintf(log, "; estimate %.3f ms, pack+copy %.3f ms (ranking %.3f ms, copy and table %.3f ms), kernel %.3f ms, block %.1f MB, %d lists (%d filled), hit %.0f%%",
-			ms(r.Estimate), ms(r.Pack), ms(r.Rank), ms(r.Copy), ms(r.Kernel), float64(r.CacheBytes)/1e6, r.CachedLists, r.FilledLists, 100*r.HitRatio)
+		fmt.Fprintf(log, "; estimate %.3f ms, pack+copy %.3f ms (ranking %.3f ms, copy and table %.3f ms), kernel %.3f ms, block %.1f MB, %d lists (%d filled, %.1f MB), hit %.0f%%",
+			ms(r.Estimate), ms(r.Pack), ms(r.Rank), ms(r.Copy), ms(r.Kernel), float64(r.CacheBytes)/1e6, r.CachedLists, r.FilledLists, float64(r.FillBytes)/1e6, 100*r.HitRatio)
 	}
 	if r.Skipped > 0 {
 		fmt.Fprintf(log, "; no estimate or block in %d of %d batches (short kernel)", r.Skipped, r.Batches)
@@ -357,6 +358,7 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 				r.Copy += st.Copy
 				r.Kernel += st.Kernel
 				r.CacheBytes += st.CacheBytes
+				r.FillBytes += st.FillBytes
 				r.CachedLists += st.CachedLists
 				r.FilledLists += st.FilledLists
 				r.HitRatio += st.HitRatio()
@@ -403,6 +405,7 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 			r.ListBytes /= uint64(n)
 			r.HostBytes /= uint64(n)
 			r.CacheBytes /= int64(n)
+			r.FillBytes /= int64(n)
 			r.CachedLists /= n
 			r.FilledLists /= n
 			r.HitRatio /= float64(n)

@@ -68,6 +68,8 @@ type Block struct {
 	raw   []byte   // from Alloc
 	words []uint32 // the buffer: raw viewed as words, or a heap slice
 	lay   Layout
+	// fillWords are the words PackFill's fill took of lay.Words.
+	fillWords int
 
 	// Scratch of Pack: a bitset of the keys taken, kept zero; the keys
 	// taken and their trims, in the order taken; the trims of a window
@@ -83,6 +85,10 @@ type Block struct {
 
 // Bytes is the size of the block: what one DMA sends.
 func (b *Block) Bytes() int64 { return int64(b.lay.Words) * 4 }
+
+// FillBytes is the part of Bytes that the last PackFill's fill took: its
+// lists' entries and their rows.
+func (b *Block) FillBytes() int64 { return int64(b.fillWords) * 4 }
 
 // Keys is the number of lists in the block.
 func (b *Block) Keys() int { return b.lay.Keys }
@@ -103,7 +109,7 @@ func (b *Block) Free() error {
 	if b.raw != nil {
 		err = b.Alloc.Free(b.raw)
 	}
-	b.raw, b.words, b.lay = nil, nil, Layout{}
+	b.raw, b.words, b.lay, b.fillWords = nil, nil, Layout{}, 0
 	return err
 }
 
@@ -196,7 +202,7 @@ func Pack(dst *Block, g *dyngraph.Graph, keys []uint32, budget int64, reads *Rea
 // the GCSM placement fills it with the longest lists (Degree's), which its
 // estimate's walks seldom reach on short queries.
 func PackFill(dst *Block, g *dyngraph.Graph, keys, fill []uint32, budget, fillBytes int64, reads *Reads) (packed, filled int, err error) {
-	dst.lay = Layout{}
+	dst.lay, dst.fillWords = Layout{}, 0
 	if budget < 0 {
 		return 0, 0, fmt.Errorf("cache: negative budget %d", budget)
 	}
@@ -209,16 +215,17 @@ func PackFill(dst *Block, g *dyngraph.Graph, keys, fill []uint32, budget, fillBy
 	dst.sel, dst.picked = dst.sel[:0], dst.picked[:0]
 	bad := dst.take(g, keys, &sz, reads)
 	if bad == nil && len(fill) > 0 && fillBytes > 0 {
-		before := len(dst.sel)
+		before, used := len(dst.sel), sz.used
 		sz.budget = min(sz.budget, sz.used+fillBytes/4)
 		bad = dst.take(g, fill, &sz, reads)
-		filled = len(dst.sel) - before
+		filled, dst.fillWords = len(dst.sel)-before, int(sz.used-used)
 	}
 	sel, picked := dst.sel, dst.picked
 	if bad != nil {
 		for _, k := range sel {
 			dst.seen[k/64] = 0
 		}
+		dst.fillWords = 0
 		return 0, 0, bad
 	}
 	if len(sel) == 0 {

@@ -338,10 +338,14 @@ func TestPackFill(t *testing.T) {
 				return added
 			}
 			add(keys, budget)
+			before := used
 			wantFilled := add(fill, min(budget, 4*used+fillBytes/4*4))
 			slices.Sort(want)
 			if n != len(want) || filled != wantFilled || !slices.Equal(b.RowIdx(), want) {
 				t.Fatalf("%s: packed %d lists, %d filled; want %d, %d filled", where, n, filled, len(want), wantFilled)
+			}
+			if got, want := b.FillBytes(), 4*(used-before); got != want {
+				t.Fatalf("%s: the fill took %d bytes, want %d", where, got, want)
 			}
 			checkBlock(t, where, &b, g, want, nil)
 			total += filled

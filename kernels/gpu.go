@@ -110,23 +110,24 @@ type Options struct {
 	// reached 0.09 to 1.00, for an estimate of 15 to 23% of the batch.
 	// Held to DefaultEstimateShare, they covered no better.
 	WeightedWalks bool
-	// FillShare is the share of a batch's kernel time the gcsm placement
-	// may spend packing and copying lists beyond its estimate's, when
-	// those leave room in the budget: the longest lists, in the degree
-	// placement's order. The estimate's walks go on at each level with
-	// probability 1/(maximum degree), so on short queries they rate few
-	// lists past the batch's own: a 4-cycle's estimate at 512 edges rated
-	// 658 lists, 1.4 MB of a 51 MB budget. The fill's bytes follow the
-	// set's last kernel, scaled to the batch, at the packing rate of the
-	// set's last block of a fill's size. 0 means DefaultFillShare; a
-	// negative value fills nothing. On the H100 at 2^27 edges a share of
-	// 0.05 took the house's batch of 64 to 108 ms from 123 (15.8 MB
-	// filled). A fill of 12k lists, sized by another set's packing rate,
-	// took the 4-cycle's batch of 8,192 to 88.4 ms from 128 (top-1%
-	// coverage 1.00 from 0.82); sized by its own, 4.4k lists gained
-	// nothing. Where the estimate's lists fill the budget (the 5-vertex
-	// queries from 512 edges on) there is no room, and the fill costs only
-	// its ranking at the set's first batch.
+	// FillShare bounds the gcsm placement's fill: lists beyond its
+	// estimate's, when those leave room in the budget, the longest first
+	// (the degree placement's order). The fill tops the batch's cache
+	// cost (estimating, ranking, packing, copying, pointing the table) up
+	// to FillShare of the kernel's time: what this batch's estimate and
+	// the set's last block without its fill leave, at the packing rate of
+	// the set's last block of a fill's size, against the set's last
+	// kernel scaled to the batch. The estimate's walks go on at each level
+	// with probability 1/(maximum degree), so on short queries they rate
+	// few lists past the batch's own: a 4-cycle's estimate at 512 edges
+	// rated 658 lists, 1.4 MB of a 51 MB budget. 0 means DefaultFillShare;
+	// a negative value fills nothing. On the H100 at 2^27 edges a fill of
+	// 5% of the kernel on top of the rest took the house's batch of 64 to
+	// 108 ms from 123 (15.8 MB filled). A fill of 12k lists took the
+	// 4-cycle's batch of 8,192 to 88.4 ms from 128 (top-1% coverage 1.00
+	// from 0.82); one of 4.4k gained nothing. Where the estimate's lists
+	// fill the budget (the 5-vertex queries from 512 edges on) there is no
+	// room, and the fill costs only its ranking at the set's first batch.
 	FillShare float64
 	// MinFill is the fewest bytes the gcsm placement fills: a fill that
 	// would come to less is left out. 0 means DefaultMinFill.

@@ -161,63 +161,72 @@ func TestTuneEstimate(t *testing.T) {
 	}
 }
 
-// The fill is its share of the set's last kernel, scaled to the batch, at
-// the packing rate that tuneEstimate recorded from the set's last block of
-// a fill's size (defaultPackRate before one); nothing before the kernel is
-// known, under the least fill, or with a negative share.
+// The fill tops the batch's cache cost up to its share of the set's last
+// kernel, scaled to the batch: after the batch's estimate and the set's
+// last block without its fill, at the packing rate that tuneEstimate
+// recorded from the set's last block of a fill's size (defaultPackRate
+// before one). Nothing before the kernel is known, under the least fill,
+// with a negative share, or when the rest already costs the share.
 func TestFillBytes(t *testing.T) {
 	q := []*query.Query{{}}
 	x := &GPU{opts: Options{Placement: GCSM}}
-	if got := x.fillBytes(q, 512); got != 0 {
+	if got := x.fillBytes(q, 512, 0); got != 0 {
 		t.Fatalf("a set not run yet fills %d bytes", got)
 	}
-	// A batch of 512 edges: 20 ms of kernel, and a 1 MB block packed in 1
-	// ms of its 2 ms (1 ms ranked): too small to set the rate.
+	near := func(got, want int64) bool { return got >= want-1 && got <= want+1 }
+	// A batch of 512 edges: 40 ms of kernel, and a 1 MB block packed in 1
+	// ms of its 2 ms (1 ms ranked): too small to set the rate, and 5% of
+	// the kernel.
 	ms := func(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
-	x.last = BatchStats{Kernel: ms(20), Pack: ms(2), Rank: ms(1), CacheBytes: 1e6}
+	x.last = BatchStats{Kernel: ms(40), Pack: ms(2), Rank: ms(1), CacheBytes: 1e6}
 	x.tuneEstimate(q, 512)
 	if r := x.cache.caps[querySet(q)].packRate; r != 0 {
 		t.Fatalf("a 1 MB block set the packing rate to %g B/s", r)
 	}
-	if got, want := x.fillBytes(q, 2048), int64(0.05*0.080*defaultPackRate); got != want {
+	// 5% of 160 ms, less 2 ms of estimate, at 2 GB/s.
+	if got, want := x.fillBytes(q, 2048, ms(2)), int64(12e6); !near(got, want) {
 		t.Fatalf("before a rate: %d bytes, want %d (defaultPackRate)", got, want)
 	}
-	// 8 MB packed in 4 ms of 5 ms: 2 GB/s.
-	x.last = BatchStats{Kernel: ms(20), Pack: ms(5), Rank: ms(1), CacheBytes: 8e6}
+	// An 8 MB block, half of it filled, packed in 4 ms of 5 ms: 2 GB/s,
+	// and 3 ms without the fill's 2 ms, 7.5% of the kernel.
+	x.last = BatchStats{Kernel: ms(40), Pack: ms(5), Rank: ms(1), CacheBytes: 8e6, FillBytes: 4e6}
 	x.tuneEstimate(q, 512)
-	if r := x.cache.caps[querySet(q)].packRate; r != 2e9 {
-		t.Fatalf("packing rate %g B/s, want 2e9", r)
+	if c := x.cache.caps[querySet(q)]; c.packRate != 2e9 || math.Abs(c.blockShare-0.075) > 1e-12 {
+		t.Fatalf("packing rate %g B/s, block %g of the kernel; want 2e9 and 0.075", c.packRate, c.blockShare)
 	}
 	for _, c := range []struct {
 		share float64
 		least int64
 		edges int
+		est   time.Duration
 		want  int64
 	}{
-		{0, 0, 2048, 8e6},         // DefaultFillShare
-		{0.05, 0, 2048, 8e6},      // 5% of 80 ms at 2 GB/s
-		{0.05, 0, 512, 0},         // 2 MB: under the default 4 MiB
-		{0.05, 1 << 20, 512, 2e6}, // over a least of 1 MiB
-		{0.05, 1 << 20, 256, 0},   // 1 MB: under it
-		{0.25, 0, 512, 1e7},       // a quarter of the kernel
-		{-1, 0, 8192, 0},          // no fill
-		{1e9, 1, 512, 1 << 50},    // bounded
+		{0, 0, 2048, 0, 8e6},          // DefaultFillShare: 2.5% of 160 ms at 2 GB/s
+		{0.10, 0, 2048, ms(1), 6e6},   // less the estimate's 1 ms
+		{0.10, 0, 2048, ms(4), 0},     // the estimate took it all
+		{0.05, 0, 8192, 0, 0},         // the block alone costs more
+		{0.10, 0, 512, 0, 0},          // 2 MB: under the default 4 MiB
+		{0.10, 1 << 20, 512, 0, 2e6},  // over a least of 1 MiB
+		{0.10, 1 << 20, 256, 0, 0},    // 1 MB: under it
+		{0.325, 0, 512, 0, 2e7},       // a quarter of the kernel left
+		{-1, 0, 8192, 0, 0},           // no fill
+		{1e9, 1, 512, ms(1), 1 << 50}, // bounded
 	} {
 		x.opts.FillShare, x.opts.MinFill = c.share, c.least
-		if got := x.fillBytes(q, c.edges); got != c.want {
-			t.Errorf("share %g, least %d, %d edges: %d bytes, want %d", c.share, c.least, c.edges, got, c.want)
+		if got := x.fillBytes(q, c.edges, c.est); !near(got, c.want) {
+			t.Errorf("share %g, least %d, %d edges, estimate %v: %d bytes, want %d", c.share, c.least, c.edges, c.est, got, c.want)
 		}
 	}
-	x.opts.FillShare = 0.05
+	x.opts.FillShare, x.opts.MinFill = 0, 0
 	other := []*query.Query{{}}
-	if got := x.fillBytes(other, 2048); got != 0 {
+	if got := x.fillBytes(other, 2048, 0); got != 0 {
 		t.Errorf("another set fills %d bytes", got)
 	}
 	// Another set's kernel, and no block of its own: the first set's rate
-	// is not its.
+	// and block are not its.
 	x.last = BatchStats{Kernel: ms(20)}
 	x.tuneEstimate(other, 512)
-	if got, want := x.fillBytes(other, 2048), int64(0.05*0.080*defaultPackRate); got != want {
+	if got, want := x.fillBytes(other, 2048, 0), int64(0.10*0.080*defaultPackRate); !near(got, want) {
 		t.Errorf("another set: %d bytes, want %d (defaultPackRate)", got, want)
 	}
 }

@@ -68,7 +68,7 @@ func searchLookup(v string) (bool, error) { return twoWay("gpu-cache-lookup", v,
 
 const minKernelUsage = "the gcsm placement neither estimates nor caches for a set of queries whose last kernel, scaled to the batch's size, took less than this `duration`: the GPU's L2 cache serves such batches, and the block does not pay; 0 means 2.5ms, a negative one (-1s) caches every batch"
 
-const fillShareUsage = "the share of a batch's kernel time the gcsm placement may spend caching the longest lists in the room its estimate's lists leave in the budget (at least 4 MiB of them); 0 means 0.05, a negative value none"
+const fillShareUsage = "the gcsm placement caches the longest lists in the room its estimate's lists leave in the budget, until the batch's whole cache cost (estimate, packing, copying) comes to this share of its kernel time (and at least 4 MiB of them); 0 means 0.10, a negative value none"
 
 const estimateShareUsage = "the share of a batch's kernel time the gcsm placement aims to spend on its estimate, which sets the sampler's walks from batch to batch; 0 means 0.05, a negative value the sampler's own number (the paper's M, raised by its formula 5)"
 
