@@ -75,9 +75,9 @@ type EngineRow struct {
 	// is the part of the matching after the device's copies were brought
 	// up to date.
 	Rank, Copy, Kernel time.Duration
-	// CacheBytes is the block's size, FillBytes the gcsm placement's
-	// fill's part of it; CachedLists are the lists of the block,
-	// FilledLists of them the fill's (kernels.Options.FillShare).
+	// CacheBytes is the cache's size on the device, FillBytes the gcsm
+	// placement's fill's part of it; CachedLists are the lists it holds,
+	// FilledLists of them the fill's (kernels.Options.NoFill).
 	CacheBytes, FillBytes    int64
 	CachedLists, FilledLists int
 	HitRatio                 float64

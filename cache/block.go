@@ -68,8 +68,6 @@ type Block struct {
 	raw   []byte   // from Alloc
 	words []uint32 // the buffer: raw viewed as words, or a heap slice
 	lay   Layout
-	// fillWords are the words PackFill's fill took of lay.Words.
-	fillWords int
 
 	// Scratch of Pack: a bitset of the keys taken, kept zero; the keys
 	// taken and their trims, in the order taken; the trims of a window
@@ -85,10 +83,6 @@ type Block struct {
 
 // Bytes is the size of the block: what one DMA sends.
 func (b *Block) Bytes() int64 { return int64(b.lay.Words) * 4 }
-
-// FillBytes is the part of Bytes that the last PackFill's fill took: its
-// lists' entries and their rows.
-func (b *Block) FillBytes() int64 { return int64(b.fillWords) * 4 }
 
 // Keys is the number of lists in the block.
 func (b *Block) Keys() int { return b.lay.Keys }
@@ -109,7 +103,7 @@ func (b *Block) Free() error {
 	if b.raw != nil {
 		err = b.Alloc.Free(b.raw)
 	}
-	b.raw, b.words, b.lay, b.fillWords = nil, nil, Layout{}, 0
+	b.raw, b.words, b.lay = nil, nil, Layout{}
 	return err
 }
 
@@ -192,19 +186,9 @@ var ErrKey = errors.New("cache: key names no list of the graph")
 //
 // On error dst is empty.
 func Pack(dst *Block, g *dyngraph.Graph, keys []uint32, budget int64, reads *Reads) (packed int, err error) {
-	n, _, err := PackFill(dst, g, keys, nil, budget, 0, reads)
-	return n, err
-}
-
-// PackFill is Pack, and then, within the budget, at most fillBytes more of
-// the lists of fill in their order: it returns how many lists it packed,
-// and how many of them came from fill. The fill uses room that keys left:
-// the GCSM placement fills it with the longest lists (Degree's), which its
-// estimate's walks seldom reach on short queries.
-func PackFill(dst *Block, g *dyngraph.Graph, keys, fill []uint32, budget, fillBytes int64, reads *Reads) (packed, filled int, err error) {
-	dst.lay, dst.fillWords = Layout{}, 0
+	dst.lay = Layout{}
 	if budget < 0 {
-		return 0, 0, fmt.Errorf("cache: negative budget %d", budget)
+		return 0, fmt.Errorf("cache: negative budget %d", budget)
 	}
 	nk := sampler.NumKeys(g)
 	if w := (nk + 63) / 64; len(dst.seen) < w {
@@ -214,22 +198,15 @@ func PackFill(dst *Block, g *dyngraph.Graph, keys, fill []uint32, budget, fillBy
 	sz := newSizer(budget, labels)
 	dst.sel, dst.picked = dst.sel[:0], dst.picked[:0]
 	bad := dst.take(g, keys, &sz, reads)
-	if bad == nil && len(fill) > 0 && fillBytes > 0 {
-		before, used := len(dst.sel), sz.used
-		sz.budget = min(sz.budget, sz.used+fillBytes/4)
-		bad = dst.take(g, fill, &sz, reads)
-		filled, dst.fillWords = len(dst.sel)-before, int(sz.used-used)
-	}
 	sel, picked := dst.sel, dst.picked
 	if bad != nil {
 		for _, k := range sel {
 			dst.seen[k/64] = 0
 		}
-		dst.fillWords = 0
-		return 0, 0, bad
+		return 0, bad
 	}
 	if len(sel) == 0 {
-		return 0, 0, nil
+		return 0, nil
 	}
 	// rowidx ascends: sort the picks by key, their trims with them.
 	trims := dst.trimsOf(len(sel))
@@ -263,9 +240,9 @@ func PackFill(dst *Block, g *dyngraph.Graph, keys, fill []uint32, budget, fillBy
 		dst.seen[k/64] = 0
 	}
 	if err := dst.write(g, sel, trims, reads, labels, int(sz.used)); err != nil {
-		return 0, 0, err
+		return 0, err
 	}
-	return len(sel), filled, nil
+	return len(sel), nil
 }
 
 // take adds to dst.sel and dst.picked the lists of keys, in order, that

@@ -43,9 +43,11 @@ type cacheState struct {
 	readsBy map[string]*cache.Reads
 	keys    []uint32 // the policy's ranking (scratch)
 	// rows are the keys of the lists whose device table rows point into
-	// the block, ascending; writes stages the rows pointRows changes, and
-	// back lists the keys whose rows it gives back (scratch).
+	// the block or the fill, ascending; writes stages the rows pointRows
+	// changes, back lists the keys whose rows it gives back, and union
+	// those it points (scratch).
 	rows, back []uint32
+	union      []uint32
 	writes     rowWrites
 	last       *sampler.Estimate // the gcsm policy's last estimate
 	caps       walkCaps          // the gcsm policy's walks; see Options.EstimateShare
@@ -57,6 +59,20 @@ type cacheState struct {
 	longestEdges int64
 	ranked       map[string][]uint32
 	rankedBudget int64
+	// The gcsm placement's fills, per set of queries (fill.go): this
+	// batch's, the one whose words the device's cache buffer holds at its
+	// front, and the version and buffer it copied; clock orders their
+	// use, and touched is scratch.
+	fills      map[string]*fillBlock
+	fill       *fillBlock
+	devFill    *fillBlock
+	devVersion uint64
+	devBuf     devBuf
+	clock      uint64
+	touched    []uint32
+	// from says where each of rows points: the batch's block's row i for
+	// i >= 0, the fill's row -1-i otherwise (scratch of pointRows).
+	from []int32
 }
 
 func abs(x int64) int64 {
@@ -83,9 +99,11 @@ type BatchStats struct {
 	// CacheSkipped says that the gcsm placement neither estimated nor
 	// cached, the queries' kernel being short (Options.MinCacheKernel).
 	CacheSkipped bool
-	// CacheBytes is the size of the block copied to the device, holding
-	// CachedLists lists, FilledLists of them (FillBytes of its bytes) the
-	// gcsm placement's fill (Options.FillShare).
+	// CacheBytes is the size of the cache on the device, the batch's block
+	// and the gcsm placement's fill (Options.NoFill), holding CachedLists
+	// lists. FillBytes is the fill's block, stale lists and all, and
+	// FilledLists its lists that are not stale. The fill is copied to the
+	// device only when another's took its place.
 	CacheBytes, FillBytes    int64
 	CachedLists, FilledLists int
 	// SlabBytes are the list bytes the kernel read through the slabs:
@@ -111,17 +129,8 @@ const maxReadSets = 16
 // packing and the copy.
 const DefaultEstimateShare = 0.05
 
-// DefaultFillShare is Options.FillShare's default: the paper's bound on
-// the cache's cost, under 10% of a batch (Table II; the target for
-// 5-vertex queries). With the fill's own share at the estimate's 5%, as
-// before, the house's batch of 64 on the H100 at 2^27 edges spent 12.2% of
-// it estimating, packing and copying (the fill 5.8 ms of its 108).
-const DefaultFillShare = 0.10
-
-// DefaultMinFill is Options.MinFill's default: with a share of 0.05, fills
-// start with kernels of about 40 ms at defaultPackRate, and of 8 to 17 ms
-// at the 5 to 10 GB/s at which the H100's host packed the house's 51 MB
-// blocks.
+// DefaultMinFill is Options.MinFill's default: a fill of less is not
+// worth its own packing.
 const DefaultMinFill = 4 << 20
 
 // DefaultMinCacheKernel is Options.MinCacheKernel's default. A short
@@ -150,19 +159,9 @@ type walkCap struct {
 	// whether it estimated or not.
 	kernel      time.Duration
 	kernelEdges int
-	// packRate is the bytes per second of packing, copying and pointing
-	// the table of the set's last block of a fill's size: what sets its
-	// fill (Options.FillShare). Per set, as the trims differ: on the H100
-	// the house's 51 MB blocks of 6k lists packed at 5 to 10 GB/s, and the
-	// 4-cycle's of 55k lists at 1.5 GB/s, so a rate shared between them
-	// let the 4-cycle's fill at 512 edges take 5.7 ms more packing for a
-	// 2 ms shorter kernel.
-	packRate float64
-	// blockShare is the cost of the set's last block without its fill
-	// (ranking, packing, copying and pointing the table at the
-	// estimate's lists), as a share of the kernel that followed it: what
-	// the fill expects its next block to cost before it.
-	blockShare float64
+	// estBytes is the set's last batch's block, without the fill: the
+	// room its next estimate needs (fillTarget).
+	estBytes int64
 }
 
 // short says whether the set's last kernel, scaled to a batch of edges,
@@ -198,8 +197,10 @@ func readsKey(queries []*query.Query) string {
 // forget drops what the cache placements keep of a graph, for another:
 // its order of lists, its rankings, and the queries' Reads (made for a
 // graph of several vertex labels or one, and remembering its cuts).
-func (cs *cacheState) forget() {
+func (cs *cacheState) forget() error {
 	cs.longest, cs.longestFor, cs.ranked, cs.readsBy = nil, nil, nil, nil
+	cs.fill = nil
+	return cs.dropFills()
 }
 
 // querySet names the set of queries of a batch.
@@ -256,23 +257,8 @@ func (x *GPU) tuneEstimate(queries []*query.Query, edges int) {
 	key := querySet(queries)
 	c := cs.caps[key]
 	c.kernel, c.kernelEdges = x.last.Kernel, edges
-	// A small block's rate is mostly fixed costs, far below a fill's: on
-	// the H100 the 4-cycle's 1.2 MB blocks packed at 1.3 GB/s, which held
-	// its fills under the least fill, so that none ever came. Only blocks
-	// of a fill's size set the rate.
-	p := (x.last.Pack - x.last.Rank).Seconds()
-	if x.last.CacheBytes >= x.minFill() && p > 0 {
-		c.packRate = float64(x.last.CacheBytes) / p
-	}
-	// The fill's part of the packing is taken to be its part of the
-	// bytes.
-	fill := 0.0
-	if x.last.CacheBytes > 0 {
-		fill = p * float64(x.last.FillBytes) / float64(x.last.CacheBytes)
-	}
-	c.blockShare = 0
-	if k := x.last.Kernel.Seconds(); k > 0 {
-		c.blockShare = max(x.last.Pack.Seconds()-fill, 0) / k
+	if !x.last.CacheSkipped {
+		c.estBytes = x.last.CacheBytes - x.last.FillBytes
 	}
 	if est := cs.last; x.estimateShare() > 0 && est != nil {
 		// Against the kernel's time, not the Match's: a first batch's
@@ -391,7 +377,7 @@ func (x *GPU) LastEstimate() *sampler.Estimate { return x.cache.last }
 func (x *GPU) LastReads() *cache.Reads { return x.cache.reads }
 
 // LastCached returns the keys of the lists the cache placements' block
-// held for the last batch (sampler.ListKey), ascending: empty when it held
+// and the gcsm placement's fill held for the last batch (sampler.ListKey), ascending: empty when it held
 // none, nil outside those placements. Valid until the next Match.
 func (x *GPU) LastCached() []uint32 {
 	if !x.Placement().Cached() {
@@ -400,7 +386,10 @@ func (x *GPU) LastCached() []uint32 {
 	if x.last.CachedLists == 0 {
 		return []uint32{}
 	}
-	return x.cache.block.RowIdx()
+	if x.opts.SearchLookup {
+		return x.cache.block.RowIdx() // no fill, and no rows pointed
+	}
+	return x.cache.rows
 }
 
 // cacheBudget is the most bytes a block may hold (Options.CacheBytes).
@@ -421,11 +410,15 @@ func (x *GPU) cacheBudget() (int64, error) {
 	return int64(free/2) + held, err
 }
 
+// cacheSlabs are the device addresses of the colidx and labels (0 without
+// labels) of the batch's block and of the gcsm placement's fill, for the
+// slab table: 0 for one the batch has not.
+type cacheSlabs struct{ col, lbl, fillCol, fillLbl uint64 }
+
 // fillCache ranks the lists by the placement's policy, packs the block and
-// copies it to the device. It returns the device addresses of the block's
-// colidx and labels (0 without labels) for the slab table; col is 0 when
-// the block is empty.
-func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query) (col, lbl uint64, err error) {
+// copies it, and the gcsm placement's fill when the device lacks it, to the
+// device: the fill at the front of the cache buffer, the block after it.
+func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query) (sl cacheSlabs, err error) {
 	cs := &x.cache
 	cs.last, cs.reads = nil, nil
 	if !x.opts.WholeLists {
@@ -443,20 +436,19 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 	t0 := time.Now()
 	budget, err := x.cacheBudget()
 	if err != nil {
-		return 0, 0, err
+		return sl, err
 	}
-	var fill []uint32
-	var fillBytes int64
+	estimated := false
 	switch x.opts.Placement {
 	case GCSM:
 		skip := len(delta) > 0 && cs.caps.short(queries, len(delta), x.minCacheKernel())
 		x.last.CacheSkipped = skip
-		if len(delta) > 0 && !skip {
+		if estimated = len(delta) > 0 && !skip; estimated {
 			// The seed follows the batch, so that a replay caches the same.
 			est, err := cs.est.Estimate(g, delta, queries, sampler.Options{Seed: g.Epoch(), Plans: sampler.Terms,
 				MaxWalks: cs.caps.maxWalks(queries, len(delta), x.firstWalks(), x.estimateShare()), Weighted: x.opts.WeightedWalks})
 			if err != nil {
-				return 0, 0, fmt.Errorf("kernels: gcsm placement: %w", err)
+				return sl, fmt.Errorf("kernels: gcsm placement: %w", err)
 			}
 			x.last.Estimate = time.Since(t0)
 			t0 = time.Now()
@@ -464,19 +456,14 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 			cs.keys = cache.GCSM(cs.keys[:0], est)
 			// The fill takes the degree placement's ranking, made once per
 			// set of queries: the longest lists that are not empty when
-			// trimmed to what the queries read. Filling from the order of
-			// all lists instead sized every long list the queries do not
-			// read, batch after batch: on the H100 the 4-cycle's fill of
-			// 158 lists at 512 edges cost 18 ms, and the house's 19.6 MB
-			// at 64 cost 25 ms. The ranking is made at the set's first
-			// batch, fill or not, so that its one-time cost (the order of
-			// all lists, when the graph has none, and the cut: 25 ms for
-			// the 4-cycle and 330 ms for the house on the H100's host at
-			// 2^27 edges) falls where the set's other first costs do, not
+			// trimmed to what the queries read. The ranking is made at the
+			// set's first batch, fill or not, so that its one-time cost (the
+			// order of all lists, when the graph has none, and the cut: 25
+			// ms for the 4-cycle and 330 ms for the house on the H100's host
+			// at 2^27 edges) falls where the set's other first costs do, not
 			// on whichever later batch first fills.
-			if x.fillShare() > 0 {
-				fill = x.degreeRanking(g, queries, budget)
-				fillBytes = x.fillBytes(queries, len(delta), x.last.Estimate)
+			if x.fillOn() {
+				x.degreeRanking(g, queries, budget)
 			}
 		} else {
 			cs.keys = cs.keys[:0]
@@ -486,38 +473,77 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 	case KHop:
 		cs.keys, err = cache.KHop(cs.keys[:0], g, delta, cache.Diameter(queries), budget, cs.reads)
 		if errors.Is(err, cache.ErrOverBudget) {
-			return 0, 0, fmt.Errorf("kernels: khop placement: %w; raise the budget (--gpu-cache) or choose another placement", err)
+			return sl, fmt.Errorf("kernels: khop placement: %w; raise the budget (--gpu-cache) or choose another placement", err)
 		}
 		if err != nil {
-			return 0, 0, err
+			return sl, err
 		}
 	}
 	x.last.Rank = time.Since(t0)
-	n, filled, err := cache.PackFill(&cs.block, g, cs.keys, fill, budget, fillBytes, cs.reads)
-	if err != nil {
-		return 0, 0, err
-	}
-	x.last.CachedLists, x.last.FilledLists = n, filled
-	x.last.CacheBytes, x.last.FillBytes = cs.block.Bytes(), cs.block.FillBytes()
 	defer func() { x.last.Pack += time.Since(t0) }()
-	if n == 0 {
-		return 0, 0, nil
+	cs.fill = nil
+	if estimated && x.fillOn() {
+		if cs.fill, err = x.fillFor(g, queries, budget); err != nil {
+			return sl, err
+		}
 	}
-	words := cs.block.Words()
-	if cs.dev, err = x.buf("cache", 4*len(words)); err != nil {
-		return 0, 0, fmt.Errorf("kernels: the cache block: %w", err)
+	var fillWords []uint32
+	if f := cs.fill; f != nil {
+		cs.keys = f.drop(cs.keys)
+		budget = max(budget-f.block.Bytes(), 0)
+		fillWords = f.block.Words()
+		x.last.FilledLists, x.last.FillBytes = f.lists(), f.block.Bytes()
+	}
+	n, err := cache.Pack(&cs.block, g, cs.keys, budget, cs.reads)
+	if err != nil {
+		return sl, err
+	}
+	x.last.CachedLists = n + x.last.FilledLists
+	x.last.CacheBytes = cs.block.Bytes() + x.last.FillBytes
+	var words []uint32
+	if n > 0 {
+		words = cs.block.Words()
+	}
+	fw, total := len(fillWords), len(fillWords)+len(words)
+	if total == 0 {
+		return sl, nil
+	}
+	if cs.dev, err = x.buf("cache", 4*total); err != nil {
+		return sl, fmt.Errorf("kernels: the cache block: %w", err)
 	}
 	t1 := time.Now()
-	if err := x.ctx.CopyHtoD(cs.dev, unsafe.Pointer(&words[0]), 4*len(words)); err != nil {
-		return 0, 0, err
+	defer func() { x.last.Copy += time.Since(t1) }()
+	// The fill stays on the device from batch to batch: a buffer grown
+	// since lost it, and another set's block or fill took its place.
+	if b := x.bufs["cache"]; cs.fill != cs.devFill || b != cs.devBuf || (cs.fill != nil && cs.fill.version != cs.devVersion) {
+		cs.devFill = nil
+		if f := cs.fill; f != nil {
+			if err := x.ctx.CopyHtoD(cs.dev, unsafe.Pointer(&fillWords[0]), 4*fw); err != nil {
+				return sl, err
+			}
+			cs.devFill, cs.devVersion, cs.devBuf = f, f.version, b
+		}
 	}
-	x.last.Copy += time.Since(t1)
+	if f := cs.fill; f != nil {
+		lay := f.block.Layout()
+		sl.fillCol = uint64(cs.dev) + 4*uint64(lay.ColIdx)
+		if lay.HasLabels {
+			sl.fillLbl = uint64(cs.dev) + 4*uint64(lay.Labels)
+		}
+	}
+	if n == 0 {
+		return sl, nil
+	}
+	at := cs.dev + cuda.DevicePtr(4*fw)
+	if err := x.ctx.CopyHtoD(at, unsafe.Pointer(&words[0]), 4*len(words)); err != nil {
+		return sl, err
+	}
 	lay := cs.block.Layout()
-	col = uint64(cs.dev) + 4*uint64(lay.ColIdx)
+	sl.col = uint64(at) + 4*uint64(lay.ColIdx)
 	if lay.HasLabels {
-		lbl = uint64(cs.dev) + 4*uint64(lay.Labels)
+		sl.lbl = uint64(at) + 4*uint64(lay.Labels)
 	}
-	return col, lbl, nil
+	return sl, nil
 }
 
 // longestLists is cache.Longest's order of g's lists, kept while the graph
@@ -557,40 +583,9 @@ func (x *GPU) degreeRanking(g *dyngraph.Graph, queries []*query.Query, budget in
 	return ranked
 }
 
-// fillBytes is how many bytes of lists the gcsm placement fills its block
-// with beyond the estimate's (Options.FillShare), for a batch of edges
-// whose estimate took est: packing that brings the batch's cache cost to
-// its share of the set's last kernel, scaled to the batch's edges, after
-// est and the set's last block's cost without its fill (as a share of its
-// kernel), at the packing rate of the set's last block of at least
-// Options.MinFill (defaultPackRate before one). It is 0 before the set's
-// kernel is measured, and under Options.MinFill.
-func (x *GPU) fillBytes(queries []*query.Query, edges int, est time.Duration) int64 {
-	share := x.fillShare()
-	c, ok := x.cache.caps[querySet(queries)]
-	if share <= 0 || !ok || c.kernelEdges == 0 {
-		return 0
-	}
-	rate := c.packRate
-	if rate == 0 {
-		rate = defaultPackRate
-	}
-	kernel := c.kernel.Seconds() * float64(edges) / float64(c.kernelEdges)
-	b := ((share-c.blockShare)*kernel - est.Seconds()) * rate
-	if b < float64(x.minFill()) {
-		return 0
-	}
-	return int64(min(b, 1<<50))
-}
-
-// fillShare is Options.FillShare with its default applied: 0 or less for
-// no fill.
-func (x *GPU) fillShare() float64 {
-	if x.opts.FillShare == 0 {
-		return DefaultFillShare
-	}
-	return x.opts.FillShare
-}
+// fillOn says whether the gcsm placement fills (Options.NoFill): not with
+// Options.SearchLookup, whose kernel searches one block.
+func (x *GPU) fillOn() bool { return !x.opts.NoFill && !x.opts.SearchLookup }
 
 // minFill is Options.MinFill with its default applied.
 func (x *GPU) minFill() int64 {
@@ -600,16 +595,11 @@ func (x *GPU) minFill() int64 {
 	return x.opts.MinFill
 }
 
-// defaultPackRate is the fill's packing rate (bytes per second) before a
-// block of a fill's size was measured: the degree placement's 51 MB blocks
-// of 55k trimmed lists took 22.7 ms to pack, copy and point at 2,048 edges
-// on the H100's host, 2.2 GB/s.
-const defaultPackRate = 2e9
-
 // pointRows points the device table rows of the block's lists into it (slab
-// cacheSlab, at their colidx offsets) and gives the lists the last block
-// held, and this one does not, their own rows back. The rows it writes are
-// disjoint, so one scatter launch writes them all.
+// cacheSlab, at their colidx offsets), and those of the fill's lists that
+// are not stale into the fill (slab cacheSlab+1), and gives the lists the
+// last batch's held, and this one's do not, their own rows back. The rows
+// it writes are disjoint, so one scatter launch writes them all.
 //
 // Reading a list's own row misses the host's caches: giving back the 17k
 // rows of the 5-cycle's block before a 4-cycle's batch of 64 took 1.5 ms
@@ -618,43 +608,64 @@ const defaultPackRate = 2e9
 func (x *GPU) pointRows(g *dyngraph.Graph, cacheSlab uint32) error {
 	cs := &x.cache
 	var keys []uint32
+	var fill *fillBlock
 	if x.Placement().Cached() && x.last.CachedLists > 0 && !x.opts.SearchLookup {
-		keys = cs.block.RowIdx()
+		keys, fill = cs.block.RowIdx(), cs.fill
 	}
-	if len(keys) == 0 && len(cs.rows) == 0 {
+	if len(keys) == 0 && fill == nil && len(cs.rows) == 0 {
 		return nil
 	}
 	t0 := time.Now()
-	// Both key lists ascend: a merge finds the rows to give back.
+	// The lists to point, ascending, and where each points (cs.from): the
+	// block's and the fill's keys are apart (fillBlock.drop), and both
+	// ascend, so a merge.
+	union, from := cs.union[:0], cs.from[:0]
+	var fillKeys []uint32
+	if fill != nil {
+		fillKeys = fill.block.RowIdx()
+	}
+	for i, j := 0, 0; i < len(keys) || j < len(fillKeys); {
+		if j == len(fillKeys) || (i < len(keys) && keys[i] < fillKeys[j]) {
+			union, from = append(union, keys[i]), append(from, int32(i))
+			i++
+			continue
+		}
+		if fill.valid(j) {
+			union, from = append(union, fillKeys[j]), append(from, int32(-1-j))
+		}
+		j++
+	}
+	cs.union, cs.from = union, from
+	// The last batch's rows ascend too: a merge finds the rows to give back.
 	back := cs.back[:0]
 	j := 0
 	for _, k := range cs.rows {
-		for j < len(keys) && keys[j] < k {
+		for j < len(union) && union[j] < k {
 			j++
 		}
-		if j == len(keys) || keys[j] != k {
+		if j == len(union) || union[j] != k {
 			back = append(back, k)
 		}
 	}
 	cs.back = back
 	rows := &cs.writes
-	n := len(back) + len(keys)
+	n := len(back) + len(union)
 	rows.size(n)
 	var err error
 	if n < parallelRows {
-		err = x.stageRows(g, cacheSlab, rows, back, keys, 0, n)
+		err = x.stageRows(g, cacheSlab, rows, 0, n)
 	} else {
 		parts := min(runtime.GOMAXPROCS(0), n/(parallelRows/4))
 		errs := make([]error, parts)
 		var wg sync.WaitGroup
 		for p := range parts {
-			wg.Go(func() { errs[p] = x.stageRows(g, cacheSlab, rows, back, keys, n*p/parts, n*(p+1)/parts) })
+			wg.Go(func() { errs[p] = x.stageRows(g, cacheSlab, rows, n*p/parts, n*(p+1)/parts) })
 		}
 		wg.Wait()
 		err = errors.Join(errs...)
 	}
 	if err == nil {
-		cs.rows = append(cs.rows[:0], keys...)
+		cs.rows = append(cs.rows[:0], union...)
 		err = x.writeRows("cached", g.Directed(), rows)
 	}
 	d := time.Since(t0)
@@ -667,31 +678,47 @@ func (x *GPU) pointRows(g *dyngraph.Graph, cacheSlab uint32) error {
 const parallelRows = 1 << 12
 
 // stageRows stages slots [lo, hi) of pointRows' rows: first the given-back
-// lists' own rows, then the block's lists' rows into it.
-func (x *GPU) stageRows(g *dyngraph.Graph, cacheSlab uint32, rows *rowWrites, back, keys []uint32, lo, hi int) error {
+// lists' own rows (cs.back), then the rows of cs.union into the block or
+// the fill, as cs.from says.
+func (x *GPU) stageRows(g *dyngraph.Graph, cacheSlab uint32, rows *rowWrites, lo, hi int) error {
+	cs := &x.cache
 	directed := g.Directed()
-	words := x.cache.block.Words()
-	lay := x.cache.block.Layout()
-	rowptr := words[lay.RowPtr:lay.ColIdx]
+	rowptrOf := func(b *cache.Block) []uint32 {
+		lay := b.Layout()
+		return b.Words()[lay.RowPtr:lay.ColIdx]
+	}
+	var blockPtr, fillPtr []uint32
 	for s := lo; s < hi; s++ {
-		if s < len(back) {
-			r := sampler.KeyList(back[s], directed)
+		if s < len(cs.back) {
+			r := sampler.KeyList(cs.back[s], directed)
 			rows.set(s, r, directed, g.Row(r))
 			continue
 		}
-		i := s - len(back)
-		r := sampler.KeyList(keys[i], directed)
+		k, i := cs.union[s-len(cs.back)], int(cs.from[s-len(cs.back)])
+		slab, rowptr := cacheSlab, blockPtr
+		if i >= 0 {
+			if blockPtr == nil {
+				blockPtr = rowptrOf(&cs.block)
+			}
+			rowptr = blockPtr
+		} else {
+			if fillPtr == nil {
+				fillPtr = rowptrOf(&cs.fill.block)
+			}
+			slab, rowptr, i = cacheSlab+1, fillPtr, -1-i
+		}
+		r := sampler.KeyList(k, directed)
 		row := g.Row(r)
-		// The block's list may be trimmed (cache.Reads): its row
-		// gives its own length, and its sorted part's.
+		// A cached list may be trimmed (cache.Reads): its row gives its
+		// own length, and its sorted part's.
 		n, sorted := rowptr[2*i+2]-rowptr[2*i], rowptr[2*i+2]-rowptr[2*i]
 		if rowptr[2*i+1] != cache.NoAppended {
 			sorted = rowptr[2*i+1] - rowptr[2*i]
 		}
 		if n > row[2] || sorted > row[3] {
-			return fmt.Errorf("kernels: BUG: cached list %d has %d entries (%d sorted) in the block and %d (%d) in the graph", keys[i], n, sorted, row[2], row[3])
+			return fmt.Errorf("kernels: BUG: cached list %d has %d entries (%d sorted) in the cache and %d (%d) in the graph", k, n, sorted, row[2], row[3])
 		}
-		row[0], row[1], row[2], row[3] = cacheSlab, rowptr[2*i], n, sorted
+		row[0], row[1], row[2], row[3] = slab, rowptr[2*i], n, sorted
 		rows.set(s, r, directed, row)
 	}
 	return nil

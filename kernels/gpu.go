@@ -110,27 +110,13 @@ type Options struct {
 	// reached 0.09 to 1.00, for an estimate of 15 to 23% of the batch.
 	// Held to DefaultEstimateShare, they covered no better.
 	WeightedWalks bool
-	// FillShare bounds the gcsm placement's fill: lists beyond its
-	// estimate's, when those leave room in the budget, the longest first
-	// (the degree placement's order). The fill tops the batch's cache
-	// cost (estimating, ranking, packing, copying, pointing the table) up
-	// to FillShare of the kernel's time: what this batch's estimate and
-	// the set's last block without its fill leave, at the packing rate of
-	// the set's last block of a fill's size, against the set's last
-	// kernel scaled to the batch. The estimate's walks go on at each level
-	// with probability 1/(maximum degree), so on short queries they rate
-	// few lists past the batch's own: a 4-cycle's estimate at 512 edges
-	// rated 658 lists, 1.4 MB of a 51 MB budget. 0 means DefaultFillShare;
-	// a negative value fills nothing. On the H100 at 2^27 edges a fill of
-	// 5% of the kernel on top of the rest took the house's batch of 64 to
-	// 108 ms from 123 (15.8 MB filled). A fill of 12k lists took the
-	// 4-cycle's batch of 8,192 to 88.4 ms from 128 (top-1% coverage 1.00
-	// from 0.82); one of 4.4k gained nothing. Where the estimate's lists
-	// fill the budget (the 5-vertex queries from 512 edges on) there is no
-	// room, and the fill costs only its ranking at the set's first batch.
-	FillShare float64
-	// MinFill is the fewest bytes the gcsm placement fills: a fill that
-	// would come to less is left out. 0 means DefaultMinFill.
+	// NoFill turns off the gcsm placement's fill: the degree placement's
+	// longest lists, packed once per set of queries and kept on the device
+	// from batch to batch in the room the estimate's lists leave in the
+	// budget (fill.go). Off, the room stays empty.
+	NoFill bool
+	// MinFill is the fewest bytes the gcsm placement fills: where the
+	// estimate leaves less room, there is no fill. 0 means DefaultMinFill.
 	MinFill int64
 	// WholeLists makes the cache placements' blocks hold whole lists, the
 	// paper's block, instead of the entries the queries can read
@@ -269,7 +255,7 @@ func (x *GPU) Close() error {
 			errs = append(errs, x.ctx.Free(m.lbl))
 		}
 	}
-	errs = append(errs, x.cache.block.Free())
+	errs = append(errs, x.cache.block.Free(), x.cache.dropFills())
 	if x.mod != nil {
 		errs = append(errs, x.mod.Close())
 	}
@@ -374,13 +360,16 @@ func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool, delta []graph.Change,
 		refs = x.stale // the same batch again, or Static after it
 	case x.tracked == g && e == x.epoch+1:
 		refs = append(x.stale, g.Touched(nil)...)
+		x.cache.touchFills(g)
 	default:
 		// Another graph, or batches this executor did not see: copy
 		// everything again.
 		x.tracked, x.tab = g, tableCopy{}
 		x.dropMirror()
 		x.mirrorOf = nil
-		x.cache.forget()
+		if err := x.cache.forget(); err != nil {
+			return 0, err
+		}
 	}
 	x.epoch = g.Epoch()
 	x.stale = g.Touched(nil)
@@ -392,17 +381,18 @@ func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool, delta []graph.Change,
 	// of the lists it holds point into it (pointRows).
 	cacheSlab := uint32(len(ids))
 	if x.Placement().Cached() && !allAppended {
-		col, lbl, err := x.fillCache(g, delta, queries)
+		sl, err := x.fillCache(g, delta, queries)
 		if err != nil {
 			return 0, err
 		}
-		ids, lbls = append(ids, col), append(lbls, lbl)
-		a.cacheLo, a.cacheHi = uint64(x.cache.dev), uint64(x.cache.dev)+uint64(x.cache.block.Bytes())
+		// The fill is one slab more, cacheSlab+1.
+		ids, lbls = append(ids, sl.col, sl.fillCol), append(lbls, sl.lbl, sl.fillLbl)
+		a.cacheLo, a.cacheHi = uint64(x.cache.dev), uint64(x.cache.dev)+uint64(x.last.CacheBytes)
 		if x.opts.SearchLookup && x.last.CachedLists > 0 {
 			lay := x.cache.block.Layout()
 			a.cRowIdx = x.cache.dev + cuda.DevicePtr(4*lay.RowIdx)
 			a.cRowPtr = x.cache.dev + cuda.DevicePtr(4*lay.RowPtr)
-			a.cColIdx, a.cLbls = cuda.DevicePtr(col), cuda.DevicePtr(lbl)
+			a.cColIdx, a.cLbls = cuda.DevicePtr(sl.col), cuda.DevicePtr(sl.lbl)
 			a.cK = uint32(x.last.CachedLists)
 		}
 	}

@@ -364,17 +364,18 @@ func TestCachePlacementsEqualCPU(t *testing.T) {
 		// Options.MinCacheKernel: -1 caches every batch, an hour every
 		// query set's first batch only.
 		minKernel time.Duration
-		// fill makes the gcsm placement fill every block it can
-		// (Options.FillShare, MinFill), and without it nothing.
+		// fill turns the gcsm placement's fill on, with the least fill
+		// one byte (Options.NoFill, MinFill); it must fill nothing with
+		// the search lookup.
 		fill bool
 	}{{GCSM, false, -1, false}, {GCSM, true, -1, false}, {GCSM, false, time.Hour, false}, {GCSM, false, -1, true}, {GCSM, true, -1, true},
 		{Degree, false, 0, false}, {KHop, false, 0, false}, {KHop, true, 0, false}, {Unified, false, 0, false}} {
 		pl := c.pl
 		x := openGPU(t, pl, false)
 		x.opts.SearchLookup, x.opts.MinCacheKernel = c.search, c.minKernel
-		x.opts.FillShare = -1
+		x.opts.NoFill = !c.fill
 		if c.fill {
-			x.opts.FillShare, x.opts.MinFill = 1e9, 1
+			x.opts.MinFill = 1
 		}
 		for _, budget := range budgets {
 			if pl == Unified && budget != budgets[0] {
@@ -426,11 +427,11 @@ func TestCachePlacementsEqualCPU(t *testing.T) {
 			if pl.Cached() && budget > 0 && trimmed == 0 {
 				t.Errorf("%s, budget %d: no trial trimmed the cached lists", pl, budget)
 			}
-			if c.fill && budget > 256 && filled == 0 {
+			if c.fill && !c.search && budget == 1<<30 && filled == 0 {
 				t.Errorf("%s, budget %d, filling: no list was filled", pl, budget)
 			}
-			if !c.fill && filled > 0 {
-				t.Errorf("%s, budget %d: %d lists filled without a fill share", pl, budget, filled)
+			if (!c.fill || c.search) && filled > 0 {
+				t.Errorf("%s, budget %d, search %v: %d lists filled without a fill", pl, budget, c.search, filled)
 			}
 		}
 		x.Close()

@@ -27,8 +27,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		labeled, coverage, warmEach              bool
 		seed                                     uint64
 		gpuMem                                   int64
-		share, fillShare                         float64
-		walks, cpuprofile                        string
+		share                                    float64
+		walks, fill, cpuprofile                  string
 		minKernel                                time.Duration
 	)
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -41,11 +41,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&perSize, "per-size", 4, "batches timed per size")
 	fs.BoolVar(&warmEach, "warm-each-size", false, "give every batch size an untimed batch before its timed ones, not only the first size")
 	fs.StringVar(&shapes, "shapes", "triangle,4-cycle,diamond,house,5-cycle", "comma-separated query shapes: "+shapeNames())
-	fs.StringVar(&engines, "engines", "cpu,zero-copy,device", fmt.Sprintf("engines to compare: cpu, or a GPU placement (%s), a cache placement with :search for the binary-search lookup and :whole for blocks of whole lists (gcsm:search, degree:whole), gcsm:nofill for the gcsm placement without its fill (--gpu-fill-share); the GPU ones are skipped without a GPU", placementNames()))
+	fs.StringVar(&engines, "engines", "cpu,zero-copy,device", fmt.Sprintf("engines to compare: cpu, or a GPU placement (%s), a cache placement with :search for the binary-search lookup and :whole for blocks of whole lists (gcsm:search, degree:whole), gcsm:nofill for the gcsm placement without its fill (--gpu-fill off); the GPU ones are skipped without a GPU", placementNames()))
 	fs.Float64Var(&cacheFraction, "gpu-cache-fraction", 0, "cap the cache placements' budget at this share of the graph's list bytes (0.05: the paper's out-of-memory regime); 0 leaves it to --gpu-mem")
 	fs.Int64Var(&gpuMem, "gpu-mem", 0, "cap on the GPU memory each GPU engine uses, in `bytes`; 0 means no cap")
 	fs.Float64Var(&share, "gpu-estimate-share", 0, estimateShareUsage)
-	fs.Float64Var(&fillShare, "gpu-fill-share", 0, fillShareUsage)
+	fs.StringVar(&fill, "gpu-fill", "on", fillUsage)
 	fs.DurationVar(&minKernel, "gpu-cache-min-kernel", 0, minKernelUsage)
 	fs.StringVar(&walks, "gpu-walks", "paper", walksUsage)
 	fs.BoolVar(&coverage, "coverage", false, "report the cache placements' top-1%/5% coverage against exact reads (the paper's: by the cache block; and, for gcsm, by the estimate's ranking) on each size's last timed batch")
@@ -64,6 +64,10 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		defer stop()
 	}
 	weighted, err := weightedWalks(walks)
+	if err != nil {
+		return err
+	}
+	nofill, err := noFill(fill)
 	if err != nil {
 		return err
 	}
@@ -117,9 +121,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 			opts.MemLimit, opts.EstimateShare, opts.WeightedWalks, opts.MinCacheKernel = gpuMem, share, weighted, minKernel
-			if fillShare != 0 && opts.FillShare == 0 {
-				opts.FillShare = fillShare
-			}
+			opts.NoFill = opts.NoFill || nofill
 			x, err := kernels.Open(opts)
 			if err != nil {
 				fmt.Fprintf(stderr, "bench: skipping %s: %v\n", name, err)
@@ -260,8 +262,8 @@ func shapeNames() string {
 
 // engineOptions reads a GPU engine of --engines: a placement, and for the
 // cache placements the suffixes :search (Options.SearchLookup) and :whole
-// (Options.WholeLists), and for gcsm :nofill (a negative
-// Options.FillShare, over --gpu-fill-share), in any order.
+// (Options.WholeLists), and for gcsm :nofill (Options.NoFill, as --gpu-fill
+// off does for every engine), in any order.
 func engineOptions(name string) (kernels.Options, error) {
 	parts := strings.Split(name, ":")
 	pl, err := kernels.ParsePlacement(parts[0])
@@ -277,8 +279,8 @@ func engineOptions(name string) (kernels.Options, error) {
 			opts.SearchLookup = true
 		case s == "whole" && !opts.WholeLists:
 			opts.WholeLists = true
-		case s == "nofill" && pl == kernels.GCSM && opts.FillShare == 0:
-			opts.FillShare = -1
+		case s == "nofill" && pl == kernels.GCSM && !opts.NoFill:
+			opts.NoFill = true
 		default:
 			return opts, fmt.Errorf("--engines: %q: %q is not :search, :whole or (gcsm only) :nofill, or comes twice", name, s)
 		}

@@ -614,6 +614,8 @@ func TestUsageErrors(t *testing.T) {
 	wantFailure(t, 1, []string{"bench", "--gpu-walks", "bogus"}, `--gpu-walks "bogus"`)
 	wantFailure(t, 1, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-cache-lookup", "hash"}, `--gpu-cache-lookup "hash": want table or search`)
 	wantFailure(t, 1, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-cache-lists", "half"}, `--gpu-cache-lists "half": want trimmed or whole`)
+	wantFailure(t, 1, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-fill", "some"}, `--gpu-fill "some": want on or off`)
+	wantFailure(t, 1, []string{"bench", "--gpu-fill", "1"}, `--gpu-fill "1"`)
 	wantFailure(t, 1, []string{"bench", "--engines", "gcsm:hash"}, `"gcsm:hash": "hash" is not :search, :whole or (gcsm only) :nofill`)
 	wantFailure(t, 1, []string{"bench", "--engines", "gcsm:whole:whole"}, `"gcsm:whole:whole": "whole" is not :search, :whole or (gcsm only) :nofill, or comes twice`)
 	wantFailure(t, 1, []string{"bench", "--engines", "device:search"}, `"device:search": only the cache placements`)
@@ -735,7 +737,7 @@ func TestEngineOptions(t *testing.T) {
 			t.Errorf("%q: error %v, want one: %v", c.name, err, c.bad)
 			continue
 		}
-		if err == nil && (opts.SearchLookup != c.search || opts.WholeLists != c.whole || (opts.FillShare < 0) != c.nofill || string(opts.Placement) != strings.Split(c.name, ":")[0]) {
+		if err == nil && (opts.SearchLookup != c.search || opts.WholeLists != c.whole || opts.NoFill != c.nofill || string(opts.Placement) != strings.Split(c.name, ":")[0]) {
 			t.Errorf("%q: %+v", c.name, opts)
 		}
 	}
@@ -761,8 +763,8 @@ func FuzzEngineOptions(f *testing.F) {
 		if (opts.SearchLookup || opts.WholeLists) && !opts.Placement.Cached() {
 			t.Fatalf("%q: suffixes on %s", name, opts.Placement)
 		}
-		if opts.FillShare != 0 && opts.Placement != kernels.GCSM {
-			t.Fatalf("%q: a fill on %s", name, opts.Placement)
+		if opts.NoFill && opts.Placement != kernels.GCSM {
+			t.Fatalf("%q: :nofill on %s", name, opts.Placement)
 		}
 	})
 }

@@ -16,13 +16,13 @@ import (
 
 // deviceFlags choose the executor: --device, --gpu-placement, --gpu-mem,
 // --gpu-cache, --gpu-cache-lookup, --gpu-estimate-share, --gpu-walks,
-// --gpu-cache-min-kernel, --gpu-cache-lists, --gpu-fill-share.
+// --gpu-cache-min-kernel, --gpu-cache-lists, --gpu-fill.
 type deviceFlags struct {
 	device, placement string
 	mem, cache        int64
 	lookup, lists     string
-	share, fillShare  float64
-	walks             string
+	share             float64
+	walks, fill       string
 	minKernel         time.Duration
 }
 
@@ -34,7 +34,7 @@ func (d *deviceFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&d.cache, "gpu-cache", 0, "the gcsm, degree and khop placements' cache budget in `bytes`; 0 means four fifths of what --gpu-mem leaves, or half the GPU's free memory")
 	fs.StringVar(&d.lookup, "gpu-cache-lookup", "table", lookupUsage)
 	fs.Float64Var(&d.share, "gpu-estimate-share", 0, estimateShareUsage)
-	fs.Float64Var(&d.fillShare, "gpu-fill-share", 0, fillShareUsage)
+	fs.StringVar(&d.fill, "gpu-fill", "on", fillUsage)
 	fs.StringVar(&d.walks, "gpu-walks", "paper", walksUsage)
 	fs.DurationVar(&d.minKernel, "gpu-cache-min-kernel", 0, minKernelUsage)
 	fs.StringVar(&d.lists, "gpu-cache-lists", "trimmed", listsUsage)
@@ -68,7 +68,10 @@ func searchLookup(v string) (bool, error) { return twoWay("gpu-cache-lookup", v,
 
 const minKernelUsage = "the gcsm placement neither estimates nor caches for a set of queries whose last kernel, scaled to the batch's size, took less than this `duration`: the GPU's L2 cache serves such batches, and the block does not pay; 0 means 2.5ms, a negative one (-1s) caches every batch"
 
-const fillShareUsage = "the gcsm placement caches the longest lists in the room its estimate's lists leave in the budget, until the batch's whole cache cost (estimate, packing, copying) comes to this share of its kernel time (and at least 4 MiB of them); 0 means 0.10, a negative value none"
+const fillUsage = "on: the gcsm placement keeps the longest lists on the GPU, packed once per set of queries, in the room its estimate's lists leave in the budget (at least 4 MiB of it); off: that room stays empty"
+
+// noFill parses --gpu-fill.
+func noFill(v string) (bool, error) { return twoWay("gpu-fill", v, "on", "off") }
 
 const estimateShareUsage = "the share of a batch's kernel time the gcsm placement aims to spend on its estimate, which sets the sampler's walks from batch to batch; 0 means 0.05, a negative value the sampler's own number (the paper's M, raised by its formula 5)"
 
@@ -120,8 +123,12 @@ func (d *deviceFlags) open(w io.Writer, workers int) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	nofill, err := noFill(d.fill)
+	if err != nil {
+		return nil, err
+	}
 	x, err := kernels.Open(kernels.Options{Placement: pl, MemLimit: d.mem, CacheBytes: d.cache, SearchLookup: search, WholeLists: whole,
-		EstimateShare: d.share, FillShare: d.fillShare, WeightedWalks: weighted, MinCacheKernel: d.minKernel})
+		EstimateShare: d.share, NoFill: nofill, WeightedWalks: weighted, MinCacheKernel: d.minKernel})
 	if err != nil {
 		if d.device == "auto" && (errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice)) {
 			why := "no GPU"

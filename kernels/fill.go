@@ -1,0 +1,223 @@
+package kernels
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/gcsm/gcsm/cache"
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/query"
+	"github.com/gcsm/gcsm/sampler"
+)
+
+// The gcsm placement's fill (Options.NoFill). The estimate's walks go on at
+// each level with probability 1/(maximum degree), so on short queries they
+// rate few lists past the batch's own and leave most of the budget empty: a
+// 4-cycle's estimate at 512 edges rated 2.9k lists, 3.6 MB of a 51 MB
+// budget, and the house's at 64 3.2k lists, 14.5 MB (H100, 2^27 edges). The
+// fill puts the degree placement's longest lists in that room.
+//
+// Packed afresh for every batch, a fill cost about what it saved: on the
+// H100 the house's 15.8 MB took 5.8 ms of packing for 20 ms off its kernel,
+// and held to the paper's 10% of the batch for the whole cache it was never
+// packed. So a set of queries' fill is packed once into a pinned block of
+// its own and kept from batch to batch. The device holds it at the front of
+// the cache buffer, the batch's block after it, and it is copied again only
+// when another set's fill took its place. A list that a batch touches is
+// stale in every fill from then on: its table row no longer points into the
+// fill, and the estimate may put it in the batch's block instead. A fill is
+// packed again when an eighth of its lists went stale since, when the degree
+// placement's order is remade, or when the room the estimate needs has
+// moved by a quarter of the budget.
+
+// fillBlock is one set of queries' fill.
+type fillBlock struct {
+	block cache.Block
+	// stale marks the block's rows (by index) whose lists a batch touched
+	// since it was packed; nStale counts them, and packedStale those the
+	// batch it was packed in touched.
+	stale               []bool
+	nStale, packedStale int
+	// version changes with every packing, so that the device copy follows.
+	version uint64
+	// What the fill was packed from: the order of the lists (its graph's
+	// edges when made), the cut of the degree ranking, and the target
+	// (fillTarget), which the ranking may not fill.
+	orderEdges, rankedBudget, want int64
+	// used is cacheState.clock when a batch last used the fill.
+	used uint64
+}
+
+// valid reports whether row i of the fill may be read.
+func (f *fillBlock) valid(i int) bool { return !f.stale[i] }
+
+// lists is the number of lists the fill holds that are not stale.
+func (f *fillBlock) lists() int { return f.block.Keys() - f.nStale }
+
+// touch marks the fill's lists among keys stale.
+func (f *fillBlock) touch(keys []uint32) {
+	rows := f.block.RowIdx()
+	for _, k := range keys {
+		if i, ok := slices.BinarySearch(rows, k); ok && !f.stale[i] {
+			f.stale[i] = true
+			f.nStale++
+		}
+	}
+}
+
+// drop removes from keys, in place, those whose lists the fill holds and
+// may be read: they need no room in the batch's block.
+func (f *fillBlock) drop(keys []uint32) []uint32 {
+	rows := f.block.RowIdx()
+	out := keys[:0]
+	for _, k := range keys {
+		if i, ok := slices.BinarySearch(rows, k); ok && f.valid(i) {
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// fillTarget is the size of fill a set of queries should have, given the
+// budget and the set's last batch's block (estBytes): room for twice that
+// block, so that the estimate's batch-to-batch spread seldom cuts it, and
+// the rest to the fill; 0 when the rest is under least. A block cut by the
+// room it had was estBytes long, so the room doubles.
+func fillTarget(budget, estBytes, least int64) int64 {
+	if f := budget - 2*estBytes; f >= least && f > 0 {
+		return f
+	}
+	return 0
+}
+
+// repack reports whether a fill must be packed again to serve a target of
+// want bytes, given the order and ranking cut now in force. The lists its
+// own batch touched do not count: packed again, they would be stale again.
+func (f *fillBlock) repack(want, budget, orderEdges, rankedBudget int64) bool {
+	return f.orderEdges != orderEdges || f.rankedBudget != rankedBudget ||
+		8*(f.nStale-f.packedStale) > f.block.Keys() || abs(want-f.want) > budget/4
+}
+
+// Bounds on the fills kept: the sets of queries, and their pinned bytes
+// beyond one budget's (a service with one set keeps its fill whatever the
+// budget).
+const (
+	maxFills     = 4
+	maxFillBytes = 256 << 20
+)
+
+// fillFor returns the fill of the batch's set of queries, packing it when
+// there is none or it must be packed again (fillBlock.repack), or nil when
+// the set should have none: at its first batch, whose estimate's room is
+// not known, and when the estimate leaves less than Options.MinFill. The
+// lists the pending batch touched are stale in a fill packed now: it holds
+// their pending state, which the next Reorganize rewrites.
+func (x *GPU) fillFor(g *dyngraph.Graph, queries []*query.Query, budget int64) (*fillBlock, error) {
+	cs := &x.cache
+	c, ok := cs.caps[querySet(queries)]
+	if !ok || c.kernelEdges == 0 {
+		return nil, nil
+	}
+	set := readsKey(queries)
+	want := fillTarget(budget, c.estBytes, x.minFill())
+	f := cs.fills[set]
+	ranked := x.degreeRanking(g, queries, budget)
+	cs.clock++
+	if f != nil && !f.repack(want, budget, cs.longestEdges, cs.rankedBudget) {
+		f.used = cs.clock
+		return f, nil
+	}
+	if want == 0 {
+		return nil, cs.dropFill(set)
+	}
+	if f == nil {
+		if err := cs.makeRoom(set, want); err != nil {
+			return nil, err
+		}
+		f = &fillBlock{}
+		if x.alloc != nil {
+			f.block.Alloc = x.alloc // pinned, as the batch's block
+		}
+		if cs.fills == nil {
+			cs.fills = map[string]*fillBlock{}
+		}
+		cs.fills[set] = f
+	}
+	if n, err := cache.Pack(&f.block, g, ranked, want, cs.reads); err != nil || n == 0 {
+		return nil, errors.Join(err, cs.dropFill(set))
+	}
+	f.stale = slices.Grow(f.stale[:0], f.block.Keys())[:f.block.Keys()]
+	clear(f.stale)
+	f.nStale = 0
+	f.version++
+	f.orderEdges, f.rankedBudget, f.want, f.used = cs.longestEdges, cs.rankedBudget, want, cs.clock
+	f.touch(touchedKeys(g, cs.touched[:0]))
+	f.packedStale = f.nStale
+	return f, nil
+}
+
+// touchedKeys appends to dst the keys of the lists the pending batch of g
+// touched.
+func touchedKeys(g *dyngraph.Graph, dst []uint32) []uint32 {
+	for _, r := range g.Touched(nil) {
+		dst = append(dst, sampler.ListKey(r.V, r.In, g.Directed()))
+	}
+	return dst
+}
+
+// touchFills marks stale, in every fill, the lists the pending batch of g
+// touched: once per batch (prepare).
+func (cs *cacheState) touchFills(g *dyngraph.Graph) {
+	if len(cs.fills) == 0 {
+		return
+	}
+	cs.touched = touchedKeys(g, cs.touched[:0])
+	for _, f := range cs.fills {
+		f.touch(cs.touched)
+	}
+}
+
+// makeRoom drops the least recently used fills of other sets until one of
+// want bytes more keeps within maxFills and maxFillBytes beyond want.
+func (cs *cacheState) makeRoom(set string, want int64) error {
+	for {
+		total, oldest, at := int64(0), "", ^uint64(0)
+		for s, f := range cs.fills {
+			total += f.block.Bytes()
+			if s != set && f.used < at {
+				oldest, at = s, f.used
+			}
+		}
+		if oldest == "" || (len(cs.fills) < maxFills && total <= maxFillBytes) {
+			return nil
+		}
+		if err := cs.dropFill(oldest); err != nil {
+			return err
+		}
+	}
+}
+
+// dropFill frees a set's fill, if it has one.
+func (cs *cacheState) dropFill(set string) error {
+	f, ok := cs.fills[set]
+	if !ok {
+		return nil
+	}
+	delete(cs.fills, set)
+	if cs.devFill == f {
+		cs.devFill = nil
+	}
+	return f.block.Free()
+}
+
+// dropFills frees every fill.
+func (cs *cacheState) dropFills() error {
+	var err error
+	for s := range cs.fills {
+		if e := cs.dropFill(s); e != nil && err == nil {
+			err = e
+		}
+	}
+	return err
+}

@@ -1,0 +1,169 @@
+package kernels
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/gcsm/gcsm/cache"
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+)
+
+// The fill takes the budget beyond twice the set's last block, when that
+// is at least the least fill.
+func TestFillTarget(t *testing.T) {
+	for _, c := range []struct{ budget, est, least, want int64 }{
+		{100, 10, 1, 80},
+		{100, 10, 80, 80},
+		{100, 10, 81, 0},
+		{100, 50, 1, 0},
+		{100, 60, 1, 0},
+		{100, 0, 1, 100},
+		{0, 0, 0, 0},
+	} {
+		if got := fillTarget(c.budget, c.est, c.least); got != c.want {
+			t.Errorf("budget %d, block %d, least %d: %d, want %d", c.budget, c.est, c.least, got, c.want)
+		}
+	}
+}
+
+// fillGraph is a graph of 40 stars of different sizes, so that lengths
+// order the lists, and 360 leaves.
+func fillGraph(t *testing.T) *dyngraph.Graph {
+	t.Helper()
+	g, err := dyngraph.New(dyngraph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	var load []graph.Update
+	const nv = 400
+	for v := range nv {
+		load = append(load, graph.Update{Op: graph.AddVertex, Src: uint32(v), SrcLabel: 0})
+	}
+	for h := range 40 {
+		for j := range 2 + 3*h {
+			load = append(load, graph.Update{Op: graph.Insert, Src: uint32(h), Dst: uint32(40 + (h*7+j)%(nv-40)),
+				SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
+		}
+	}
+	if _, _, err := g.Build(load); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// A set's fill is packed at its second batch from the degree ranking, kept
+// while little of it goes stale, and packed again when an eighth of its
+// lists are stale or the room the estimate needs moves by a quarter of the
+// budget. The lists a batch touches are stale from that batch on, and
+// drop keeps exactly the keys the fill cannot serve.
+func TestFillLifecycle(t *testing.T) {
+	g := fillGraph(t)
+	x := &GPU{opts: Options{Placement: GCSM, MinFill: 1}}
+	const budget = 40000 // the whole graph's lists take 24 kB
+	if f, err := x.fillFor(g, nil, budget); f != nil || err != nil {
+		t.Fatalf("a set not run yet has a fill (%v)", err)
+	}
+	x.cache.caps = walkCaps{querySet(nil): {kernelEdges: 1, estBytes: 500}}
+	apply := func(us ...graph.Update) {
+		g.Reorganize()
+		if _, _, _, err := g.Apply(us); err != nil {
+			t.Fatal(err)
+		}
+		x.cache.touchFills(g)
+	}
+	edge := func(a, b uint32) graph.Update {
+		return graph.Update{Op: graph.Insert, Src: a, Dst: b, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel}
+	}
+	// The pending batch touches hub 39, the longest list, and hub 1 (hubs
+	// have no edges between them).
+	apply(edge(39, 1))
+	f, err := x.fillFor(g, nil, budget)
+	if err != nil || f == nil {
+		t.Fatalf("no fill: %v", err)
+	}
+	var want cache.Block
+	if _, err := cache.Pack(&want, g, x.degreeRanking(g, nil, budget), budget-1000, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(f.block.Words(), want.Words()) {
+		t.Fatalf("the fill holds %v, want the degree ranking's %v", f.block.RowIdx(), want.RowIdx())
+	}
+	rows := f.block.RowIdx()
+	i39, ok := slices.BinarySearch(rows, 39)
+	if !ok || !f.stale[i39] || f.nStale != 2 {
+		t.Fatalf("after packing: list 39 stale %v, %d stale; want the pending batch's two lists only", ok && f.stale[i39], f.nStale)
+	}
+	keys := []uint32{0, 39, 38, 399, 1, 5}
+	got := f.drop(slices.Clone(keys))
+	var wantKeys []uint32
+	for _, k := range keys {
+		if i, ok := slices.BinarySearch(rows, k); !ok || f.stale[i] {
+			wantKeys = append(wantKeys, k)
+		}
+	}
+	if !slices.Equal(got, wantKeys) || !slices.Contains(got, 39) || slices.Contains(got, 38) {
+		t.Fatalf("drop(%v) = %v, want %v", keys, got, wantKeys)
+	}
+	// A batch touching two more of its lists: kept, two more stale.
+	apply(edge(38, 2))
+	v := f.version
+	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version != v || f.nStale != 4 {
+		t.Fatalf("one more stale list: fill %p (was %p), version %d (was %d), %d stale", f2, f, f.version, v, f.nStale)
+	}
+	// Stale past an eighth: packed again, with only the pending batch's
+	// lists stale.
+	// Leaves (40 on) have no edges between them.
+	var us []graph.Update
+	for i := 40; len(us) < len(rows)/16+1; i += 2 {
+		us = append(us, edge(rows[i], rows[i+1]))
+	}
+	apply(us...)
+	if f.nStale*8 <= len(rows) {
+		t.Fatalf("%d of %d lists stale after touching %d", f.nStale, len(rows), len(us))
+	}
+	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version == v {
+		t.Fatal("a fill an eighth stale was not packed again")
+	}
+	for i, k := range f.block.RowIdx() {
+		touched := slices.ContainsFunc(us, func(u graph.Update) bool { return u.Src == k || u.Dst == k })
+		if f.stale[i] != touched {
+			t.Fatalf("repacked: list %d stale %v, touched by the pending batch %v", k, f.stale[i], touched)
+		}
+	}
+	// The estimate's block grew by more than a quarter of the budget: the
+	// fill shrinks to the rest.
+	x.cache.caps[querySet(nil)] = walkCap{kernelEdges: 1, estBytes: 4000}
+	v = f.version
+	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version != v {
+		t.Fatal("the room moved by less than a quarter of the budget, and the fill was packed again")
+	}
+	x.cache.caps[querySet(nil)] = walkCap{kernelEdges: 1, estBytes: 14000}
+	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version == v || f.block.Bytes() > budget-28000 {
+		t.Fatalf("the room moved: version %d (was %d), %d bytes, want at most %d", f.version, v, f.block.Bytes(), budget-28000)
+	}
+	// No room: no fill, and its block is freed.
+	x.cache.caps[querySet(nil)] = walkCap{kernelEdges: 1, estBytes: budget}
+	if f2, _ := x.fillFor(g, nil, budget); f2 != nil || len(x.cache.fills) != 0 {
+		t.Fatalf("no room: fill %p, %d kept", f2, len(x.cache.fills))
+	}
+}
+
+// makeRoom drops the least recently used fills of other sets beyond
+// maxFills.
+func TestFillMakeRoom(t *testing.T) {
+	cs := &cacheState{fills: map[string]*fillBlock{}}
+	for i, s := range []string{"a", "b", "c", "d"} {
+		cs.fills[s] = &fillBlock{used: uint64(10 - i)}
+	}
+	if err := cs.makeRoom("e", 1); err != nil {
+		t.Fatal(err)
+	}
+	if len(cs.fills) != 3 || cs.fills["d"] != nil {
+		t.Fatalf("kept %v, want all but d, the least recently used", cs.fills)
+	}
+	if err := cs.makeRoom("a", 1); err != nil || len(cs.fills) != 3 {
+		t.Fatalf("room under the bound dropped a fill: %d kept (%v)", len(cs.fills), err)
+	}
+}
