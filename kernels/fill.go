@@ -44,6 +44,9 @@ type fillBlock struct {
 	// edges when made), the cut of the degree ranking, and the target
 	// (fillTarget), which the ranking may not fill.
 	orderEdges, rankedBudget, want int64
+	// The graph's edge labels (one or many) and list order (by id alone,
+	// or by label) when packed: a change relays the lists' bytes.
+	multi, idOnly bool
 	// used is cacheState.clock when a batch last used the fill.
 	used uint64
 }
@@ -92,10 +95,12 @@ func fillTarget(budget, estBytes, least int64) int64 {
 }
 
 // repack reports whether a fill must be packed again to serve a target of
-// want bytes, given the order and ranking cut now in force. The lists its
-// own batch touched do not count: packed again, they would be stale again.
-func (f *fillBlock) repack(want, budget, orderEdges, rankedBudget int64) bool {
+// want bytes, given g and the order and ranking cut now in force. The
+// lists its own batch touched do not count: packed again, they would be
+// stale again.
+func (f *fillBlock) repack(g *dyngraph.Graph, want, budget, orderEdges, rankedBudget int64) bool {
 	return f.orderEdges != orderEdges || f.rankedBudget != rankedBudget ||
+		f.multi != g.MultiLabel() || f.idOnly != g.Order().IDOnly() ||
 		8*(f.nStale-f.packedStale) > f.block.Keys() || abs(want-f.want) > budget/4
 }
 
@@ -124,7 +129,7 @@ func (x *GPU) fillFor(g *dyngraph.Graph, queries []*query.Query, budget int64) (
 	f := cs.fills[set]
 	ranked := x.degreeRanking(g, queries, budget)
 	cs.clock++
-	if f != nil && !f.repack(want, budget, cs.longestEdges, cs.rankedBudget) {
+	if f != nil && !f.repack(g, want, budget, cs.longestEdges, cs.rankedBudget) {
 		f.used = cs.clock
 		return f, nil
 	}
@@ -152,6 +157,7 @@ func (x *GPU) fillFor(g *dyngraph.Graph, queries []*query.Query, budget int64) (
 	f.nStale = 0
 	f.version++
 	f.orderEdges, f.rankedBudget, f.want, f.used = cs.longestEdges, cs.rankedBudget, want, cs.clock
+	f.multi, f.idOnly = g.MultiLabel(), g.Order().IDOnly()
 	f.touch(touchedKeys(g, cs.touched[:0]))
 	f.packedStale = f.nStale
 	return f, nil

@@ -143,6 +143,12 @@ func TestFillLifecycle(t *testing.T) {
 	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version == v || f.block.Bytes() > budget-28000 {
 		t.Fatalf("the room moved: version %d (was %d), %d bytes, want at most %d", f.version, v, f.block.Bytes(), budget-28000)
 	}
+	// A second edge label gives every list a label array: packed again.
+	v = f.version
+	apply(graph.Update{Op: graph.Insert, Src: 3, Dst: 4, Label: 1, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
+	if f2, _ := x.fillFor(g, nil, budget); !g.MultiLabel() || f2 != f || f.version == v || !f.block.Layout().HasLabels {
+		t.Fatalf("a second edge label: multi-label %v, version %d (was %d), labels in the fill %v", g.MultiLabel(), f.version, v, f.block.Layout().HasLabels)
+	}
 	// No room: no fill, and its block is freed.
 	x.cache.caps[querySet(nil)] = walkCap{kernelEdges: 1, estBytes: budget}
 	if f2, _ := x.fillFor(g, nil, budget); f2 != nil || len(x.cache.fills) != 0 {
