@@ -260,6 +260,9 @@ func (x *GPU) tuneEstimate(queries []*query.Query, edges int) {
 	if !x.last.CacheSkipped {
 		c.estBytes = x.last.CacheBytes - x.last.FillBytes
 	}
+	if cs.fill != nil {
+		cs.fill.served += x.last.Kernel
+	}
 	if est := cs.last; x.estimateShare() > 0 && est != nil {
 		// Against the kernel's time, not the Match's: a first batch's
 		// Match also maps the graph.

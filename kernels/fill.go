@@ -3,6 +3,7 @@ package kernels
 import (
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/gcsm/gcsm/cache"
 	"github.com/gcsm/gcsm/dyngraph"
@@ -26,9 +27,13 @@ import (
 // when another set's fill took its place. A list that a batch touches is
 // stale in every fill from then on: its table row no longer points into the
 // fill, and the estimate may put it in the batch's block instead. A fill is
-// packed again when an eighth of its lists went stale since, when the degree
-// placement's order is remade, or when the room the estimate needs has
-// moved by a quarter of the budget.
+// packed again when the degree placement's order is remade, and when a
+// quarter of its lists went stale since, or the room the estimate needs
+// moved by a quarter of the budget, once the set's kernels since took
+// twenty times its last packing (repackShare): the hubs that fill it are
+// the lists batches touch most, and on the H100 the diamond's fill of 31
+// MB, packed again whenever an eighth went stale, cost its batches of 512
+// 15 ms of packing for 4.5 ms kernels.
 
 // fillBlock is one set of queries' fill.
 type fillBlock struct {
@@ -49,7 +54,14 @@ type fillBlock struct {
 	multi, idOnly bool
 	// used is cacheState.clock when a batch last used the fill.
 	used uint64
+	// packCost is the time the last packing took, and served the set's
+	// kernel time since (repackShare).
+	packCost, served time.Duration
 }
+
+// repackShare is the most of the kernel time a fill served that packing it
+// again may cost.
+const repackShare = 0.05
 
 // valid reports whether row i of the fill may be read.
 func (f *fillBlock) valid(i int) bool { return !f.stale[i] }
@@ -99,9 +111,12 @@ func fillTarget(budget, estBytes, least int64) int64 {
 // lists its own batch touched do not count: packed again, they would be
 // stale again.
 func (f *fillBlock) repack(g *dyngraph.Graph, want, budget, orderEdges, rankedBudget int64) bool {
-	return f.orderEdges != orderEdges || f.rankedBudget != rankedBudget ||
-		f.multi != g.MultiLabel() || f.idOnly != g.Order().IDOnly() ||
-		8*(f.nStale-f.packedStale) > f.block.Keys() || abs(want-f.want) > budget/4
+	if f.orderEdges != orderEdges || f.rankedBudget != rankedBudget ||
+		f.multi != g.MultiLabel() || f.idOnly != g.Order().IDOnly() {
+		return true
+	}
+	worn := 4*(f.nStale-f.packedStale) > f.block.Keys() || abs(want-f.want) > budget/4
+	return worn && repackShare*f.served.Seconds() >= f.packCost.Seconds()
 }
 
 // Bounds on the fills kept: the sets of queries, and their pinned bytes
@@ -129,12 +144,12 @@ func (x *GPU) fillFor(g *dyngraph.Graph, queries []*query.Query, budget int64) (
 	f := cs.fills[set]
 	ranked := x.degreeRanking(g, queries, budget)
 	cs.clock++
+	if want == 0 {
+		return nil, cs.dropFill(set) // dropping costs nothing
+	}
 	if f != nil && !f.repack(g, want, budget, cs.longestEdges, cs.rankedBudget) {
 		f.used = cs.clock
 		return f, nil
-	}
-	if want == 0 {
-		return nil, cs.dropFill(set)
 	}
 	if f == nil {
 		if err := cs.makeRoom(set, want); err != nil {
@@ -149,9 +164,11 @@ func (x *GPU) fillFor(g *dyngraph.Graph, queries []*query.Query, budget int64) (
 		}
 		cs.fills[set] = f
 	}
+	t0 := time.Now()
 	if n, err := cache.Pack(&f.block, g, ranked, want, cs.reads); err != nil || n == 0 {
 		return nil, errors.Join(err, cs.dropFill(set))
 	}
+	f.packCost, f.served = time.Since(t0), 0
 	f.stale = slices.Grow(f.stale[:0], f.block.Keys())[:f.block.Keys()]
 	clear(f.stale)
 	f.nStale = 0

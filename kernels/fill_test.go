@@ -3,6 +3,7 @@ package kernels
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/gcsm/gcsm/cache"
 	"github.com/gcsm/gcsm/dyngraph"
@@ -112,19 +113,24 @@ func TestFillLifecycle(t *testing.T) {
 	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version != v || f.nStale != 4 {
 		t.Fatalf("one more stale list: fill %p (was %p), version %d (was %d), %d stale", f2, f, f.version, v, f.nStale)
 	}
-	// Stale past an eighth: packed again, with only the pending batch's
-	// lists stale.
+	// Stale past a quarter: packed again once the kernels it served took
+	// twenty times its packing, with only the pending batch's lists stale.
 	// Leaves (40 on) have no edges between them.
 	var us []graph.Update
-	for i := 40; len(us) < len(rows)/16+1; i += 2 {
+	for i := 40; len(us) < len(rows)/8+1; i += 2 {
 		us = append(us, edge(rows[i], rows[i+1]))
 	}
 	apply(us...)
-	if f.nStale*8 <= len(rows) {
+	if f.nStale*4 <= len(rows) {
 		t.Fatalf("%d of %d lists stale after touching %d", f.nStale, len(rows), len(us))
 	}
+	f.packCost, f.served = time.Second, 19*time.Second
+	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version != v {
+		t.Fatal("a fill was packed again before its kernels took twenty times its packing")
+	}
+	f.served = 20 * time.Second
 	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version == v {
-		t.Fatal("a fill an eighth stale was not packed again")
+		t.Fatal("a fill a quarter stale was not packed again")
 	}
 	for i, k := range f.block.RowIdx() {
 		touched := slices.ContainsFunc(us, func(u graph.Update) bool { return u.Src == k || u.Dst == k })
@@ -136,10 +142,12 @@ func TestFillLifecycle(t *testing.T) {
 	// fill shrinks to the rest.
 	x.cache.caps[querySet(nil)] = walkCap{kernelEdges: 1, estBytes: 4000}
 	v = f.version
+	f.served = time.Hour
 	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version != v {
 		t.Fatal("the room moved by less than a quarter of the budget, and the fill was packed again")
 	}
 	x.cache.caps[querySet(nil)] = walkCap{kernelEdges: 1, estBytes: 14000}
+	f.served = time.Hour
 	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version == v || f.block.Bytes() > budget-28000 {
 		t.Fatalf("the room moved: version %d (was %d), %d bytes, want at most %d", f.version, v, f.block.Bytes(), budget-28000)
 	}
