@@ -31,6 +31,11 @@ import (
 // once per cached list and batch, instead of in the kernel once per list
 // access. Options.SearchLookup does it the paper's way instead, in the
 // kernel, so that the two can be measured against each other.
+//
+// The gcsm placement's fill (fill.go) is a second block, packed once per
+// set of queries and kept on the device ahead of the batch's block in the
+// same buffer; the table rows of its lists that no batch has touched since
+// point into it, as one more slab.
 
 // cacheState is what the cache placements keep from batch to batch.
 type cacheState struct {
