@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/gcsm/gcsm/cache"
-	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
 )
 
@@ -28,39 +27,13 @@ func TestFillTarget(t *testing.T) {
 	}
 }
 
-// fillGraph is a graph of 40 stars of different sizes, so that lengths
-// order the lists, and 360 leaves.
-func fillGraph(t *testing.T) *dyngraph.Graph {
-	t.Helper()
-	g, err := dyngraph.New(dyngraph.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
-	var load []graph.Update
-	const nv = 400
-	for v := range nv {
-		load = append(load, graph.Update{Op: graph.AddVertex, Src: uint32(v), SrcLabel: 0})
-	}
-	for h := range 40 {
-		for j := range 2 + 3*h {
-			load = append(load, graph.Update{Op: graph.Insert, Src: uint32(h), Dst: uint32(40 + (h*7+j)%(nv-40)),
-				SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
-		}
-	}
-	if _, _, err := g.Build(load); err != nil {
-		t.Fatal(err)
-	}
-	return g
-}
-
 // A set's fill is packed at its second batch from the degree ranking, kept
 // while little of it goes stale, and packed again when an eighth of its
 // lists are stale or the room the estimate needs moves by a quarter of the
 // budget. The lists a batch touches are stale from that batch on, and
 // drop keeps exactly the keys the fill cannot serve.
 func TestFillLifecycle(t *testing.T) {
-	g := fillGraph(t)
+	g := starGraph(t)
 	x := &GPU{opts: Options{Placement: GCSM, MinFill: 1}}
 	const budget = 40000 // the whole graph's lists take 24 kB
 	if f, err := x.fillFor(g, nil, budget); f != nil || err != nil {

@@ -13,26 +13,7 @@ import (
 // while the budget moves under that, as a budget that follows the GPU's
 // free memory does; a larger budget cuts it again.
 func TestDegreeRankingBudget(t *testing.T) {
-	g, err := dyngraph.New(dyngraph.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	var load []graph.Update
-	const nv = 400
-	for v := range nv {
-		load = append(load, graph.Update{Op: graph.AddVertex, Src: uint32(v), SrcLabel: 0})
-	}
-	// A star per hub, of sizes that differ: lengths order the lists.
-	for h := range 40 {
-		for j := range 2 + 3*h {
-			load = append(load, graph.Update{Op: graph.Insert, Src: uint32(h), Dst: uint32(40 + (h*7+j)%(nv-40)),
-				SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
-		}
-	}
-	if _, _, err := g.Build(load); err != nil {
-		t.Fatal(err)
-	}
+	g := starGraph(t)
 	x := &GPU{}
 	first := x.degreeRanking(g, nil, 2000)
 	want := cache.Degree(nil, g, cache.Longest(nil, g), 2500, nil)
@@ -48,4 +29,30 @@ func TestDegreeRankingBudget(t *testing.T) {
 	if want := cache.Degree(nil, g, cache.Longest(nil, g), 3250, nil); !slices.Equal(again, want) || len(again) <= len(first) {
 		t.Errorf("budget 2600: %d lists, want the %d that fit 3250 (more than %d)", len(again), len(want), len(first))
 	}
+}
+
+// starGraph is a graph of 40 stars of different sizes, so that lengths
+// order the lists, and 360 leaves, none of them adjacent to another.
+func starGraph(t *testing.T) *dyngraph.Graph {
+	t.Helper()
+	g, err := dyngraph.New(dyngraph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	var load []graph.Update
+	const nv = 400
+	for v := range nv {
+		load = append(load, graph.Update{Op: graph.AddVertex, Src: uint32(v), SrcLabel: 0})
+	}
+	for h := range 40 {
+		for j := range 2 + 3*h {
+			load = append(load, graph.Update{Op: graph.Insert, Src: uint32(h), Dst: uint32(40 + (h*7+j)%(nv-40)),
+				SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
+		}
+	}
+	if _, _, err := g.Build(load); err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
