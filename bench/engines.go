@@ -22,7 +22,22 @@ import (
 type Engine struct {
 	Name    string
 	Matcher incremental.Matcher
-	Alloc   hostmem.Allocator
+	// PerShape, when set, holds a matcher for each of EngineConfig.Shapes,
+	// in order, which matches that shape alone, as a service holding that
+	// one query would; Matcher then only builds the graph. Without it
+	// Matcher matches the shapes one after another, and on the GPU each
+	// shape's cache displaces the last one's: the table rows it points,
+	// and the gcsm placement's fill, which is copied again.
+	PerShape []incremental.Matcher
+	Alloc    hostmem.Allocator
+}
+
+// matcher returns the matcher of the run's shape i.
+func (e Engine) matcher(i int) incremental.Matcher {
+	if e.PerShape != nil {
+		return e.PerShape[i]
+	}
+	return e.Matcher
 }
 
 // EngineConfig is a side-by-side run of several engines over one R-MAT
@@ -131,6 +146,11 @@ func RunEngines(cfg EngineConfig, engines []Engine, log io.Writer) ([]EngineRow,
 	})
 	if err != nil {
 		return nil, err
+	}
+	for _, e := range engines {
+		if e.PerShape != nil && len(e.PerShape) != len(cfg.Shapes) {
+			return nil, fmt.Errorf("bench: engine %s has %d matchers for %d shapes", e.Name, len(e.PerShape), len(cfg.Shapes))
+		}
 	}
 	initial, stream := SplitStream(edges, cfg.Fraction, cfg.Seed)
 	fmt.Fprintf(log, "R-MAT scale %d: %d edges, %d in the initial graph, stream of %d\n",
@@ -248,9 +268,9 @@ func warmUp(e Engine, g *dyngraph.Graph, stream []graph.Update, at *int, size in
 	}
 	*at += size
 	one := make([]*query.Query, 1)
-	for _, q := range qs {
+	for i, q := range qs {
 		one[0] = q
-		if _, err := e.Matcher.Match(g, delta, one, incremental.Count, nil); err != nil && !errors.Is(err, cache.ErrOverBudget) {
+		if _, err := e.matcher(i).Match(g, delta, one, incremental.Count, nil); err != nil && !errors.Is(err, cache.ErrOverBudget) {
 			return fmt.Errorf("%s, warm-up batch of %d: %w", e.Name, size, err)
 		}
 	}
@@ -288,8 +308,12 @@ func load(cfg EngineConfig, e Engine, initial []graph.Edge) (*dyngraph.Graph, er
 		g.Close()
 		return nil, err
 	}
-	if b, ok := e.Matcher.(Budgeted); ok && cfg.CacheFraction > 0 {
-		b.SetCacheBytes(int64(cfg.CacheFraction * float64(GraphBytes(g))))
+	if cfg.CacheFraction > 0 {
+		for _, m := range append([]incremental.Matcher{e.Matcher}, e.PerShape...) {
+			if b, ok := m.(Budgeted); ok {
+				b.SetCacheBytes(int64(cfg.CacheFraction * float64(GraphBytes(g))))
+			}
+		}
 	}
 	return g, nil
 }
@@ -338,12 +362,13 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 		for i, q := range qs {
 			one[0] = q
 			var list, host uint64
-			gpu, isGPU := e.Matcher.(gpuEngine)
+			m := e.matcher(i)
+			gpu, isGPU := m.(gpuEngine)
 			if isGPU {
 				list, host = gpu.ListBytes(), gpu.HostBytes()
 			}
 			t0 := time.Now()
-			c, err := e.Matcher.Match(g, delta, one, incremental.Count, nil)
+			c, err := m.Match(g, delta, one, incremental.Count, nil)
 			if err != nil {
 				return nil, err
 			}

@@ -2,11 +2,15 @@ package bench_test
 
 import (
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/gcsm/gcsm/bench"
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/internal/hostmem"
+	"github.com/gcsm/gcsm/query"
 )
 
 // runCPU runs two CPU engines, of one worker and of two, side by side on a
@@ -66,5 +70,57 @@ func TestRunEngines(t *testing.T) {
 	}
 	if !moved {
 		t.Fatal("the warm-up per size left every later batch's counts as they were")
+	}
+}
+
+// shapeLog is the CPU engine, noting the queries it was asked to match.
+type shapeLog struct {
+	incremental.CPU
+	names map[string]int
+}
+
+func (m *shapeLog) Match(g *dyngraph.Graph, delta []graph.Change, qs []*query.Query, mode incremental.Mode, sink incremental.Sink) ([]incremental.Counts, error) {
+	for _, q := range qs {
+		m.names[q.Name]++
+	}
+	return m.CPU.Match(g, delta, qs, mode, sink)
+}
+
+// An engine with a matcher per shape matches each shape with its own, and
+// counts what the engine with one matcher counts.
+func TestRunEnginesPerShape(t *testing.T) {
+	var shapes []bench.Shape
+	for _, s := range bench.Shapes() {
+		if s.Name == "triangle" || s.Name == "4-cycle" {
+			shapes = append(shapes, s)
+		}
+	}
+	cfg := bench.EngineConfig{
+		Graph:   bench.RMAT{Scale: 9, Edges: 8 << 9, VertexLabels: 2, LabelSkew: 1.5, EdgeLabels: 1, Seed: 3},
+		Shapes:  shapes,
+		Batches: []int{16, 64},
+		PerSize: 2, Fraction: 0.2, Seed: 3,
+	}
+	per := []*shapeLog{{names: map[string]int{}}, {names: map[string]int{}}}
+	engines := []bench.Engine{
+		{Name: "one", Matcher: &incremental.CPU{Workers: 1}, Alloc: hostmem.Heap{}},
+		{Name: "per-shape", Matcher: &incremental.CPU{Workers: 1}, PerShape: []incremental.Matcher{per[0], per[1]}, Alloc: hostmem.Heap{}},
+	}
+	rows, err := bench.RunEngines(cfg, engines, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2*len(shapes)*len(cfg.Batches) {
+		t.Fatalf("%d rows", len(rows))
+	}
+	for i, s := range shapes {
+		// A warm-up batch, then two timed batches of each size.
+		if len(per[i].names) != 1 || per[i].names[s.Name] != 1+2*len(cfg.Batches) {
+			t.Errorf("the matcher of %s matched %v", s.Name, per[i].names)
+		}
+	}
+	engines[1].PerShape = engines[1].PerShape[:1]
+	if _, err := bench.RunEngines(cfg, engines, io.Discard); err == nil || !strings.Contains(err.Error(), "1 matchers for 2 shapes") {
+		t.Errorf("one matcher for two shapes: %v", err)
 	}
 }

@@ -24,7 +24,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		scale, factor, vlabels, perSize, workers int
 		skew, cacheFraction                      float64
 		batches, shapes, engines, svg            string
-		labeled, coverage, warmEach              bool
+		labeled, coverage, warmEach, perShape    bool
 		seed                                     uint64
 		gpuMem                                   int64
 		share                                    float64
@@ -40,6 +40,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&batches, "batches", "64,1024,4096", "comma-separated batch sizes")
 	fs.IntVar(&perSize, "per-size", 4, "batches timed per size")
 	fs.BoolVar(&warmEach, "warm-each-size", false, "give every batch size an untimed batch before its timed ones, not only the first size")
+	fs.BoolVar(&perShape, "executor-per-shape", false, "give every shape its own executor of each engine, as a service holding that one query would; by default one executor matches the shapes in turn, and on the GPU each shape's cache displaces the last one's")
 	fs.StringVar(&shapes, "shapes", "triangle,4-cycle,diamond,house,5-cycle", "comma-separated query shapes: "+shapeNames())
 	fs.StringVar(&engines, "engines", "cpu,zero-copy,device", fmt.Sprintf("engines to compare: cpu, or a GPU placement (%s), a cache placement with :search for the binary-search lookup and :whole for blocks of whole lists (gcsm:search, degree:whole), gcsm:nofill for the gcsm placement without its fill (--gpu-fill off); the GPU ones are skipped without a GPU", placementNames()))
 	fs.Float64Var(&cacheFraction, "gpu-cache-fraction", 0, "cap the cache placements' budget at this share of the graph's list bytes (0.05: the paper's out-of-memory regime); 0 leaves it to --gpu-mem")
@@ -111,10 +112,19 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	var es []bench.Engine
+	if perShape {
+		fmt.Fprintf(stderr, "bench: an executor per shape (%d) for each engine\n", len(cfg.Shapes))
+	}
 	for _, name := range strings.Split(engines, ",") {
 		switch name = strings.TrimSpace(name); name {
 		case "cpu":
-			es = append(es, bench.Engine{Name: "cpu", Matcher: &incremental.CPU{Workers: workers}, Alloc: hostmem.Mmap{}})
+			e := bench.Engine{Name: "cpu", Matcher: &incremental.CPU{Workers: workers}, Alloc: hostmem.Mmap{}}
+			if perShape {
+				for range cfg.Shapes {
+					e.PerShape = append(e.PerShape, &incremental.CPU{Workers: workers})
+				}
+			}
+			es = append(es, e)
 		default:
 			opts, err := engineOptions(name)
 			if err != nil {
@@ -122,14 +132,35 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			}
 			opts.MemLimit, opts.EstimateShare, opts.WeightedWalks, opts.MinCacheKernel = gpuMem, share, weighted, minKernel
 			opts.NoFill = opts.NoFill || nofill
-			x, err := kernels.Open(opts)
-			if err != nil {
-				fmt.Fprintf(stderr, "bench: skipping %s: %v\n", name, err)
+			n := 1
+			if perShape {
+				n = len(cfg.Shapes)
+			}
+			// The executors of one engine share the device's primary
+			// context, so the first one's pinned graph serves them all.
+			var xs []incremental.Matcher
+			var first *kernels.GPU
+			for range n {
+				x, err := kernels.Open(opts)
+				if err != nil {
+					fmt.Fprintf(stderr, "bench: skipping %s: %v\n", name, err)
+					break
+				}
+				defer x.Close()
+				if first == nil {
+					first = x
+				}
+				xs = append(xs, x)
+			}
+			if len(xs) < n {
 				continue
 			}
-			defer x.Close()
-			fmt.Fprintf(stderr, "bench: %s on %s\n", name, x.Name())
-			es = append(es, bench.Engine{Name: "gpu-" + name, Matcher: x, Alloc: x.Allocator()})
+			fmt.Fprintf(stderr, "bench: %s on %s (%d executors)\n", name, first.Name(), n)
+			e := bench.Engine{Name: "gpu-" + name, Matcher: first, Alloc: first.Allocator()}
+			if perShape {
+				e.PerShape = xs
+			}
+			es = append(es, e)
 		}
 	}
 	if len(es) == 0 {

@@ -768,3 +768,26 @@ func FuzzEngineOptions(f *testing.F) {
 		}
 	})
 }
+
+// bench --executor-per-shape gives each shape its own executor (the bench
+// package's TestRunEnginesPerShape checks the matching) and reports the same
+// rows.
+func TestBenchExecutorPerShape(t *testing.T) {
+	args := []string{"bench", "--scale", "9", "--engines", "cpu", "--batches", "16,64", "--per-size", "1", "--shapes", "triangle,4-cycle"}
+	one := gcsmOK(t, args...)
+	per, errs, code := gcsm(t, append(args, "--executor-per-shape")...)
+	if code != 0 || !strings.Contains(errs, "an executor per shape (2)") {
+		t.Fatalf("--executor-per-shape: exit %d, stderr:\n%s", code, errs)
+	}
+	counts := func(out string) (rows []string) {
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && (f[0] == "triangle" || f[0] == "4-cycle") {
+				rows = append(rows, f[0]+" "+f[1])
+			}
+		}
+		return rows
+	}
+	if c := counts(per); len(c) != 4 || !slices.Equal(c, counts(one)) {
+		t.Fatalf("rows with an executor per shape %q, with one %q", c, counts(one))
+	}
+}
