@@ -24,7 +24,7 @@ type Engine struct {
 	Matcher incremental.Matcher
 	// PerShape, when set, holds a matcher for each of EngineConfig.Shapes,
 	// in order, which matches that shape alone, as a service holding that
-	// one query would; Matcher then only builds the graph. Without it
+	// one query would; Matcher then matches nothing. Without it
 	// Matcher matches the shapes one after another, and on the GPU each
 	// shape's cache displaces the last one's: the table rows it points,
 	// and the gcsm placement's fill, which is copied again.

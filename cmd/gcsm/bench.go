@@ -155,7 +155,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			if len(xs) < n {
 				continue
 			}
-			fmt.Fprintf(stderr, "bench: %s on %s (%d executors)\n", name, first.Name(), n)
+			fmt.Fprintf(stderr, "bench: %s on %s\n", name, first.Name())
 			e := bench.Engine{Name: "gpu-" + name, Matcher: first, Alloc: first.Allocator()}
 			if perShape {
 				e.PerShape = xs
