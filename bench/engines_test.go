@@ -13,25 +13,32 @@ import (
 	"github.com/gcsm/gcsm/query"
 )
 
-// runCPU runs two CPU engines, of one worker and of two, side by side on a
-// small labeled R-MAT workload; RunEngines fails if they disagree.
-func runCPU(t *testing.T, warmEach bool) []bench.EngineRow {
-	t.Helper()
+// smallRun is a small labeled R-MAT workload with the triangle and the
+// 4-cycle, two timed batches of 16 and of 64.
+func smallRun() bench.EngineConfig {
 	var shapes []bench.Shape
 	for _, s := range bench.Shapes() {
 		if s.Name == "triangle" || s.Name == "4-cycle" {
 			shapes = append(shapes, s)
 		}
 	}
-	cfg := bench.EngineConfig{
-		Graph:        bench.RMAT{Scale: 9, Edges: 8 << 9, VertexLabels: 2, LabelSkew: 1.5, EdgeLabels: 1, Seed: 3},
-		Shapes:       shapes,
-		Batches:      []int{16, 64},
-		PerSize:      2,
-		Fraction:     0.2,
-		Seed:         3,
-		WarmEachSize: warmEach,
+	return bench.EngineConfig{
+		Graph:    bench.RMAT{Scale: 9, Edges: 8 << 9, VertexLabels: 2, LabelSkew: 1.5, EdgeLabels: 1, Seed: 3},
+		Shapes:   shapes,
+		Batches:  []int{16, 64},
+		PerSize:  2,
+		Fraction: 0.2,
+		Seed:     3,
 	}
+}
+
+// runCPU runs two CPU engines, of one worker and of two, side by side on a
+// small labeled R-MAT workload; RunEngines fails if they disagree.
+func runCPU(t *testing.T, warmEach bool) []bench.EngineRow {
+	t.Helper()
+	cfg := smallRun()
+	cfg.WarmEachSize = warmEach
+	shapes := cfg.Shapes
 	engines := []bench.Engine{
 		{Name: "one", Matcher: &incremental.CPU{Workers: 1}, Alloc: hostmem.Heap{}},
 		{Name: "two", Matcher: &incremental.CPU{Workers: 2}, Alloc: hostmem.Heap{}},
@@ -89,18 +96,8 @@ func (m *shapeLog) Match(g *dyngraph.Graph, delta []graph.Change, qs []*query.Qu
 // An engine with a matcher per shape matches each shape with its own, and
 // counts what the engine with one matcher counts.
 func TestRunEnginesPerShape(t *testing.T) {
-	var shapes []bench.Shape
-	for _, s := range bench.Shapes() {
-		if s.Name == "triangle" || s.Name == "4-cycle" {
-			shapes = append(shapes, s)
-		}
-	}
-	cfg := bench.EngineConfig{
-		Graph:   bench.RMAT{Scale: 9, Edges: 8 << 9, VertexLabels: 2, LabelSkew: 1.5, EdgeLabels: 1, Seed: 3},
-		Shapes:  shapes,
-		Batches: []int{16, 64},
-		PerSize: 2, Fraction: 0.2, Seed: 3,
-	}
+	cfg := smallRun()
+	shapes := cfg.Shapes
 	per := []*shapeLog{{names: map[string]int{}}, {names: map[string]int{}}}
 	engines := []bench.Engine{
 		{Name: "one", Matcher: &incremental.CPU{Workers: 1}, Alloc: hostmem.Heap{}},

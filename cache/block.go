@@ -148,12 +148,25 @@ func (s *sizer) full() bool { return s.used+s.cost(1) > s.budget }
 // to reads, would take, Bytes() of it: for comparing a set of lists with a
 // budget. Empty lists take nothing, as Pack skips them.
 func BlockBytes(g *dyngraph.Graph, keys []uint32, reads *Reads) int64 {
+	return BlockBytesUpTo(g, keys, reads, math.MaxInt64)
+}
+
+// BlockBytesUpTo is BlockBytes, but stops sizing once the block passes
+// limit bytes, and then returns what it came to there: more than limit. It
+// sizes keys in windows that double, as Pack does, so that a long list of
+// keys costs about what the limit's worth of lists does.
+func BlockBytesUpTo(g *dyngraph.Graph, keys []uint32, reads *Reads, limit int64) int64 {
 	s := newSizer(math.MaxInt64, g.MultiLabel())
-	t := make([]trim, len(keys))
-	reads.trims(g, keys, t)
-	for _, t := range t {
-		if n := t.len(); n > 0 {
-			s.take(n)
+	var t []trim
+	for i := 0; i < len(keys) && 4*s.used <= limit; {
+		win := keys[i : i+min(len(keys)-i, max(firstWindow, i))]
+		i += len(win)
+		t = slices.Grow(t[:0], len(win))[:len(win)]
+		reads.trims(g, win, t)
+		for _, t := range t {
+			if n := t.len(); n > 0 {
+				s.take(n)
+			}
 		}
 	}
 	return 4 * s.used

@@ -292,3 +292,28 @@ func TestPackAllocs(t *testing.T) {
 		t.Errorf("allocator: %d allocations, %d frees, %d bytes live; want 2, 2, 0", ca.allocs, ca.frees, ca.live)
 	}
 }
+
+// BlockBytesUpTo sizes the keys in windows that double from firstWindow
+// and stops after the window that passes the limit: it is BlockBytes of
+// that many keys, more than the limit, or of all of them.
+func TestBlockBytesUpTo(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	g, _ := labeledGraph(t, r, false, true, 20000, 100000, 3)
+	keys := nonEmpty(g)
+	r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	full := BlockBytes(g, keys, nil)
+	if len(keys) < 4*firstWindow {
+		t.Fatalf("%d lists are too few for several windows", len(keys))
+	}
+	for _, limit := range []int64{0, 1, full / 9, full / 3, full - 1, full, 2 * full} {
+		got := BlockBytesUpTo(g, keys, nil, limit)
+		want, n := int64(0), 0
+		for n < len(keys) && want <= limit {
+			n += min(len(keys)-n, max(firstWindow, n))
+			want = BlockBytes(g, keys[:n], nil)
+		}
+		if got != want || (got <= limit && got != full) {
+			t.Errorf("limit %d of %d: %d bytes, want %d (the first %d keys)", limit, full, got, want, n)
+		}
+	}
+}

@@ -80,6 +80,14 @@ func TestFillLifecycle(t *testing.T) {
 	if !slices.Equal(got, wantKeys) || !slices.Contains(got, 39) || slices.Contains(got, 38) {
 		t.Fatalf("drop(%v) = %v, want %v", keys, got, wantKeys)
 	}
+	// The stale lists the estimate rated stay where they are; the others
+	// follow its lists, the longest first.
+	if got := f.appendStale(got); !slices.Equal(got, wantKeys) {
+		t.Fatalf("appendStale after drop(%v): %v, want %v", keys, got, wantKeys)
+	}
+	if got := f.appendStale(f.drop([]uint32{5})); !slices.Equal(got, []uint32{39, 1}) {
+		t.Fatalf("appendStale(drop([5])) = %v, want the stale lists 39 and 1, longest first", got)
+	}
 	// A batch touching two more of its lists: kept, two more stale.
 	apply(edge(38, 2))
 	v := f.version
@@ -111,8 +119,9 @@ func TestFillLifecycle(t *testing.T) {
 			t.Fatalf("repacked: list %d stale %v, touched by the pending batch %v", k, f.stale[i], touched)
 		}
 	}
-	// The estimate's block grew by more than a quarter of the budget: the
-	// fill shrinks to the rest.
+	// The estimate needs more room, by less than a quarter of the budget:
+	// kept; by more: the fill shrinks to the rest at once, whatever it
+	// served.
 	x.cache.caps[querySet(nil)] = walkCap{kernelEdges: 1, estBytes: 4000}
 	v = f.version
 	f.served = time.Hour
@@ -120,9 +129,19 @@ func TestFillLifecycle(t *testing.T) {
 		t.Fatal("the room moved by less than a quarter of the budget, and the fill was packed again")
 	}
 	x.cache.caps[querySet(nil)] = walkCap{kernelEdges: 1, estBytes: 14000}
-	f.served = time.Hour
+	f.served = 0
 	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version == v || f.block.Bytes() > budget-28000 {
-		t.Fatalf("the room moved: version %d (was %d), %d bytes, want at most %d", f.version, v, f.block.Bytes(), budget-28000)
+		t.Fatalf("the estimate needs room: version %d (was %d), %d bytes, want at most %d", f.version, v, f.block.Bytes(), budget-28000)
+	}
+	// It needs less again: the fill grows, once it has served enough.
+	x.cache.caps[querySet(nil)] = walkCap{kernelEdges: 1, estBytes: 500}
+	v = f.version
+	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version != v {
+		t.Fatal("the fill grew before its kernels took twenty times its packing")
+	}
+	f.served = time.Hour
+	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version == v || f.block.Bytes() <= budget-28000 {
+		t.Fatalf("room to grow: version %d (was %d), %d bytes", f.version, v, f.block.Bytes())
 	}
 	// A second edge label gives every list a label array: packed again.
 	v = f.version
