@@ -108,12 +108,12 @@ func (f *fillBlock) drop(keys []uint32) []uint32 {
 // see among them, the longest (as packed) first: they follow the
 // estimate's lists into the batch's block. The lists a batch touches are
 // hubs more often than not, and the most read. A simulation of these
-// rules on the 2-core VM (the bench's 4-cycle on a 2^25-edge R-MAT graph,
+// rules on the 2-core VM (the bench's 4-cycle on a 2^26-edge R-MAT graph,
 // exact reads weighted by trimmed length, not the kernel's own counts, and
-// no time gate on packing again): a
-// fill packed at 512 edges served 97% of the list bytes, and left stale
-// 73-75% at 2,048 a few batches on; with its stale lists in the batch's
-// block, 90-95%, against the degree placement's 97% packed every batch.
+// no time gate on packing again): a fill packed at 512 edges served 94.6%
+// of the list bytes, and left stale 65.7-86.6% at 2,048; with its stale
+// lists in the batch's block, 95.6-97.1% once it had shrunk for them,
+// against the degree placement's 97.1-98.6% packed every batch.
 func (f *fillBlock) appendStale(keys []uint32) []uint32 {
 	lay := f.block.Layout()
 	words := f.block.Words()
