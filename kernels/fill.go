@@ -45,8 +45,9 @@ type fillBlock struct {
 	stale               []bool
 	nStale, packedStale int
 	// rated marks the stale rows whose lists the batch's estimate rated
-	// (drop; scratch of appendStale).
+	// (drop; scratch of appendStale), and order is appendStale's scratch.
 	rated []bool
+	order []uint64
 	// version changes with every packing, so that the device copy follows.
 	version uint64
 	// What the fill was packed from: the order of the lists (its graph's
@@ -118,18 +119,20 @@ func (f *fillBlock) appendStale(keys []uint32) []uint32 {
 	lay := f.block.Layout()
 	words := f.block.Words()
 	rowptr, rows := words[lay.RowPtr:lay.ColIdx], f.block.RowIdx()
-	from := len(keys)
+	// Each stale row as its length and key, so that one sort of words
+	// orders them, the longest first and then by key.
+	order := f.order[:0]
 	for i, s := range f.stale {
 		if s && !f.rated[i] {
-			keys = append(keys, rows[i])
+			n := rowptr[2*i+2] - rowptr[2*i]
+			order = append(order, uint64(^n)<<32|uint64(rows[i]))
 		}
 	}
-	// The rows ascend by key, so a key's row is found by search.
-	size := func(k uint32) uint32 {
-		i, _ := slices.BinarySearch(rows, k)
-		return rowptr[2*i+2] - rowptr[2*i]
+	slices.Sort(order)
+	for _, o := range order {
+		keys = append(keys, uint32(o))
 	}
-	slices.SortStableFunc(keys[from:], func(a, b uint32) int { return int(size(b)) - int(size(a)) })
+	f.order = order
 	return keys
 }
 
