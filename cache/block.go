@@ -68,6 +68,8 @@ type Block struct {
 	raw   []byte   // from Alloc
 	words []uint32 // the buffer: raw viewed as words, or a heap slice
 	lay   Layout
+	// cut says that the last Pack left out a list for want of room.
+	cut bool
 
 	// Scratch of Pack: a bitset of the keys taken, kept zero; the keys
 	// taken and their trims, in the order taken; the trims of a window
@@ -93,6 +95,10 @@ func (b *Block) Layout() Layout { return b.lay }
 // Words is the block, Bytes()/4 words: rowidx, rowptr, colidx, labels. It
 // belongs to the block and is valid until the next Pack or Free.
 func (b *Block) Words() []uint32 { return b.words[:b.lay.Words] }
+
+// Cut reports whether the last Pack left out a list of its keys for want
+// of room: whether the block is what all of them would take.
+func (b *Block) Cut() bool { return b.cut }
 
 // RowIdx returns the cached keys, ascending.
 func (b *Block) RowIdx() []uint32 { return b.words[:b.lay.Keys] }
@@ -199,7 +205,7 @@ var ErrKey = errors.New("cache: key names no list of the graph")
 //
 // On error dst is empty.
 func Pack(dst *Block, g *dyngraph.Graph, keys []uint32, budget int64, reads *Reads) (packed int, err error) {
-	dst.lay = Layout{}
+	dst.lay, dst.cut = Layout{}, false
 	if budget < 0 {
 		return 0, fmt.Errorf("cache: negative budget %d", budget)
 	}
@@ -266,7 +272,8 @@ func (dst *Block) take(g *dyngraph.Graph, keys []uint32, sz *sizer, reads *Reads
 	nk := sampler.NumKeys(g)
 	sel, picked := dst.sel, dst.picked
 	var bad error
-	for i := 0; i < len(keys) && bad == nil && !sz.full(); {
+	i := 0
+	for i < len(keys) && bad == nil && !sz.full() {
 		win := keys[i : i+min(len(keys)-i, max(firstWindow, i))]
 		i += len(win)
 		for j, k := range win {
@@ -283,17 +290,26 @@ func (dst *Block) take(g *dyngraph.Graph, keys []uint32, sz *sizer, reads *Reads
 		reads.trims(g, win, trims)
 		for j, k := range win {
 			if sz.full() {
+				dst.cut = true // keys of win are left
 				break
 			}
 			if dst.seen[k/64]&(1<<(k%64)) != 0 {
 				continue
 			}
-			if n := trims[j].len(); n > 0 && sz.take(n) {
+			if n := trims[j].len(); n > 0 {
+				if !sz.take(n) {
+					dst.cut = true
+					continue
+				}
 				dst.seen[k/64] |= 1 << (k % 64)
 				sel, picked = append(sel, k), append(picked, trims[j])
 			}
 		}
 	}
+	// Keys left unsized once the block was full may name only empty or
+	// taken lists; counted as cut, they cost a caller a needless measure,
+	// never a list it thinks held.
+	dst.cut = dst.cut || (bad == nil && i < len(keys))
 	dst.sel, dst.picked = sel, picked
 	return bad
 }

@@ -317,3 +317,23 @@ func TestBlockBytesUpTo(t *testing.T) {
 		}
 	}
 }
+
+// Cut says whether Pack left out a list: with distinct, non-empty keys,
+// exactly when it packed fewer than all of them.
+func TestPackCut(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	g, _ := labeledGraph(t, r, false, true, 5000, 40000, 3)
+	keys := nonEmpty(g)
+	full := BlockBytes(g, keys, nil)
+	var b Block
+	for _, budget := range []int64{0, 100, full / 7, full / 2, full - 1, full, full + 100} {
+		r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+		n, err := Pack(&b, g, keys, budget, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Cut() != (n < len(keys)) {
+			t.Errorf("budget %d of %d: packed %d of %d lists, Cut() %v", budget, full, n, len(keys), b.Cut())
+		}
+	}
+}

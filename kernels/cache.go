@@ -78,9 +78,9 @@ type cacheState struct {
 	// from says where each of rows points: the batch's block's row i for
 	// i >= 0, the fill's row -1-i otherwise (scratch of pointRows).
 	from []int32
-	// demand is the bytes this batch's estimate's lists need beyond the
-	// fill, up to half the budget, or -1 when the batch did not measure it
-	// (walkCap.estBytes).
+	// demand is the bytes this batch's estimate's lists and the fill's
+	// stale lists need beyond the fill, measured up to half the budget, or
+	// -1 when the batch did not measure it (walkCap.estBytes).
 	demand int64
 }
 
@@ -168,9 +168,9 @@ type walkCap struct {
 	// whether it estimated or not.
 	kernel      time.Duration
 	kernelEdges int
-	// estBytes is what the set's last estimate's lists needed beyond its
-	// fill, up to half the budget (cacheState.demand): the room its next
-	// fill leaves (fillTarget).
+	// estBytes is what the set's last estimate's lists and its fill's
+	// stale lists needed beyond the fill (cacheState.demand): the room its
+	// next fill leaves (fillTarget).
 	estBytes int64
 }
 
@@ -504,25 +504,33 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 	if f := cs.fill; f != nil {
 		cs.keys = f.appendStale(f.drop(cs.keys))
 	}
-	cs.demand = -1
-	if estimated && x.fillOn() {
-		// The room the next fill leaves is measured on what the estimate
-		// rated and the fill's stale lists, not on the block the room
-		// allowed: sized by its own
-		// block, the 4-cycle's fill made at 512 edges on the H100 left its
-		// estimate at 2,048 a block of 93 lists, and the batch's own hubs,
-		// stale in the fill and the most read, went over PCIe (hit 52%
-		// against degree's 83%). Past half the budget there is no fill.
-		cs.demand = cache.BlockBytesUpTo(g, cs.keys, cs.reads, budget/2)
-	}
+	room := budget
 	if f := cs.fill; f != nil {
-		budget = max(budget-f.block.Bytes(), 0)
+		room = max(budget-f.block.Bytes(), 0)
 		fillWords = f.block.Words()
 		x.last.FilledLists, x.last.FillBytes = f.lists(), f.block.Bytes()
 	}
-	n, err := cache.Pack(&cs.block, g, cs.keys, budget, cs.reads)
+	n, err := cache.Pack(&cs.block, g, cs.keys, room, cs.reads)
 	if err != nil {
 		return sl, err
+	}
+	// The room the next fill leaves is measured on what the estimate rated
+	// and the fill's stale lists, not on the block the room allowed: sized
+	// by its own block, the 4-cycle's fill made at 512 edges on the H100
+	// left its estimate at 2,048 a block of 93 lists, and the batch's own
+	// hubs, stale in the fill and the most read, went over PCIe (hit 52%
+	// against degree's 83%). A block that held them all is the measure; one
+	// cut with the whole budget leaves no fill; past half the budget there
+	// is none either.
+	cs.demand = -1
+	switch {
+	case !estimated || !x.fillOn():
+	case !cs.block.Cut():
+		cs.demand = cs.block.Bytes()
+	case cs.fill == nil:
+		cs.demand = budget
+	default:
+		cs.demand = cache.BlockBytesUpTo(g, cs.keys, cs.reads, budget/2)
 	}
 	x.last.CachedLists = n + x.last.FilledLists
 	x.last.CacheBytes = cs.block.Bytes() + x.last.FillBytes
