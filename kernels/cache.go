@@ -547,8 +547,9 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 	}
 	t1 := time.Now()
 	defer func() { x.last.Copy += time.Since(t1) }()
-	// The fill stays on the device from batch to batch: a buffer grown
-	// since lost it, and another set's block or fill took its place.
+	// The fill stays on the device from batch to batch, unless a buffer
+	// grown since lost it, or another set's block or fill took its place,
+	// or it was packed again.
 	if b := x.bufs["cache"]; cs.fill != cs.devFill || b != cs.devBuf || (cs.fill != nil && cs.fill.version != cs.devVersion) {
 		cs.devFill = nil
 		if f := cs.fill; f != nil {
