@@ -172,6 +172,16 @@ type walkCap struct {
 	// stale lists needed beyond the fill (cacheState.demand): the room its
 	// next fill leaves (fillTarget).
 	estBytes int64
+	// packCost is the time the set's last fill took to pack, and served
+	// the set's kernel time since (paid).
+	packCost, served time.Duration
+}
+
+// paid says whether the set's kernels since its last fill was packed took
+// 1/repackShare times that packing: a fill may then be packed again, or
+// afresh after one was dropped. True before the set's first fill.
+func (c walkCap) paid() bool {
+	return repackShare*c.served.Seconds() >= c.packCost.Seconds()
 }
 
 // short says whether the set's last kernel, scaled to a batch of edges,
@@ -270,9 +280,7 @@ func (x *GPU) tuneEstimate(queries []*query.Query, edges int) {
 	if cs.demand >= 0 {
 		c.estBytes = cs.demand
 	}
-	if cs.fill != nil {
-		cs.fill.served += x.last.Kernel
-	}
+	c.served += x.last.Kernel
 	if est := cs.last; x.estimateShare() > 0 && est != nil {
 		// Against the kernel's time, not the Match's: a first batch's
 		// Match also maps the graph.

@@ -26,15 +26,17 @@ import (
 // the cache buffer, the batch's block after it, and it is copied again only
 // when another set's fill took its place. A list that a batch touches is
 // stale in every fill from then on: its table row no longer points into the
-// fill, and the estimate may put it in the batch's block instead. A fill is
-// packed again when the degree placement's order is remade, or the room
-// the estimate needs grew by a quarter of the budget; and when a quarter of
-// its lists went stale since, or the room shrank by a quarter of the
-// budget, once the set's kernels since took twenty times its last packing
-// (repackShare): the hubs that fill it are
-// the lists batches touch most, and on the H100 the diamond's fill of 31
-// MB, packed again whenever an eighth went stale, cost its batches of 512
-// 15 ms of packing for 4.5 ms kernels.
+// fill, and it follows the estimate's lists into the batch's block
+// (appendStale). The room the fill leaves is twice what those lists needed
+// last time. A fill is packed again at once when the degree placement's
+// order is remade, or when it must shrink by a quarter of the budget for
+// that room; and when a quarter of its lists went stale since, or it may
+// grow by a quarter of the budget, only once the set's kernels since took
+// twenty times its last packing (repackShare; a fill dropped for want of
+// room waits as long to be packed afresh). The hubs that fill it are the
+// lists batches touch most, and on the H100 the diamond's fill of 31 MB,
+// packed again whenever an eighth went stale, cost its batches of 512 15
+// ms of packing for 4.5 ms kernels.
 
 // fillBlock is one set of queries' fill.
 type fillBlock struct {
@@ -59,13 +61,10 @@ type fillBlock struct {
 	multi, idOnly bool
 	// used is cacheState.clock when a batch last used the fill.
 	used uint64
-	// packCost is the time the last packing took, and served the set's
-	// kernel time since (repackShare).
-	packCost, served time.Duration
 }
 
-// repackShare is the most of the kernel time a fill served that packing it
-// again may cost.
+// repackShare is the most of the set's kernel time since its fill was last
+// packed that packing one again may cost (walkCap.paid).
 const repackShare = 0.05
 
 // valid reports whether row i of the fill may be read.
@@ -151,10 +150,10 @@ func fillTarget(budget, estBytes, least int64) int64 {
 // repack reports whether a fill must be packed again to serve a target of
 // want bytes, given g and the order and ranking cut now in force. A fill
 // that must shrink by a quarter of the budget, for the estimate, is packed
-// at once; one that may grow by that much, or went a quarter stale, waits
-// for repackShare. The lists its own batch touched do not count: packed
-// again, they would be stale again.
-func (f *fillBlock) repack(g *dyngraph.Graph, want, budget, orderEdges, rankedBudget int64) bool {
+// at once; one that may grow by that much, or went a quarter stale, only
+// once the set's packing has paid (walkCap.paid). The lists its own batch
+// touched do not count: packed again, they would be stale again.
+func (f *fillBlock) repack(g *dyngraph.Graph, want, budget, orderEdges, rankedBudget int64, paid bool) bool {
 	if f.orderEdges != orderEdges || f.rankedBudget != rankedBudget ||
 		f.multi != g.MultiLabel() || f.idOnly != g.Order().IDOnly() {
 		return true
@@ -163,7 +162,7 @@ func (f *fillBlock) repack(g *dyngraph.Graph, want, budget, orderEdges, rankedBu
 		return true // the estimate needs the room now
 	}
 	worn := 4*(f.nStale-f.packedStale) > f.block.Keys() || want > f.want+budget/4
-	return worn && repackShare*f.served.Seconds() >= f.packCost.Seconds()
+	return worn && paid
 }
 
 // Bounds on the fills kept: the sets of queries, and their pinned bytes
@@ -177,12 +176,15 @@ const (
 // fillFor returns the fill of the batch's set of queries, packing it when
 // there is none or it must be packed again (fillBlock.repack), or nil when
 // the set should have none: at its first batch, whose estimate's room is
-// not known, and when the estimate leaves less than Options.MinFill. The
-// lists the pending batch touched are stale in a fill packed now: it holds
-// their pending state, which the next Reorganize rewrites.
+// not known, when the estimate leaves less than Options.MinFill, and,
+// after a fill was dropped, until its packing has paid (walkCap.paid), so
+// that a room that comes and goes does not pack a fill every other batch.
+// The lists the pending batch touched are stale in a fill packed now: it
+// holds their pending state, which the next Reorganize rewrites.
 func (x *GPU) fillFor(g *dyngraph.Graph, queries []*query.Query, budget int64) (*fillBlock, error) {
 	cs := &x.cache
-	c, ok := cs.caps[querySet(queries)]
+	key := querySet(queries)
+	c, ok := cs.caps[key]
 	if !ok || c.kernelEdges == 0 {
 		return nil, nil
 	}
@@ -194,9 +196,12 @@ func (x *GPU) fillFor(g *dyngraph.Graph, queries []*query.Query, budget int64) (
 	if want == 0 {
 		return nil, cs.dropFill(set) // dropping costs nothing
 	}
-	if f != nil && !f.repack(g, want, budget, cs.longestEdges, cs.rankedBudget) {
+	if f != nil && !f.repack(g, want, budget, cs.longestEdges, cs.rankedBudget, c.paid()) {
 		f.used = cs.clock
 		return f, nil
+	}
+	if f == nil && !c.paid() {
+		return nil, nil
 	}
 	if f == nil {
 		if err := cs.makeRoom(set, want); err != nil {
@@ -215,7 +220,8 @@ func (x *GPU) fillFor(g *dyngraph.Graph, queries []*query.Query, budget int64) (
 	if n, err := cache.Pack(&f.block, g, ranked, want, cs.reads); err != nil || n == 0 {
 		return nil, errors.Join(err, cs.dropFill(set))
 	}
-	f.packCost, f.served = time.Since(t0), 0
+	c.packCost, c.served = time.Since(t0), 0
+	cs.caps[key] = c
 	f.stale = slices.Grow(f.stale[:0], f.block.Keys())[:f.block.Keys()]
 	clear(f.stale)
 	f.nStale = 0

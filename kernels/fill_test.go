@@ -7,6 +7,7 @@ import (
 
 	"github.com/gcsm/gcsm/cache"
 	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/query"
 )
 
 // The fill takes the budget beyond twice the set's last block, when that
@@ -40,6 +41,11 @@ func TestFillLifecycle(t *testing.T) {
 		t.Fatalf("a set not run yet has a fill (%v)", err)
 	}
 	x.cache.caps = walkCaps{querySet(nil): {kernelEdges: 1, estBytes: 500}}
+	// caps sets what the estimate needs, the last packing's time and the
+	// kernel time since (walkCap.paid).
+	caps := func(est int64, pack, served time.Duration) {
+		x.cache.caps[querySet(nil)] = walkCap{kernelEdges: 1, estBytes: est, packCost: pack, served: served}
+	}
 	apply := func(us ...graph.Update) {
 		g.Reorganize()
 		if _, _, _, err := g.Apply(us); err != nil {
@@ -105,11 +111,11 @@ func TestFillLifecycle(t *testing.T) {
 	if f.nStale*4 <= len(rows) {
 		t.Fatalf("%d of %d lists stale after touching %d", f.nStale, len(rows), len(us))
 	}
-	f.packCost, f.served = time.Second, 19*time.Second
+	caps(500, time.Second, 19*time.Second)
 	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version != v {
 		t.Fatal("a fill was packed again before its kernels took twenty times its packing")
 	}
-	f.served = 20 * time.Second
+	caps(500, time.Second, 20*time.Second)
 	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version == v {
 		t.Fatal("a fill a quarter stale was not packed again")
 	}
@@ -122,24 +128,22 @@ func TestFillLifecycle(t *testing.T) {
 	// The estimate needs more room, by less than a quarter of the budget:
 	// kept; by more: the fill shrinks to the rest at once, whatever it
 	// served.
-	x.cache.caps[querySet(nil)] = walkCap{kernelEdges: 1, estBytes: 4000}
+	caps(4000, time.Second, time.Hour)
 	v = f.version
-	f.served = time.Hour
 	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version != v {
 		t.Fatal("the room moved by less than a quarter of the budget, and the fill was packed again")
 	}
-	x.cache.caps[querySet(nil)] = walkCap{kernelEdges: 1, estBytes: 14000}
-	f.served = 0
+	caps(14000, time.Second, 0)
 	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version == v || f.block.Bytes() > budget-28000 {
 		t.Fatalf("the estimate needs room: version %d (was %d), %d bytes, want at most %d", f.version, v, f.block.Bytes(), budget-28000)
 	}
 	// It needs less again: the fill grows, once it has served enough.
-	x.cache.caps[querySet(nil)] = walkCap{kernelEdges: 1, estBytes: 500}
+	caps(500, time.Second, 0)
 	v = f.version
 	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version != v {
 		t.Fatal("the fill grew before its kernels took twenty times its packing")
 	}
-	f.served = time.Hour
+	caps(500, time.Second, time.Hour)
 	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version == v || f.block.Bytes() <= budget-28000 {
 		t.Fatalf("room to grow: version %d (was %d), %d bytes", f.version, v, f.block.Bytes())
 	}
@@ -150,9 +154,18 @@ func TestFillLifecycle(t *testing.T) {
 		t.Fatalf("a second edge label: multi-label %v, version %d (was %d), labels in the fill %v", g.MultiLabel(), f.version, v, f.block.Layout().HasLabels)
 	}
 	// No room: no fill, and its block is freed.
-	x.cache.caps[querySet(nil)] = walkCap{kernelEdges: 1, estBytes: budget}
+	caps(budget, time.Second, time.Hour)
 	if f2, _ := x.fillFor(g, nil, budget); f2 != nil || len(x.cache.fills) != 0 {
 		t.Fatalf("no room: fill %p, %d kept", f2, len(x.cache.fills))
+	}
+	// Room again: a new fill waits until the last one's packing has paid.
+	caps(500, time.Second, 0)
+	if f2, _ := x.fillFor(g, nil, budget); f2 != nil {
+		t.Fatal("a fill was packed afresh before the last one's packing paid")
+	}
+	caps(500, time.Second, 20*time.Second)
+	if f2, _ := x.fillFor(g, nil, budget); f2 == nil || x.cache.caps[querySet(nil)].served != 0 {
+		t.Fatal("no fill once the last one's packing paid, or its kernel time was not restarted")
 	}
 }
 
@@ -171,5 +184,25 @@ func TestFillMakeRoom(t *testing.T) {
 	}
 	if err := cs.makeRoom("a", 1); err != nil || len(cs.fills) != 3 {
 		t.Fatalf("room under the bound dropped a fill: %d kept (%v)", len(cs.fills), err)
+	}
+}
+
+// Every batch of a set adds its kernel time to what the set's last fill
+// packing has served, fill or not.
+func TestFillServed(t *testing.T) {
+	q := []*query.Query{{}}
+	x := &GPU{opts: Options{Placement: GCSM}}
+	x.cache.demand = -1
+	for range 3 {
+		x.last = BatchStats{Kernel: 10 * time.Millisecond}
+		x.tuneEstimate(q, 64)
+	}
+	c := x.cache.caps[querySet(q)]
+	if c.served != 30*time.Millisecond || !c.paid() {
+		t.Fatalf("served %v after three kernels of 10ms, paid %v", c.served, c.paid())
+	}
+	c.packCost = time.Second
+	if c.paid() {
+		t.Fatal("30ms of kernels paid for a packing of 1s")
 	}
 }
