@@ -165,7 +165,7 @@ func BlockBytesUpTo(g *dyngraph.Graph, keys []uint32, reads *Reads, limit int64)
 	s := newSizer(math.MaxInt64, g.MultiLabel())
 	var t []trim
 	for i := 0; i < len(keys) && 4*s.used <= limit; {
-		win := keys[i : i+min(len(keys)-i, max(firstWindow, i))]
+		win := window(keys, i)
 		i += len(win)
 		t = slices.Grow(t[:0], len(win))[:len(win)]
 		reads.trims(g, win, t)
@@ -274,7 +274,7 @@ func (dst *Block) take(g *dyngraph.Graph, keys []uint32, sz *sizer, reads *Reads
 	var bad error
 	i := 0
 	for i < len(keys) && bad == nil && !sz.full() {
-		win := keys[i : i+min(len(keys)-i, max(firstWindow, i))]
+		win := window(keys, i)
 		i += len(win)
 		for j, k := range win {
 			if int(k) >= nk {
@@ -318,6 +318,12 @@ func (dst *Block) take(g *dyngraph.Graph, keys []uint32, sz *sizer, reads *Reads
 // double from there, so Pack sizes at most twice the keys it needs, plus
 // this.
 const firstWindow = 1 << 10
+
+// window is the window of keys that starts at i: firstWindow keys, or as
+// many as come before it, whichever is more, within keys.
+func window(keys []uint32, i int) []uint32 {
+	return keys[i : i+min(len(keys)-i, max(firstWindow, i))]
+}
 
 // trimsOf returns the block's scratch for the trims of n rows.
 func (b *Block) trimsOf(n int) []trim {

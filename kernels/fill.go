@@ -204,7 +204,7 @@ func (x *GPU) fillFor(g *dyngraph.Graph, queries []*query.Query, budget int64) (
 		return nil, nil
 	}
 	if f == nil {
-		if err := cs.makeRoom(set, want); err != nil {
+		if err := cs.makeRoom(set); err != nil {
 			return nil, err
 		}
 		f = &fillBlock{}
@@ -228,7 +228,8 @@ func (x *GPU) fillFor(g *dyngraph.Graph, queries []*query.Query, budget int64) (
 	f.version++
 	f.orderEdges, f.rankedBudget, f.want, f.used = cs.longestEdges, cs.rankedBudget, want, cs.clock
 	f.multi, f.idOnly = g.MultiLabel(), g.Order().IDOnly()
-	f.touch(touchedKeys(g, cs.touched[:0]))
+	cs.touched = touchedKeys(g, cs.touched[:0])
+	f.touch(cs.touched)
 	f.packedStale = f.nStale
 	return f, nil
 }
@@ -254,9 +255,10 @@ func (cs *cacheState) touchFills(g *dyngraph.Graph) {
 	}
 }
 
-// makeRoom drops the least recently used fills of other sets until one of
-// want bytes more keeps within maxFills and maxFillBytes beyond want.
-func (cs *cacheState) makeRoom(set string, want int64) error {
+// makeRoom drops the least recently used fills of sets other than set
+// until the fills kept leave room for set's within maxFills, and hold at
+// most maxFillBytes.
+func (cs *cacheState) makeRoom(set string) error {
 	for {
 		total, oldest, at := int64(0), "", ^uint64(0)
 		for s, f := range cs.fills {

@@ -176,13 +176,13 @@ func TestFillMakeRoom(t *testing.T) {
 	for i, s := range []string{"a", "b", "c", "d"} {
 		cs.fills[s] = &fillBlock{used: uint64(10 - i)}
 	}
-	if err := cs.makeRoom("e", 1); err != nil {
+	if err := cs.makeRoom("e"); err != nil {
 		t.Fatal(err)
 	}
 	if len(cs.fills) != 3 || cs.fills["d"] != nil {
 		t.Fatalf("kept %v, want all but d, the least recently used", cs.fills)
 	}
-	if err := cs.makeRoom("a", 1); err != nil || len(cs.fills) != 3 {
+	if err := cs.makeRoom("a"); err != nil || len(cs.fills) != 3 {
 		t.Fatalf("room under the bound dropped a fill: %d kept (%v)", len(cs.fills), err)
 	}
 }

@@ -139,7 +139,6 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			// The executors of one engine share the device's primary
 			// context, so the first one's pinned graph serves them all.
 			var xs []incremental.Matcher
-			var first *kernels.GPU
 			for range n {
 				x, err := kernels.Open(opts)
 				if err != nil {
@@ -147,14 +146,12 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 					break
 				}
 				defer x.Close()
-				if first == nil {
-					first = x
-				}
 				xs = append(xs, x)
 			}
 			if len(xs) < n {
 				continue
 			}
+			first := xs[0].(*kernels.GPU)
 			fmt.Fprintf(stderr, "bench: %s on %s\n", name, first.Name())
 			e := bench.Engine{Name: "gpu-" + name, Matcher: first, Alloc: first.Allocator()}
 			if perShape {
