@@ -30,7 +30,8 @@ func TestNextWalks(t *testing.T) {
 		want       float64
 	}{
 		{"one estimate: γ's default", step(1000, math.Pow(2, g)), walkStep{}, 64, 500},
-		{"under: more walks", step(1000, math.Pow(0.2, g)), walkStep{}, 64, 5000},
+		{"under: more walks, in proportion", step(1000, 0.25), walkStep{}, 64, 4000},
+		{"under along a shallow slope: still in proportion", step(2000, 0.5), step(1000, 0.45), 64, 4000},
 		{"time √walks: a quarter to halve it", step(4000, 2), step(1000, 1), 64, 1000},
 		{"steeper than walks: as if in proportion", step(2000, 8), step(1000, 1), 64, 250},
 		{"flat: γ at least 1/4", step(1e6, 2), step(1000, 1), 64, 1e6 / 16},
@@ -38,14 +39,16 @@ func TestNextWalks(t *testing.T) {
 		{"too close: the default", step(1050, 2), step(1000, 1), 64, 1050 * math.Pow(2, -1/g)},
 		{"another size before: the default", step(4000, 2), walkStep{walks: 1000, edges: 32, vary: target, kernel: kernel}, 64, 4000 * math.Pow(2, -1/g)},
 		{"far over: by 4096 at most", step(1e6, 1e9), walkStep{}, 64, 1e6 / 4096},
-		{"within the fixed part: by 64 at most", step(1000, 0), walkStep{}, 64, 64000},
+		// An estimate within its fixed part counts as a sixteenth of it.
+		{"within the fixed part", step(1000, 0), walkStep{}, 64, 1000 * target / (fixed / 16)},
+		{"within the fixed part of a long kernel: by 64 at most", walkStep{walks: 1000, edges: 64, kernel: 100 * kernel}, walkStep{}, 64, 64000},
 		{"never under MinWalks", step(100, 1e3), walkStep{}, 64, sampler.MinWalks},
 		{"nothing measured", walkStep{walks: 1000, edges: 64}, walkStep{}, 64, 1000},
 		// Eight times the edges: eight times the kernel, and a target
 		// less the fixed part that is (8·0.5 ms − f)/8 per edge against
 		// (0.5 ms − f) before.
 		{"on target, eight times the edges", step(1000, 1), walkStep{}, 512,
-			1000 * math.Pow((8*share*kernel-fixed)/8/target, 1/g)},
+			1000 * (8*share*kernel - fixed) / 8 / target},
 		// A kernel so short that its share is under the fixed part: the
 		// walks' part gets a quarter of it.
 		{"target under the fixed part", walkStep{walks: 1000, edges: 64, vary: fixed / 4, kernel: fixed}, walkStep{}, 64, 1000},
