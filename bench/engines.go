@@ -67,6 +67,9 @@ type EngineConfig struct {
 	// several per size, after the gcsm placement's walks have settled to
 	// the size.
 	Coverage bool
+	// EachBatch logs every timed batch's own row, before each size's
+	// means: the gcsm placement's walks and fill move from batch to batch.
+	EachBatch bool
 }
 
 // EngineRow is one engine's timing of one shape at one batch size.
@@ -227,7 +230,7 @@ func RunEngines(cfg EngineConfig, engines []Engine, log io.Writer) ([]EngineRow,
 			if out[ei] {
 				continue
 			}
-			rs, err := runSize(cfg, e, gs[ei], stream, &at[ei], size, qs, exact)
+			rs, err := runSize(cfg, e, gs[ei], stream, &at[ei], size, qs, exact, log)
 			if errors.Is(err, cache.ErrOverBudget) {
 				// The khop placement at a batch whose neighbourhood does
 				// not fit: its graph now holds a batch the others went on
@@ -346,8 +349,8 @@ func logRow(log io.Writer, r EngineRow) {
 // runSize runs cfg.PerSize batches of size updates from stream[*at:] (fewer
 // when the stream runs out). exact holds the exact reads of each shape's
 // last batch (cfg.PerSize-th), for coverage, once an engine has counted
-// them.
-func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Update, at *int, size int, qs []*query.Query, exact map[string][]uint64) ([]EngineRow, error) {
+// them. With cfg.EachBatch it logs every batch's own row.
+func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Update, at *int, size int, qs []*query.Query, exact map[string][]uint64, log io.Writer) ([]EngineRow, error) {
 	rows := make([]EngineRow, len(qs))
 	for i, q := range qs {
 		rows[i] = EngineRow{Shape: q.Name, Engine: e.Name, Batch: size, Coverage1: -1, Coverage5: -1, Rank1: -1, Rank5: -1}
@@ -361,6 +364,7 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 		*at += size
 		for i, q := range qs {
 			one[0] = q
+			r := EngineRow{Shape: q.Name, Engine: e.Name, Batch: size, Batches: 1, Coverage1: -1, Coverage5: -1, Rank1: -1, Rank5: -1}
 			var list, host uint64
 			m := e.matcher(i)
 			gpu, isGPU := m.(gpuEngine)
@@ -372,29 +376,19 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 			if err != nil {
 				return nil, err
 			}
-			rows[i].PerBatch += time.Since(t0)
+			r.PerBatch = time.Since(t0)
+			r.Positive, r.Negative = c[0].Positive, c[0].Negative
 			if isGPU {
-				r, st := &rows[i], gpu.Last()
-				r.ListBytes += gpu.ListBytes() - list
-				r.HostBytes += gpu.HostBytes() - host
-				r.Estimate += st.Estimate
-				r.Pack += st.Pack
-				r.Rank += st.Rank
-				r.Copy += st.Copy
-				r.Kernel += st.Kernel
-				r.CacheBytes += st.CacheBytes
-				r.FillBytes += st.FillBytes
-				r.CachedLists += st.CachedLists
-				r.FilledLists += st.FilledLists
-				r.HitRatio += st.HitRatio()
+				st := gpu.Last()
+				r.ListBytes, r.HostBytes = gpu.ListBytes()-list, gpu.HostBytes()-host
+				r.Estimate, r.Pack, r.Rank, r.Copy, r.Kernel = st.Estimate, st.Pack, st.Rank, st.Copy, st.Kernel
+				r.CacheBytes, r.FillBytes, r.CachedLists, r.FilledLists = st.CacheBytes, st.FillBytes, st.CachedLists, st.FilledLists
+				r.HitRatio = st.HitRatio()
 				if st.CacheSkipped {
-					r.Skipped++
+					r.Skipped = 1
 				}
 				if est := gpu.LastEstimate(); est != nil {
-					r.Walks += int64(est.Walks)
-					r.Steps += est.Steps
-					r.Rated += int64(est.Rated())
-					r.Boost = est.Boost
+					r.Walks, r.Steps, r.Rated, r.Boost = int64(est.Walks), est.Steps, int64(est.Rated()), est.Boost
 				}
 				if cached := gpu.LastCached(); cfg.Coverage && b == cfg.PerSize-1 && cached != nil && !st.CacheSkipped {
 					ex, ok := exact[q.Name]
@@ -412,34 +406,77 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 					}
 				}
 			}
-			rows[i].Positive += c[0].Positive
-			rows[i].Negative += c[0].Negative
-			rows[i].Batches++
+			if cfg.EachBatch {
+				fmt.Fprintf(log, "  [%d/%d]", b+1, cfg.PerSize)
+				logRow(log, r)
+			}
+			rows[i].add(r)
 		}
 		g.Reorganize()
 	}
 	for i := range rows {
-		if n := rows[i].Batches; n > 0 {
-			r := &rows[i]
-			r.PerBatch /= time.Duration(n)
-			r.Estimate /= time.Duration(n)
-			r.Pack /= time.Duration(n)
-			r.Rank /= time.Duration(n)
-			r.Copy /= time.Duration(n)
-			r.Kernel /= time.Duration(n)
-			r.ListBytes /= uint64(n)
-			r.HostBytes /= uint64(n)
-			r.CacheBytes /= int64(n)
-			r.FillBytes /= int64(n)
-			r.CachedLists /= n
-			r.FilledLists /= n
-			r.HitRatio /= float64(n)
-			r.Walks /= int64(n)
-			r.Steps /= int64(n)
-			r.Rated /= int64(n)
-		}
+		rows[i].mean()
 	}
 	return rows, nil
+}
+
+// add sums one batch's row o into r, and takes its coverage and boost
+// where o has them.
+func (r *EngineRow) add(o EngineRow) {
+	r.Batches += o.Batches
+	r.PerBatch += o.PerBatch
+	r.Positive += o.Positive
+	r.Negative += o.Negative
+	r.ListBytes += o.ListBytes
+	r.HostBytes += o.HostBytes
+	r.Estimate += o.Estimate
+	r.Pack += o.Pack
+	r.Rank += o.Rank
+	r.Copy += o.Copy
+	r.Kernel += o.Kernel
+	r.CacheBytes += o.CacheBytes
+	r.FillBytes += o.FillBytes
+	r.CachedLists += o.CachedLists
+	r.FilledLists += o.FilledLists
+	r.HitRatio += o.HitRatio
+	r.Skipped += o.Skipped
+	r.Walks += o.Walks
+	r.Steps += o.Steps
+	r.Rated += o.Rated
+	if o.Boost != 0 {
+		r.Boost = o.Boost
+	}
+	if o.Coverage1 >= 0 {
+		r.Coverage1, r.Coverage5, r.Top1Bytes = o.Coverage1, o.Coverage5, o.Top1Bytes
+	}
+	if o.Rank1 >= 0 {
+		r.Rank1, r.Rank5 = o.Rank1, o.Rank5
+	}
+}
+
+// mean turns the sums of add into means per batch; the counts of matches
+// and of skipped batches stay sums.
+func (r *EngineRow) mean() {
+	n := r.Batches
+	if n == 0 {
+		return
+	}
+	r.PerBatch /= time.Duration(n)
+	r.Estimate /= time.Duration(n)
+	r.Pack /= time.Duration(n)
+	r.Rank /= time.Duration(n)
+	r.Copy /= time.Duration(n)
+	r.Kernel /= time.Duration(n)
+	r.ListBytes /= uint64(n)
+	r.HostBytes /= uint64(n)
+	r.CacheBytes /= int64(n)
+	r.FillBytes /= int64(n)
+	r.CachedLists /= n
+	r.FilledLists /= n
+	r.HitRatio /= float64(n)
+	r.Walks /= int64(n)
+	r.Steps /= int64(n)
+	r.Rated /= int64(n)
 }
 
 // GraphBytes is the size of g's neighbour lists as a cache block would hold

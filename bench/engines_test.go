@@ -1,7 +1,9 @@
 package bench_test
 
 import (
+	"fmt"
 	"io"
+	"math"
 	"strings"
 	"testing"
 
@@ -119,5 +121,51 @@ func TestRunEnginesPerShape(t *testing.T) {
 	engines[1].PerShape = engines[1].PerShape[:1]
 	if _, err := bench.RunEngines(cfg, engines, io.Discard); err == nil || !strings.Contains(err.Error(), "1 matchers for 2 shapes") {
 		t.Errorf("one matcher for two shapes: %v", err)
+	}
+}
+
+// With EachBatch every timed batch logs its own row, and each size's row
+// is their sum for the counts and their mean for the time.
+func TestRunEnginesEachBatch(t *testing.T) {
+	cfg := smallRun()
+	cfg.EachBatch = true
+	engines := []bench.Engine{{Name: "cpu", Matcher: &incremental.CPU{Workers: 1}, Alloc: hostmem.Heap{}}}
+	var log strings.Builder
+	rows, err := bench.RunEngines(cfg, engines, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type sum struct {
+		n, pos, neg int64
+		ms          float64
+	}
+	batches := map[string]*sum{}
+	for _, l := range strings.Split(log.String(), "\n") {
+		var b, n, size int
+		var shape, engine string
+		var ms float64
+		var pos, neg int64
+		if _, err := fmt.Sscanf(strings.TrimSpace(l), "[%d/%d] %s batch %d %s %f ms/batch +%d -%d", &b, &n, &shape, &size, &engine, &ms, &pos, &neg); err != nil {
+			continue
+		}
+		k := fmt.Sprint(shape, size)
+		if batches[k] == nil {
+			batches[k] = &sum{}
+		}
+		s := batches[k]
+		if b != int(s.n)+1 || n != cfg.PerSize {
+			t.Fatalf("%q: batch %d of %d after %d", l, b, n, s.n)
+		}
+		s.n, s.pos, s.neg, s.ms = s.n+1, s.pos+pos, s.neg+neg, s.ms+ms
+	}
+	if len(batches) != len(rows) {
+		t.Fatalf("batch rows for %d shapes and sizes, want %d:\n%s", len(batches), len(rows), log.String())
+	}
+	for _, r := range rows {
+		s := batches[fmt.Sprint(r.Shape, r.Batch)]
+		mean := float64(r.PerBatch.Nanoseconds()) / 1e6
+		if s == nil || s.n != int64(r.Batches) || s.pos != r.Positive || s.neg != r.Negative || math.Abs(s.ms/float64(s.n)-mean) > 0.002 {
+			t.Errorf("%s at %d: batches %+v, row %+v", r.Shape, r.Batch, s, r)
+		}
 	}
 }

@@ -21,15 +21,15 @@ import (
 // the CPU on all cores and, where a GPU is present, the GPU placements.
 func runBench(args []string, stdout, stderr io.Writer) error {
 	var (
-		scale, factor, vlabels, perSize, workers int
-		skew, cacheFraction                      float64
-		batches, shapes, engines, svg            string
-		labeled, coverage, warmEach, perShape    bool
-		seed                                     uint64
-		gpuMem                                   int64
-		share                                    float64
-		walks, fill, cpuprofile                  string
-		minKernel                                time.Duration
+		scale, factor, vlabels, perSize, workers         int
+		skew, cacheFraction                              float64
+		batches, shapes, engines, svg                    string
+		labeled, coverage, warmEach, perShape, eachBatch bool
+		seed                                             uint64
+		gpuMem                                           int64
+		share                                            float64
+		walks, fill, cpuprofile                          string
+		minKernel                                        time.Duration
 	)
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.IntVar(&scale, "scale", 16, "R-MAT scale: 2^scale vertices")
@@ -40,6 +40,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&batches, "batches", "64,1024,4096", "comma-separated batch sizes")
 	fs.IntVar(&perSize, "per-size", 4, "batches timed per size")
 	fs.BoolVar(&warmEach, "warm-each-size", false, "give every batch size an untimed batch before its timed ones, not only the first size")
+	fs.BoolVar(&eachBatch, "each-batch", false, "log every timed batch's own row before each size's means")
 	fs.BoolVar(&perShape, "executor-per-shape", false, "give every shape its own executor of each engine, as a service holding that one query would; by default one executor matches the shapes in turn, and on the GPU each shape's cache displaces the last one's")
 	fs.StringVar(&shapes, "shapes", "triangle,4-cycle,diamond,house,5-cycle", "comma-separated query shapes: "+shapeNames())
 	fs.StringVar(&engines, "engines", "cpu,zero-copy,device", fmt.Sprintf("engines to compare: cpu, or a GPU placement (%s), a cache placement with :search for the binary-search lookup and :whole for blocks of whole lists (gcsm:search, degree:whole), gcsm:nofill for the gcsm placement without its fill (--gpu-fill off); the GPU ones are skipped without a GPU", placementNames()))
@@ -80,6 +81,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		CacheFraction: cacheFraction,
 		Coverage:      coverage,
 		WarmEachSize:  warmEach,
+		EachBatch:     eachBatch,
 	}
 	if skew == 0 {
 		cfg.Graph.LabelSkew = 0
