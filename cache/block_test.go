@@ -293,6 +293,49 @@ func TestPackAllocs(t *testing.T) {
 	}
 }
 
+// A block's buffer grows with room to spare, up to its budget: a block a
+// little larger than the last, within the same budget, pins no new memory.
+func TestPackGrowsWithinBudget(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	g, _ := randomGraph(t, r, false, true, 300, 3000)
+	all := nonEmpty(g)
+	whole := 4 * blockWords(g, all)
+	budget := whole / 2
+	n := 0 // the first n lists take about 85% of the budget
+	for n < len(all) && 20*BlockBytes(g, all[:n+1], nil) <= 17*budget {
+		n++
+	}
+	ca := &countingAlloc{}
+	b := &Block{Alloc: ca}
+	for i, c := range []struct {
+		keys            []uint32
+		budget          int64
+		allocs          int
+		atLeast, atMost int64 // the buffer's bytes
+	}{
+		{all[:n], budget, 1, min(5*BlockBytes(g, all[:n], nil)/4, budget) - 4, budget},
+		{all, budget, 1, 0, budget}, // cut: more lists than the first
+		{all, whole, 2, 0, whole},
+	} {
+		if _, err := Pack(b, g, c.keys, c.budget, nil); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			if !b.Cut() || b.Keys() <= n || b.Bytes() > budget {
+				t.Errorf("pack 1: %d lists, %d bytes, cut %v; want more than %d lists within %d bytes, cut", b.Keys(), b.Bytes(), b.Cut(), n, budget)
+			}
+		} else {
+			checkBlock(t, fmt.Sprint("pack ", i), b, g, c.keys, nil)
+		}
+		if ca.allocs != c.allocs || ca.live < c.atLeast || ca.live > c.atMost {
+			t.Errorf("pack %d: %d allocations, a buffer of %d bytes; want %d, %d to %d", i, ca.allocs, ca.live, c.allocs, c.atLeast, c.atMost)
+		}
+	}
+	if err := b.Free(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // BlockBytesUpTo sizes the keys in windows that double from firstWindow
 // and stops after the window that passes the limit: it is BlockBytes of
 // that many keys, more than the limit, or of all of them.
