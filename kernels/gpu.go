@@ -99,9 +99,10 @@ type Options struct {
 	// that the cache depends on the batch alone.
 	EstimateShare float64
 	// MinCacheKernel: the gcsm placement neither estimates nor caches for
-	// a set of queries whose last kernel, scaled to the batch's edges,
-	// took less. 0 means DefaultMinCacheKernel; a negative value caches
-	// every batch.
+	// a set of queries whose last kernel, scaled to the batch's edges and
+	// to what it would have taken without the cache (bareKernel), took
+	// less. 0 means DefaultMinCacheKernel; a negative value caches every
+	// batch.
 	MinCacheKernel time.Duration
 	// WeightedWalks makes the gcsm placement's sampler use weighted walks
 	// (sampler.Options.Weighted) instead of the paper's. Given the time,

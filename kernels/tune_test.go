@@ -62,8 +62,9 @@ func TestNextWalks(t *testing.T) {
 	}
 }
 
-// A set's kernel is short when its last one, scaled to the batch's edges,
-// took less than the minimum; a set not run yet is not.
+// A set's kernel is short when its last one, without the cache and scaled
+// to the batch's edges, took less than the minimum; a set not run yet is
+// not.
 func TestShortKernel(t *testing.T) {
 	a, b := &query.Query{}, &query.Query{}
 	w := walkCaps{}
@@ -71,7 +72,7 @@ func TestShortKernel(t *testing.T) {
 	if w.short(qa, 64, time.Millisecond) {
 		t.Fatal("a set not run yet is short")
 	}
-	w[querySet(qa)] = walkCap{kernel: 500 * time.Microsecond, kernelEdges: 64}
+	w[querySet(qa)] = walkCap{bare: 500 * time.Microsecond, kernelEdges: 64}
 	for _, c := range []struct {
 		qs    []*query.Query
 		edges int
@@ -87,6 +88,27 @@ func TestShortKernel(t *testing.T) {
 	} {
 		if got := w.short(c.qs, c.edges, c.min); got != c.want {
 			t.Errorf("short(%d queries, %d edges, %v) = %v, want %v", len(c.qs), c.edges, c.min, got, c.want)
+		}
+	}
+}
+
+// A kernel that read from the cache counts as longer without it: by the
+// list bytes it read over those from host memory, at most tenfold.
+func TestBareKernel(t *testing.T) {
+	for _, c := range []struct {
+		slab, block uint64
+		want        time.Duration
+	}{
+		{100, 0, 2 * time.Millisecond},     // no cache
+		{0, 0, 2 * time.Millisecond},       // no reads
+		{50, 50, 4 * time.Millisecond},     // half from the cache
+		{3, 97, 20 * time.Millisecond},     // 97% from it: tenfold at most
+		{0, 100, 20 * time.Millisecond},    // all of it
+		{75, 25, 8 * time.Millisecond / 3}, // a quarter
+	} {
+		s := BatchStats{Kernel: 2 * time.Millisecond, SlabBytes: c.slab, BlockBytes: c.block}
+		if got := bareKernel(s); got != c.want {
+			t.Errorf("%d from host, %d from the cache: %v, want %v", c.slab, c.block, got, c.want)
 		}
 	}
 }
@@ -136,8 +158,8 @@ func TestTuneEstimate(t *testing.T) {
 	if d := math.Abs(c.last.vary - want.vary); d > 1e-12 || c.last.walks != want.walks || c.last.edges != 64 || c.last.kernel != want.kernel || c.prev != (walkStep{}) {
 		t.Fatalf("first batch: %+v, want last %+v and no prev", c, want)
 	}
-	if c.kernel != ms(10) || c.kernelEdges != 64 {
-		t.Fatalf("first batch's kernel: %v on %d edges", c.kernel, c.kernelEdges)
+	if c.bare != ms(10) || c.kernelEdges != 64 {
+		t.Fatalf("first batch's kernel: %v on %d edges", c.bare, c.kernelEdges)
 	}
 	c = batch(64, 12800, ms(0.1), ms(10))
 	if c.prev.walks != 100 || c.last.walks != 200 || c.last.vary != 0 {
@@ -150,8 +172,13 @@ func TestTuneEstimate(t *testing.T) {
 	x.cache.last = nil // a skipped batch: its kernel counts, its estimate does not
 	x.last = BatchStats{Kernel: ms(2)}
 	x.tuneEstimate(q, 512)
-	if c2 := x.cache.caps[querySet(q)]; c2.last != c.last || c2.kernel != ms(2) {
+	if c2 := x.cache.caps[querySet(q)]; c2.last != c.last || c2.bare != ms(2) {
 		t.Fatalf("a skipped batch: %+v, want the last estimate kept and the kernel updated", c2)
+	}
+	x.last = BatchStats{Kernel: ms(2), SlabBytes: 10, BlockBytes: 90}
+	x.tuneEstimate(q, 512)
+	if c2 := x.cache.caps[querySet(q)]; c2.bare != ms(20) {
+		t.Fatalf("a batch that read 90%% from the cache: its kernel counts as %v, want 20ms", c2.bare)
 	}
 	for _, o := range []Options{{Placement: GCSM, EstimateShare: -1}, {Placement: Degree}} {
 		x := &GPU{opts: o}

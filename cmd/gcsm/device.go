@@ -66,7 +66,7 @@ const lookupUsage = "how the kernel finds a cached list: table (through the per-
 // searchLookup parses --gpu-cache-lookup.
 func searchLookup(v string) (bool, error) { return twoWay("gpu-cache-lookup", v, "table", "search") }
 
-const minKernelUsage = "the gcsm placement neither estimates nor caches for a set of queries whose last kernel, scaled to the batch's size, took less than this `duration`: the GPU's L2 cache serves such batches, and the block does not pay; 0 means 2.5ms, a negative one (-1s) caches every batch"
+const minKernelUsage = "the gcsm placement neither estimates nor caches for a set of queries whose last kernel, scaled to the batch's size and to what it would have taken without the cache, took less than this `duration`: the GPU's L2 cache serves such batches, and the block does not pay; 0 means 2.5ms, a negative one (-1s) caches every batch"
 
 const fillUsage = "on: the gcsm placement keeps the longest lists on the GPU, packed once per set of queries, in the room its estimate's lists leave in the budget (at least 4 MiB of it); off: that room stays empty"
 
