@@ -93,7 +93,7 @@ func TestShortKernel(t *testing.T) {
 }
 
 // A kernel that read from the cache counts as longer without it: by the
-// list bytes it read over those from host memory, at most tenfold.
+// list bytes it read over those from host memory, at most fourfold.
 func TestBareKernel(t *testing.T) {
 	for _, c := range []struct {
 		slab, block uint64
@@ -102,8 +102,9 @@ func TestBareKernel(t *testing.T) {
 		{100, 0, 2 * time.Millisecond},     // no cache
 		{0, 0, 2 * time.Millisecond},       // no reads
 		{50, 50, 4 * time.Millisecond},     // half from the cache
-		{3, 97, 20 * time.Millisecond},     // 97% from it: tenfold at most
-		{0, 100, 20 * time.Millisecond},    // all of it
+		{25, 75, 8 * time.Millisecond},     // three quarters
+		{3, 97, 8 * time.Millisecond},      // 97% from it: fourfold at most
+		{0, 100, 8 * time.Millisecond},     // all of it
 		{75, 25, 8 * time.Millisecond / 3}, // a quarter
 	} {
 		s := BatchStats{Kernel: 2 * time.Millisecond, SlabBytes: c.slab, BlockBytes: c.block}
@@ -175,10 +176,10 @@ func TestTuneEstimate(t *testing.T) {
 	if c2 := x.cache.caps[querySet(q)]; c2.last != c.last || c2.bare != ms(2) {
 		t.Fatalf("a skipped batch: %+v, want the last estimate kept and the kernel updated", c2)
 	}
-	x.last = BatchStats{Kernel: ms(2), SlabBytes: 10, BlockBytes: 90}
+	x.last = BatchStats{Kernel: ms(2), SlabBytes: 50, BlockBytes: 50}
 	x.tuneEstimate(q, 512)
-	if c2 := x.cache.caps[querySet(q)]; c2.bare != ms(20) {
-		t.Fatalf("a batch that read 90%% from the cache: its kernel counts as %v, want 20ms", c2.bare)
+	if c2 := x.cache.caps[querySet(q)]; c2.bare != ms(4) {
+		t.Fatalf("a batch that read half from the cache: its kernel counts as %v, want 4ms", c2.bare)
 	}
 	for _, o := range []Options{{Placement: GCSM, EstimateShare: -1}, {Placement: Degree}} {
 		x := &GPU{opts: o}
