@@ -249,6 +249,25 @@ func (w walkCaps) maxWalks(queries []*query.Query, edges int, first, share float
 	return 0
 }
 
+// deadlineSlack is how far past its target an estimate may run before it
+// starts no more passes (sampler.Options.Deadline). The walks aim at the
+// target from batch to batch; the deadline cuts the batch whose trees cost
+// far more per walk than the last one's, and leaves the others be.
+const deadlineSlack = 1.5
+
+// deadline is the sampler's Deadline for a batch of edges updates:
+// estimateFixed and deadlineSlack times share of the set's last estimated
+// batch's kernel, scaled to the edges; none (0) before that batch, or
+// without a share.
+func (w walkCaps) deadline(queries []*query.Query, edges int, share float64) time.Duration {
+	c, ok := w[querySet(queries)]
+	if !ok || !(c.last.kernel > 0) || c.last.edges <= 0 || !(share > 0) {
+		return 0
+	}
+	s := deadlineSlack * share * c.last.kernel * float64(edges) / float64(c.last.edges)
+	return estimateFixed + time.Duration(s*float64(time.Second))
+}
+
 // firstWeightedWalks is the weighted walks' cap per update edge for the
 // first batch of a set of queries. Weighted walks seldom end early, so the
 // paper's M and formula (5) cost them far more than the paper's walks: on
@@ -491,7 +510,8 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 		if estimated = len(delta) > 0 && !skip; estimated {
 			// The seed follows the batch, so that a replay caches the same.
 			est, err := cs.est.Estimate(g, delta, queries, sampler.Options{Seed: g.Epoch(), Plans: sampler.Terms,
-				MaxWalks: cs.caps.maxWalks(queries, len(delta), x.firstWalks(), x.estimateShare()), Weighted: x.opts.WeightedWalks})
+				MaxWalks: cs.caps.maxWalks(queries, len(delta), x.firstWalks(), x.estimateShare()), Weighted: x.opts.WeightedWalks,
+				Deadline: cs.caps.deadline(queries, len(delta), x.estimateShare())})
 			if err != nil {
 				return sl, fmt.Errorf("kernels: gcsm placement: %w", err)
 			}

@@ -140,6 +140,34 @@ func TestWalkCaps(t *testing.T) {
 	}
 }
 
+// The sampler's deadline is half as much again as the estimate's target,
+// from the set's last estimated batch, scaled to the edges, past the fixed
+// part; none before that batch or without a share.
+func TestEstimateDeadline(t *testing.T) {
+	a, b := &query.Query{}, &query.Query{}
+	w := walkCaps{}
+	qa := []*query.Query{a}
+	if got := w.deadline(qa, 64, 0.05); got != 0 {
+		t.Fatalf("no batch yet: %v", got)
+	}
+	w[querySet(qa)] = walkCap{last: walkStep{walks: 10, edges: 64, vary: 0.001, kernel: 0.01}}
+	for _, c := range []struct {
+		qs    []*query.Query
+		edges int
+		share float64
+		want  time.Duration
+	}{
+		{qa, 64, 0.05, estimateFixed + 750*time.Microsecond},
+		{qa, 128, 0.05, estimateFixed + 1500*time.Microsecond},
+		{qa, 64, -1, 0},
+		{[]*query.Query{b}, 64, 0.05, 0},
+	} {
+		if got := w.deadline(c.qs, c.edges, c.share); got != c.want {
+			t.Errorf("%d edges, share %v: %v, want %v", c.edges, c.share, got, c.want)
+		}
+	}
+}
+
 // tuneEstimate records each estimate's walks per edge, its time beyond the
 // fixed part and its kernel, keeps the one before only for a batch of the
 // same size, and records nothing outside the gcsm placement or without a

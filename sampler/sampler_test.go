@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/query"
@@ -227,6 +228,35 @@ func TestDeterministic(t *testing.T) {
 	}
 	if got, _ := run(&e, 2, 1); slices.Equal(got, want) {
 		t.Error("seeds 1 and 2 gave the same estimate")
+	}
+}
+
+// A deadline stops the passes after the first: one already passed leaves
+// the first pass alone, and one far off changes nothing.
+func TestDeadline(t *testing.T) {
+	g, delta, d := powerLaw(t, 10, 6000, 256, 1)
+	qs := compile(t, d, false, query.Embeddings, pattern("house", 5, shapeHouse, nil, "", false))
+	run := func(deadline time.Duration) ([]float64, *Estimate) {
+		var e Estimator
+		est, err := e.Estimate(g, delta, qs, Options{Seed: 1, Deadline: deadline})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return est.Counts(nil), est
+	}
+	want, free := run(0)
+	if free.Passes < 2 {
+		t.Fatalf("%d passes without a deadline: the test needs more", free.Passes)
+	}
+	if got, est := run(time.Hour); !slices.Equal(got, want) || est.Passes != free.Passes || est.Walks != free.Walks {
+		t.Errorf("an hour's deadline: %d passes, %d walks; want %d, %d and the same estimate", est.Passes, est.Walks, free.Passes, free.Walks)
+	}
+	if _, est := run(time.Nanosecond); est.Passes != 1 || est.Walks >= free.Walks || est.Walks == 0 {
+		t.Errorf("a deadline passed at once: %d passes, %d walks; want the first pass alone, of fewer than %d", est.Passes, est.Walks, free.Walks)
+	}
+	var e Estimator
+	if _, err := e.Estimate(g, delta, qs, Options{Deadline: -1}); err == nil {
+		t.Error("a negative deadline was taken")
 	}
 }
 
