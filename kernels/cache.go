@@ -379,13 +379,14 @@ const estimateFixed = 150 * time.Microsecond
 // most it grows, so that a rise cannot overshoot its target unless the
 // batch costs more per walk than the last. Two batches differ in more than
 // their walks, and a slope measured between them rose too far: on the
-// H100 (2^27 edges) the house's batches of 512 estimated for 144 ms, 13% of
-// their kernels against a target of 5%. On a 2^20-edge R-MAT graph the slope between caps eight
-// times apart ranged from 0.08 to 1.05 for the 4-cycle, the house and the
-// 5-cycle, with a median of 0.7: flat where the walks already met at most
-// nodes, about 1 where each new walk found new ones. A step of γ = 1 left
-// the house's next batch of 64 on the H100 at 2.4 times its target after
-// the paper's M; γ = 0.7 left it at 1.3-1.4 times.
+// H100 (2^27 edges) the house's batches of 512 estimated for 144 ms, 13%
+// of their kernels against a target of 5%. On a 2^20-edge R-MAT graph the
+// slope between caps eight times apart ranged from 0.08 to 1.05 for the
+// 4-cycle, the house and the 5-cycle, with a median of 0.7: flat where the
+// walks already met at most nodes, about 1 where each new walk found new
+// ones. Falling from the paper's M, a step of γ = 1 left the house's next
+// batch of 64 on the H100 at 2.4 times its target; γ = 0.7 left it at
+// 1.3-1.4 times.
 //
 // The factor is bounded, against one odd batch. It may fall further than
 // it may rise: a new set of queries starts from the paper's M, and on a
