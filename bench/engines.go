@@ -351,9 +351,13 @@ func logRow(log io.Writer, r EngineRow) {
 // last batch (cfg.PerSize-th), for coverage, once an engine has counted
 // them. With cfg.EachBatch it logs every batch's own row.
 func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Update, at *int, size int, qs []*query.Query, exact map[string][]uint64, log io.Writer) ([]EngineRow, error) {
+	// newRow is a row of no batches yet, its coverage unmeasured.
+	newRow := func(q *query.Query) EngineRow {
+		return EngineRow{Shape: q.Name, Engine: e.Name, Batch: size, Coverage1: -1, Coverage5: -1, Rank1: -1, Rank5: -1}
+	}
 	rows := make([]EngineRow, len(qs))
 	for i, q := range qs {
-		rows[i] = EngineRow{Shape: q.Name, Engine: e.Name, Batch: size, Coverage1: -1, Coverage5: -1, Rank1: -1, Rank5: -1}
+		rows[i] = newRow(q)
 	}
 	one := make([]*query.Query, 1)
 	for b := 0; b < cfg.PerSize && *at+size <= len(stream); b++ {
@@ -364,7 +368,8 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 		*at += size
 		for i, q := range qs {
 			one[0] = q
-			r := EngineRow{Shape: q.Name, Engine: e.Name, Batch: size, Batches: 1, Coverage1: -1, Coverage5: -1, Rank1: -1, Rank5: -1}
+			r := newRow(q)
+			r.Batches = 1
 			var list, host uint64
 			m := e.matcher(i)
 			gpu, isGPU := m.(gpuEngine)
