@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"runtime"
+	"sync"
 )
 
 // RMAT describes a recursive-matrix (R-MAT) power-law graph: each edge falls
@@ -92,13 +94,24 @@ func (r RMAT) probabilities() (a, b, c float64) {
 // order for the seed, with src < dst. It stops at emit's first error and
 // returns it.
 //
-// Duplicates are removed with an open-addressing set of about 11 bytes an
+// Duplicates are removed with open-addressing sets of about 11 bytes an
 // edge (8-byte keys at load 3/4), so 2^28 edges take 2.9 GiB. An edge costs
-// about 0.5µs, most of it the set's cache misses, so 2^28 edges take a few
-// minutes. When the request is so dense that duplicates outnumber new edges
-// ten to one, Generate gives up and returns an error after emitting what it
-// found.
+// about 0.3µs, most of it the sets' cache misses, so Generate spreads them
+// over all cores: each core owns the keys of one shard, and a key and its
+// duplicates fall in the same one. The draws stay sequential, in blocks,
+// and a drawn edge is new exactly when no earlier draw drew it, whatever
+// the shards: the graph does not depend on the core count. When the request
+// is so dense that duplicates outnumber new edges ten to one, Generate
+// gives up and returns an error after emitting what it found.
 func (r RMAT) Generate(emit func(src, dst uint32, label uint32) error) error {
+	return r.generate(emit, runtime.GOMAXPROCS(0))
+}
+
+// drawBlock is how many edges Generate draws before the shards look them
+// up, in parallel.
+const drawBlock = 1 << 16
+
+func (r RMAT) generate(emit func(src, dst uint32, label uint32) error, shards int) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
@@ -106,47 +119,82 @@ func (r RMAT) Generate(emit func(src, dst uint32, label uint32) error) error {
 	rng := rand.New(pcg)
 	levels := r.levels(rng)
 	perm := newScrambler(r.Scale, rng)
-	seen := newEdgeSet(r.Edges)
+	shards = max(1, min(shards, int(r.Edges/drawBlock)+1, math.MaxUint16))
+	sets := make([]*edgeSet, shards)
+	for i := range sets {
+		sets[i] = newEdgeSet(r.Edges / int64(shards))
+	}
 	edgeLabels := uint64(max(r.EdgeLabels, 1))
 	labelKey := mix64(r.Seed ^ saltEdgeLabel)
 
-	var found int64
-	for draws := int64(0); found < r.Edges; draws++ {
-		if draws == rmatMaxDraws*r.Edges+64 {
-			return fmt.Errorf("bench: R-MAT found only %d distinct edges of the %d requested in %d draws: too dense for its skew", found, r.Edges, draws)
-		}
-		// Each level takes 32 random bits u and picks the quadrant by
-		// comparing u with the level's thresholds. The comparisons are
-		// arithmetic rather than branches, which the CPU would mispredict
-		// half the time: this makes a draw over three times faster.
-		var src, dst, x uint64
-		for i, t := range levels {
-			if i%2 == 0 {
-				x = pcg.Uint64()
+	keys := make([]uint64, 0, drawBlock)
+	shard := make([]uint16, 0, drawBlock)
+	fresh := make([]bool, drawBlock)
+	var found, draws int64
+	limit := rmatMaxDraws*r.Edges + 64
+	for found < r.Edges {
+		// Draw a block of edges, self-loops left out.
+		keys, shard = keys[:0], shard[:0]
+		for len(keys) < drawBlock && draws < limit {
+			draws++
+			// Each level takes 32 random bits u and picks the quadrant by
+			// comparing u with the level's thresholds. The comparisons are
+			// arithmetic rather than branches, which the CPU would
+			// mispredict half the time: this makes a draw over three times
+			// faster.
+			var src, dst, x uint64
+			for i, t := range levels {
+				if i%2 == 0 {
+					x = pcg.Uint64()
+				}
+				u := x & (1<<32 - 1)
+				x >>= 32
+				// Quadrants c and d set the source bit; b and d the
+				// destination bit.
+				src = src<<1 | atLeast(u, t[1])
+				dst = dst<<1 | (atLeast(u, t[0]) ^ atLeast(u, t[1]) ^ atLeast(u, t[2]))
 			}
-			u := x & (1<<32 - 1)
-			x >>= 32
-			// Quadrants c and d set the source bit; b and d the
-			// destination bit.
-			src = src<<1 | atLeast(u, t[1])
-			dst = dst<<1 | (atLeast(u, t[0]) ^ atLeast(u, t[1]) ^ atLeast(u, t[2]))
+			src, dst = perm.apply(src), perm.apply(dst)
+			if src == dst {
+				continue
+			}
+			if src > dst {
+				src, dst = dst, src
+			}
+			// src < dst, so no key is 0, the sets' empty slot.
+			key := src<<32 | dst
+			keys = append(keys, key)
+			// The shard takes the hash's low bits, and the set's slot its
+			// high ones (edgeSet.add).
+			shard = append(shard, uint16(uint64(uint32(mix64(key)))*uint64(shards)>>32))
 		}
-		src, dst = perm.apply(src), perm.apply(dst)
-		if src == dst {
-			continue
+		// Each shard marks its keys new or seen, in draw order.
+		var wg sync.WaitGroup
+		for sh := range sets {
+			wg.Go(func() {
+				for j, k := range keys {
+					if int(shard[j]) == sh {
+						fresh[j] = sets[sh].add(k)
+					}
+				}
+			})
 		}
-		if src > dst {
-			src, dst = dst, src
+		wg.Wait()
+		for j, key := range keys {
+			if !fresh[j] {
+				continue
+			}
+			found++
+			label, _ := bits.Mul64(mix64(key^labelKey), edgeLabels)
+			if err := emit(uint32(key>>32), uint32(key), uint32(label)); err != nil {
+				return err
+			}
+			if found == r.Edges {
+				return nil
+			}
 		}
-		// src < dst, so no key is 0, the set's empty slot.
-		key := src<<32 | dst
-		if !seen.add(key) {
-			continue
-		}
-		found++
-		label, _ := bits.Mul64(mix64(key^labelKey), edgeLabels)
-		if err := emit(uint32(src), uint32(dst), uint32(label)); err != nil {
-			return err
+		if draws == limit {
+			return fmt.Errorf("bench: R-MAT found only %d distinct edges of the %d requested in %d draws: too dense for its skew", found, r.Edges, draws)
 		}
 	}
 	return nil
@@ -253,17 +301,33 @@ func (s scrambler) apply(x uint64) uint64 {
 }
 
 // edgeSet is an open-addressing hash set of non-zero uint64 keys with linear
-// probing, sized once for its maximum population. A map[uint64]struct{}
-// takes 24 to 36 bytes an entry (measured with Go 1.26), three times as much.
-type edgeSet struct{ slots []uint64 }
-
-func newEdgeSet(n int64) *edgeSet {
-	return &edgeSet{slots: make([]uint64, n+n/3+1)}
+// probing, sized for its expected population and grown past a load of 3/4:
+// a shard's share of the edges is a little more than its expected share
+// as often as not. A map[uint64]struct{} takes 24 to 36 bytes an entry
+// (measured with Go 1.26), three times as much.
+type edgeSet struct {
+	slots []uint64
+	n     int // keys held
 }
 
-// add inserts key and reports whether it was absent. The table must never
-// fill; Generate adds at most the n it was sized for.
+func newEdgeSet(n int64) *edgeSet {
+	return &edgeSet{slots: make([]uint64, n+n/3+n/64+64)}
+}
+
+// add inserts key and reports whether it was absent.
 func (s *edgeSet) add(key uint64) bool {
+	if 4*(s.n+1) > 3*len(s.slots) {
+		s.grow()
+	}
+	if s.put(key) {
+		s.n++
+		return true
+	}
+	return false
+}
+
+// put inserts key into the table and reports whether it was absent.
+func (s *edgeSet) put(key uint64) bool {
 	n := uint64(len(s.slots))
 	// Multiply-high maps the hash onto a table of any size, so the table
 	// need not be rounded up to a power of two.
@@ -278,6 +342,17 @@ func (s *edgeSet) add(key uint64) bool {
 		}
 		if i++; i == n {
 			i = 0
+		}
+	}
+}
+
+// grow moves the keys to a table a quarter larger.
+func (s *edgeSet) grow() {
+	old := s.slots
+	s.slots = make([]uint64, len(old)+len(old)/4+64)
+	for _, k := range old {
+		if k != 0 {
+			s.put(k)
 		}
 	}
 }
