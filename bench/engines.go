@@ -70,6 +70,17 @@ type EngineConfig struct {
 	// EachBatch logs every timed batch's own row, before each size's
 	// means: the gcsm placement's walks and fill move from batch to batch.
 	EachBatch bool
+	// MaxBatch, by shape name, is the largest batch size that shape runs
+	// at: it sits out larger ones, warm-ups included. Shapes not named run
+	// at every size. One command can then time the small shapes at every
+	// size without a large one's minutes per batch.
+	MaxBatch map[string]int
+}
+
+// runs says whether shape runs at batches of size (MaxBatch).
+func (c EngineConfig) runs(shape string, size int) bool {
+	m, ok := c.MaxBatch[shape]
+	return !ok || size <= m
 }
 
 // EngineRow is one engine's timing of one shape at one batch size.
@@ -212,7 +223,7 @@ func RunEngines(cfg EngineConfig, engines []Engine, log io.Writer) ([]EngineRow,
 		warm = max(1, min(cfg.Batches[0], len(stream)))
 	}
 	for ei, e := range engines {
-		if err := warmUp(e, gs[ei], stream, &at[ei], warm, qs); err != nil {
+		if err := warmUp(cfg, e, gs[ei], stream, &at[ei], warm, qs); err != nil {
 			return nil, err
 		}
 	}
@@ -224,7 +235,7 @@ func RunEngines(cfg EngineConfig, engines []Engine, log io.Writer) ([]EngineRow,
 				if out[ei] {
 					continue
 				}
-				if err := warmUp(e, gs[ei], stream, &at[ei], size, qs); err != nil {
+				if err := warmUp(cfg, e, gs[ei], stream, &at[ei], size, qs); err != nil {
 					return nil, err
 				}
 			}
@@ -265,8 +276,9 @@ func RunEngines(cfg EngineConfig, engines []Engine, log io.Writer) ([]EngineRow,
 // warmUp matches an untimed batch of size updates from stream[*at:], each
 // query alone as in the timed batches (fewer updates when the stream runs
 // out). An engine's over-budget khop batch is no error here: the timed
-// batch of that size reports it.
-func warmUp(e Engine, g *dyngraph.Graph, stream []graph.Update, at *int, size int, qs []*query.Query) error {
+// batch of that size reports it. A shape that sits out size sits out its
+// warm-up too.
+func warmUp(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Update, at *int, size int, qs []*query.Query) error {
 	size = min(size, len(stream)-*at)
 	if size <= 0 {
 		return nil
@@ -278,6 +290,9 @@ func warmUp(e Engine, g *dyngraph.Graph, stream []graph.Update, at *int, size in
 	*at += size
 	one := make([]*query.Query, 1)
 	for i, q := range qs {
+		if !cfg.runs(q.Name, size) {
+			continue
+		}
 		one[0] = q
 		if _, err := e.matcher(i).Match(g, delta, one, incremental.Count, nil); err != nil && !errors.Is(err, cache.ErrOverBudget) {
 			return fmt.Errorf("%s, warm-up batch of %d: %w", e.Name, size, err)
@@ -355,7 +370,8 @@ func logRow(log io.Writer, r EngineRow) {
 // runSize runs cfg.PerSize batches of size updates from stream[*at:] (fewer
 // when the stream runs out). exact holds the exact reads of each shape's
 // last batch (cfg.PerSize-th), for coverage, once an engine has counted
-// them. With cfg.EachBatch it logs every batch's own row.
+// them. With cfg.EachBatch it logs every batch's own row. Shapes that sit
+// out size (cfg.MaxBatch) get no row.
 func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Update, at *int, size int, qs []*query.Query, exact map[string][]uint64, log io.Writer) ([]EngineRow, error) {
 	// newRow is a row of no batches yet, its coverage unmeasured.
 	newRow := func(q *query.Query) EngineRow {
@@ -373,6 +389,9 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 		}
 		*at += size
 		for i, q := range qs {
+			if !cfg.runs(q.Name, size) {
+				continue
+			}
 			one[0] = q
 			r := newRow(q)
 			r.Batches = 1
@@ -425,10 +444,14 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 		}
 		g.Reorganize()
 	}
-	for i := range rows {
-		rows[i].mean()
+	kept := rows[:0]
+	for i, r := range rows {
+		if cfg.runs(qs[i].Name, size) {
+			r.mean()
+			kept = append(kept, r)
+		}
 	}
-	return rows, nil
+	return kept, nil
 }
 
 // add sums one batch's row o into r, and takes its coverage and boost

@@ -169,3 +169,34 @@ func TestRunEnginesEachBatch(t *testing.T) {
 		}
 	}
 }
+
+// A shape past its MaxBatch sits out that size, warm-up and all, while
+// the others count what they count without it.
+func TestRunEnginesMaxBatch(t *testing.T) {
+	cfg := smallRun()
+	cfg.WarmEachSize = true
+	all, err := bench.RunEngines(cfg, []bench.Engine{{Name: "cpu", Matcher: &incremental.CPU{Workers: 1}, Alloc: hostmem.Heap{}}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxBatch = map[string]int{"4-cycle": 16}
+	per := []*shapeLog{{names: map[string]int{}}, {names: map[string]int{}}}
+	rows, err := bench.RunEngines(cfg, []bench.Engine{{Name: "cpu", PerShape: []incremental.Matcher{per[0], per[1]}, Alloc: hostmem.Heap{}}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 || bench.IndexOf(rows, "4-cycle", 64, "cpu") >= 0 {
+		t.Fatalf("rows %+v: want the triangle at 16 and 64 and the 4-cycle at 16", rows)
+	}
+	for _, r := range rows {
+		ref := all[bench.IndexOf(all, r.Shape, r.Batch, "cpu")]
+		if r.Positive != ref.Positive || r.Negative != ref.Negative || r.Batches != cfg.PerSize {
+			t.Errorf("%s at %d: +%d -%d in %d batches, without MaxBatch +%d -%d", r.Shape, r.Batch, r.Positive, r.Negative, r.Batches, ref.Positive, ref.Negative)
+		}
+	}
+	// The 4-cycle's matcher saw the first warm-up and the two timed
+	// batches of 16; the triangle's a warm-up and two batches of each size.
+	if per[0].names["triangle"] != 6 || per[1].names["4-cycle"] != 3 {
+		t.Errorf("matched %v and %v", per[0].names, per[1].names)
+	}
+}

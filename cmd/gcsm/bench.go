@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -23,7 +24,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	var (
 		scale, factor, vlabels, perSize, workers         int
 		skew, cacheFraction                              float64
-		batches, shapes, engines, svg                    string
+		batches, shapes, engines, svg, maxBatch          string
 		labeled, coverage, warmEach, perShape, eachBatch bool
 		seed                                             uint64
 		gpuMem                                           int64
@@ -43,6 +44,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&eachBatch, "each-batch", false, "log every timed batch's own row before each size's means")
 	fs.BoolVar(&perShape, "executor-per-shape", false, "give every shape its own executor of each engine, as a service holding that one query would; by default one executor matches the shapes in turn, and on the GPU each shape's cache displaces the last one's")
 	fs.StringVar(&shapes, "shapes", "triangle,4-cycle,diamond,house,5-cycle", "comma-separated query shapes: "+shapeNames())
+	fs.StringVar(&maxBatch, "shape-max-batch", "", "comma-separated shape=size pairs: that shape runs only at batch sizes up to size (5-cycle=512: its batches of 2,048 take minutes through zero-copy)")
 	fs.StringVar(&engines, "engines", "cpu,zero-copy,device", fmt.Sprintf("engines to compare: cpu, or a GPU placement (%s), a cache placement with :search for the binary-search lookup and :whole for blocks of whole lists (gcsm:search, degree:whole), gcsm:nofill for the gcsm placement without its fill (--gpu-fill off); the GPU ones are skipped without a GPU", placementNames()))
 	fs.Float64Var(&cacheFraction, "gpu-cache-fraction", 0, "cap the cache placements' budget at this share of the graph's list bytes (0.05: the paper's out-of-memory regime); 0 leaves it to --gpu-mem")
 	fs.Int64Var(&gpuMem, "gpu-mem", 0, "cap on the GPU memory each GPU engine uses, in `bytes`; 0 means no cap")
@@ -112,6 +114,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		if !found {
 			return fmt.Errorf("--shapes: unknown shape %q (have %s)", name, shapeNames())
 		}
+	}
+	if cfg.MaxBatch, err = shapeMaxBatch(maxBatch, cfg.Shapes); err != nil {
+		return err
 	}
 	var es []bench.Engine
 	if perShape {
@@ -235,6 +240,30 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "bench: wrote %s\n", svg)
 	}
 	return nil
+}
+
+// shapeMaxBatch reads --shape-max-batch: shape=size pairs, each shape one
+// of the run's, at most once.
+func shapeMaxBatch(arg string, shapes []bench.Shape) (map[string]int, error) {
+	if strings.TrimSpace(arg) == "" {
+		return nil, nil
+	}
+	m := map[string]int{}
+	for _, pair := range strings.Split(arg, ",") {
+		name, size, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		n, err := strconv.Atoi(size)
+		if !ok || err != nil || n < 1 {
+			return nil, fmt.Errorf("--shape-max-batch: %q is not shape=size", pair)
+		}
+		if !slices.ContainsFunc(shapes, func(s bench.Shape) bool { return s.Name == name }) {
+			return nil, fmt.Errorf("--shape-max-batch: %q is not among --shapes", name)
+		}
+		if _, dup := m[name]; dup {
+			return nil, fmt.Errorf("--shape-max-batch: %q comes twice", name)
+		}
+		m[name] = n
+	}
+	return m, nil
 }
 
 // gpuTable breaks the GPU engines' batches down (the paper's Table II):

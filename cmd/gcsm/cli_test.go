@@ -791,3 +791,27 @@ func TestBenchExecutorPerShape(t *testing.T) {
 		t.Fatalf("rows with an executor per shape %q, with one %q", c, counts(one))
 	}
 }
+
+// bench --shape-max-batch leaves a shape out of the larger sizes, and
+// refuses what is not a shape of the run's with a size.
+func TestBenchShapeMaxBatch(t *testing.T) {
+	args := []string{"bench", "--scale", "9", "--engines", "cpu", "--batches", "16,64", "--per-size", "1", "--shapes", "triangle,4-cycle"}
+	out := gcsmOK(t, append(args, "--shape-max-batch", "4-cycle=16")...)
+	var rows []string
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) >= 3 && (f[0] == "triangle" || f[0] == "4-cycle") {
+			rows = append(rows, f[0]+" "+f[1]+" "+f[2])
+		}
+	}
+	if len(rows) != 4 || !strings.HasPrefix(rows[3], "4-cycle 64 -") || strings.HasSuffix(rows[1], " -") {
+		t.Fatalf("rows %q: want the 4-cycle at 64 left out, the others timed", rows)
+	}
+	for _, c := range []struct{ arg, msg string }{
+		{"4-cycle", `"4-cycle" is not shape=size`},
+		{"4-cycle=0", `"4-cycle=0" is not shape=size`},
+		{"house=16", `"house" is not among --shapes`},
+		{"4-cycle=16,4-cycle=64", `"4-cycle" comes twice`},
+	} {
+		wantFailure(t, 1, append(args, "--shape-max-batch", c.arg), "--shape-max-batch: "+c.msg)
+	}
+}
