@@ -371,7 +371,8 @@ func logRow(log io.Writer, r EngineRow) {
 // when the stream runs out). exact holds the exact reads of each shape's
 // last batch (cfg.PerSize-th), for coverage, once an engine has counted
 // them. With cfg.EachBatch it logs every batch's own row. Shapes that sit
-// out size (cfg.MaxBatch) get no row.
+// out size (cfg.MaxBatch) get no row, nor does any when the stream had no
+// batch of size left.
 func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Update, at *int, size int, qs []*query.Query, exact map[string][]uint64, log io.Writer) ([]EngineRow, error) {
 	// newRow is a row of no batches yet, its coverage unmeasured.
 	newRow := func(q *query.Query) EngineRow {
@@ -445,8 +446,8 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 		g.Reorganize()
 	}
 	kept := rows[:0]
-	for i, r := range rows {
-		if cfg.runs(qs[i].Name, size) {
+	for _, r := range rows {
+		if r.Batches > 0 { // not sitting out size, nor past the stream's end
 			r.mean()
 			kept = append(kept, r)
 		}

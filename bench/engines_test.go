@@ -200,3 +200,22 @@ func TestRunEnginesMaxBatch(t *testing.T) {
 		t.Errorf("matched %v and %v", per[0].names, per[1].names)
 	}
 }
+
+// A size the stream has no batch left for gets no row, rather than a row
+// of no batches.
+func TestRunEnginesStreamEnds(t *testing.T) {
+	cfg := smallRun()
+	cfg.Batches = []int{16, 1 << 20}
+	rows, err := bench.RunEngines(cfg, []bench.Engine{{Name: "cpu", Matcher: &incremental.CPU{Workers: 1}, Alloc: hostmem.Heap{}}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(cfg.Shapes) {
+		t.Fatalf("%d rows, want one per shape at 16: %+v", len(rows), rows)
+	}
+	for _, r := range rows {
+		if r.Batch != 16 || r.Batches != cfg.PerSize {
+			t.Errorf("row %+v", r)
+		}
+	}
+}
