@@ -115,10 +115,7 @@ func (r RMAT) generate(emit func(src, dst uint32, label uint32) error, shards in
 	if err := r.Validate(); err != nil {
 		return err
 	}
-	pcg := rand.NewPCG(r.Seed, saltStructure)
-	rng := rand.New(pcg)
-	levels := r.levels(rng)
-	perm := newScrambler(r.Scale, rng)
+	d := r.newDrawer()
 	shards = max(1, min(shards, int(r.Edges/drawBlock)+1, math.MaxUint16))
 	sets := make([]*edgeSet, shards)
 	for i := range sets {
@@ -137,32 +134,10 @@ func (r RMAT) generate(emit func(src, dst uint32, label uint32) error, shards in
 		keys, shard = keys[:0], shard[:0]
 		for len(keys) < drawBlock && draws < limit {
 			draws++
-			// Each level takes 32 random bits u and picks the quadrant by
-			// comparing u with the level's thresholds. The comparisons are
-			// arithmetic rather than branches, which the CPU would
-			// mispredict half the time: this makes a draw over three times
-			// faster.
-			var src, dst, x uint64
-			for i, t := range levels {
-				if i%2 == 0 {
-					x = pcg.Uint64()
-				}
-				u := x & (1<<32 - 1)
-				x >>= 32
-				// Quadrants c and d set the source bit; b and d the
-				// destination bit.
-				src = src<<1 | atLeast(u, t[1])
-				dst = dst<<1 | (atLeast(u, t[0]) ^ atLeast(u, t[1]) ^ atLeast(u, t[2]))
+			key := d.draw()
+			if key == 0 {
+				continue // a self-loop
 			}
-			src, dst = perm.apply(src), perm.apply(dst)
-			if src == dst {
-				continue
-			}
-			if src > dst {
-				src, dst = dst, src
-			}
-			// src < dst, so no key is 0, the sets' empty slot.
-			key := src<<32 | dst
 			keys = append(keys, key)
 			// The shard takes the hash's low bits, and the set's slot its
 			// high ones (edgeSet.add).
@@ -198,6 +173,49 @@ func (r RMAT) generate(emit func(src, dst uint32, label uint32) error, shards in
 		}
 	}
 	return nil
+}
+
+// drawer draws the edges of an R-MAT graph from its seed's stream, one at
+// a time, duplicates and self-loops included.
+type drawer struct {
+	pcg    *rand.PCG
+	levels [][3]uint64
+	perm   scrambler
+}
+
+func (r RMAT) newDrawer() drawer {
+	pcg := rand.NewPCG(r.Seed, saltStructure)
+	rng := rand.New(pcg)
+	levels := r.levels(rng)
+	return drawer{pcg: pcg, levels: levels, perm: newScrambler(r.Scale, rng)}
+}
+
+// draw returns the next edge as src<<32 | dst with src < dst, or 0 for a
+// self-loop: no edge's key is 0, the edge sets' empty slot.
+func (d *drawer) draw() uint64 {
+	// Each level takes 32 random bits u and picks the quadrant by comparing
+	// u with the level's thresholds. The comparisons are arithmetic rather
+	// than branches, which the CPU would mispredict half the time: this
+	// makes a draw over three times faster.
+	var src, dst, x uint64
+	for i, t := range d.levels {
+		if i%2 == 0 {
+			x = d.pcg.Uint64()
+		}
+		u := x & (1<<32 - 1)
+		x >>= 32
+		// Quadrants c and d set the source bit; b and d the destination bit.
+		src = src<<1 | atLeast(u, t[1])
+		dst = dst<<1 | (atLeast(u, t[0]) ^ atLeast(u, t[1]) ^ atLeast(u, t[2]))
+	}
+	src, dst = d.perm.apply(src), d.perm.apply(dst)
+	if src == dst {
+		return 0
+	}
+	if src > dst {
+		src, dst = dst, src
+	}
+	return src<<32 | dst
 }
 
 // levels returns, for each recursion level, the cumulative probabilities of

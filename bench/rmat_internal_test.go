@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -15,10 +14,7 @@ func (r RMAT) generateOneByOne(emit func(src, dst uint32, label uint32) error) e
 	if err := r.Validate(); err != nil {
 		return err
 	}
-	pcg := rand.NewPCG(r.Seed, saltStructure)
-	rng := rand.New(pcg)
-	levels := r.levels(rng)
-	perm := newScrambler(r.Scale, rng)
+	d := r.newDrawer()
 	seen := newEdgeSet(r.Edges)
 	edgeLabels := uint64(max(r.EdgeLabels, 1))
 	labelKey := mix64(r.Seed ^ saltEdgeLabel)
@@ -27,30 +23,13 @@ func (r RMAT) generateOneByOne(emit func(src, dst uint32, label uint32) error) e
 		if draws == rmatMaxDraws*r.Edges+64 {
 			return fmt.Errorf("bench: R-MAT found only %d distinct edges of the %d requested in %d draws: too dense for its skew", found, r.Edges, draws)
 		}
-		var src, dst, x uint64
-		for i, t := range levels {
-			if i%2 == 0 {
-				x = pcg.Uint64()
-			}
-			u := x & (1<<32 - 1)
-			x >>= 32
-			src = src<<1 | atLeast(u, t[1])
-			dst = dst<<1 | (atLeast(u, t[0]) ^ atLeast(u, t[1]) ^ atLeast(u, t[2]))
-		}
-		src, dst = perm.apply(src), perm.apply(dst)
-		if src == dst {
-			continue
-		}
-		if src > dst {
-			src, dst = dst, src
-		}
-		key := src<<32 | dst
-		if !seen.add(key) {
+		key := d.draw()
+		if key == 0 || !seen.add(key) {
 			continue
 		}
 		found++
 		label, _ := bits.Mul64(mix64(key^labelKey), edgeLabels)
-		if err := emit(uint32(src), uint32(dst), uint32(label)); err != nil {
+		if err := emit(uint32(key>>32), uint32(key), uint32(label)); err != nil {
 			return err
 		}
 	}
