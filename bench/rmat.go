@@ -132,13 +132,10 @@ func (r RMAT) generate(emit func(src, dst uint32, label uint32) error, shards in
 	for found < r.Edges {
 		// Draw a block of edges, self-loops left out.
 		keys, shard = keys[:0], shard[:0]
-		for len(keys) < drawBlock && draws < limit {
-			draws++
-			key := d.draw()
-			if key == 0 {
-				continue // a self-loop
-			}
-			keys = append(keys, key)
+		var n int64
+		keys, n = d.drawInto(keys, drawBlock, limit-draws)
+		draws += n
+		for _, key := range keys {
 			// The shard takes the hash's low bits, and the set's slot its
 			// high ones (edgeSet.add).
 			shard = append(shard, uint16(uint64(uint32(mix64(key)))*uint64(shards)>>32))
@@ -175,8 +172,8 @@ func (r RMAT) generate(emit func(src, dst uint32, label uint32) error, shards in
 	return nil
 }
 
-// drawer draws the edges of an R-MAT graph from its seed's stream, one at
-// a time, duplicates and self-loops included.
+// drawer draws the edges of an R-MAT graph from its seed's stream,
+// duplicates included.
 type drawer struct {
 	pcg    *rand.PCG
 	levels [][3]uint64
@@ -190,32 +187,40 @@ func (r RMAT) newDrawer() drawer {
 	return drawer{pcg: pcg, levels: levels, perm: newScrambler(r.Scale, rng)}
 }
 
-// draw returns the next edge as src<<32 | dst with src < dst, or 0 for a
-// self-loop: no edge's key is 0, the edge sets' empty slot.
-func (d *drawer) draw() uint64 {
-	// Each level takes 32 random bits u and picks the quadrant by comparing
-	// u with the level's thresholds. The comparisons are arithmetic rather
-	// than branches, which the CPU would mispredict half the time: this
-	// makes a draw over three times faster.
-	var src, dst, x uint64
-	for i, t := range d.levels {
-		if i%2 == 0 {
-			x = d.pcg.Uint64()
+// drawInto draws up to draws edges, and appends to keys each that is no
+// self-loop, as src<<32 | dst with src < dst (so that no key is 0, the edge
+// sets' empty slot), until keys holds max. It returns keys and the draws
+// made. One call draws a whole block, not one call per draw: the draws are
+// the one part of Generate that runs on one core.
+func (d *drawer) drawInto(keys []uint64, max int, draws int64) ([]uint64, int64) {
+	var n int64
+	for ; n < draws && len(keys) < max; n++ {
+		// Each level takes 32 random bits u and picks the quadrant by
+		// comparing u with the level's thresholds. The comparisons are
+		// arithmetic rather than branches, which the CPU would mispredict
+		// half the time: this makes a draw over three times faster.
+		var src, dst, x uint64
+		for i, t := range d.levels {
+			if i%2 == 0 {
+				x = d.pcg.Uint64()
+			}
+			u := x & (1<<32 - 1)
+			x >>= 32
+			// Quadrants c and d set the source bit; b and d the destination
+			// bit.
+			src = src<<1 | atLeast(u, t[1])
+			dst = dst<<1 | (atLeast(u, t[0]) ^ atLeast(u, t[1]) ^ atLeast(u, t[2]))
 		}
-		u := x & (1<<32 - 1)
-		x >>= 32
-		// Quadrants c and d set the source bit; b and d the destination bit.
-		src = src<<1 | atLeast(u, t[1])
-		dst = dst<<1 | (atLeast(u, t[0]) ^ atLeast(u, t[1]) ^ atLeast(u, t[2]))
+		src, dst = d.perm.apply(src), d.perm.apply(dst)
+		if src == dst {
+			continue
+		}
+		if src > dst {
+			src, dst = dst, src
+		}
+		keys = append(keys, src<<32|dst)
 	}
-	src, dst = d.perm.apply(src), d.perm.apply(dst)
-	if src == dst {
-		return 0
-	}
-	if src > dst {
-		src, dst = dst, src
-	}
-	return src<<32 | dst
+	return keys, n
 }
 
 // levels returns, for each recursion level, the cumulative probabilities of

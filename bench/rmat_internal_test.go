@@ -19,14 +19,16 @@ func (r RMAT) generateOneByOne(emit func(src, dst uint32, label uint32) error) e
 	edgeLabels := uint64(max(r.EdgeLabels, 1))
 	labelKey := mix64(r.Seed ^ saltEdgeLabel)
 	var found int64
+	one := make([]uint64, 0, 1)
 	for draws := int64(0); found < r.Edges; draws++ {
 		if draws == rmatMaxDraws*r.Edges+64 {
 			return fmt.Errorf("bench: R-MAT found only %d distinct edges of the %d requested in %d draws: too dense for its skew", found, r.Edges, draws)
 		}
-		key := d.draw()
-		if key == 0 || !seen.add(key) {
-			continue
+		one, _ = d.drawInto(one[:0], 1, 1)
+		if len(one) == 0 || !seen.add(one[0]) {
+			continue // a self-loop or a duplicate
 		}
+		key := one[0]
 		found++
 		label, _ := bits.Mul64(mix64(key^labelKey), edgeLabels)
 		if err := emit(uint32(key>>32), uint32(key), uint32(label)); err != nil {
