@@ -111,6 +111,8 @@ func (r RMAT) Generate(emit func(src, dst uint32, label uint32) error) error {
 // up, in parallel.
 const drawBlock = 1 << 16
 
+// generate is Generate with the draws looked up in shards sets, on as many
+// goroutines.
 func (r RMAT) generate(emit func(src, dst uint32, label uint32) error, shards int) error {
 	if err := r.Validate(); err != nil {
 		return err
