@@ -450,15 +450,6 @@ func (b *Block) copyLists(g *dyngraph.Graph, keys []uint32, trims []trim, reads 
 	}
 }
 
-// Reserve makes the block's buffer hold at least n bytes, so that a Pack
-// of up to that many allocates nothing: pinning host memory is slow (about
-// 1 GB/s on the H100's host), and a caller that knows what its next block
-// will take can pay for it where a one-time cost falls anyway.
-func (b *Block) Reserve(n int64) error {
-	words := int((max(n, 0) + 3) / 4)
-	return b.grow(words, words)
-}
-
 // grow makes room for words words, with a quarter more (or twice the
 // room it had) but no more than the block's budget allows, limit words.
 // Pinning host memory is slow, and a block of the budget's size comes out

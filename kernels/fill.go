@@ -196,19 +196,25 @@ func (x *GPU) fillFor(g *dyngraph.Graph, queries []*query.Query, budget int64) (
 	if want == 0 {
 		return nil, cs.dropFill(set) // dropping costs nothing
 	}
-	packed := f != nil && f.version > 0 // not only pinned (pinFill)
-	if packed && !f.repack(g, want, budget, cs.longestEdges, cs.rankedBudget, c.paid()) {
+	if f != nil && !f.repack(g, want, budget, cs.longestEdges, cs.rankedBudget, c.paid()) {
 		f.used = cs.clock
 		return f, nil
 	}
-	if !packed && !c.paid() {
+	if f == nil && !c.paid() {
 		return nil, nil
 	}
 	if f == nil {
-		var err error
-		if f, err = x.newFill(set); err != nil {
+		if err := cs.makeRoom(set); err != nil {
 			return nil, err
 		}
+		f = &fillBlock{}
+		if x.alloc != nil {
+			f.block.Alloc = x.alloc // pinned, as the batch's block
+		}
+		if cs.fills == nil {
+			cs.fills = map[string]*fillBlock{}
+		}
+		cs.fills[set] = f
 	}
 	t0 := time.Now()
 	if n, err := cache.Pack(&f.block, g, ranked, want, cs.reads); err != nil || n == 0 {
@@ -226,60 +232,6 @@ func (x *GPU) fillFor(g *dyngraph.Graph, queries []*query.Query, budget int64) (
 	f.touch(cs.touched)
 	f.packedStale = f.nStale
 	return f, nil
-}
-
-// newFill makes set's fill, empty, once the fills kept leave room for it.
-func (x *GPU) newFill(set string) (*fillBlock, error) {
-	cs := &x.cache
-	if err := cs.makeRoom(set); err != nil {
-		return nil, err
-	}
-	f := &fillBlock{}
-	if x.alloc != nil {
-		f.block.Alloc = x.alloc // pinned, as the batch's block
-	}
-	if cs.fills == nil {
-		cs.fills = map[string]*fillBlock{}
-	}
-	cs.fills[set] = f
-	return f, nil
-}
-
-// pinFill pins, after a set's batch that estimated and had no fill, the
-// host memory the fill packed at its next batch (fillFor) will take, an
-// eighth more for the lists that grow meanwhile. Pinning runs at about 1
-// GB/s on the H100's host: packed where it was pinned, the diamond's first
-// fill, 28 MB, took 27 ms of a batch of 64 whose kernel took 0.6 ms. Pinned
-// here, it falls on the set's first batch, with its ranking and its first
-// copies, and a service's later batches do not stall on it. A set whose
-// next batch will skip the cache (walkCaps.short) pins nothing.
-func (x *GPU) pinFill(g *dyngraph.Graph, queries []*query.Query, edges int) error {
-	cs := &x.cache
-	if x.opts.Placement != GCSM || !x.fillOn() || cs.last == nil {
-		return nil
-	}
-	set := readsKey(queries)
-	c, ok := cs.caps[querySet(queries)]
-	if _, has := cs.fills[set]; has || !ok || !c.paid() || cs.caps.short(queries, edges, x.minCacheKernel()) {
-		return nil
-	}
-	budget, err := x.cacheBudget()
-	if err != nil {
-		return err
-	}
-	want := fillTarget(budget, c.estBytes, x.minFill())
-	if want == 0 {
-		return nil
-	}
-	need := cache.BlockBytesUpTo(g, x.degreeRanking(g, queries, budget), cs.reads, want)
-	f, err := x.newFill(set)
-	if err != nil {
-		return err
-	}
-	if err := f.block.Reserve(min(need+need/8, want)); err != nil {
-		return errors.Join(err, cs.dropFill(set))
-	}
-	return nil
 }
 
 // touchedKeys appends to dst the keys of the lists the pending batch of g

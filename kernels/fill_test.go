@@ -7,9 +7,7 @@ import (
 
 	"github.com/gcsm/gcsm/cache"
 	"github.com/gcsm/gcsm/graph"
-	"github.com/gcsm/gcsm/internal/hostmem"
 	"github.com/gcsm/gcsm/query"
-	"github.com/gcsm/gcsm/sampler"
 )
 
 // The fill takes the budget beyond twice the set's last block, when that
@@ -206,62 +204,5 @@ func TestFillServed(t *testing.T) {
 	c.packCost = time.Second
 	if c.paid() {
 		t.Fatal("30ms of kernels paid for a packing of 1s")
-	}
-}
-
-// countingAlloc is heap memory that counts its slabs, as pinned memory's
-// allocations would be counted.
-type countingAlloc struct {
-	hostmem.Heap
-	allocs int
-}
-
-func (a *countingAlloc) Alloc(n int) ([]byte, error) {
-	a.allocs++
-	return a.Heap.Alloc(n)
-}
-
-// After a batch that estimated, a set without a fill pins the memory its
-// fill will take, and the fill packed at the next batch allocates nothing
-// more. A set whose next batch will skip the cache, or that has a fill,
-// pins nothing.
-func TestPinFill(t *testing.T) {
-	g := starGraph(t)
-	a := &countingAlloc{}
-	const budget = 40000 // the whole graph's lists take 24 kB
-	x := &GPU{opts: Options{Placement: GCSM, MinFill: 1, CacheBytes: budget}, alloc: a}
-	x.cache.last = &sampler.Estimate{} // the batch estimated
-	caps := func(bare time.Duration) {
-		x.cache.caps = walkCaps{querySet(nil): {kernelEdges: 64, bare: bare, estBytes: 500}}
-	}
-	caps(DefaultMinCacheKernel / 2)
-	if err := x.pinFill(g, nil, 64); err != nil || len(x.cache.fills) != 0 || a.allocs != 0 {
-		t.Fatalf("a set whose next batch skips the cache: %d fills, %d allocations (%v)", len(x.cache.fills), a.allocs, err)
-	}
-	caps(2 * DefaultMinCacheKernel)
-	if err := x.pinFill(g, nil, 64); err != nil || len(x.cache.fills) != 1 || a.allocs != 1 {
-		t.Fatalf("%d fills, %d allocations, want one of each (%v)", len(x.cache.fills), a.allocs, err)
-	}
-	g.Reorganize()
-	if _, _, _, err := g.Apply([]graph.Update{{Op: graph.Insert, Src: 39, Dst: 1, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel}}); err != nil {
-		t.Fatal(err)
-	}
-	x.cache.touchFills(g)
-	f, err := x.fillFor(g, nil, budget)
-	if err != nil || f == nil || f.version != 1 {
-		t.Fatalf("the pinned fill was not packed: %v", err)
-	}
-	var want cache.Block
-	if _, err := cache.Pack(&want, g, x.degreeRanking(g, nil, budget), budget-1000, nil); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(f.block.Words(), want.Words()) || f.nStale != 2 {
-		t.Fatalf("the fill holds %v (%d stale), want the degree ranking's %v with the batch's two lists stale", f.block.RowIdx(), f.nStale, want.RowIdx())
-	}
-	if a.allocs != 1 {
-		t.Fatalf("packing the pinned fill allocated again: %d allocations", a.allocs)
-	}
-	if err := x.pinFill(g, nil, 64); err != nil || a.allocs != 1 || x.cache.fills[readsKey(nil)] != f {
-		t.Fatalf("a set with a fill pinned another: %d allocations (%v)", a.allocs, err)
 	}
 }

@@ -147,7 +147,7 @@ type GPU struct {
 	mod      *cuda.Module
 	match    *cuda.Function
 	scat     *cuda.Function
-	alloc    hostmem.Allocator // pinned host memory (cuda.HostAllocator)
+	alloc    *cuda.HostAllocator
 	bufs     map[string]devBuf
 	used     int64 // device bytes held
 	mirror   []slabMirror

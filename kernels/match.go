@@ -50,11 +50,6 @@ func (x *GPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 	if err != nil {
 		return nil, err
 	}
-	t0 := time.Now()
-	if err := x.pinFill(g, pick(queries, live), len(delta)); err != nil {
-		return nil, fmt.Errorf("kernels: pinning the gcsm placement's fill: %w", err)
-	}
-	x.last.Pack += time.Since(t0)
 	for i, qi := range live {
 		res[qi] = counts[i]
 	}
