@@ -9,7 +9,7 @@
 #   bench/gpu-cache.sh GCSM_BINARY OUT_DIR
 #
 # Build the binary elsewhere with CGO_ENABLED=0 go build ./cmd/gcsm. On the
-# H100 the two commands the table was first assembled from took 5.9 and 4.5
+# H100 the two commands the table was last assembled from took 5.8 and 4.0
 # minutes, each with its own graph build, and the coverage about 2. SCALE
 # (default 23) sets the graph's size, for a quick look at a small one.
 set -euo pipefail
