@@ -145,7 +145,7 @@ type gpuEngine interface {
 
 // Budgeted is an engine with a cache budget (kernels.GPU), which
 // EngineConfig.CacheFraction sets once the graph's size is known.
-type Budgeted interface{ SetCacheBytes(int64) }
+type Budgeted interface{ SetCacheBytes(int64) error }
 
 // RunEngines replays the workload on every engine, each on its own copy of
 // the graph, and times the matching of every shape per batch. Apply and
@@ -335,7 +335,10 @@ func load(cfg EngineConfig, e Engine, initial []graph.Edge) (*dyngraph.Graph, er
 	if cfg.CacheFraction > 0 {
 		for _, m := range append([]incremental.Matcher{e.Matcher}, e.PerShape...) {
 			if b, ok := m.(Budgeted); ok {
-				b.SetCacheBytes(int64(cfg.CacheFraction * float64(GraphBytes(g))))
+				if err := b.SetCacheBytes(int64(cfg.CacheFraction * float64(GraphBytes(g)))); err != nil {
+					g.Close()
+					return nil, fmt.Errorf("%s: %w", e.Name, err)
+				}
 			}
 		}
 	}

@@ -61,8 +61,9 @@ type Layout struct {
 // (pinned host memory for the GPU). A Block is not safe for concurrent
 // mutation; Find may be called concurrently between Packs.
 type Block struct {
-	// Alloc, when not nil, provides the block's buffer. It grows by
-	// doubling, so a stream of batches reallocates it O(log) times.
+	// Alloc, when not nil, provides the block's buffer. It grows with a
+	// quarter of headroom (grow), so a stream of batches reallocates it
+	// O(log) times, or not at all past a Reserve of its budget.
 	Alloc hostmem.Allocator
 
 	raw   []byte   // from Alloc
@@ -449,6 +450,22 @@ func (b *Block) copyLists(g *dyngraph.Graph, keys []uint32, trims []trim, reads 
 		}
 	}
 }
+
+// Reserve makes the block's buffer hold at least n bytes, so that a Pack
+// of up to that many allocates nothing: pinning host memory is slow, and a
+// caller that knows its budget can pay for it before the first batch. The
+// block keeps its lists unless the buffer must grow, which empties it.
+func (b *Block) Reserve(n int64) error {
+	words := int((max(n, 0) + 3) / 4)
+	if words <= len(b.words) {
+		return nil
+	}
+	b.lay, b.cut = Layout{}, false
+	return b.grow(words, words)
+}
+
+// Held is the size of the block's buffer, packed or not.
+func (b *Block) Held() int64 { return int64(len(b.words)) * 4 }
 
 // grow makes room for words words, with a quarter more (or twice the
 // room it had) but no more than the block's budget allows, limit words.

@@ -380,3 +380,31 @@ func TestPackCut(t *testing.T) {
 		}
 	}
 }
+
+// A reserved block packs up to its reservation without allocating, keeps
+// its lists when a reservation needs no more, and is emptied by one that
+// grows its buffer.
+func TestReserve(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	g, _ := randomGraph(t, r, false, true, 300, 3000)
+	all := nonEmpty(g)
+	whole := 4 * blockWords(g, all)
+	ca := &countingAlloc{}
+	b := &Block{Alloc: ca}
+	if err := b.Reserve(whole); err != nil || ca.allocs != 1 || b.Held() < whole {
+		t.Fatalf("reserving %d bytes: %d allocations, %d held (%v)", whole, ca.allocs, b.Held(), err)
+	}
+	if _, err := Pack(b, g, all, whole, nil); err != nil {
+		t.Fatal(err)
+	}
+	checkBlock(t, "reserved", b, g, all, nil)
+	if err := b.Reserve(whole / 2); err != nil || ca.allocs != 1 || b.Keys() != len(all) {
+		t.Fatalf("a smaller reservation: %d allocations, %d lists kept of %d (%v)", ca.allocs, b.Keys(), len(all), err)
+	}
+	if err := b.Reserve(2 * whole); err != nil || ca.allocs != 2 || ca.live != b.Held() || b.Keys() != 0 || b.Bytes() != 0 {
+		t.Fatalf("a larger reservation: %d allocations, %d live bytes, %d held, %d lists left", ca.allocs, ca.live, b.Held(), b.Keys())
+	}
+	if err := b.Free(); err != nil || ca.live != 0 {
+		t.Fatalf("free: %d bytes live (%v)", ca.live, err)
+	}
+}

@@ -75,6 +75,11 @@ type cacheState struct {
 	devBuf     devBuf
 	clock      uint64
 	touched    []uint32
+	// spare is pinned memory for the next fill: reserved with a fixed
+	// budget (reserveCache), and then a dropped fill's buffer, kept
+	// (keepSpare) so that the next fill does not pin its own.
+	spare     cache.Block
+	keepSpare bool
 	// from says where each of rows points: the batch's block's row i for
 	// i >= 0, the fill's row -1-i otherwise (scratch of pointRows).
 	from []int32
@@ -812,5 +817,42 @@ func (x *GPU) stageRows(g *dyngraph.Graph, cacheSlab uint32, rows *rowWrites, lo
 	return nil
 }
 
-// SetCacheBytes changes Options.CacheBytes, from the next batch on.
-func (x *GPU) SetCacheBytes(n int64) { x.opts.CacheBytes = n }
+// SetCacheBytes changes Options.CacheBytes, from the next batch on, and
+// pins the memory its blocks take (reserveCache).
+func (x *GPU) SetCacheBytes(n int64) error {
+	x.opts.CacheBytes = n
+	return x.reserveCache()
+}
+
+// reserveCache pins, for a fixed budget (Options.CacheBytes), the host
+// memory the cache placements' blocks take: the batch's block at the
+// budget, and for the gcsm placement's fill as much again (the spare).
+// Pinning runs at about 1 ms per MB on the H100's host, and left to the
+// batches it fell on whichever first needed more: the diamond's batch of 64
+// that packed its first fill, 28 MB, spent 29.0 ms packing and copying, and
+// 5.2 ms with the memory pinned before. Pinned when the budget is set, it is
+// the service's startup cost, and no batch stalls on it. A budget that
+// follows the GPU's free memory is not known before a batch: its blocks grow
+// as they go.
+func (x *GPU) reserveCache() error {
+	n := x.opts.CacheBytes
+	switch x.opts.Placement {
+	case GCSM, Degree, KHop:
+	default:
+		return nil
+	}
+	if n <= 0 {
+		return nil
+	}
+	if err := x.cache.block.Reserve(n); err != nil {
+		return fmt.Errorf("kernels: pinning the cache's block: %w", err)
+	}
+	if x.opts.Placement != GCSM || !x.fillOn() {
+		return nil
+	}
+	x.cache.spare.Alloc, x.cache.keepSpare = x.alloc, true
+	if err := x.cache.spare.Reserve(n); err != nil {
+		return fmt.Errorf("kernels: pinning the fill's block: %w", err)
+	}
+	return nil
+}

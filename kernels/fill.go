@@ -211,6 +211,9 @@ func (x *GPU) fillFor(g *dyngraph.Graph, queries []*query.Query, budget int64) (
 		if x.alloc != nil {
 			f.block.Alloc = x.alloc // pinned, as the batch's block
 		}
+		if cs.spare.Held() > 0 {
+			f.block, cs.spare = cs.spare, cache.Block{}
+		}
 		if cs.fills == nil {
 			cs.fills = map[string]*fillBlock{}
 		}
@@ -285,6 +288,10 @@ func (cs *cacheState) dropFill(set string) error {
 	delete(cs.fills, set)
 	if cs.devFill == f {
 		cs.devFill = nil
+	}
+	if cs.keepSpare && cs.spare.Held() == 0 {
+		cs.spare = f.block
+		return nil
 	}
 	return f.block.Free()
 }

@@ -1,12 +1,14 @@
 package kernels
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/gcsm/gcsm/cache"
 	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/internal/hostmem"
 	"github.com/gcsm/gcsm/query"
 )
 
@@ -204,5 +206,75 @@ func TestFillServed(t *testing.T) {
 	c.packCost = time.Second
 	if c.paid() {
 		t.Fatal("30ms of kernels paid for a packing of 1s")
+	}
+}
+
+// countingAlloc is heap memory that counts its slabs and frees, as pinned
+// memory's would be counted.
+type countingAlloc struct {
+	hostmem.Heap
+	allocs, frees int
+}
+
+func (a *countingAlloc) Alloc(n int) ([]byte, error) {
+	a.allocs++
+	return a.Heap.Alloc(n)
+}
+
+func (a *countingAlloc) Free(b []byte) error {
+	a.frees++
+	return a.Heap.Free(b)
+}
+
+// With a fixed budget the placements pin their blocks when it is set: the
+// batch's block, and for the gcsm placement a spare for the fill. Packing
+// within the budget then allocates nothing, a dropped fill's buffer is the
+// next fill's, and Close frees them all.
+func TestReserveCache(t *testing.T) {
+	g := starGraph(t)
+	const budget = 40000 // the whole graph's lists take 24 kB
+	for _, c := range []struct {
+		placement Placement
+		budget    int64
+		allocs    int
+	}{
+		{Degree, budget, 1},
+		{KHop, budget, 1},
+		{ZeroCopy, budget, 0},
+		{GCSM, 0, 0},
+	} {
+		a := &countingAlloc{}
+		x := &GPU{opts: Options{Placement: c.placement}, alloc: a}
+		x.cache.block.Alloc = a
+		if err := x.SetCacheBytes(c.budget); err != nil || a.allocs != c.allocs {
+			t.Errorf("%v, budget %d: %d allocations, want %d (%v)", c.placement, c.budget, a.allocs, c.allocs, err)
+		}
+	}
+	a := &countingAlloc{}
+	x := &GPU{opts: Options{Placement: GCSM, MinFill: 1}, alloc: a}
+	x.cache.block.Alloc = a
+	if err := x.SetCacheBytes(budget); err != nil || a.allocs != 2 || x.cache.spare.Held() < budget {
+		t.Fatalf("gcsm: %d allocations, spare of %d bytes, want 2 and %d (%v)", a.allocs, x.cache.spare.Held(), budget, err)
+	}
+	if _, err := cache.Pack(&x.cache.block, g, x.degreeRanking(g, nil, budget), budget, nil); err != nil {
+		t.Fatal(err)
+	}
+	x.cache.caps = walkCaps{querySet(nil): {kernelEdges: 1, estBytes: 500}}
+	f, err := x.fillFor(g, nil, budget)
+	if err != nil || f == nil || f.block.Keys() == 0 {
+		t.Fatalf("no fill: %v", err)
+	}
+	if a.allocs != 2 || x.cache.spare.Held() != 0 {
+		t.Fatalf("packing within the budget: %d allocations, %d spare bytes, want 2 and none", a.allocs, x.cache.spare.Held())
+	}
+	if err := x.cache.dropFill(readsKey(nil)); err != nil || a.frees != 0 || x.cache.spare.Held() < budget {
+		t.Fatalf("a dropped fill: %d frees, spare of %d bytes, want its buffer kept (%v)", a.frees, x.cache.spare.Held(), err)
+	}
+	x.cache.caps[querySet(nil)] = walkCap{kernelEdges: 1, estBytes: 500} // the last packing has paid
+	if f, err := x.fillFor(g, nil, budget); err != nil || f == nil || a.allocs != 2 {
+		t.Fatalf("the next fill: %v, %d allocations, want one and none more (%v)", f != nil, a.allocs, err)
+	}
+	if err := errors.Join(x.cache.block.Free(), x.cache.dropFills(), x.cache.spare.Free()); err != nil || a.frees != 2 {
+		t.Fatalf("closing: %d frees, want 2 (%v)", a.frees, err)
 	}
 }

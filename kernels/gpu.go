@@ -147,7 +147,7 @@ type GPU struct {
 	mod      *cuda.Module
 	match    *cuda.Function
 	scat     *cuda.Function
-	alloc    *cuda.HostAllocator
+	alloc    hostmem.Allocator // pinned host memory (cuda.HostAllocator)
 	bufs     map[string]devBuf
 	used     int64 // device bytes held
 	mirror   []slabMirror
@@ -237,6 +237,9 @@ func Open(opts Options) (*GPU, error) {
 	if x.match, err = x.mod.Function("match_delta"); err == nil {
 		x.scat, err = x.mod.Function("scatter")
 	}
+	if err == nil {
+		err = x.reserveCache()
+	}
 	if err != nil {
 		x.Close()
 		return nil, err
@@ -256,7 +259,7 @@ func (x *GPU) Close() error {
 			errs = append(errs, x.ctx.Free(m.lbl))
 		}
 	}
-	errs = append(errs, x.cache.block.Free(), x.cache.dropFills())
+	errs = append(errs, x.cache.block.Free(), x.cache.dropFills(), x.cache.spare.Free())
 	if x.mod != nil {
 		errs = append(errs, x.mod.Close())
 	}
