@@ -824,6 +824,12 @@ func (x *GPU) SetCacheBytes(n int64) error {
 	return x.reserveCache()
 }
 
+// maxReserve bounds what reserveCache pins for each block: a budget set
+// far above what the graph's lists take (a whole GPU's, say) would pin
+// host memory no batch uses, twice over with the fill, and take a second
+// a GB to start.
+const maxReserve = 1 << 30
+
 // reserveCache pins, for a fixed budget (Options.CacheBytes), the host
 // memory the cache placements' blocks take: the batch's block at the
 // budget, and for the gcsm placement's fill as much again (the spare).
@@ -833,9 +839,9 @@ func (x *GPU) SetCacheBytes(n int64) error {
 // 5.2 ms with the memory pinned before. Pinned when the budget is set, it is
 // the service's startup cost, and no batch stalls on it. A budget that
 // follows the GPU's free memory is not known before a batch: its blocks grow
-// as they go.
+// as they go. So do blocks past maxReserve.
 func (x *GPU) reserveCache() error {
-	n := x.opts.CacheBytes
+	n := min(x.opts.CacheBytes, maxReserve)
 	switch x.opts.Placement {
 	case GCSM, Degree, KHop:
 	default:

@@ -278,3 +278,25 @@ func TestReserveCache(t *testing.T) {
 		t.Fatalf("closing: %d frees, want 2 (%v)", a.frees, err)
 	}
 }
+
+// sizesAlloc records the sizes asked of it and hands out small slabs: for
+// what a block asks, not what it could use.
+type sizesAlloc struct {
+	hostmem.Heap
+	sizes []int
+}
+
+func (a *sizesAlloc) Alloc(n int) ([]byte, error) {
+	a.sizes = append(a.sizes, n)
+	return a.Heap.Alloc(64)
+}
+
+// A budget past maxReserve pins maxReserve for each block.
+func TestReserveCacheBound(t *testing.T) {
+	a := &sizesAlloc{}
+	x := &GPU{opts: Options{Placement: GCSM}, alloc: a}
+	x.cache.block.Alloc = a
+	if err := x.SetCacheBytes(64 << 30); err != nil || !slices.Equal(a.sizes, []int{maxReserve, maxReserve}) {
+		t.Fatalf("a budget of 64 GiB pinned %v, want %d twice (%v)", a.sizes, maxReserve, err)
+	}
+}
