@@ -242,6 +242,15 @@ func TestPackErrors(t *testing.T) {
 	}
 }
 
+// packGraph is a random undirected multi-label graph of 300 vertices and
+// 3,000 edges from seed, its lists that are not empty, and the bytes of a
+// block of them all.
+func packGraph(t *testing.T, seed uint64) (*dyngraph.Graph, []uint32, int64) {
+	g, _ := randomGraph(t, rand.New(rand.NewPCG(seed, seed+1)), false, true, 300, 3000)
+	all := nonEmpty(g)
+	return g, all, 4 * blockWords(g, all)
+}
+
 // countingAlloc counts what the block takes from its allocator.
 type countingAlloc struct {
 	hostmem.Heap
@@ -265,10 +274,7 @@ func (c *countingAlloc) Free(b []byte) error {
 // buffer is on the heap or from an allocator, which it asks for a larger
 // buffer only when the block outgrows the one it has.
 func TestPackAllocs(t *testing.T) {
-	r := rand.New(rand.NewPCG(7, 8))
-	g, _ := randomGraph(t, r, false, true, 300, 3000)
-	all := nonEmpty(g)
-	whole := 4 * blockWords(g, all)
+	g, all, whole := packGraph(t, 7)
 	ca := &countingAlloc{}
 	for _, b := range []*Block{{}, {Alloc: ca}} {
 		budget := whole / 2
@@ -296,10 +302,7 @@ func TestPackAllocs(t *testing.T) {
 // A block's buffer grows with room to spare, up to its budget: a block a
 // little larger than the last, within the same budget, pins no new memory.
 func TestPackGrowsWithinBudget(t *testing.T) {
-	r := rand.New(rand.NewPCG(9, 10))
-	g, _ := randomGraph(t, r, false, true, 300, 3000)
-	all := nonEmpty(g)
-	whole := 4 * blockWords(g, all)
+	g, all, whole := packGraph(t, 9)
 	budget := whole / 2
 	n := 0 // the first n lists take about 85% of the budget
 	for n < len(all) && 20*BlockBytes(g, all[:n+1], nil) <= 17*budget {
@@ -385,10 +388,7 @@ func TestPackCut(t *testing.T) {
 // its lists when a reservation needs no more, and is emptied by one that
 // grows its buffer.
 func TestReserve(t *testing.T) {
-	r := rand.New(rand.NewPCG(11, 12))
-	g, _ := randomGraph(t, r, false, true, 300, 3000)
-	all := nonEmpty(g)
-	whole := 4 * blockWords(g, all)
+	g, all, whole := packGraph(t, 11)
 	ca := &countingAlloc{}
 	b := &Block{Alloc: ca}
 	if err := b.Reserve(whole); err != nil || ca.allocs != 1 || b.Held() < whole {
