@@ -826,8 +826,8 @@ func (x *GPU) SetCacheBytes(n int64) error {
 
 // maxReserve bounds what reserveCache pins for each block: a budget set
 // far above what the graph's lists take (a whole GPU's, say) would pin
-// host memory no batch uses, twice over with the fill, and take a second
-// a GB to start.
+// host memory that no batch uses, twice over with the fill, and delay the
+// start by about a second per GB.
 const maxReserve = 1 << 30
 
 // reserveCache pins, for a fixed budget (Options.CacheBytes), the host
