@@ -208,11 +208,11 @@ func (x *GPU) fillFor(g *dyngraph.Graph, queries []*query.Query, budget int64) (
 			return nil, err
 		}
 		f = &fillBlock{}
-		if x.alloc != nil {
+		switch {
+		case cs.spare.Held() > 0:
+			f.block, cs.spare = cs.spare, cache.Block{} // pinned already
+		case x.alloc != nil:
 			f.block.Alloc = x.alloc // pinned, as the batch's block
-		}
-		if cs.spare.Held() > 0 {
-			f.block, cs.spare = cs.spare, cache.Block{}
 		}
 		if cs.fills == nil {
 			cs.fills = map[string]*fillBlock{}
