@@ -29,7 +29,7 @@ func newTestLogger(w io.Writer) zerolog.Logger { return zerolog.New(w) }
 func TestCrashRestart(t *testing.T) {
 	trials := 20
 	if testing.Short() {
-		trials = 3
+		trials = 1
 	}
 	exe, err := os.Executable()
 	if err != nil {

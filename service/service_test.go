@@ -29,11 +29,12 @@ func TestEndToEnd(t *testing.T) {
 	for _, brokers := range []int{1, 3} {
 		t.Run(fmt.Sprintf("brokers=%d", brokers), func(t *testing.T) {
 			addrs := cluster(t, brokers, 1)
-			recs, vals := transferStream(3000, uint64(brokers))
-			produce(t, addrs, "edges", vals)
 			cfg := testConfig(t, addrs)
-			// With the whole stream waiting, every batch fills to Size, so
-			// the batches are known: those of a replay.
+			// A whole number of batches, all waiting before the start: every
+			// batch fills to Size, so the batches are known (those of a
+			// replay) and none waits out the linger.
+			recs, vals := transferStream(12*cfg.Batch.Size, uint64(brokers))
+			produce(t, addrs, "edges", vals)
 			cfg.Batch.Linger = 10 * time.Second
 			out := consume(t, addrs, "matches", true)
 			r := start(t, cfg)
