@@ -87,7 +87,7 @@ func TestInvalidUTF8Refused(t *testing.T) {
 				}
 				got = append(got, rec.Src)
 			}
-			want := fmt.Sprint([]string{src(t, tt.format, 1), "in:2: " + tt.detail, src(t, tt.format, 3)})
+			want := fmt.Sprint([]string{src(tt.format, 1), "in:2: " + tt.detail, src(tt.format, 3)})
 			if fmt.Sprint(got) != want {
 				t.Errorf("%v %q:\n got %q\nwant %q", format, tt.bad, got, want)
 			}
@@ -116,8 +116,7 @@ func TestInvalidUTF8Refused(t *testing.T) {
 }
 
 // src is the source id of goodLine(f, i).
-func src(t *testing.T, f Format, i int) string {
-	t.Helper()
+func src(f Format, i int) string {
 	if f == FormatCSM {
 		return fmt.Sprint(i)
 	}
