@@ -3,7 +3,9 @@ package ingest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/gcsm/gcsm/graph"
@@ -140,6 +142,9 @@ func (j *jsonLine) record() (Record, *DecodeError) {
 		if absent(op) {
 			return Record{}, decodeErrorf(ReasonMissingField, `missing field "op"`)
 		}
+		if err := checkUTF8(`field "op"`, bytes.Trim(op, `"`)); err != nil {
+			return Record{}, err
+		}
 		return Record{}, decodeErrorf(ReasonUnknownOp, "unknown op %s", clip(op))
 	}
 	j.text = j.text[:0]
@@ -259,12 +264,68 @@ func (j *jsonLine) appendString(k int, key string) (span, *DecodeError) {
 		j.text = append(j.text, body...)
 		return span{start, len(j.text)}, nil
 	}
+	// encoding/json would make U+FFFD of what is not UTF-8; refuse it here.
+	if err := checkJSONString(key, raw[1:len(raw)-1]); err != nil {
+		return span{}, err
+	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return span{}, decodeErrorf(ReasonJSON, "field %q: %v", key, err)
 	}
 	j.text = append(j.text, s...)
 	return span{start, len(j.text)}, nil
+}
+
+// checkJSONString refuses the body of a JSON string literal, whose syntax
+// has been checked, that does not decode to valid UTF-8: it has bytes that
+// are not UTF-8, or a \u escape of a surrogate that is not half of a high
+// and low pair. RFC 8259 leaves lone surrogates to the implementation;
+// gcsm refuses them because encoding/json decodes each to U+FFFD, and
+// "a\ud800" and "a\udbff" would then be one vertex.
+func checkJSONString(key string, body []byte) *DecodeError {
+	// Escapes are ASCII, so bytes that are not UTF-8 are raw ones.
+	if !utf8.Valid(body) {
+		return checkUTF8(fmt.Sprintf("field %q", key), body)
+	}
+	for i := 0; i < len(body); i++ {
+		if body[i] != '\\' {
+			continue
+		}
+		i++
+		if body[i] != 'u' {
+			continue
+		}
+		r := hex4(body[i+1:])
+		i += 4
+		if !utf16.IsSurrogate(r) {
+			continue
+		}
+		if r < 0xdc00 && i+6 < len(body) && body[i+1] == '\\' && body[i+2] == 'u' {
+			if lo := hex4(body[i+3:]); 0xdc00 <= lo && lo < 0xe000 {
+				i += 6
+				continue
+			}
+		}
+		return decodeErrorf(ReasonInvalidUTF8, "field %q is not valid UTF-8: \\u%04x is half of a surrogate pair", key, r)
+	}
+	return nil
+}
+
+// hex4 returns the value of the four hex digits at the start of b.
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c <= '9':
+			c -= '0'
+		case c >= 'a':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }
 
 // time decodes "ts": an RFC 3339 string or integer unix milliseconds. A

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/internal/jsonstr"
@@ -32,9 +31,13 @@ const (
 	ReasonBadTime = "bad_time"
 	// ReasonBadValue: an id or a label is neither a string nor an integer.
 	ReasonBadValue = "bad_value"
-	// ReasonCSM: the value is not a CSM line (e, +e, -e or v), or not UTF-8,
-	// which a JSON event could not carry on.
+	// ReasonCSM: the value is not a CSM line (e, +e, -e or v).
 	ReasonCSM = "csm"
+	// ReasonInvalidUTF8: an id, a label, the op or the time is not valid
+	// UTF-8, or is a JSON string with a \u escape of half a surrogate pair.
+	// Such names are refused, not repaired: encoding/json would turn every
+	// bad sequence into U+FFFD and so make one vertex of distinct ids.
+	ReasonInvalidUTF8 = "invalid_utf8"
 	// ReasonFormat: Decoder.Format is not one that a Decoder decodes. It is
 	// the configuration that is wrong, not the value.
 	ReasonFormat = "format"
@@ -44,7 +47,7 @@ const (
 // export a zero count for each before the first refusal.
 func DecodeReasons() []string {
 	return []string{ReasonOversized, ReasonEmpty, ReasonJSON, ReasonMissingField, ReasonUnknownOp,
-		ReasonBadTime, ReasonBadValue, ReasonCSM, ReasonFormat}
+		ReasonBadTime, ReasonBadValue, ReasonCSM, ReasonInvalidUTF8, ReasonFormat}
 }
 
 // DecodeError says why a value was refused.
@@ -126,9 +129,6 @@ func (d *Decoder) decode(value []byte) (Record, *DecodeError) {
 	case FormatJSON:
 		return d.js.parse(line)
 	case FormatCSM:
-		if !utf8.Valid(line) {
-			return Record{}, decodeErrorf(ReasonCSM, "CSM line is not UTF-8: %s", quote(line))
-		}
 		rec, ok, err := parseCSM(line, &d.fields)
 		if err == nil && !ok {
 			err = decodeErrorf(ReasonEmpty, `value is a CSM "t" header, not an event`)

@@ -41,7 +41,9 @@ const (
 	//
 	// op is "+" or "insert", "-" or "delete", or "vertex", which introduces
 	// the vertex "id" (or "src") with the label "label". Ids and labels are
-	// JSON strings or integers. ts is optional: an RFC 3339 string or an
+	// JSON strings or integers. A string with bytes that are not UTF-8, or
+	// with a \u escape of a lone surrogate, is refused: encoding/json would
+	// make U+FFFD of either. ts is optional: an RFC 3339 string or an
 	// integer of unix milliseconds. Other fields are ignored.
 	FormatJSON
 )
@@ -87,6 +89,10 @@ const (
 // Reader reads Records from a stream of lines. Lines starting with '#' or
 // '%' are comments in every format; blank lines and a leading UTF-8 byte
 // order mark are ignored; lines may end in "\n" or "\r\n".
+//
+// In every format, ids, labels and the other fields read must be valid
+// UTF-8: a line with one that is not is malformed, never repaired, since
+// repairing would give distinct ids one spelling.
 //
 // A Reader checks syntax only. It passes self-loops through, as it does
 // deletions of absent edges: those are for the consumer to judge (Resolve

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gcsm/gcsm/graph"
 )
@@ -102,8 +103,8 @@ func (r *Reader) parseCSM(line []byte) (Record, bool, *LineError) {
 
 // parseCSM parses one trimmed, non-blank CSM line, splitting it into
 // *fields (scratch space kept by the caller from line to line). ok is false
-// for a "t" header, which holds no record. Errors have ReasonCSM. The
-// record has Line 0.
+// for a "t" header, which holds no record. Errors have ReasonCSM, or
+// ReasonInvalidUTF8 for a field that is not UTF-8. The record has Line 0.
 func parseCSM(line []byte, fields *[]span) (rec Record, ok bool, err *DecodeError) {
 	f, n := splitFields(*fields, line, false, 4)
 	*fields = f
@@ -116,11 +117,6 @@ func parseCSM(line []byte, fields *[]span) (rec Record, ok bool, err *DecodeErro
 		if n != 3 && n != 4 {
 			return Record{}, false, decodeErrorf(ReasonCSM, `vertex line needs 2 or 3 fields after "v", got %d`, n-1)
 		}
-		if n == 4 {
-			if _, ok := parseUint(field(line, f[3])); !ok {
-				return Record{}, false, decodeErrorf(ReasonCSM, "vertex degree %s is not a non-negative integer", quote(field(line, f[3])))
-			}
-		}
 		rec.Op = graph.AddVertex
 	case "e", "+e", "-e":
 		if n != 3 && n != 4 {
@@ -131,7 +127,24 @@ func parseCSM(line []byte, fields *[]span) (rec Record, ok bool, err *DecodeErro
 			rec.Op = graph.Delete
 		}
 	default:
+		if err := checkUTF8("line type", kind); err != nil {
+			return Record{}, false, err
+		}
 		return Record{}, false, decodeErrorf(ReasonCSM, "unknown line type %s", quote(kind))
+	}
+	names := &csmEdgeFields
+	if rec.Op == graph.AddVertex {
+		names = &csmVertexFields
+	}
+	for i, name := range names[:n-1] {
+		if err := checkUTF8(name, field(line, f[i+1])); err != nil {
+			return Record{}, false, err
+		}
+	}
+	if rec.Op == graph.AddVertex && n == 4 {
+		if _, ok := parseUint(field(line, f[3])); !ok {
+			return Record{}, false, decodeErrorf(ReasonCSM, "vertex degree %s is not a non-negative integer", quote(field(line, f[3])))
+		}
 	}
 	last := 2 // the last field that goes into the record
 	if rec.Op != graph.AddVertex {
@@ -158,6 +171,35 @@ func parseCSM(line []byte, fields *[]span) (rec Record, ok bool, err *DecodeErro
 		rec.Label = get(3)
 	}
 	return rec, true, nil
+}
+
+// The names of the fields after a CSM line's type, for errors.
+var (
+	csmVertexFields = [3]string{"vertex id", "vertex label", "vertex degree"}
+	csmEdgeFields   = [3]string{"source vertex id", "target vertex id", "edge label"}
+)
+
+// checkUTF8 refuses the field b, named what, unless it is valid UTF-8. A
+// name is refused, never repaired: outputs write names as JSON, where bad
+// bytes become U+FFFD, so a repair at any point gives two names one spelling.
+func checkUTF8(what string, b []byte) *DecodeError {
+	if utf8.Valid(b) {
+		return nil
+	}
+	return decodeErrorf(ReasonInvalidUTF8, "%s is not valid UTF-8 at byte %d: %s", what, invalidUTF8At(b), quote(b))
+}
+
+// invalidUTF8At returns the offset of the first byte of b that does not
+// start a valid UTF-8 sequence, or len(b) if there is none.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
 }
 
 // canonID drops the leading zeros of a CSM id, which graph.IDs would take
@@ -280,6 +322,17 @@ func (r *Reader) edge(line []byte, f []span, c columns) (Record, bool, *LineErro
 	}
 	if f[c.src].start == f[c.src].end || f[c.dst].start == f[c.dst].end {
 		return Record{}, false, r.errorf("empty vertex id")
+	}
+	for _, col := range [...]struct {
+		i    int
+		name string
+	}{{c.src, "source vertex id"}, {c.dst, "target vertex id"}, {c.label, "edge label"}} {
+		if col.i < 0 {
+			continue
+		}
+		if err := checkUTF8(col.name, field(line, f[col.i])); err != nil {
+			return Record{}, false, r.errorf("%s", err.Detail)
+		}
 	}
 	lo, hi := min(f[c.src].start, f[c.dst].start), max(f[c.src].end, f[c.dst].end)
 	if c.label >= 0 {
