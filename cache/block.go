@@ -1,5 +1,5 @@
 // Package cache packs the neighbour lists a batch will read most into one
-// DCSR block (papers/gcsm-wei-jiang.txt V-B, Fig. 6; DESIGN.md §7): a single
+// DCSR block (the GCSM paper, V-B and Fig. 6; layout in FORMAT.md): a single
 // buffer that the GPU executor sends to device memory with one DMA, and in
 // which the matching kernel finds a list by binary search before falling
 // back to reading it from host memory over PCIe.

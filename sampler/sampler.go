@@ -1,6 +1,6 @@
 // Package sampler estimates, before a batch is matched, how often the
 // matching will read each neighbour list: GCSM's random-walk estimator
-// (papers/gcsm-wei-jiang.txt IV, DESIGN.md §6). The cache package packs the
+// (the GCSM paper, section IV; docs/gpu.md). The cache package packs the
 // lists it ranks hottest into the GPU's DCSR block.
 //
 // Matching one term of a query for a batch is a tree (paper Fig. 4): the
