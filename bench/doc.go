@@ -5,7 +5,7 @@
 // reproduced and two configurations compared on the same input:
 //
 //   - RMAT streams power-law graphs with Zipf-skewed vertex labels, the
-//     synthetic graphs of DESIGN.md §11, without holding the graph in memory.
+//     synthetic graphs of docs/benchmarks.md, without holding the graph in memory.
 //   - SplitStream turns a static edge list into an initial graph and an
 //     update stream, following the CSM literature's protocol.
 //   - Transfers produces a labeled money-transfer stream with planted rings

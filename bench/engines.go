@@ -41,7 +41,7 @@ func (e Engine) matcher(i int) incremental.Matcher {
 }
 
 // EngineConfig is a side-by-side run of several engines over one R-MAT
-// workload (DESIGN.md §11).
+// workload (docs/benchmarks.md, Workloads).
 type EngineConfig struct {
 	Graph   RMAT
 	Shapes  []Shape

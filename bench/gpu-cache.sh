@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's table of the cache placements out of GPU memory, for a
+# docs/benchmarks.md's table of the cache placements out of GPU memory, for a
 # machine with an NVIDIA GPU, in one command (one graph build): gcsm,
 # degree and zero-copy with one executor per shape, on a 2^27-edge R-MAT
 # graph with a cache budget of 5% of its lists; the 5-cycle up to batches

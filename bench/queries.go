@@ -30,7 +30,7 @@ func (s Shape) Labeled(labels []uint32) string {
 	return formatPattern(s.Vertices, s.Edges, labels)
 }
 
-// Shapes returns the benchmark query shapes of DESIGN.md §11, smallest
+// Shapes returns the benchmark query shapes (docs/benchmarks.md), smallest
 // first. The slice is new on each call.
 func Shapes() []Shape {
 	shapes := []Shape{

@@ -10,7 +10,7 @@ import (
 )
 
 // SplitStream turns a static graph into a dynamic one by the protocol of the
-// CSM literature (DESIGN.md §11): a seeded fraction of the edges is chosen;
+// CSM literature (docs/benchmarks.md): a seeded fraction of the edges is chosen;
 // half of them are left out of the initial graph and inserted by the stream,
 // the other half stay in it and are deleted by the stream, and the two kinds
 // are interleaved at random. When the chosen count is odd the insertions have

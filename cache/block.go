@@ -1,5 +1,5 @@
 // Package cache packs the neighbour lists a batch will read most into one
-// DCSR block (papers/gcsm-wei-jiang.txt V-B, Fig. 6; DESIGN.md §7): a single
+// DCSR block (the GCSM paper, V-B and Fig. 6; layout in FORMAT.md): a single
 // buffer that the GPU executor sends to device memory with one DMA, and in
 // which the matching kernel finds a list by binary search before falling
 // back to reading it from host memory over PCIe.
@@ -469,11 +469,10 @@ func (b *Block) Held() int64 { return int64(len(b.words)) * 4 }
 
 // grow makes room for words words, with a quarter more (or twice the
 // room it had) but no more than the block's budget allows, limit words.
-// Pinning host memory is slow, and a block of the budget's size comes out
-// a little larger or smaller from batch to batch: on the H100's host the
-// degree placement packed its 51 MB in 5 to 8 ms a batch, but in 53 to 78
-// ms in one batch per executor and size, where a larger block doubled the
-// buffer.
+// Pinning host memory is slow (about 1 ms per MB), and a block of the
+// budget's size comes out a little larger or smaller from batch to batch:
+// the room to spare, capped at the budget, pins such a block once rather
+// than at every batch a little larger than the last.
 func (b *Block) grow(words, limit int) error {
 	if words <= len(b.words) {
 		return nil

@@ -47,10 +47,9 @@ func GCSM(dst []uint32, est *sampler.Estimate) []uint32 { return est.Hottest(dst
 // order of the paper's Naive baseline, which Degree cuts to a budget, and
 // of the gcsm placement's fill. It reads every list's length on all cores
 // and sorts by a stable radix sort of the lengths, in scratch of 16 bytes a
-// list that it allocates: O(L) for L lists. The comparison sort it
-// replaced, with Degree's cut after it, took 1.1 s for the 8M lists of the
-// 2^27-edge benchmark graph on the H100's host; on the 2-core VM the radix
-// sort of 65k lists takes half the comparison sort's time.
+// list that it allocates: O(L) for L lists. A comparison sort takes over
+// a second for the 8M lists of a 2^27-edge graph, twice the radix sort's
+// time.
 func Longest(dst []uint32, g *dyngraph.Graph) []uint32 {
 	nk := sampler.NumKeys(g)
 	// rec is (longest - length)<<32 | key: ascending is Longest's order.

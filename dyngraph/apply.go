@@ -16,7 +16,7 @@ type normState struct {
 	flipped     bool // the state changed at least once inside the batch
 }
 
-// ApplyStats counts what a batch did (DESIGN.md §2).
+// ApplyStats counts what a batch did (docs/architecture.md, Batch normalisation).
 type ApplyStats struct {
 	Updates   int // updates in the batch, vertices included
 	Inserted  int // edges absent before and present after: in ΔE with +
@@ -230,7 +230,7 @@ func (g *Graph) touch(v graph.VertexID, in bool) *list {
 // loading a graph through Apply spent a quarter of its time in those copies.
 //
 // A new list gets exactly its batch's need rounded up, not the average degree
-// that DESIGN.md §4 suggests: on power-law graphs most vertices have degree 1
+// that the GCSM paper starts a list at: on power-law graphs most vertices have degree 1
 // or 2, and starting them at the average would break the bound of at most
 // 100% capacity slack.
 func (g *Graph) reserve() error {

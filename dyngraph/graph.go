@@ -4,7 +4,7 @@
 //
 // The life of a batch is Apply → (matching reads the views) → Reorganize.
 //
-//   - Apply normalises the batch (DESIGN.md §2), marks deleted neighbours with
+//   - Apply normalises the batch (docs/architecture.md), marks deleted neighbours with
 //     a tombstone bit in the sorted part of each list, and appends inserted
 //     neighbours after it. It returns ΔE, each edge once with its sign.
 //   - While the batch is pending, Adj exposes the raw parts: old = the sorted
@@ -74,7 +74,7 @@ func (o *Options) validate() error {
 }
 
 // list is one vertex's neighbour list in one direction. It is the per-vertex
-// table entry of DESIGN.md §4: location, length, appended start, capacity.
+// table entry of docs/architecture.md: location, length, appended start, capacity.
 type list struct {
 	slab uint32 // index into Graph.slabs
 	off  uint32 // first entry within the slab

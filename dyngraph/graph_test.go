@@ -17,7 +17,7 @@ import (
 )
 
 // The model is a plain map of edges and a slice of vertex labels, updated one
-// update at a time in arrival order, exactly as DESIGN.md §2 states the
+// update at a time in arrival order, exactly as docs/architecture.md states the
 // semantics. It shares no code with the graph, so a mistake has to be made
 // twice, independently, to go unnoticed.
 
@@ -219,7 +219,7 @@ func sortedKeys(edges map[mkey]bool) []mkey {
 	return ks
 }
 
-// gen draws random batches that hit every case of DESIGN.md §2 and of the
+// gen draws random batches that hit every case of batch normalisation (docs/architecture.md) and of the
 // graph's input checks. It feeds each update to the model as it goes, so it
 // can aim deletions and refreshes at edges that exist at that point.
 type gen struct {

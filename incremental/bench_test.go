@@ -16,7 +16,7 @@ import (
 
 // The benchmarks run on one R-MAT power-law graph of 2^16 vertices and 2^20
 // distinct undirected edges with four skewed vertex labels, and a stream of
-// 10% of its edges (DESIGN.md §11): half of them are left out of the initial
+// 10% of its edges (docs/benchmarks.md, Workloads): half of them are left out of the initial
 // graph and inserted by the stream, half are in it and deleted by the
 // stream, interleaved. The graph is built once per process and shared by
 // every sub-benchmark.
@@ -227,7 +227,7 @@ type benchShape struct {
 	heavy, heavyLabeled int
 }
 
-// The shapes of DESIGN.md §11 up to 5 vertices.
+// The benchmark shapes (docs/benchmarks.md) up to 5 vertices.
 var benchShapes = []benchShape{
 	{"triangle", 3, [][2]int{{0, 1}, {1, 2}, {2, 0}}, 0, 0},
 	{"4-cycle", 4, [][2]int{{0, 1}, {1, 2}, {2, 3}, {3, 0}}, 8192, 0},

@@ -1,7 +1,7 @@
 // Package incremental is gcsm's matching engine: given a batch that dyngraph
 // has applied (so the old, stable and new views are readable) it computes,
 // for every registered query, exactly the matches that appeared (ΔM+) and
-// disappeared (ΔM-), by the delta rules of DESIGN.md §3. It also holds the
+// disappeared (ΔM-), by the delta rules of docs/architecture.md. It also holds the
 // static matcher that finds all matches of a new query in the current graph.
 //
 // # Delta rules

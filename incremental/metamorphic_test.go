@@ -191,7 +191,7 @@ func newMMScenario(t testing.TB, cfg mmConfig, seed uint64) *mmScenario {
 		}
 	}
 
-	// The stream (DESIGN.md §11): some edges are taken out of the initial
+	// The stream (docs/benchmarks.md, Workloads): some edges are taken out of the initial
 	// graph and inserted by the stream, as many present ones are deleted,
 	// interleaved; plus noise: refreshes of present edges, deletions of
 	// absent ones, duplicates, and fresh edges inserted and later deleted

@@ -35,7 +35,7 @@ func (o *oracleGraph) key(a, b, l uint32) oracleEdge {
 	return oracleEdge{a, b, l}
 }
 
-// apply mirrors DESIGN.md's semantics directly: updates in order.
+// apply mirrors docs/architecture.md's semantics directly: updates in order.
 func (o *oracleGraph) apply(batch []graph.Update, defLabel graph.Label) {
 	for _, u := range batch {
 		switch u.Op {

@@ -149,13 +149,9 @@ const DefaultMinFill = 4 << 20
 
 // DefaultMinCacheKernel is Options.MinCacheKernel's default. A short
 // kernel reads a batch's hot lists from the GPU's L2 cache after the first
-// time, and the block's costs do not shrink with the batch: on a 2^27-edge
-// R-MAT graph on the H100, batches of 64 whose kernels took 0.8 and 1.3 ms
-// took 0.96 and 1.68 ms through zero-copy and 1.43 and 2.21 ms with the
-// block (0.2 ms estimating, 0.3-0.4 ms packing, copying and pointing the
-// table). Kernels of 4.6 ms and more gained from the block (diamond, 4-cycle
-// at 512: 5.8 against 7.3 ms, 18.6 against 26.8 ms). With this default
-// the diamond's batch of 64 skipped the block and took 1.00 ms.
+// time, while the block costs 0.5-0.6 ms a batch whatever the batch's size
+// (estimating, packing, copying and pointing the table), so under a few ms
+// of kernel the block loses to zero-copy (docs/gpu.md).
 const DefaultMinCacheKernel = 2500 * time.Microsecond
 
 // walkCaps remembers, per set of queries, the estimates that set the walks
@@ -275,10 +271,8 @@ func (w walkCaps) deadline(queries []*query.Query, edges int, share float64) tim
 
 // firstWeightedWalks is the weighted walks' cap per update edge for the
 // first batch of a set of queries. Weighted walks seldom end early, so the
-// paper's M and formula (5) cost them far more than the paper's walks: on
-// 2^25-edge R-MAT batches on the H100 the estimates that followed such a
-// start still took 15 to 23% of a batch of 64; started at 256 per edge,
-// they took 3.4 to 9.1%.
+// paper's M and formula (5) cost them far more than the paper's walks
+// (15-23% of a batch of 64 instead of 3-9%, even after tuning).
 const firstWeightedWalks = 256
 
 // firstWalks is the cap per update edge for a new set of queries: the
@@ -327,14 +321,11 @@ func (x *GPU) tuneEstimate(queries []*query.Query, edges int) {
 // bareKernel is what a batch's kernel would have taken without the cache:
 // its time, scaled by the list bytes it read over those it read from host
 // memory, at most fourfold, as if the host's reads set it. A short kernel
-// with the cache says little of the batch without it: on the H100 the
-// diamond's batch of 2,048 took 2.4 ms with a block that served 97% of its
-// reads, and the next batch, skipping the block by that time, took 22 ms.
-// The bound is for the reads the GPU's L2 cache serves: at most tenfold,
-// the diamond's batches of 64 (0.54 ms, 92% from the block) counted as 5.4
-// ms and cached, packing a 28 MB fill for 17.7 ms, where through zero-copy
-// they take 1.4 ms. Fourfold keeps them under DefaultMinCacheKernel and
-// counts the 2,048's at 9.8 ms.
+// with the cache says little of the batch without it (a block that serves
+// 97% of the reads can make a 22 ms kernel take 2.4 ms). The bound is for
+// the reads the GPU's L2 cache would serve anyway: scaled further, a small
+// batch that zero-copy matches in about 1 ms would count as long enough to
+// cache, and pay for packing a fill.
 func bareKernel(s BatchStats) time.Duration {
 	return time.Duration(float64(s.Kernel) / (1 - min(s.HitRatio(), 0.75)))
 }
@@ -356,14 +347,10 @@ func (x *GPU) minCacheKernel() time.Duration {
 }
 
 // estimateFixed is the part of an estimate's time that its walks do not
-// change: starting the workers and reading out their sums. On the H100's
-// host an estimate of 22 tree nodes took 0.18 ms, and one of 35 took 0.24
-// ms. Steering the whole time by the walks, as before, cut the 4-cycle's
-// walks at 64 edges to 77 per edge, whose estimate then took 0.18 ms
-// against a target of 0.06 ms; carried to 512 edges they rated 113 lists
-// and filled 2.3 MB of a 51 MB block. With the fixed part set apart, 22k
-// walks rated 148 lists there, and at 2,048 edges 742k walks (against 108k)
-// filled 16.4 MB.
+// change: starting the workers and reading out their sums (an estimate of
+// 22 tree nodes takes 0.18 ms). It is set apart from the walks' part so
+// that a short batch's target, below it, does not cut the walks to a few
+// per edge that then carry over to larger batches.
 const estimateFixed = 150 * time.Microsecond
 
 // nextWalks returns the walks per update edge for the next estimate, of a
@@ -380,25 +367,18 @@ const estimateFixed = 150 * time.Microsecond
 //
 // Falling, γ is the slope, on log scales, between the last two estimates,
 // bounded to [1/4, 1]; with one estimate, or two too close or out of order,
-// it is defaultGamma. Rising, γ is 1: time in proportion to the walks, the
-// most it grows, so that a rise cannot overshoot its target unless the
-// batch costs more per walk than the last. Two batches differ in more than
-// their walks, and a slope measured between them rose too far: on the
-// H100 (2^27 edges) the house's batches of 512 estimated for 144 ms, 13%
-// of their kernels against a target of 5%. On a 2^20-edge R-MAT graph the
-// slope between caps eight times apart ranged from 0.08 to 1.05 for the
-// 4-cycle, the house and the 5-cycle, with a median of 0.7: flat where the
-// walks already met at most nodes, about 1 where each new walk found new
-// ones. Falling from the paper's M, a step of γ = 1 left the house's next
-// batch of 64 on the H100 at 2.4 times its target; γ = 0.7 left it at
-// 1.3-1.4 times.
+// it is defaultGamma, the median slope on R-MAT graphs (0.08 where the
+// walks already meet at most nodes, about 1 where each new walk finds new
+// ones). Rising, γ is 1: time in proportion to the walks, the most it
+// grows, so that a rise cannot overshoot its target unless the batch costs
+// more per walk than the last; a slope measured between two batches, which
+// differ in more than their walks, can overshoot it severalfold.
 //
-// The factor is bounded, against one odd batch. It may fall further than
-// it may rise: a new set of queries starts from the paper's M, and on a
-// 2^27-edge R-MAT graph (H100) the 4-cycle's batch of 64 still spent 414k
-// walks and 5.9 ms estimating a 1.4 ms match after a first step bounded at
-// 1/64. Walks too few cost one batch's cache quality, and come back 64-fold
-// per batch. The walks never go below sampler.MinWalks.
+// The factor is bounded against one odd batch, and may fall further than
+// it may rise: a new set of queries starts from the paper's M, which can
+// be hundreds of times its target, while walks too few cost only one
+// batch's cache quality and come back 64-fold per batch. The walks never
+// go below sampler.MinWalks.
 func nextWalks(last, prev walkStep, share float64, edges int) float64 {
 	if last.walks <= 0 || !(last.kernel > 0) || last.edges <= 0 || edges <= 0 || !(share > 0) {
 		return last.walks
@@ -573,13 +553,11 @@ func (x *GPU) fillCache(g *dyngraph.Graph, delta []graph.Change, queries []*quer
 		return sl, err
 	}
 	// The room the next fill leaves is measured on what the estimate rated
-	// and the fill's stale lists, not on the block the room allowed: sized
-	// by its own block, the 4-cycle's fill made at 512 edges on the H100
-	// left its estimate at 2,048 a block of 93 lists, and the batch's own
-	// hubs, stale in the fill and the most read, went over PCIe (hit 52%
-	// against degree's 83%). A block that held them all is the measure; one
-	// cut with the whole budget leaves no fill; past half the budget there
-	// is none either.
+	// and the fill's stale lists, not on the block the room allowed: a fill
+	// sized by its own block starves a larger batch's block, and the batch's
+	// hubs, stale in the fill and the most read, go over PCIe. A block that
+	// held them all is the measure; one cut with the whole budget leaves no
+	// fill; past half the budget there is none either.
 	cs.demand = -1
 	switch {
 	case !estimated || !x.fillOn():
@@ -833,11 +811,10 @@ const maxReserve = 1 << 30
 // reserveCache pins, for a fixed budget (Options.CacheBytes), the host
 // memory the cache placements' blocks take: the batch's block at the
 // budget, and for the gcsm placement's fill as much again (the spare).
-// Pinning runs at about 1 ms per MB on the H100's host, and left to the
-// batches it fell on whichever first needed more: the diamond's batch of 64
-// that packed its first fill, 28 MB, spent 29.0 ms packing and copying, and
-// 5.2 ms with the memory pinned before. Pinned when the budget is set, it is
-// the service's startup cost, and no batch stalls on it. A budget that
+// Pinning runs at about 1 ms per MB, and left to the batches it falls on
+// whichever first needs more (a 28 MB fill's first packing takes 29 ms
+// instead of 5). Pinned when the budget is set, it is the service's
+// startup cost, and no batch stalls on it. A budget that
 // follows the GPU's free memory is not known before a batch: its blocks grow
 // as they go. So do blocks past maxReserve.
 func (x *GPU) reserveCache() error {

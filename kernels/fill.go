@@ -13,16 +13,13 @@ import (
 
 // The gcsm placement's fill (Options.NoFill). The estimate's walks go on at
 // each level with probability 1/(maximum degree), so on short queries they
-// rate few lists past the batch's own and leave most of the budget empty: a
-// 4-cycle's estimate at 512 edges rated 2.9k lists, 3.6 MB of a 51 MB
-// budget, and the house's at 64 3.2k lists, 14.5 MB (H100, 2^27 edges). The
+// rate few lists past the batch's own and leave most of the budget empty (a
+// 4-cycle's estimate at 512 edges filled 3.6 MB of a 51 MB budget). The
 // fill puts the degree placement's longest lists in that room.
 //
-// Packed afresh for every batch, a fill cost about what it saved: on the
-// H100 the house's 15.8 MB took 5.8 ms of packing for 20 ms off its kernel,
-// and held to the paper's 10% of the batch for the whole cache it was never
-// packed. So a set of queries' fill is packed once into a pinned block of
-// its own and kept from batch to batch. The device holds it at the front of
+// Packing a fill costs about what it saves in one batch, so a set of
+// queries' fill is packed once into a pinned block of its own and kept
+// from batch to batch (docs/gpu.md). The device holds it at the front of
 // the cache buffer, the batch's block after it, and it is copied again only
 // when another set's fill took its place. A list that a batch touches is
 // stale in every fill from then on: its table row no longer points into the
@@ -33,10 +30,10 @@ import (
 // that room; and when a quarter of its lists went stale since, or it may
 // grow by a quarter of the budget, only once the set's kernels since took
 // twenty times its last packing (repackShare; a fill dropped for want of
-// room waits as long to be packed afresh). The hubs that fill it are the
-// lists batches touch most, and on the H100 the diamond's fill of 31 MB,
-// packed again whenever an eighth went stale, cost its batches of 512 15
-// ms of packing for 4.5 ms kernels.
+// room waits as long to be packed afresh). The gate is there because the
+// hubs that fill it are the lists batches touch most: packed again
+// whenever an eighth went stale, a diamond's fill cost its batches three
+// times their kernel time in packing.
 
 // fillBlock is one set of queries' fill.
 type fillBlock struct {
@@ -107,13 +104,10 @@ func (f *fillBlock) drop(keys []uint32) []uint32 {
 // appendStale appends to keys the fill's stale lists that drop did not
 // see among them, the longest (as packed) first: they follow the
 // estimate's lists into the batch's block. The lists a batch touches are
-// hubs more often than not, and the most read. A simulation of these
-// rules on the 2-core VM (the bench's 4-cycle on a 2^26-edge R-MAT graph,
-// exact reads weighted by trimmed length, not the kernel's own counts, and
-// no time gate on packing again): a fill packed at 512 edges served 94.6%
-// of the list bytes, and left stale 65.7-86.6% at 2,048; with its stale
-// lists in the batch's block, 95.6-97.1% once it had shrunk for them,
-// against the degree placement's 97.1-98.6% packed every batch.
+// hubs more often than not, and the most read: without them a fill
+// packed at 512 edges serves as little as 66% of the list bytes at 2,048,
+// with them about 96%, near the degree placement's block packed every
+// batch.
 func (f *fillBlock) appendStale(keys []uint32) []uint32 {
 	lay := f.block.Layout()
 	words := f.block.Words()

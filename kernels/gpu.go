@@ -105,11 +105,10 @@ type Options struct {
 	// batch.
 	MinCacheKernel time.Duration
 	// WeightedWalks makes the gcsm placement's sampler use weighted walks
-	// (sampler.Options.Weighted) instead of the paper's. Given the time,
-	// they cover the most read lists better: on 2^25-edge R-MAT batches of
-	// 64 on the H100, top-1% coverage 0.88 to 1.00 where the paper's walks
-	// reached 0.09 to 1.00, for an estimate of 15 to 23% of the batch.
-	// Held to DefaultEstimateShare, they covered no better.
+	// (sampler.Options.Weighted) instead of the paper's. Given 15-25% of
+	// the batch they cover the most read lists far better (top-1% 0.88 to
+	// 1.00 where the paper's walks reach as little as 0.09); held to
+	// DefaultEstimateShare, no better.
 	WeightedWalks bool
 	// NoFill turns off the gcsm placement's fill: the degree placement's
 	// longest lists, packed once per set of queries and kept on the device

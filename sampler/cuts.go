@@ -11,10 +11,9 @@ import (
 // neighbours lie in long list parts. A hub's list is cut to a level's
 // vertex label at node after node, and each cut is two binary searches
 // whose every probe looks up a neighbour's label at random in an array of
-// one label per vertex: about half of a labeled house's estimate in a
-// profile on a 2^20-vertex R-MAT graph (2-core VM). With the cache, an
-// estimate of 4.5k steps there took 2.22-2.44 ms against 2.61-3.20 ms
-// (three alternating runs). It is direct-mapped: a collision overwrites.
+// one label per vertex: about half of a labeled house's estimate. The
+// cache saves 15-25% of such an estimate. It is direct-mapped: a collision
+// overwrites.
 type cutCache struct {
 	slots []cutSlot
 	shift uint   // 64 - log2(len(slots))

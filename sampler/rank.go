@@ -15,24 +15,18 @@ type hotRec struct {
 	k uint32
 }
 
-// radixMin is the fewest records sortHot sorts by radix: below it a
-// comparison sort is as fast. On the 2-core VM a comparison sort of 1,024
-// records took 31 µs and the radix sort 29 µs; of 6,000, 0.53 ms against
-// 0.18-0.25 ms, and of 32,768, 3.5 ms against 0.9 ms. The house's batch of
-// 64 on a 2^27-edge R-MAT graph rates about 5,700 lists, whose comparison
-// sort took 0.75-1.15 ms on the H100's host, when this bound was 32,768.
+// radixMin is the fewest records sortHot sorts by radix: at 1,024 records
+// a comparison sort is as fast (31 against 29 µs), and from a few thousand,
+// as a house's batch of 64 rates, the radix sort is two to four times
+// faster.
 const radixMin = 1 << 10
 
 // sortHot sorts recs into Hottest's order, using tmp and hist as scratch,
-// writes their keys to keys, and returns the three for reuse. Sorting the
-// keys with a comparison that looked their estimates up read two random
-// entries of the estimate per comparison: on the H100's host, ranking the
-// 0.2-0.6M lists a 5-cycle batch rated took 50-270 ms at 2^27 edges. The
-// records carry their estimate, and a least-significant-digit radix sort
-// moves each a few times. Large sorts spread each pass over the cores: one
-// core still took 42-64 ms for the 5-cycle's 0.5M records on the H100's
-// host. On the 2-core VM BenchmarkSortHot (0.5M records) took 11-12 ms on
-// two cores against 16-20 ms on one (not measured on the H100).
+// writes their keys to keys, and returns the three for reuse. The records
+// carry their estimate, so no comparison reads the estimate at random, and
+// a least-significant-digit radix sort moves each a few times. Large sorts
+// spread each pass over the cores: on one, the 0.5M records a 5-cycle's
+// batch rates take tens of ms.
 func sortHot(keys []uint32, recs, tmp []hotRec, hist []int) ([]hotRec, []hotRec, []int) {
 	if len(recs) < radixMin {
 		slices.SortFunc(recs, func(a, b hotRec) int {

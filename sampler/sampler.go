@@ -1,6 +1,6 @@
 // Package sampler estimates, before a batch is matched, how often the
 // matching will read each neighbour list: GCSM's random-walk estimator
-// (papers/gcsm-wei-jiang.txt IV, DESIGN.md §6). The cache package packs the
+// (the GCSM paper, section IV; docs/gpu.md). The cache package packs the
 // lists it ranks hottest into the GPU's DCSR block.
 //
 // Matching one term of a query for a batch is a tree (paper Fig. 4): the
@@ -39,12 +39,9 @@
 // Cost: a pass visits at most min(tree size, M·(n-2)) nodes, and a node
 // costs O(1) random numbers plus one binary search per constraint for each
 // slot a walk lands on, never a whole intersection. On BenchmarkEstimate's
-// 2^20-edge R-MAT graph with a batch of 4096, on 2 shared cores, an
-// estimate took 3.0-3.7 ms for a triangle, 26-36 ms for a labeled house and
-// 1.0-1.1 s for an unlabeled one, against 38 ms, 0.50 s and 200 s for
-// incremental.CPU to count the same batches: 9%, 6% and 0.5%. (Measured
-// outside the repository: the import table keeps incremental out of
-// sampler's tests.) Space is O(|V|): one array of 4 bytes per list, the
+// 2^20-edge R-MAT graph with a batch of 4096 an estimate takes 9% of the
+// time incremental.CPU takes to count the batch for a triangle, 6% for a
+// labeled house and 0.5% for an unlabeled one (docs/benchmarks.md). Space is O(|V|): one array of 4 bytes per list, the
 // index of the sparse set of totals (Estimator), and per worker a hash
 // table of the lists its walks read (sums) and one of label cuts (cuts),
 // all reused from batch to batch; nothing is allocated per step. Workers split the work units (update edge, term); every unit
@@ -158,10 +155,9 @@ type Options struct {
 	// a pass starts only if the estimate's time so far, and the next pass's
 	// at the last pass's time per walk, stay within it. The estimate is
 	// then no longer the seed's alone: a pass may go or stay with the
-	// machine's speed. On the H100's host a house's batch of 512 took 198
-	// ms for 7% more walks than the batch before, which took 51 ms: its
-	// trees cost 2.3 times as much per step, which no number of walks set
-	// from the batch before can foresee.
+	// machine's speed. It is there because a batch's trees can cost
+	// several times as much per step as the last batch's, which no number
+	// of walks set from that batch can foresee.
 	Deadline time.Duration
 	// Weighted sends a walk at a node to one of the node's own L slots
 	// (probability 1/L) and multiplies what it stands for by L: Knuth's
@@ -192,11 +188,9 @@ type Options struct {
 // autoBoost is the K that Options.Boost 0 picks: D/1024, a power of two,
 // so that the fewest walks a root gets (MinWalks) send 1/256 of a walk to
 // each child slot; or 1 when no live pattern has four vertices. The walk
-// cap (kernels' EstimateShare) raises the walks from there. D/64 at first
-// (1/16 of a walk at the floor) rated the 4-cycle's hot lists well on the
-// H100 (a 51 MB block of them cut the kernel of a batch of 8,192 from 177
-// to 33 ms, against degree's 56.5 ms), but the 20 walks per update edge
-// the cap had come down to took 650k steps and 83 ms of the 187 ms batch.
+// cap (kernels' EstimateShare) raises the walks from there. A larger K
+// rates the hot lists better but makes even the cap's fewest walks take
+// most of a batch (D/64 spent 83 ms of a 187 ms batch estimating).
 // K is halved until D^(n-2)·2^62·K fits the 128-bit sums, for the largest
 // pattern n of the estimate.
 func autoBoost(c *config, n int, opts Options) uint64 {
@@ -348,9 +342,9 @@ type Estimator struct {
 	// with a non-zero one, as a sparse set: totals[i] is list touched[i]'s,
 	// and at[k] is where list k's is when touched[at[k]] == k. at has an
 	// entry per list (the estimator's O(|V|)) and is never cleared, so an
-	// estimate costs nothing for the lists the one before it rated. Dense
-	// arrays cleared at those keys charged a 4-cycle's estimate of 33 steps
-	// 1.3 ms on the H100's host, after a 5-cycle's that rated 0.2M lists.
+	// estimate costs nothing for the lists the one before it rated, where
+	// clearing a dense array would charge a small estimate for the 0.2M
+	// lists a large one before it rated (1.3 ms for 33 steps).
 	// tree is the sum over the trees' nodes.
 	at      []uint32
 	touched []uint32

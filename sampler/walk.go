@@ -16,7 +16,7 @@ import (
 //     mapped onto the term's query edge: plan levels 0 and 1 placed;
 //   - a node at depth d has plan levels 0..d placed, and its children are
 //     the candidates of level d+1: the intersection of the lists of level
-//     d+1's constraints, each in the view of its query edge (DESIGN.md §3),
+//     d+1's constraints, each in the view of its query edge (docs/architecture.md),
 //     filtered by vertex label, injectivity and symmetry breaking;
 //   - a node reads the lists of level d+1's constraints (the lists of the
 //     matched vertices that constrain the next query vertex); the root also

@@ -10,7 +10,7 @@
 // Why purego rather than gorgonia.org/cu: cu is cgo over cuda.h, so every
 // build needs the toolkit's headers and a C compiler, and it has no wrappers
 // for cuMemHostAlloc with DEVICEMAP or cuMemHostGetDevicePointer, which the
-// zero-copy placement rests on (DESIGN.md §5). Calling the driver directly
+// zero-copy placement rests on (docs/gpu.md). Calling the driver directly
 // also keeps the toolkit out of the run-time dependencies: the driver JITs
 // the embedded PTX itself.
 //
