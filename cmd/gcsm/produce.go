@@ -285,6 +285,10 @@ func (p *producer) failed(err error) error {
 // first failure are published again, which at-least-once input allows.
 func (p *producer) resumeError(cause error, args []string, f produceFlags, total int) error {
 	acked := f.skip + p.sent
+	if p.sent == 0 {
+		// Nothing new is on the topic: the same command is the one to rerun.
+		return fmt.Errorf("no event was acknowledged before publishing to %s failed: %w", f.topic, cause)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "acknowledged %d of %d events", acked, total)
 	if p.lastLine > 0 {

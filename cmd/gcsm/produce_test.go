@@ -240,6 +240,7 @@ func TestProduceUsage(t *testing.T) {
 		{[]string{"-u", "x.csm", "--topic", "t", "--rate", "-1"}, 1, "--rate must not be negative"},
 		{[]string{"-u", "x.csm", "--topic", "t", "--brokers", " , "}, 1, "--brokers names no broker"},
 		{[]string{"-u", "x.csm", "--topic", "t", "--skip", "-1"}, 1, "--skip must not be negative, got -1"},
+		{[]string{"-u", writeFile(t, t.TempDir(), "one.csm", "e 1 2\n"), "--topic", "t", "--brokers", freeAddr(t)}, 1, "no event was acknowledged before publishing to t failed: "},
 		{[]string{"-u", writeFile(t, t.TempDir(), "two.csm", "e 1 2\ne 2 3\n"), "--topic", "t", "--skip", "3"}, 1, "two.csm has only 2 events"},
 		{[]string{"-u", filepath.Join(t.TempDir(), "none.csm"), "--topic", "t"}, 1, "no such file"},
 	} {

@@ -418,3 +418,27 @@ queries:
 	tailEqual(t, "another cluster on the address", rows(stdout), want)
 	other.Close()
 }
+
+// TestTailDemo tails what gcsm demo --state leaves: every alert the demo
+// counted, and its three dead letters.
+func TestTailDemo(t *testing.T) {
+	state := t.TempDir()
+	out := gcsmOK(t, "demo", "--events", "4000", "--accounts", "400", "--rate", "0", "--show", "0", "--device", "cpu", "--state", state)
+	total := 0
+	for _, m := range regexp.MustCompile(`(?m)^(?:ring3|ring4|split)\s+(\d+)\s+(\d+)$`).FindAllStringSubmatch(out, -1) {
+		a, _ := strconv.Atoi(m[1])
+		d, _ := strconv.Atoi(m[2])
+		total += a + d
+	}
+	if total == 0 {
+		t.Fatalf("no alerts counted:\n%s", out)
+	}
+	stdout := gcsmOK(t, "tail", "--state", state, "--from-beginning", "--format", "json")
+	if n := strings.Count(stdout, "\n"); n != total {
+		t.Fatalf("tail printed %d events, the demo counted %d", n, total)
+	}
+	stdout = gcsmOK(t, "tail", "--state", state, "--dlq", "--from-beginning")
+	if rows := tailRows(t, stdout, "TIME (UTC)|INPUT|ERROR|VALUE"); len(rows) != len(demoBad) || rows[2][2] != "not an event" {
+		t.Fatalf("dead letters of the demo:\n%s", stdout)
+	}
+}
