@@ -7,7 +7,7 @@
 //	gcsm match  -d DATA -q QUERY [-q QUERY ...]             count or list all matches of a graph
 //	gcsm bench  [--scale N] [--batches 64,1024,4096]        time the engines on an R-MAT workload
 //	gcsm produce -u STREAM --topic T [--rate N]             publish a stream file to Kafka as JSON events
-//	gcsm tail   [--config F] [--dlq] [--follow]            print the alerts (or dead letters) gcsm wrote
+//	gcsm tail   [--config F] [--dlq] [--follow]             print the alerts (or dead letters) gcsm wrote
 //
 // Run "gcsm COMMAND -h" for a command's flags.
 package main

@@ -49,7 +49,7 @@ func runTail(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.last, "last", 10, "start `N` messages before the end of each partition")
 	fs.BoolVar(&f.follow, "follow", false, "keep printing new messages until interrupted; without it, stop at the end seen at the start")
 	fs.Var(&f.queries, "query", "print only the events of query `NAME` (repeatable)")
-	fs.StringVar(&f.format, "format", "table", "table, or json: each message's JSON object on a line of its own")
+	fs.StringVar(&f.format, "format", "table", "`table` or json (each message's JSON object as gcsm wrote it, one a line)")
 	fs.IntVar(&f.limit, "limit", 0, "stop after printing `N` messages; 0 for no limit")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
