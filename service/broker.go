@@ -1,6 +1,7 @@
 package service
 
 import (
+	"crypto/rand"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -42,6 +43,10 @@ func startEmbedded(cfg Config) (*embedded, error) {
 			return net.Listen(network, net.JoinHostPort(host, port))
 		}),
 		kfake.DataDir(dir),
+		// An id of its own, which kfake keeps in the data directory from the
+		// first start on, tells this log's broker from another gcsm's on the
+		// same address (gcsm tail checks it); kfake's default is "kfake" for all.
+		kfake.ClusterID("gcsm-"+rand.Text()),
 		kfake.SeedTopics(int32(cfg.Embedded.Partitions), topics...),
 		kfake.AllowAutoTopicCreation(),
 		kfake.DefaultNumPartitions(cfg.Embedded.Partitions),

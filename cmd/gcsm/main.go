@@ -7,6 +7,7 @@
 //	gcsm match  -d DATA -q QUERY [-q QUERY ...]             count or list all matches of a graph
 //	gcsm bench  [--scale N] [--batches 64,1024,4096]        time the engines on an R-MAT workload
 //	gcsm produce -u STREAM --topic T [--rate N]             publish a stream file to Kafka as JSON events
+//	gcsm tail   [--config F] [--dlq] [--follow]             print the alerts (or dead letters) gcsm wrote
 //
 // Run "gcsm COMMAND -h" for a command's flags.
 package main
@@ -32,6 +33,7 @@ func commands() []command {
 		{"match", "find all matches of queries in a graph (the static matcher)", runMatch},
 		{"bench", "time the CPU and GPU engines side by side on a generated R-MAT workload", runBench},
 		{"produce", "publish a stream file to a Kafka topic as JSON events", runProduce},
+		{"tail", "print the match events (alerts) or dead letters on the output topics", runTail},
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -20,6 +21,7 @@ import (
 type produceFlags struct {
 	updates, topic, brokers, format string
 	rate                            float64
+	skip                            int
 	skipBad, progress               bool
 }
 
@@ -44,6 +46,7 @@ func runProduce(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&f.rate, "rate", 0, "events per second, paced evenly; 0 publishes as fast as the brokers take them")
 	fs.StringVar(&f.format, "format", "auto", "format of the file: auto, csm, snap, csv or json")
 	fs.BoolVar(&f.skipBad, "skip-bad", false, "skip malformed lines instead of failing")
+	fs.IntVar(&f.skip, "skip", 0, "publish from the file's event `N` on, skipping the N before it (what a failed run says to resume with)")
 	fs.BoolVar(&f.progress, "progress", false, "show a progress bar on stderr when it is a terminal and the run takes over a second")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
@@ -58,6 +61,9 @@ func runProduce(args []string, stdout, stderr io.Writer) error {
 	}
 	if f.rate < 0 {
 		return fmt.Errorf("--rate must not be negative, got %v", f.rate)
+	}
+	if f.skip < 0 {
+		return fmt.Errorf("--skip must not be negative, got %d", f.skip)
 	}
 	var brokers []string
 	for _, b := range strings.Split(f.brokers, ",") {
@@ -79,6 +85,9 @@ func runProduce(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if f.skip > total {
+		return fmt.Errorf("--skip %d: %s has only %d events", f.skip, f.updates, total)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -94,7 +103,7 @@ func runProduce(args []string, stdout, stderr io.Writer) error {
 		BatchSize:              produceChunk,
 		BatchTimeout:           produceLinger,
 	}
-	p := &producer{w: w, rate: f.rate, bar: newProgress(stderr, total, f.progress)}
+	p := &producer{w: w, rate: f.rate, skip: f.skip, bar: newProgress(stderr, total-f.skip, f.progress)}
 	start := time.Now()
 	n, skipped, err := p.publish(ctx, f.updates, opts)
 	p.bar.done()
@@ -103,9 +112,9 @@ func runProduce(args []string, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted after publishing %d events to %s", n, f.topic)
+			err = errors.New("interrupted")
 		}
-		return err
+		return p.resumeError(err, args, f, total)
 	}
 	elapsed := time.Since(start).Seconds()
 	fmt.Fprintf(stdout, "produced %d events to %s in %.2f s (%.0f events/s)\n", n, f.topic, elapsed, float64(n)/max(elapsed, 1e-9))
@@ -155,16 +164,24 @@ func countStreamRecords(path string, opts ingest.Options) (int, error) {
 type producer struct {
 	w    *kafka.Writer
 	rate float64 // events per second; 0 for no pacing
+	skip int     // events at the start of the file not to publish
 	bar  *progress
 
-	msgs []kafka.Message
-	buf  []byte // every key and value of the chunk in msgs
-	ends []int  // the end in buf of each message's key, then of its value
-	sent int
+	msgs  []kafka.Message
+	buf   []byte // every key and value of the chunk in msgs
+	ends  []int  // the end in buf of each message's key, then of its value
+	lines []int  // the file line of each message of the chunk
+	sent  int    // events after the skipped ones acknowledged, all of them before the chunk
+
+	// Set by a failed flush: the last acknowledged event's line, and how
+	// many events of the failed chunk after its first failure were
+	// acknowledged all the same.
+	lastLine, ackedAfter int
 }
 
-// publish reads the file at path and publishes each record. It returns the
-// number published and skipped.
+// publish reads the file at path and publishes each record after the first
+// p.skip. It returns the number acknowledged, which on an error is the
+// length of the acknowledged prefix, and the number of bad lines skipped.
 func (p *producer) publish(ctx context.Context, path string, opts ingest.Options) (n, skipped int, err error) {
 	r, c, err := ingest.Open(path, opts)
 	if err != nil {
@@ -178,12 +195,15 @@ func (p *producer) publish(ctx context.Context, path string, opts ingest.Options
 		chunk = int(min(max(p.rate/100, 1), produceChunk))
 	}
 	start := time.Now()
-	for {
+	for seen := 0; ; {
 		rec, err := r.Next()
 		if err != nil && !errors.Is(err, io.EOF) {
 			return p.sent, r.Skipped(), err
 		}
 		if err == nil {
+			if seen++; seen <= p.skip {
+				continue
+			}
 			p.add(rec)
 		}
 		if len(p.ends)/2 == chunk || errors.Is(err, io.EOF) && len(p.ends) > 0 {
@@ -211,6 +231,7 @@ func (p *producer) add(rec ingest.Record) {
 	p.ends = append(p.ends, len(p.buf))
 	p.buf = ingest.AppendEvent(p.buf, rec)
 	p.ends = append(p.ends, len(p.buf))
+	p.lines = append(p.lines, rec.Line)
 }
 
 // flush writes the chunk and waits for every broker to acknowledge it.
@@ -224,14 +245,87 @@ func (p *producer) flush(ctx context.Context) error {
 		start = v
 	}
 	if err := p.w.WriteMessages(ctx, p.msgs...); err != nil {
-		return fmt.Errorf("cannot publish to %s: %w", p.w.Topic, err)
+		return p.failed(err)
 	}
 	p.sent += len(p.msgs)
 	p.bar.set(p.sent)
 	// WriteMessages is synchronous: the writer holds no reference now.
 	clear(p.msgs)
-	p.buf, p.ends = p.buf[:0], p.ends[:0]
+	p.buf, p.ends, p.lines = p.buf[:0], p.ends[:0], p.lines[:0]
 	return nil
+}
+
+// failed counts the chunk's acknowledged prefix into p.sent after
+// WriteMessages returned err, and returns the error to report. kafka-go
+// reports each message's own error; they are nearly always one cause
+// repeated, so only the first is kept.
+func (p *producer) failed(err error) error {
+	ok := 0
+	var werrs kafka.WriteErrors
+	if errors.As(err, &werrs) && len(werrs) == len(p.msgs) {
+		for ok < len(werrs) && werrs[ok] == nil {
+			ok++
+		}
+		if ok < len(werrs) {
+			err = werrs[ok]
+		}
+		p.ackedAfter = len(werrs) - ok - werrs.Count()
+	}
+	p.sent += ok
+	if ok > 0 {
+		p.lastLine = p.lines[ok-1]
+	}
+	return err
+}
+
+// resumeError is the one error of a run that stopped after publishing part
+// of the file: how much was acknowledged and the command that publishes
+// the rest. The acknowledged events are a prefix of the file, so skipping
+// them loses nothing; events of the failed chunk acknowledged after its
+// first failure are published again, which at-least-once input allows.
+func (p *producer) resumeError(cause error, args []string, f produceFlags, total int) error {
+	acked := f.skip + p.sent
+	if p.sent == 0 {
+		// Nothing new is on the topic: the same command is the one to rerun.
+		return fmt.Errorf("no event was acknowledged before publishing to %s failed: %w", f.topic, cause)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "acknowledged %d of %d events", acked, total)
+	if p.lastLine > 0 {
+		fmt.Fprintf(&b, " (through %s:%d)", f.updates, p.lastLine)
+	}
+	fmt.Fprintf(&b, " before publishing to %s failed: %v", f.topic, cause)
+	if p.ackedAfter > 0 {
+		fmt.Fprintf(&b, "; %d later events were acknowledged too and will be published again", p.ackedAfter)
+	}
+	fmt.Fprintf(&b, "; resume with: %s", resumeCommand(args, acked))
+	return errors.New(b.String())
+}
+
+// resumeCommand is "gcsm produce" with args, any --skip among them replaced
+// by --skip n, quoted for a POSIX shell.
+func resumeCommand(args []string, n int) string {
+	words := []string{"gcsm", "produce"}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && name == "skip" {
+			if !hasValue {
+				i++ // the value is the next argument
+			}
+			continue
+		}
+		words = append(words, shellQuote(a))
+	}
+	return strings.Join(append(words, "--skip", strconv.Itoa(n)), " ")
+}
+
+// shellQuote returns s as one word of a POSIX shell.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./:,@+%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // waitUntil sleeps until t or until ctx is done.

@@ -7,12 +7,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gcsm/gcsm/ingest"
 )
@@ -236,11 +239,108 @@ func TestProduceUsage(t *testing.T) {
 		{[]string{"-u", "x.csm", "--topic", "t", "--format", "xml"}, 1, `--format "xml": want auto, csm, snap, csv or json`},
 		{[]string{"-u", "x.csm", "--topic", "t", "--rate", "-1"}, 1, "--rate must not be negative"},
 		{[]string{"-u", "x.csm", "--topic", "t", "--brokers", " , "}, 1, "--brokers names no broker"},
+		{[]string{"-u", "x.csm", "--topic", "t", "--skip", "-1"}, 1, "--skip must not be negative, got -1"},
+		{[]string{"-u", writeFile(t, t.TempDir(), "one.csm", "e 1 2\n"), "--topic", "t", "--brokers", freeAddr(t)}, 1, "no event was acknowledged before publishing to t failed: "},
+		{[]string{"-u", writeFile(t, t.TempDir(), "two.csm", "e 1 2\ne 2 3\n"), "--topic", "t", "--skip", "3"}, 1, "two.csm has only 2 events"},
 		{[]string{"-u", filepath.Join(t.TempDir(), "none.csm"), "--topic", "t"}, 1, "no such file"},
 	} {
 		_, stderr, code := gcsm(t, append([]string{"produce"}, tt.args...)...)
 		if code != tt.code || !strings.Contains(stderr, tt.want) {
 			t.Errorf("gcsm produce %s: exit %d, stderr %q; want %d and %q", strings.Join(tt.args, " "), code, stderr, tt.code, tt.want)
+		}
+	}
+}
+
+// TestProduceBrokerGone closes the cluster while gcsm produce publishes to
+// it. The run must fail with one line that says how many events of the
+// file were acknowledged and how to resume; the cluster, reopened from its
+// data directory, must hold that prefix, and the resume command, run
+// against a fresh cluster, must publish exactly the rest.
+func TestProduceBrokerGone(t *testing.T) {
+	dataDir := t.TempDir()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(),
+		kfake.DefaultNumPartitions(producePartitions), kfake.DataDir(dataDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	broker := c.ListenAddrs()[0]
+
+	var csm strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&csm, "e %d %d\n", i%97, i%89+100)
+	}
+	path := writeFile(t, t.TempDir(), "s.csm", csm.String())
+	want := produceFileRecords(t, path, ingest.Options{})
+
+	// Close the cluster after a few produce requests, from outside the
+	// control function (Close waits for the cluster's loop).
+	var requests atomic.Int32
+	gone := make(chan struct{})
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		if requests.Add(1) == 10 {
+			close(gone)
+		}
+		return nil, nil, false
+	})
+	go func() { <-gone; c.Close() }()
+
+	// 3000 events at 2000/s take 1.5 s: the cluster goes within the first tenth.
+	_, stderr, code := gcsm(t, "produce", "-u", path, "--topic", "gone", "--brokers", broker, "--rate", "2000")
+	<-gone
+	if code != 1 {
+		t.Fatalf("exit %d, want 1; stderr:\n%s", code, stderr)
+	}
+	if n := strings.Count(stderr, "\n"); n != 1 {
+		t.Fatalf("stderr has %d lines, want one:\n%s", n, stderr)
+	}
+	m := regexp.MustCompile(`acknowledged (\d+) of 3000 events .*resume with: gcsm (produce .* --skip (\d+))\n$`).FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("stderr does not give the acknowledged count and the resume command:\n%s", stderr)
+	}
+	t.Log(stderr)
+	acked, _ := strconv.Atoi(m[1])
+	if skip, _ := strconv.Atoi(m[3]); skip != acked || acked == 0 || acked == len(want) {
+		t.Fatalf("acknowledged %d, --skip %s: want the same count, strictly between 0 and %d", acked, m[3], len(want))
+	}
+
+	// The reopened cluster holds the acknowledged prefix (and perhaps more:
+	// requests in flight when it closed).
+	c2, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DataDir(dataDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	kept := map[ingest.Record]int{}
+	for _, e := range produceReadTopic(t, c2.ListenAddrs()[0], "gone") {
+		kept[e.rec]++
+	}
+	for i, rec := range want[:acked] {
+		if kept[rec] == 0 {
+			t.Fatalf("event %d of the acknowledged %d (%+v) is not on the topic", i, acked, rec)
+		}
+		kept[rec]--
+	}
+
+	// The resume command publishes exactly the rest.
+	fresh := produceCluster(t)
+	args := strings.Fields(strings.Replace(m[2], broker, fresh, 1))[1:] // without "produce"
+	produceOK(t, args...)
+	produceCheckTopic(t, produceReadTopic(t, fresh, "gone"), want[acked:])
+}
+
+func TestProduceResumeCommand(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-u", "s.csm", "--topic", "t"}, "gcsm produce -u s.csm --topic t --skip 7"},
+		{[]string{"-u", "s.csm", "--skip", "3", "--topic", "t"}, "gcsm produce -u s.csm --topic t --skip 7"},
+		{[]string{"--skip=3", "-u", "s.csm", "-skip", "4", "--topic", "t"}, "gcsm produce -u s.csm --topic t --skip 7"},
+		{[]string{"-u", "my file's.csm", "--topic", "a;b", "--brokers", "h:9092,k:9092"}, `gcsm produce -u 'my file'\''s.csm' --topic 'a;b' --brokers h:9092,k:9092 --skip 7`},
+	} {
+		if got := resumeCommand(tt.args, 7); got != tt.want {
+			t.Errorf("resumeCommand(%q) = %s, want %s", tt.args, got, tt.want)
 		}
 	}
 }
