@@ -11,11 +11,11 @@
 # (/lib64/ld-linux-x86-64.so.2), libc.so.6, libdl.so.2 and libpthread.so.0, so
 # the final image needs glibc (deploy's test reads them from the built binary).
 # GPU support needs nothing at build time: gcsm uses libcuda.so.1 when it is
-# present, and falls back to the CPU engine when it is not. On a GPU host, mount the NVIDIA driver into the
-# container with the NVIDIA Container Toolkit (docker run --gpus all, or the
-# deploy.resources.reservations.devices block in docker-compose.yml); the
-# toolkit injects libcuda.so.1 and the device nodes. The same image therefore
-# runs on CPU and GPU hosts.
+# present, and falls back to the CPU engine when it is not. On a GPU host,
+# mount the NVIDIA driver into the container with the NVIDIA Container Toolkit
+# (docker run --gpus all, or the deploy.resources.reservations.devices block
+# in docker-compose.yml); the toolkit injects libcuda.so.1 and the device
+# nodes. The same image therefore runs on CPU and GPU hosts.
 
 # Keep the Go version in step with the go directive of go.mod (deploy's test checks).
 FROM golang:1.26 AS build

@@ -141,10 +141,10 @@ func TestGrafanaProvisioning(t *testing.T) {
 var metricName = regexp.MustCompile(`\bgcsm_[A-Za-z0-9_:]*`)
 
 // TestDashboardMetrics runs gcsm with deploy/gcsm.yaml against an in-process
-// Kafka cluster, sends it a ring of transfers so that ring3 matches, scrapes
-// its /metrics, and checks the dashboard against the series found there:
-// every gcsm series the dashboard names exists, and every gcsm metric the
-// service exposes is on the dashboard.
+// Kafka cluster, sends it the example input of docker-compose.yml (a ring of
+// transfers, which ring3 matches), scrapes its /metrics, and checks the
+// dashboard against the series found there: every gcsm series the dashboard
+// names exists, and every gcsm metric the service exposes is on the dashboard.
 func TestDashboardMetrics(t *testing.T) {
 	cfg := loadGcsmConfig(t)
 	c, err := kfake.NewCluster(kfake.SeedTopics(1, cfg.Input.Topic, cfg.Output.Topic, cfg.Output.DeadLetterTopic))
@@ -174,21 +174,33 @@ func TestDashboardMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
+	// The example input of docker-compose.yml's header, what a user types
+	// into the console producer.
 	var recs []*kgo.Record
-	for _, e := range [][2]string{{"acct:1", "acct:2"}, {"acct:2", "acct:3"}, {"acct:3", "acct:1"}} {
-		msg := `{"op":"+","src":"` + e[0] + `","dst":"` + e[1] + `","label":"TRANSFER","ts":"2026-11-21T10:00:00Z"}`
-		recs = append(recs, &kgo.Record{Value: []byte(msg)})
+	for _, l := range strings.Split(string(readFile(t, composeFile)), "\n") {
+		if c, ok := strings.CutPrefix(l, "#"); ok && strings.HasPrefix(strings.TrimSpace(c), "{") {
+			recs = append(recs, &kgo.Record{Value: []byte(strings.TrimSpace(c))})
+		}
+	}
+	if len(recs) == 0 {
+		t.Fatalf("%s: no example input in the header", composeFile)
 	}
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(time.Minute); s.Progress().Events == 0; time.Sleep(20 * time.Millisecond) {
+	consumed := func() (n int64) {
+		for _, off := range s.Progress().Position {
+			n += off
+		}
+		return n
+	}
+	for deadline := time.Now().Add(time.Minute); consumed() < int64(len(recs)); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no match event a minute after a ring of three transfers (progress %+v)", s.Progress())
+			t.Fatalf("gcsm has not consumed the example input of %s a minute after it was sent (progress %+v)", composeFile, s.Progress())
 		}
 	}
-	if p := s.Progress(); p.DeadLetters != 0 {
-		t.Errorf("%d of the transfers were dead-lettered", p.DeadLetters)
+	if p := s.Progress(); p.DeadLetters != 0 || p.Events == 0 {
+		t.Errorf("the example input of %s gave %d dead letters and %d match events, want none and a ring3 match", composeFile, p.DeadLetters, p.Events)
 	}
 
 	srv := httptest.NewServer(s.Handler())
