@@ -3,9 +3,11 @@
 // configuration files under deploy/ that it mounts (gcsm.yaml,
 // prometheus.yml, and Grafana's provisioning and dashboard).
 //
-// The Go package exists only for its tests; nothing imports it. The tests
-// load the compose file with the compose-spec loader (schema validation and
-// consistency checks, no Docker needed) and cross-check the files against
-// each other and against the metric names of DESIGN.md §9, so that a renamed
-// metric, a moved mount or a mistyped key fails go test ./deploy/.
+// The Go package exists only for its tests; nothing imports it. Each file is
+// read by the parser its consumer uses (BuildKit's for the Dockerfile, moby's
+// pattern matcher for .dockerignore, compose-go for the compose file, gcsm's
+// own loader for gcsm.yaml), no Docker needed. The tests build the binary as
+// the Dockerfile does and check its ELF loader and libraries against the
+// final stage's base, and run gcsm with gcsm.yaml to check the dashboard
+// against the metrics it really serves.
 package deploy

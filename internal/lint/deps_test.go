@@ -38,7 +38,7 @@ var allowed = map[string][]string{
 	"output":            {"graph", "query", "internal/jsonstr"},
 	"bench":             {"graph", "query", "dyngraph", "ingest", "incremental", "sampler", "cache", "kernels", "internal/hostmem"},
 	"service":           {"graph", "query", "dyngraph", "ingest", "incremental", "sampler", "cache", "kernels", "kernels/cuda", "output", "internal/hostmem", "internal/statedir", "bench"},
-	"deploy":            {},
+	"deploy":            {"service"},
 	"cmd/gcsm":          nil, // may import everything; nothing imports it
 }
 
