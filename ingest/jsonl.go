@@ -20,7 +20,7 @@ import (
 // regard to case), nesting deeper than maxScanDepth, and every syntax error,
 // which it words. The fallback keeps the reader's behaviour exactly that of
 // encoding/json, while the common event costs one allocation instead of ten
-// and 0.6 µs instead of 4.5 µs (the DESIGN.md event, on a 2-core x86-64 VM;
+// and 0.6 µs instead of 4.5 µs (the documented input event, on a 2-core x86-64 VM;
 // see BenchmarkDecode, whose "fallback" is the encoding/json path).
 
 // The keys of an input object that gcsm reads, as indexes of jsonLine.val.

@@ -10,7 +10,7 @@ import (
 	"github.com/gcsm/gcsm/graph"
 )
 
-// designEvent is the input event of DESIGN.md §9.
+// designEvent is the input event that docs/operations.md shows.
 const designEvent = `{"op":"+","src":"acct:17","dst":"acct:42","label":"TRANSFER","src_label":"Account","dst_label":"Account","ts":"2026-11-21T10:00:00Z"}`
 
 func TestDecode(t *testing.T) {
@@ -273,7 +273,7 @@ var decodeBench = []struct{ name, value string }{
 	{"csm", "e 1234567 7654321 7"},
 }
 
-// BenchmarkDecode decodes the DESIGN.md event and kin; "fallback" is the
+// BenchmarkDecode decodes the documented input event and kin; "fallback" is the
 // design event through encoding/json, the path the scanner spares.
 //
 // On a 2-core x86-64 VM (Xeon, go1.26, linux/amd64), best of 6 on a busy
@@ -310,7 +310,7 @@ func BenchmarkDecode(b *testing.B) {
 	})
 }
 
-// BenchmarkAppendEvent writes the DESIGN.md event.
+// BenchmarkAppendEvent writes the documented input event.
 func BenchmarkAppendEvent(b *testing.B) {
 	var d Decoder
 	rec, err := d.Decode([]byte(designEvent))

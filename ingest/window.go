@@ -12,7 +12,7 @@ import (
 	"github.com/gcsm/gcsm/graph"
 )
 
-// Window configures event-time expiry of edges (DESIGN.md §9, Windows).
+// Window configures event-time expiry of edges (docs/operations.md, "Delivery guarantees").
 type Window struct {
 	// Size is how long, in event time, an edge lives after its last
 	// insertion: once the watermark has passed its time by more than Size,

@@ -11,7 +11,7 @@ import (
 // Encoding values of DeadLetter.
 const base64Encoding = "base64"
 
-// DeadLetter is an input message that could not be used (DESIGN.md §9).
+// DeadLetter is an input message that could not be used (docs/operations.md, "Kafka").
 type DeadLetter struct {
 	Error     string `json:"error"`
 	Topic     string `json:"topic"`

@@ -1,7 +1,7 @@
 // Package output turns match deltas into output events and delivers them.
 //
 // An Event is one match that appeared or disappeared in one batch. AppendJSON encodes it as the JSON object
-// of DESIGN.md §9 with a hand-written encoder that appends to the caller's buffer and allocates nothing,
+// of docs/operations.md with a hand-written encoder that appends to the caller's buffer and allocates nothing,
 // because the output stage sees every delta of every query. Each event carries a key: the query name, "/",
 // and the hex of the first 16 bytes of a SHA-256 over the match's bindings sorted by variable, each
 // variable and id length-prefixed. The key depends only on the query and the match, never on the binding

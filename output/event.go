@@ -23,7 +23,7 @@ type Source struct {
 // Binding is one query vertex's name and the external id of the data vertex it matched.
 type Binding struct{ Var, ID string }
 
-// Event is one match delta, DESIGN.md §9.
+// Event is one match delta, as docs/operations.md ("Kafka") describes it.
 type Event struct {
 	Query     string
 	Change    string      // Appeared or Disappeared

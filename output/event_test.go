@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// wireEvent is the JSON object of DESIGN.md §9, decoded by encoding/json to check AppendJSON.
+// wireEvent is the output event of docs/operations.md, decoded by encoding/json to check AppendJSON.
 type wireEvent struct {
 	Query     string       `json:"query"`
 	Change    string       `json:"change"`
@@ -103,7 +103,7 @@ func checkRoundTrip(t *testing.T, e *Event) []byte {
 	return data
 }
 
-// exampleEvent is the output event of DESIGN.md §9.
+// exampleEvent is the output event of docs/operations.md.
 func exampleEvent() Event {
 	m := []Binding{{"a", "acct:17"}, {"b", "acct:42"}, {"c", "acct:9"}}
 	return Event{

@@ -8,7 +8,7 @@ import (
 	"github.com/gcsm/gcsm/graph"
 )
 
-// Semantics says which matches count (DESIGN.md §1).
+// Semantics says which matches count (docs/architecture.md, "Semantics").
 type Semantics uint8
 
 const (
@@ -70,7 +70,7 @@ type Query struct {
 	Semantics Semantics
 
 	Labels []graph.Label // per query vertex; graph.Wildcard for wildcards
-	Edges  []QEdge       // deduplicated; the term order e_1..e_m of DESIGN.md §3
+	Edges  []QEdge       // deduplicated; the term order e_1..e_m of the delta rules (docs/architecture.md)
 
 	// Less holds the symmetry-breaking conditions f(u) < f(v) under
 	// Instances semantics; empty under Embeddings.

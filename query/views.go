@@ -3,7 +3,7 @@ package query
 import "github.com/gcsm/gcsm/graph"
 
 // View is a state of the graph that a term checks a query edge in
-// (DESIGN.md §3): the delta rules give each query edge of a term one view.
+// (docs/architecture.md, "The delta rules"): the delta rules give each query edge of a term one view.
 // The values are part of the GPU kernel's program format.
 type View uint8
 

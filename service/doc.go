@@ -1,7 +1,7 @@
 // Package service is gcsm run: it consumes edge events from Kafka, keeps the
 // graph and the standing queries, and writes every match that appeared or
 // disappeared to an output topic. It is the only package that knows the
-// order of the pipeline (DESIGN.md §10): decode (ingest) → window expiry →
+// order of the pipeline (docs/architecture.md): decode (ingest) → window expiry →
 // apply (dyngraph) → match (incremental or the GPU) → reorganize → output →
 // checkpoint → commit.
 //

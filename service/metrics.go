@@ -7,7 +7,7 @@ import (
 	"github.com/gcsm/gcsm/ingest"
 )
 
-// metrics are the service's Prometheus series (DESIGN.md §9); the package
+// metrics are the service's Prometheus series (docs/operations.md, "Metrics"); the package
 // doc lists them with their meaning.
 type metrics struct {
 	updates      *prometheus.CounterVec // op, result

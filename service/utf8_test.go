@@ -28,7 +28,7 @@ func TestInvalidUTF8DeadLetters(t *testing.T) {
 		`{"op":"+","src":"p","dst":"q","label":"TRANSFER"}`,
 	}
 	// The dead letters by offset: a fragment of the error and whether the
-	// value is base64, as DESIGN.md §9 has it for values that are not UTF-8.
+	// value is base64, as docs/operations.md has it for values that are not UTF-8.
 	want := map[int64]struct {
 		frag   string
 		base64 bool

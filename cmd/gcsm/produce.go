@@ -27,7 +27,7 @@ type produceFlags struct {
 
 // produceChunk is the most events handed to the writer at once. The writer
 // is synchronous, so one chunk is in flight at a time and its buffers are
-// reused; 4096 events of the DESIGN.md kind are about 600 KiB, under the
+// reused; 4096 events like the documented input event are about 600 KiB, under the
 // 1 MiB a request may carry per partition, and enough that a round trip
 // per chunk does not bound the rate.
 const produceChunk = 4096
