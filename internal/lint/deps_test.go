@@ -17,7 +17,7 @@ import (
 const module = "github.com/gcsm/gcsm/"
 
 // allowed lists, for each package of ours, the packages of ours it may
-// import (DESIGN.md §10: data flows ingest → dyngraph → (sampler → cache) →
+// import (docs/architecture.md: data flows ingest → dyngraph → (sampler → cache) →
 // incremental/kernels → output, and only service knows that order). A
 // package missing from this table fails the test, so a new package has to
 // take a place in the order before it can land.
