@@ -1,6 +1,9 @@
 package query
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // CheckUndirected refuses a pattern that draws an arrow when the graph it
 // will run on is undirected: such a graph would match the edge either way,
@@ -24,23 +27,18 @@ func (p *Pattern) CheckUndirected(fix string) error {
 	return nil
 }
 
-// Labels returns the distinct labels p names, vertex and edge labels alike
-// (they share one dictionary), in the order they first appear: vertices
-// first, then edges. Wildcards name none.
-func (p *Pattern) Labels() []string {
-	var out []string
-	seen := make(map[string]bool)
-	add := func(label string, wildcard bool) {
-		if !wildcard && !seen[label] {
-			seen[label] = true
-			out = append(out, label)
+// Labels returns the distinct labels p names on its vertices and, apart,
+// on its edges, each in the order they first appear. Wildcards name none.
+func (p *Pattern) Labels() (vertex, edge []string) {
+	for _, v := range p.Vertices {
+		if !v.Wildcard && !slices.Contains(vertex, v.Label) {
+			vertex = append(vertex, v.Label)
 		}
 	}
-	for _, v := range p.Vertices {
-		add(v.Label, v.Wildcard)
-	}
 	for _, e := range p.Edges {
-		add(e.Label, e.Wildcard)
+		if !e.Wildcard && !slices.Contains(edge, e.Label) {
+			edge = append(edge, e.Label)
+		}
 	}
-	return out
+	return vertex, edge
 }
