@@ -107,6 +107,7 @@ func (s *Service) postQuery(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		st := s.queries[len(s.queries)-1]
+		// "warnings": [] rather than null when there is none.
 		return registered{st.info(), append([]string{}, st.warnings...)}, nil
 	})
 	switch {

@@ -47,7 +47,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&f.directed, "directed", false, "treat the graph as directed; by default JSON and CSV files are, CSM and SNAP files are not, and -d and -u of different defaults need it (--directed=false to read JSON as undirected)")
 	fs.BoolVar(&f.skipBad, "skip-bad", false, "count and skip malformed lines and refused updates instead of failing")
 	fs.IntVar(&f.workers, "workers", 0, "matching goroutines; 0 uses every core")
-	fs.BoolVar(&f.demo, "demo", false, "replay a generated money-transfer workload with built-in queries (implies --directed)")
+	fs.BoolVar(&f.demo, "demo", false, "replay a generated money-transfer workload with built-in queries (directed unless --directed=false)")
 	fs.BoolVar(&f.progress, "progress", true, "show a progress bar on stderr when it is a terminal and the run takes over a second")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the whole run to `file`")
 	f.dev.register(fs)
