@@ -156,6 +156,13 @@ func Open(path string, opts Options) (*Reader, io.Closer, error) {
 // data line has been read, the detected one.
 func (r *Reader) Format() Format { return r.format }
 
+// Directed reports whether the format being read gives edges a direction
+// by default: JSON events and CSV files name a source and a target, while
+// CSM files and blank-separated SNAP edge lists are read as undirected, as
+// the CSM benchmarks read them. It is meaningful once Next has read a data
+// line.
+func (r *Reader) Directed() bool { return r.format == FormatJSON || r.format == FormatSNAP && r.csv }
+
 // Skipped returns the number of malformed lines skipped so far.
 func (r *Reader) Skipped() int { return r.skipped }
 

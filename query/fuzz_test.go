@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -28,6 +29,9 @@ func FuzzParseCSM(f *testing.F) {
 		p, err := ParseCSM("fuzz", strings.NewReader(text))
 		if !checkParsed(t, p, err) {
 			return
+		}
+		if !p.ImpliedDirection || p.CheckUndirected("fix") != nil {
+			t.Fatalf("a CSM pattern from %q is refused on an undirected graph", text)
 		}
 		again, err := ParseCSM("fuzz", strings.NewReader(formatCSM(p)))
 		if err != nil {
@@ -56,6 +60,7 @@ func FuzzParseCypher(f *testing.F) {
 		if !checkParsed(t, p, err) {
 			return
 		}
+		checkArrows(t, p)
 		again, err := ParseCypher("fuzz", formatCypher(p))
 		if err != nil {
 			t.Fatalf("%v\nwhen parsing %q written out as\n%s", err, text, formatCypher(p))
@@ -112,6 +117,23 @@ func checkParsed(t *testing.T, p *Pattern, err error) bool {
 		}
 	}
 	return true
+}
+
+// checkArrows checks that a Cypher-style pattern is refused on an
+// undirected graph exactly when it draws an arrow, with an *Error at one.
+func checkArrows(t *testing.T, p *Pattern) {
+	t.Helper()
+	arrow := slices.ContainsFunc(p.Edges, func(e Edge) bool { return e.Directed })
+	err := p.CheckUndirected("fix")
+	var qe *Error
+	switch {
+	case p.ImpliedDirection:
+		t.Fatalf("a Cypher-style pattern has ImpliedDirection")
+	case arrow != (err != nil):
+		t.Fatalf("arrow %v, CheckUndirected: %v", arrow, err)
+	case err != nil && (!errors.As(err, &qe) || qe.Source != "fuzz" || qe.Pos.Line == 0 || !strings.Contains(qe.Reason, "fix")):
+		t.Fatalf("CheckUndirected's error %#v lacks its source, position or fix", err)
+	}
 }
 
 // formatCSM writes p in the CSM format. Names and labels from ParseCSM

@@ -48,7 +48,7 @@ func parseCSM(source, text string) (*Pattern, error) {
 		err.Source = source
 		return nil, err
 	}
-	p.Name = source
+	p.Name, p.ImpliedDirection = source, true
 	return validated(source, p)
 }
 

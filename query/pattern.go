@@ -55,6 +55,11 @@ type Pattern struct {
 	Name     string
 	Vertices []Vertex
 	Edges    []Edge
+	// ImpliedDirection says the edges are Directed by the order their ends
+	// were written in (a CSM file's "e u v"), not by arrows the user drew:
+	// an undirected graph ignores that direction, while it refuses arrows
+	// (see CheckUndirected).
+	ImpliedDirection bool
 }
 
 // Error is a rejected query: where and why.

@@ -165,7 +165,7 @@ func (s *Service) readCheckpoint(r io.Reader) error {
 	}
 	s.ckptPos, s.uncommitted = maps.Clone(s.position), true
 	for _, c := range meta.Queries {
-		st, err := s.compileQuery(c)
+		st, err := s.compileQuery(c, false)
 		if err != nil {
 			return fmt.Errorf("query %q: %w", c.Name, err)
 		}

@@ -57,6 +57,10 @@ type BatchConfig struct {
 }
 
 type GraphConfig struct {
+	// Directed is true by default, as events name a src and a dst. With
+	// false, edges have no direction, a new query that draws an arrow is
+	// refused, and CSM messages' "e u v" is the unordered pair. A state
+	// directory keeps the direction it was made with.
 	Directed           bool   `yaml:"directed"`
 	DefaultEdgeLabel   string `yaml:"default_edge_label"`
 	DefaultVertexLabel string `yaml:"default_vertex_label"`

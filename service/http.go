@@ -106,7 +106,9 @@ func (s *Service) postQuery(w http.ResponseWriter, r *http.Request) {
 		if err := s.checkpoint(); err != nil {
 			return nil, err
 		}
-		return s.queries[len(s.queries)-1].info(), nil
+		st := s.queries[len(s.queries)-1]
+		// "warnings": [] rather than null when there is none.
+		return registered{st.info(), append([]string{}, st.warnings...)}, nil
 	})
 	switch {
 	case errors.Is(err, errQueryExists):
@@ -116,6 +118,14 @@ func (s *Service) postQuery(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusCreated, v)
 	}
+}
+
+// registered is the answer to POST /queries: the query as GET shows it,
+// and warnings about it, such as labels the graph has not seen, which are
+// no error since a later message may carry them.
+type registered struct {
+	queryInfo
+	Warnings []string `json:"warnings"`
 }
 
 func (s *Service) deleteQuery(w http.ResponseWriter, r *http.Request) {

@@ -26,14 +26,21 @@ type standing struct {
 	// partitions, a standby replaying).
 	auts [][]int
 
+	// warnings are about the query at its registration: the labels it
+	// names that the graph had not seen then.
+	warnings []string
+
 	// Totals since registration, read by the HTTP API under Service.mu.
 	Appeared, Disappeared int64
 	LimitHits             int64
 	LastLimit             string // what the last hit limit was, for /queries
 }
 
-// compileQuery parses and compiles c against the service's labels.
-func (s *Service) compileQuery(c QueryConfig) (*standing, error) {
+// compileQuery parses and compiles c against the service's labels. A new
+// registration (fresh) is also refused if it draws an arrow on an
+// undirected graph, and warned about labels the graph has not seen; a query
+// restored from a checkpoint was judged when it was registered.
+func (s *Service) compileQuery(c QueryConfig, fresh bool) (*standing, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
@@ -42,11 +49,20 @@ func (s *Service) compileQuery(c QueryConfig) (*standing, error) {
 		return nil, err
 	}
 	p.Name = c.Name
+	var warnings []string
+	if fresh {
+		if !s.cfg.Graph.Directed {
+			if err := p.CheckUndirected("set graph.directed: true (with a new state.dir)"); err != nil {
+				return nil, err
+			}
+		}
+		warnings = s.unknownLabels(p)
+	}
 	q, err := query.Compile(p, s.labels, s.cfg.Graph.Directed, s.sem)
 	if err != nil {
 		return nil, err
 	}
-	st := &standing{cfg: c, q: q}
+	st := &standing{cfg: c, q: q, warnings: warnings}
 	if s.sem == query.Instances && q.Automorphisms > 1 {
 		if st.auts = q.AutomorphismList(maxAutomorphisms); st.auts == nil {
 			s.log.Warn().Str("query", c.Name).Uint64("automorphisms", q.Automorphisms).
@@ -64,6 +80,70 @@ func (s *Service) compileQuery(c QueryConfig) (*standing, error) {
 		}
 	}
 	return st, nil
+}
+
+// unknownLabels describes the labels p names that the graph has not seen,
+// as such a query matches nothing until a message carries them. Seen means
+// present now: a vertex label on some vertex, an edge label on some edge.
+// (The label dictionary would not do: it also holds the labels of earlier
+// queries, and of edges since deleted.) An empty graph has seen nothing, so
+// every label would be warned about: there is no warning before the first
+// vertex. It runs on the loop, between batches.
+func (s *Service) unknownLabels(p *query.Pattern) []string {
+	if s.g.NumVertices() == 0 {
+		return nil
+	}
+	vertex, edge := p.Labels()
+	var w []string
+	warn := func(kind, name string) {
+		w = append(w, fmt.Sprintf("no %s of the graph has label %q yet: the query matches nothing until a message carries it", kind, name))
+	}
+	seen := make([]bool, s.labels.Len())
+	if len(vertex) > 0 {
+		for _, l := range s.g.VertexLabels() {
+			if int(l) < len(seen) {
+				seen[l] = true
+			}
+		}
+	}
+	for _, name := range vertex {
+		if l, ok := s.labels.Lookup(name); !ok || !seen[l] {
+			warn("vertex", name)
+		}
+	}
+	clear(seen)
+	if len(edge) > 0 {
+		s.edgeLabelsSeen(seen)
+	}
+	for _, name := range edge {
+		if l, ok := s.labels.Lookup(name); !ok || !seen[l] {
+			warn("edge", name)
+		}
+	}
+	return w
+}
+
+// edgeLabelsSeen marks in seen the labels of the graph's edges: its one
+// label, or on a multi-label graph those its lists carry, which costs a
+// pass over the edges.
+func (s *Service) edgeLabelsSeen(seen []bool) {
+	if l, ok := s.g.EdgeLabel(); ok {
+		seen[l] = true
+		return
+	}
+	if !s.g.MultiLabel() {
+		return
+	}
+	for v := range s.g.NumVertices() {
+		a := s.g.Out(graph.VertexID(v))
+		for _, ls := range [][]graph.Label{a.SortedLabels, a.AppendedLabels} {
+			for _, l := range ls {
+				if int(l) < len(seen) {
+					seen[l] = true
+				}
+			}
+		}
+	}
 }
 
 // maxAutomorphisms bounds the canonicalisation's cost per event: each

@@ -459,9 +459,12 @@ func (s *Service) addQuery(ctx context.Context, c QueryConfig) error {
 	if s.queryIndex(c.Name) >= 0 {
 		return fmt.Errorf("%w: %q", errQueryExists, c.Name)
 	}
-	st, err := s.compileQuery(c)
+	st, err := s.compileQuery(c, true)
 	if err != nil {
 		return err
+	}
+	for _, w := range st.warnings {
+		s.log.Warn().Str("query", c.Name).Msg(w)
 	}
 	if c.Initial && s.g.NumEdges() > 0 {
 		if err := s.emitInitial(ctx, st); err != nil {

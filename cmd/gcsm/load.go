@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -160,8 +161,9 @@ func (s *session) loadGraph(path string) error {
 
 // loadQueries compiles each -q argument: a file (CSM or Cypher-style), an
 // inline Cypher-style pattern, or NAME=PATTERN. With unlabeled every vertex
-// and edge of the patterns matches any label.
-func loadQueries(specs []string, labels *graph.Dict, directed bool, sem query.Semantics, unlabeled bool) ([]*query.Query, error) {
+// and edge of the patterns matches any label. On an undirected graph a
+// pattern that draws an arrow is refused, with fix in the message.
+func loadQueries(specs []string, labels *graph.Dict, directed bool, fix string, sem query.Semantics, unlabeled bool) ([]*query.Query, error) {
 	if len(specs) == 0 {
 		return nil, errors.New("no query: give at least one -q")
 	}
@@ -182,6 +184,11 @@ func loadQueries(specs []string, labels *graph.Dict, directed bool, sem query.Se
 			}
 			for i := range p.Edges {
 				p.Edges[i].Label, p.Edges[i].Wildcard = "", true
+			}
+		}
+		if !directed {
+			if err := p.CheckUndirected(fix); err != nil {
+				return nil, err
 			}
 		}
 		q, err := query.Compile(p, labels, directed, sem)
@@ -225,4 +232,111 @@ func (s *session) matchLine(prefix, query string, m []graph.VertexID) string {
 	}
 	b.WriteByte('\n')
 	return b.String()
+}
+
+// input is a file given to a flag, for messages.
+type input struct{ flag, path string }
+
+// graphDirected decides whether the graph read from files is directed. A
+// --directed given explicitly decides. Otherwise the files' formats do (see
+// ingest.Reader.Directed): JSON events and CSV files are directed, CSM files
+// and SNAP edge lists undirected. Files whose formats disagree are refused
+// rather than one read against its grain; with no file to decide (none, or
+// only empty ones) the graph is undirected. fix says, for a query with
+// arrows on an undirected graph, what would make the graph directed.
+func graphDirected(flagValue, flagGiven bool, files ...input) (directed bool, fix string, err error) {
+	if flagGiven {
+		return flagValue, "drop --directed=false", nil
+	}
+	var first *input
+	var firstWhat string
+	for _, in := range files {
+		if in.path == "" {
+			continue
+		}
+		d, what, err := fileDirected(in.path)
+		if err != nil {
+			return false, "", err
+		}
+		if what == "" {
+			continue // an empty file says nothing
+		}
+		if first == nil {
+			first, firstWhat, directed = &in, what, d
+			continue
+		}
+		if d != directed {
+			return false, "", fmt.Errorf("%s %s is %s, read as %s, but %s %s is %s, read as %s: give --directed or --directed=false to say which the graph is",
+				first.flag, first.path, firstWhat, directedWord(directed), in.flag, in.path, what, directedWord(d))
+		}
+	}
+	if first == nil {
+		return false, "give --directed (no input file says which the graph is)", nil
+	}
+	return directed, fmt.Sprintf("give --directed (%s %s is %s, read as undirected by default)", first.flag, first.path, firstWhat), nil
+}
+
+func directedWord(d bool) string {
+	if d {
+		return "directed"
+	}
+	return "undirected"
+}
+
+// fileDirected reads the first data line of path and reports whether its
+// format is directed by default, and what the format is; what is "" for a
+// file without data. A malformed first line still shows the format; the
+// full read reports it.
+func fileDirected(path string) (directed bool, what string, err error) {
+	r, c, err := ingest.Open(path, ingest.Options{})
+	if err != nil {
+		return false, "", err
+	}
+	defer c.Close()
+	if _, err := r.Next(); err != nil && !errors.Is(err, io.EOF) {
+		var le *ingest.LineError
+		if !errors.As(err, &le) {
+			return false, "", err
+		}
+	}
+	switch r.Format() {
+	case ingest.FormatJSON:
+		what = "JSON lines"
+	case ingest.FormatCSM:
+		what = "a CSM file"
+	case ingest.FormatSNAP:
+		what = "a SNAP edge list"
+		if r.Directed() {
+			what = "a CSV file"
+		}
+	}
+	return r.Directed(), what, nil
+}
+
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(fs *flag.FlagSet, name string) (given bool) {
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// warnUnknownLabels writes one line per label a query names that the
+// input never carried, as such a query matches nothing. known is the size
+// of the label dictionary before the queries were compiled, which intern
+// their labels after the input's; where names the input.
+func (s *session) warnUnknownLabels(w io.Writer, cmd string, qs []*query.Query, known int, where string) {
+	for _, q := range qs {
+		names, edge := q.Pattern.Labels()
+		for _, name := range edge {
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+		for _, name := range names {
+			if l, ok := s.labels.Lookup(name); ok && int(l) < known {
+				continue
+			}
+			fmt.Fprintf(w, "gcsm %s: warning: query %s: no vertex or edge in %s has label %s, so the query matches nothing\n",
+				cmd, q.Name, where, name)
+		}
+	}
 }

@@ -31,7 +31,7 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&countOnly, "count-only", false, "count matches without enumerating the last query vertex")
 	fs.BoolVar(&emit, "emit", false, "print every match as a line: QUERY v1 v2 ... (query vertex order)")
 	fs.BoolVar(&jsonOut, "json", false, "end stdout with one JSON summary line")
-	fs.BoolVar(&directed, "directed", false, "treat the graph as directed")
+	fs.BoolVar(&directed, "directed", false, "treat the graph as directed; by default JSON and CSV files are, CSM and SNAP files are not (--directed=false to read JSON as undirected)")
 	fs.BoolVar(&unlabeled, "unlabeled", false, "ignore the queries' vertex and edge labels (for unlabeled pattern sets such as STMatch's, whose labels are vertex ids)")
 	fs.BoolVar(&skipBad, "skip-bad", false, "count and skip malformed lines instead of failing")
 	fs.IntVar(&workers, "workers", 0, "matching goroutines; 0 uses every core")
@@ -56,6 +56,10 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer eng.close()
+	directed, fix, err := graphDirected(directed, flagGiven(fs, "directed"), input{"-d", data})
+	if err != nil {
+		return err
+	}
 	s, err := newSession(directed, skipBad, eng.alloc)
 	if err != nil {
 		return err
@@ -64,10 +68,12 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 	if err := s.loadGraph(data); err != nil {
 		return err
 	}
-	qs, err := loadQueries(queries, s.labels, directed, sem, unlabeled)
+	known := s.labels.Len()
+	qs, err := loadQueries(queries, s.labels, directed, fix, sem, unlabeled)
 	if err != nil {
 		return err
 	}
+	s.warnUnknownLabels(stderr, "match", qs, known, "the data graph")
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 	mode, sink := incremental.Count, incremental.Sink(nil)

@@ -44,10 +44,10 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&f.countOnly, "count-only", false, "count matches without enumerating the last query vertex")
 	fs.BoolVar(&f.emit, "emit", false, "print every match delta as a line: +|- QUERY v1 v2 ... (query vertex order)")
 	fs.BoolVar(&f.jsonOut, "json", false, "end stdout with one JSON summary line")
-	fs.BoolVar(&f.directed, "directed", false, "treat the graph as directed (CSM and SNAP files are undirected by default)")
+	fs.BoolVar(&f.directed, "directed", false, "treat the graph as directed; by default JSON and CSV files are, CSM and SNAP files are not, and -d and -u of different defaults need it (--directed=false to read JSON as undirected)")
 	fs.BoolVar(&f.skipBad, "skip-bad", false, "count and skip malformed lines and refused updates instead of failing")
 	fs.IntVar(&f.workers, "workers", 0, "matching goroutines; 0 uses every core")
-	fs.BoolVar(&f.demo, "demo", false, "replay a generated money-transfer workload with built-in queries (implies --directed)")
+	fs.BoolVar(&f.demo, "demo", false, "replay a generated money-transfer workload with built-in queries (directed unless --directed=false)")
 	fs.BoolVar(&f.progress, "progress", true, "show a progress bar on stderr when it is a terminal and the run takes over a second")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the whole run to `file`")
 	f.dev.register(fs)
@@ -70,7 +70,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	if f.demo {
 		// Transfers have a direction, and an alert should name a ring once,
 		// not once per rotation, unless the user asked otherwise.
-		f.directed = true
+		f.directed = f.directed || !flagGiven(fs, "directed")
 		set := false
 		fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == "semantics" })
 		if !set {
@@ -86,6 +86,13 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer eng.close()
+	fix := "drop --directed=false"
+	if !f.demo {
+		f.directed, fix, err = graphDirected(f.directed, flagGiven(fs, "directed"), input{"-d", f.data}, input{"-u", f.updates})
+		if err != nil {
+			return err
+		}
+	}
 	s, err := newSession(f.directed, f.skipBad, eng.alloc)
 	if err != nil {
 		return err
@@ -114,10 +121,12 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	qs, err := loadQueries(f.queries, s.labels, f.directed, sem, false)
+	known := s.labels.Len()
+	qs, err := loadQueries(f.queries, s.labels, f.directed, fix, sem, false)
 	if err != nil {
 		return err
 	}
+	s.warnUnknownLabels(stderr, "replay", qs, known, "the data graph or the stream")
 	loadTime := time.Since(t0)
 	gs := s.g.Stats()
 	fmt.Fprintf(stdout, "initial graph: %d vertices, %d edges, lists %.1f MiB in use of %.1f MiB capacity (loaded in %.2fs)\n",
