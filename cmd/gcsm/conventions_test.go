@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -48,4 +51,77 @@ func FuzzParseQuerySpec(f *testing.F) {
 			t.Fatalf("%q: a pattern without a name", spec)
 		}
 	})
+}
+
+// Help that was asked for is the output: stdout, exit 0. The GPU tuning
+// flags stay out of -h and are all in --help-all.
+func TestHelp(t *testing.T) {
+	for _, h := range []string{"help", "-h", "--help"} {
+		out, errs, code := gcsm(t, h)
+		if code != 0 || !strings.Contains(out, "Usage: gcsm COMMAND") || errs != "" {
+			t.Errorf("gcsm %s: exit %d, stdout %q, stderr %q; want 0 and the usage on stdout only", h, code, out, errs)
+		}
+	}
+	for _, c := range commands() {
+		short, errs, code := gcsm(t, c.name, "-h")
+		if code != 0 || errs != "" || !strings.Contains(short, "Usage: gcsm "+c.name+" [flags]") {
+			t.Errorf("gcsm %s -h: exit %d, stderr %q, stdout:\n%s", c.name, code, errs, short)
+			continue
+		}
+		all, errs, code := gcsm(t, c.name, "--help-all")
+		if code != 0 || errs != "" {
+			t.Errorf("gcsm %s --help-all: exit %d, stderr %q", c.name, code, errs)
+			continue
+		}
+		gpuFlags := func(out string) (n int) {
+			for _, l := range strings.Split(out, "\n") {
+				if strings.HasPrefix(l, "  -gpu-") {
+					n++
+				}
+			}
+			return n
+		}
+		if n := gpuFlags(short); n != 0 {
+			t.Errorf("gcsm %s -h lists %d GPU tuning flags:\n%s", c.name, n, short)
+		}
+		n := gpuFlags(all)
+		if n > 0 && !strings.Contains(short, fmt.Sprintf("%d GPU tuning flags (--gpu-*) are not shown; 'gcsm %s --help-all' lists them", n, c.name)) {
+			t.Errorf("gcsm %s -h does not say that %d GPU tuning flags are hidden:\n%s", c.name, n, short)
+		}
+		// Everything -h lists, --help-all lists too.
+		for _, l := range strings.Split(short, "\n") {
+			if strings.HasPrefix(l, "  -") && !strings.Contains(all, l) {
+				t.Errorf("gcsm %s --help-all lacks %q", c.name, l)
+			}
+		}
+	}
+	all := gcsmOK(t, "replay", "--help-all")
+	for _, f := range []string{"gpu-placement", "gpu-mem", "gpu-cache", "gpu-cache-lookup", "gpu-estimate-share", "gpu-fill", "gpu-walks", "gpu-cache-min-kernel", "gpu-cache-lists"} {
+		if !strings.Contains(all, "\n  -"+f+" ") && !strings.Contains(all, "\n  -"+f+"\n") {
+			t.Errorf("replay --help-all lacks --%s:\n%s", f, all)
+		}
+	}
+	// A mistake gets the error and a hint on stderr, nothing on stdout.
+	out, errs := wantFailure(t, 2, []string{"match", "--bogus"}, "-bogus", "Run 'gcsm match -h' for its flags.")
+	if out != "" || strings.Contains(errs, "-count-only") {
+		t.Errorf("match --bogus: stdout %q, stderr %q; want only the error and the hint on stderr", out, errs)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	a := gcsmOK(t, "--version")
+	b := gcsmOK(t, "version")
+	if a != b || !strings.HasPrefix(a, "gcsm ") || !strings.HasSuffix(a, runtime.Version()+"\n") || strings.Count(a, "\n") != 1 {
+		t.Errorf("--version %q, version %q: want one line, gcsm ... %s", a, b, runtime.Version())
+	}
+	bi := &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v0.3.0"}, Settings: []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "ab0d4fd0123"}, {Key: "vcs.time", Value: "2026-11-25T18:00:00Z"}, {Key: "vcs.modified", Value: "true"},
+	}}
+	if got, want := formatVersion(bi), "gcsm v0.3.0, commit ab0d4fd0123 of 2026-11-25T18:00:00Z (modified), go1.26.0"; got != want {
+		t.Errorf("formatVersion: %q, want %q", got, want)
+	}
+	bi.Settings, bi.Main.Version = nil, ""
+	if got, want := formatVersion(bi), "gcsm (devel), go1.26.0"; got != want {
+		t.Errorf("formatVersion without VCS: %q, want %q", got, want)
+	}
 }
