@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/gcsm/gcsm/service"
 )
 
 // This file tests the command line's conventions: what -q, --json, help,
@@ -123,5 +129,35 @@ func TestVersion(t *testing.T) {
 	bi.Settings, bi.Main.Version = nil, ""
 	if got, want := formatVersion(bi), "gcsm (devel), go1.26.0"; got != want {
 		t.Errorf("formatVersion without VCS: %q, want %q", got, want)
+	}
+}
+
+// The console log format writes colour codes only to a terminal: a file,
+// a pipe or a buffer gets plain text.
+func TestConsoleLogNoColorOffTerminal(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	for _, w := range []io.Writer{&buf, f} {
+		log, err := newLogger(w, service.LogConfig{Level: "info", Format: "console"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.Warn().Str("query", "ring3").Msg("a warning")
+	}
+	b, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"buffer": buf.String(), "file": string(b)} {
+		if !strings.Contains(out, "a warning") || !strings.Contains(out, "query=ring3") {
+			t.Errorf("%s: the log line is missing: %q", name, out)
+		}
+		if strings.Contains(out, "\x1b[") {
+			t.Errorf("%s: the console log has ANSI colour codes off a terminal: %q", name, out)
+		}
 	}
 }

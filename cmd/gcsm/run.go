@@ -124,7 +124,9 @@ func newLogger(w io.Writer, c service.LogConfig) (zerolog.Logger, error) {
 	switch c.Format {
 	case "json":
 	case "console":
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+		// Colour codes are noise in a file or a pipe; NO_COLOR
+		// (no-color.org) turns them off on a terminal too.
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly, NoColor: !isTerminal(w) || os.Getenv("NO_COLOR") != ""}
 	default:
 		return zerolog.Logger{}, fmt.Errorf("log.format %q: want json or console", c.Format)
 	}
