@@ -1,15 +1,24 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gcsm/gcsm/service"
 )
@@ -158,6 +167,159 @@ func TestConsoleLogNoColorOffTerminal(t *testing.T) {
 		}
 		if strings.Contains(out, "\x1b[") {
 			t.Errorf("%s: the console log has ANSI colour codes off a terminal: %q", name, out)
+		}
+	}
+}
+
+// Every --json mode writes JSON alone to stdout, one object a line, so that
+// `gcsm ... --json | jq` works; the human report goes to stderr.
+func TestJSONStdoutOnly(t *testing.T) {
+	dir, data, stream := tinyFiles(t)
+	bad := writeFile(t, dir, "bad.stream", "e 2 4 0\ne 1 x 0\n-e 1 2 0\n")
+	for _, c := range []struct {
+		args   []string
+		report string // a line of the human report, now on stderr
+	}{
+		{[]string{"replay", "-d", data, "-u", stream, "-q", triQuery}, "stream: 3 updates"},
+		{[]string{"replay", "-d", data, "-u", stream, "-q", triQuery, "--emit", "--batch", "1"}, "stream: 3 updates"},
+		{[]string{"replay", "-d", data, "-u", stream, "-q", triQuery, "--count-only"}, "initial graph: 4 vertices"},
+		{[]string{"replay", "-d", data, "-u", bad, "-q", triQuery, "--skip-bad"}, "skipped: 1"},
+		{[]string{"replay", "--demo", "--count-only"}, "query"},
+		{[]string{"match", "-d", data, "-q", triQuery, "-q", abQuery}, "time:"},
+		{[]string{"match", "-d", data, "-q", triQuery, "--emit"}, "time:"},
+	} {
+		args := append(c.args, "--json")
+		out, errs := gcsmOut(t, args...)
+		lines := jsonLines(t, out)
+		var summary map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &summary); err != nil || summary["queries"] == nil {
+			t.Errorf("gcsm %s: the last line is not the summary: %s", strings.Join(args, " "), lines[len(lines)-1])
+		}
+		for _, l := range lines[:len(lines)-1] {
+			var e emitJSON
+			dec := json.NewDecoder(strings.NewReader(l))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&e); err != nil || e.Query == "" || len(e.Match) == 0 {
+				t.Errorf("gcsm %s: line %q is not a match: %v", strings.Join(args, " "), l, err)
+			}
+		}
+		if !strings.Contains(errs, c.report) {
+			t.Errorf("gcsm %s: the report (%q) is not on stderr:\n%s", strings.Join(args, " "), c.report, errs)
+		}
+	}
+}
+
+// childArgsEnv carries the arguments of a gcsm run in a child process,
+// separated by newlines, to TestChildGcsm.
+const childArgsEnv = "GCSM_TEST_CHILD_ARGS"
+
+// TestChildGcsm is gcsm itself when a test re-executes the test binary
+// with childArgsEnv set; otherwise there is nothing to do.
+func TestChildGcsm(t *testing.T) {
+	args, ok := os.LookupEnv(childArgsEnv)
+	if !ok {
+		t.Skip("the child of tests that signal gcsm")
+	}
+	os.Exit(run(strings.Split(args, "\n"), os.Stdout, os.Stderr))
+}
+
+// Ctrl-C during replay stops it between batches, prints the counts so far
+// marked as interrupted (in the table and in --json), and exits 130; the
+// counts are those of a replay of the stream's replayed prefix alone.
+func TestReplayInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	// 300,000 insertions among 3,000 vertices replayed one at a time take
+	// seconds: the signal, sent once the replay starts, comes long before
+	// the end.
+	var b strings.Builder
+	rng := rand.New(rand.NewPCG(1, 2))
+	var lines []string
+	for len(lines) < 300000 {
+		u, v := rng.IntN(3000), rng.IntN(3000)
+		if u != v {
+			lines = append(lines, fmt.Sprintf("e %d %d 0\n", u, v))
+		}
+	}
+	for _, l := range lines {
+		b.WriteString(l)
+	}
+	stream := writeFile(t, dir, "long.stream", b.String())
+	for _, jsonOut := range []bool{true, false} {
+		args := []string{"replay", "-u", stream, "-q", triQuery, "--batch", "1"}
+		if jsonOut {
+			args = append(args, "--json")
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestChildGcsm$")
+		cmd.Env = append(os.Environ(), childArgsEnv+"="+strings.Join(args, "\n"))
+		// The report's first line comes on stdout, or on stderr under
+		// --json; the signal goes once it has. The watched stream is
+		// copied into its buffer as it is read.
+		var out, errs bytes.Buffer
+		pr, pw := io.Pipe()
+		cmd.Stdout, cmd.Stderr = pw, &errs
+		watched := &out
+		if jsonOut {
+			cmd.Stdout, cmd.Stderr, watched = &out, pw, &errs
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		seen := make(chan struct{})
+		copied := make(chan struct{})
+		go func() {
+			defer close(copied)
+			sc := bufio.NewScanner(pr)
+			once := false
+			for sc.Scan() {
+				watched.Write(append(sc.Bytes(), '\n'))
+				if !once && strings.HasPrefix(sc.Text(), "initial graph:") {
+					once = true
+					close(seen)
+				}
+			}
+			io.Copy(io.Discard, pr)
+		}()
+		select {
+		case <-seen:
+		case <-time.After(time.Minute):
+			cmd.Process.Kill()
+			t.Fatal("the replay did not start within a minute")
+		}
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		err := cmd.Wait()
+		pw.Close()
+		<-copied
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != exitInterrupted {
+			t.Fatalf("json=%v: %v, want exit %d\nstdout:\n%s\nstderr:\n%s", jsonOut, err, exitInterrupted, out.String(), errs.String())
+		}
+		report, final := out.String(), errs.String()
+		if jsonOut {
+			report = errs.String()
+		}
+		head := regexp.MustCompile(`stream: INTERRUPTED after (\d+) of 300000 updates, in (\d+) batches`).FindStringSubmatch(report)
+		if head == nil {
+			t.Fatalf("json=%v: the report does not say it was interrupted:\n%s", jsonOut, report)
+		}
+		n, _ := strconv.Atoi(head[1])
+		if head[2] != head[1] || n >= len(lines) {
+			t.Fatalf("json=%v: %s; want as many batches as updates, fewer than the stream's", jsonOut, head[0])
+		}
+		if !strings.Contains(final, fmt.Sprintf("gcsm replay: interrupted after %d of 300000 updates", n)) {
+			t.Errorf("json=%v: stderr does not end with the interruption:\n%s", jsonOut, final)
+		}
+		// The counts so far are those of the prefix replayed alone.
+		prefix := writeFile(t, dir, "prefix.stream", strings.Join(lines[:n], ""))
+		want := replayJSON(t, "-u", prefix, "-q", triQuery, "--batch", "1")
+		if jsonOut {
+			got := lastJSON[replaySummary](t, out.String())
+			if !got.Interrupted || got.Updates != n || got.Batches != n || !slices.Equal(got.Queries, want.Queries) {
+				t.Errorf("interrupted summary %+v; want interrupted after %d updates with %+v", got, n, want.Queries)
+			}
+		} else if row := tableRows(report, "query")["tri"]; !slices.Equal(row, []string{"tri", fmt.Sprint(want.Queries[0].Positive), "0"}) {
+			t.Errorf("interrupted table row %q; want the prefix's %+v\n%s", row, want.Queries[0], report)
 		}
 	}
 }
