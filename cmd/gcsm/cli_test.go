@@ -615,14 +615,14 @@ func TestQueryErrors(t *testing.T) {
 
 	wantFailure(t, 1, append(base, "-q", triQuery, "-q", triQuery), `two queries are named "tri"`)
 	wantFailure(t, 1, base, "no query")
-	wantFailure(t, 1, append(base, "-q", triQuery, "--semantics", "bogus"), "bogus")
+	wantFailure(t, 2, append(base, "-q", triQuery, "--semantics", "bogus"), "bogus")
 }
 
 func TestUsageErrors(t *testing.T) {
 	_, data, stream := tinyFiles(t)
 
-	wantFailure(t, 1, []string{"replay", "-d", data, "-u", stream, "-q", triQuery, "--batch", "0"}, "--batch must be at least 1")
-	wantFailure(t, 1, []string{"replay", "-d", data, "-u", stream, "-q", triQuery, "--batch", "-5"}, "--batch")
+	wantFailure(t, 2, []string{"replay", "-d", data, "-u", stream, "-q", triQuery, "--batch", "0"}, "--batch 0: want 1 or more")
+	wantFailure(t, 2, []string{"replay", "-d", data, "-u", stream, "-q", triQuery, "--batch", "-5"}, "--batch")
 
 	// Unknown flags and stray arguments are usage errors: exit 2.
 	wantFailure(t, 2, []string{"replay", "--bogus"}, "-bogus")
@@ -653,15 +653,15 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 	wantFailure(t, 1, []string{"replay", "--demo", "-d", data}, "--demo generates its own graph")
-	wantFailure(t, 1, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-walks", "bogus"}, `--gpu-walks "bogus": want paper or weighted`)
-	wantFailure(t, 1, []string{"bench", "--gpu-walks", "bogus"}, `--gpu-walks "bogus"`)
-	wantFailure(t, 1, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-cache-lookup", "hash"}, `--gpu-cache-lookup "hash": want table or search`)
-	wantFailure(t, 1, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-cache-lists", "half"}, `--gpu-cache-lists "half": want trimmed or whole`)
-	wantFailure(t, 1, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-fill", "some"}, `--gpu-fill "some": want on or off`)
-	wantFailure(t, 1, []string{"bench", "--gpu-fill", "1"}, `--gpu-fill "1"`)
-	wantFailure(t, 1, []string{"bench", "--engines", "gcsm:hash"}, `"gcsm:hash": "hash" is not :search, :whole or (gcsm only) :nofill`)
-	wantFailure(t, 1, []string{"bench", "--engines", "gcsm:whole:whole"}, `"gcsm:whole:whole": "whole" is not :search, :whole or (gcsm only) :nofill, or comes twice`)
-	wantFailure(t, 1, []string{"bench", "--engines", "device:search"}, `"device:search": only the cache placements`)
+	wantFailure(t, 2, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-walks", "bogus"}, `--gpu-walks "bogus": want paper or weighted`)
+	wantFailure(t, 2, []string{"bench", "--gpu-walks", "bogus"}, `--gpu-walks "bogus"`)
+	wantFailure(t, 2, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-cache-lookup", "hash"}, `--gpu-cache-lookup "hash": want table or search`)
+	wantFailure(t, 2, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-cache-lists", "half"}, `--gpu-cache-lists "half": want trimmed or whole`)
+	wantFailure(t, 2, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-fill", "some"}, `--gpu-fill "some": want on or off`)
+	wantFailure(t, 2, []string{"bench", "--gpu-fill", "1"}, `--gpu-fill "1"`)
+	wantFailure(t, 2, []string{"bench", "--engines", "gcsm:hash"}, `"gcsm:hash": "hash" is not :search, :whole or (gcsm only) :nofill`)
+	wantFailure(t, 2, []string{"bench", "--engines", "gcsm:whole:whole"}, `"gcsm:whole:whole": "whole" is not :search, :whole or (gcsm only) :nofill, or comes twice`)
+	wantFailure(t, 2, []string{"bench", "--engines", "device:search"}, `"device:search": only the cache placements`)
 
 	missing := filepath.Join(t.TempDir(), "nosuch.graph")
 	wantFailure(t, 1, []string{"match", "-d", missing, "-q", triQuery}, missing)
@@ -855,6 +855,6 @@ func TestBenchShapeMaxBatch(t *testing.T) {
 		{"house=16", `"house" is not among --shapes`},
 		{"4-cycle=16,4-cycle=64", `"4-cycle" comes twice`},
 	} {
-		wantFailure(t, 1, append(args, "--shape-max-batch", c.arg), "--shape-max-batch: "+c.msg)
+		wantFailure(t, 2, append(args, "--shape-max-batch", c.arg), "--shape-max-batch: "+c.msg)
 	}
 }

@@ -323,3 +323,54 @@ func TestReplayInterrupt(t *testing.T) {
 		}
 	}
 }
+
+// A flag value outside its range or choices is a usage error, exit 2,
+// whose message names the flag, the value and what is allowed, before any
+// work starts.
+func TestFlagValues(t *testing.T) {
+	_, data, stream := tinyFiles(t)
+	replay := []string{"replay", "-d", data, "-u", stream, "-q", triQuery}
+	match := []string{"match", "-d", data, "-q", triQuery}
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{append(replay, "--workers", "-3"), []string{"--workers -3: want 0 (every core) or more"}},
+		{append(replay, "--batch", "0"), []string{"--batch 0: want 1 or more"}},
+		{append(replay, "--semantics", "all"), []string{`--semantics "all": want embeddings or instances`}},
+		{append(match, "--workers", "-1"), []string{"--workers -1: want 0 (every core) or more"}},
+		{append(match, "--semantics", "bogus"), []string{`--semantics "bogus": want embeddings or instances`}},
+		{append(match, "--device", "tpu"), []string{`--device "tpu": want auto, cpu or gpu`}},
+		// The GPU flags are checked under --device cpu too.
+		{append(match, "--device", "cpu", "--gpu-mem", "-1"), []string{"--gpu-mem -1: want 0 or more"}},
+		{append(match, "--device", "cpu", "--gpu-cache", "-5"), []string{"--gpu-cache -5: want 0 or more"}},
+		{append(match, "--device", "cpu", "--gpu-estimate-share", "2"), []string{"--gpu-estimate-share 2: want a number up to 1"}},
+		{append(match, "--device", "cpu", "--gpu-estimate-share", "NaN"), []string{"--gpu-estimate-share NaN: want a number up to 1"}},
+		{append(match, "--device", "cpu", "--gpu-placement", "nowhere"), []string{`--gpu-placement "nowhere": want one of device, zero-copy`}},
+		{append(match, "--device", "cpu", "--gpu-walks", "bogus"), []string{`--gpu-walks "bogus": want paper or weighted`}},
+		// The engine's flags are checked together: every bad one is named.
+		{append(match, "--workers", "-3", "--gpu-fill", "some", "--gpu-mem", "-2"),
+			[]string{"--workers -3", `--gpu-fill "some": want on or off`, "--gpu-mem -2"}},
+		{[]string{"run", "--workers", "-3"}, []string{"--workers -3: want 0 (every core) or more"}},
+		{[]string{"demo", "--events", "2"}, []string{"--events 2: want 3 or more"}},
+		{[]string{"demo", "--show", "-1", "--batch", "0", "--rate", "-5"}, []string{"--show -1: want 0 or more", "--batch 0: want 1 or more", "--rate -5: want 0 or more"}},
+		{[]string{"bench", "--scale", "40"}, []string{"--scale 40: want 1 to 31"}},
+		{[]string{"bench", "--scale", "0"}, []string{"--scale 0: want 1 to 31"}},
+		{[]string{"bench", "--scale", "4", "--edge-factor", "16"}, []string{"--edge-factor 16: want 1 to 15"}},
+		{[]string{"bench", "--labels", "0", "--per-size", "0", "--workers", "-2"}, []string{"--labels 0: want 1 or more", "--per-size 0: want 1 or more", "--workers -2"}},
+		{[]string{"bench", "--label-skew", "0.5"}, []string{"--label-skew 0.5: want 0 (uniform) or a Zipf exponent above 1"}},
+		{[]string{"bench", "--gpu-cache-fraction", "1.5", "--gpu-mem", "-1", "--gpu-estimate-share", "+Inf"},
+			[]string{"--gpu-cache-fraction 1.5: want a number from 0 to 1", "--gpu-mem -1", "--gpu-estimate-share +Inf"}},
+		{[]string{"bench", "--gpu-walks", "bogus"}, []string{`--gpu-walks "bogus"`}},
+		{[]string{"bench", "--engines", "gcsm:hash"}, []string{`"gcsm:hash": "hash" is not :search`}},
+		{[]string{"produce", "-u", stream, "--topic", "t", "--rate", "-1"}, []string{"--rate -1: want a number of 0 or more"}},
+		{[]string{"produce", "-u", stream, "--topic", "t", "--rate", "NaN"}, []string{"--rate NaN: want a number of 0 or more"}},
+		{[]string{"produce", "-u", stream, "--topic", "t", "--format", "xml"}, []string{`--format "xml"`}},
+	} {
+		name := c.args[0]
+		out, _ := wantFailure(t, 2, c.args, append(c.want, "gcsm "+name+": ", "Run 'gcsm "+name+" -h' for its flags.")...)
+		if out != "" {
+			t.Errorf("gcsm %s: stdout %q, want nothing", strings.Join(c.args, " "), out)
+		}
+	}
+}

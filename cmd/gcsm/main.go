@@ -61,12 +61,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if c.name == args[0] {
 			err := c.run(args[1:], stdout, stderr)
 			var help *helpRequest
+			var bad *flagError
 			switch {
 			case err == nil:
 				return 0
 			case errors.As(err, &help):
 				help.print(stdout)
 				return 0
+			case errors.As(err, &bad):
+				fmt.Fprintf(stderr, "gcsm %s: %v\nRun 'gcsm %s -h' for its flags.\n", c.name, err, c.name)
+				return 2
 			case errors.Is(err, flag.ErrHelp):
 				return 0
 			case errors.Is(err, errUsage):

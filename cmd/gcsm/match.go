@@ -49,7 +49,7 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 	}
 	sem, err := query.ParseSemantics(semantics)
 	if err != nil {
-		return err
+		return badFlags(choice("semantics", semantics, "embeddings", "instances"))
 	}
 	eng, err := dev.open(stderr, workers)
 	if err != nil {

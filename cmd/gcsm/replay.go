@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"sync"
@@ -65,8 +66,8 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 		}
 		defer stop()
 	}
-	if f.batch < 1 {
-		return fmt.Errorf("--batch must be at least 1, got %d", f.batch)
+	if err := badFlags(intIn("batch", int64(f.batch), 1, math.MaxInt64)); err != nil {
+		return err
 	}
 	if f.countOnly && f.emit {
 		return errors.New("--emit lists matches, which --count-only does not enumerate; give one of them")
@@ -83,7 +84,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	}
 	sem, err := query.ParseSemantics(f.semantics)
 	if err != nil {
-		return err
+		return badFlags(choice("semantics", f.semantics, "embeddings", "instances"))
 	}
 	eng, err := f.dev.open(stderr, f.workers)
 	if err != nil {

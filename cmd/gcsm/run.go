@@ -92,6 +92,9 @@ func (f *runFlags) apply(cfg *service.Config, set map[string]bool) error {
 		cfg.HTTP.Token = t
 	}
 	if set["workers"] {
+		if err := badFlags(workersFlag(f.workers)); err != nil {
+			return err
+		}
 		cfg.Engine.Workers = f.workers
 	}
 	if set["device"] {
