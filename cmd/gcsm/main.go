@@ -91,7 +91,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // errUsage reports a command line that the flag package already explained.
 var errUsage = errors.New("usage")
 
-// errInterrupted ends a command that stopped early on SIGINT or SIGTERM,
+// errInterrupted ends a command that stopped early on Ctrl-C (SIGINT),
 // after it reported what it had done.
 var errInterrupted = errors.New("interrupted")
 

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/signal"
 	"sync"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -126,8 +125,9 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	loadTime := time.Since(t0)
 	gs := s.g.Stats()
 	// Ctrl-C stops the replay between batches and reports the counts so
-	// far; a second one kills as usual.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// far; a second one kills as usual. SIGTERM keeps its default, so that
+	// its exit status stays its own (143, not Ctrl-C's 130).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	context.AfterFunc(ctx, stop)
 	fmt.Fprintf(humanOut(stdout, stderr, f.jsonOut), "initial graph: %d vertices, %d edges, lists %.1f MiB in use of %.1f MiB capacity (loaded in %.2fs)\n",
