@@ -71,7 +71,7 @@ func FuzzParseQuerySpec(f *testing.F) {
 // Help that was asked for is the output: stdout, exit 0. The GPU tuning
 // flags stay out of -h and are all in --help-all.
 func TestHelp(t *testing.T) {
-	for _, h := range []string{"help", "-h", "--help"} {
+	for _, h := range []string{"help", "-h", "--help", "--help-all"} {
 		out, errs, code := gcsm(t, h)
 		if code != 0 || !strings.Contains(out, "Usage: gcsm COMMAND") || errs != "" {
 			t.Errorf("gcsm %s: exit %d, stdout %q, stderr %q; want 0 and the usage on stdout only", h, code, out, errs)
@@ -371,6 +371,27 @@ func TestFlagValues(t *testing.T) {
 		out, _ := wantFailure(t, 2, c.args, append(c.want, "gcsm "+name+": ", "Run 'gcsm "+name+" -h' for its flags.")...)
 		if out != "" {
 			t.Errorf("gcsm %s: stdout %q, want nothing", strings.Join(c.args, " "), out)
+		}
+	}
+}
+
+// The progress bar draws only on a terminal: /dev/null is a character
+// device, but carriage returns there are waste, and in a pipe a mess.
+func TestProgressOffTerminal(t *testing.T) {
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	for name, f := range map[string]*os.File{"/dev/null": null, "a pipe": w} {
+		if p := newProgress(f, 100, true); p.on {
+			t.Errorf("the progress bar is on for %s", name)
 		}
 	}
 }

@@ -50,7 +50,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// Asked-for help and the version are the output, so they go to stdout;
 	// usage after a mistake goes to stderr.
 	switch args[0] {
-	case "-h", "-help", "--help", "help":
+	case "-h", "-help", "--help", "help", "--help-all":
 		usage(stdout)
 		return 0
 	case "-version", "--version", "version":
