@@ -191,6 +191,9 @@ func (c *Config) Validate() error {
 	default:
 		bad("engine.semantics %q: want instances or embeddings", c.Engine.Semantics)
 	}
+	if c.Engine.Workers < 0 {
+		bad("engine.workers %d: want 0 (every core) or more", c.Engine.Workers)
+	}
 	if len(c.Brokers) == 0 && c.Embedded.Listen == "" {
 		bad("no brokers and no embedded.listen")
 	}

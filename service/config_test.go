@@ -42,6 +42,7 @@ func TestConfigFiles(t *testing.T) {
 		{"batch: {linger: soon}\n", "soon"},
 		{"input: {topic: matches}\n", "must differ"},
 		{"engine: {semantics: all}\n", "semantics"},
+		{"engine: {workers: -3}\n", "engine.workers -3: want 0 (every core) or more"},
 		{"queries:\n  - {name: a b, pattern: \"(a)-[]->(b)\"}\n", "no slashes or spaces"},
 		{"queries:\n  - {name: q, pattern: \"(a)-[]->(b)\"}\n  - {name: q, pattern: \"(a)-[]->(b)\"}\n", "second query"},
 		{"state: {keep: 0}\n", "state.keep"},

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -60,20 +61,30 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
+	weighted, werr := weightedWalks(walks)
+	nofill, ferr := noFill(fill)
+	// A simple graph of 2^scale vertices has fewer than 2^scale edges per
+	// vertex; R-MAT's vertex ids are 32 bits.
+	if err := badFlags(
+		intIn("scale", int64(scale), 1, 31),
+		intIn("edge-factor", int64(factor), 1, int64(1)<<min(max(scale, 1), 31)-1),
+		intIn("labels", int64(vlabels), 1, math.MaxInt64),
+		labelSkew(skew),
+		intIn("per-size", int64(perSize), 1, math.MaxInt64),
+		workersFlag(workers),
+		floatIn("gpu-cache-fraction", cacheFraction, 0, 1),
+		intIn("gpu-mem", gpuMem, 0, math.MaxInt64),
+		floatIn("gpu-estimate-share", share, math.Inf(-1), 1),
+		werr, ferr,
+	); err != nil {
+		return err
+	}
 	if cpuprofile != "" {
 		stop, err := startProfile(cpuprofile)
 		if err != nil {
 			return err
 		}
 		defer stop()
-	}
-	weighted, err := weightedWalks(walks)
-	if err != nil {
-		return err
-	}
-	nofill, err := noFill(fill)
-	if err != nil {
-		return err
 	}
 	cfg := bench.EngineConfig{
 		Graph:         bench.RMAT{Scale: scale, Edges: int64(factor) << scale, VertexLabels: vlabels, LabelSkew: skew, EdgeLabels: 1, Seed: seed},
@@ -91,7 +102,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	for _, b := range strings.Split(batches, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(b))
 		if err != nil || n < 1 {
-			return fmt.Errorf("--batches: %q is not a batch size", b)
+			return badFlags(fmt.Errorf("--batches: %q is not a batch size", b))
 		}
 		cfg.Batches = append(cfg.Batches, n)
 	}
@@ -112,11 +123,12 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		if !found {
-			return fmt.Errorf("--shapes: unknown shape %q (have %s)", name, shapeNames())
+			return badFlags(fmt.Errorf("--shapes: unknown shape %q (have %s)", name, shapeNames()))
 		}
 	}
+	var err error
 	if cfg.MaxBatch, err = shapeMaxBatch(maxBatch, cfg.Shapes); err != nil {
-		return err
+		return badFlags(err)
 	}
 	var es []bench.Engine
 	if perShape {
@@ -135,7 +147,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		default:
 			opts, err := engineOptions(name)
 			if err != nil {
-				return err
+				return badFlags(err)
 			}
 			opts.MemLimit, opts.EstimateShare, opts.WeightedWalks, opts.MinCacheKernel = gpuMem, share, weighted, minKernel
 			opts.NoFill = opts.NoFill || nofill
@@ -240,6 +252,15 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "bench: wrote %s\n", svg)
 	}
 	return nil
+}
+
+// labelSkew checks --label-skew: 0 for uniform labels, or a Zipf exponent,
+// which must be above 1.
+func labelSkew(v float64) error {
+	if v == 0 || v > 1 && !math.IsInf(v, 1) {
+		return nil
+	}
+	return fmt.Errorf("--label-skew %v: want 0 (uniform) or a Zipf exponent above 1", v)
 }
 
 // shapeMaxBatch reads --shape-max-batch: shape=size pairs, each shape one

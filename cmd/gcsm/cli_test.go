@@ -41,10 +41,12 @@ type replayQuery struct {
 }
 
 type replaySummary struct {
-	Queries []replayQuery `json:"queries"`
-	Updates int           `json:"updates"`
-	Batches int           `json:"batches"`
-	Seconds float64       `json:"seconds"`
+	Queries     []replayQuery `json:"queries"`
+	Updates     int           `json:"updates"`
+	Batches     int           `json:"batches"`
+	Skipped     int           `json:"skipped"`
+	Interrupted bool          `json:"interrupted"`
+	Seconds     float64       `json:"seconds"`
 }
 
 // byName returns the counts by query name, failing on a name given twice.
@@ -67,19 +69,34 @@ type matchQuery struct {
 
 type matchSummary struct {
 	Queries []matchQuery `json:"queries"`
+	Skipped int          `json:"skipped"`
 	Seconds float64      `json:"seconds"`
 }
 
-// lastJSON decodes the last line of stdout, which --json promises is one
-// JSON object, rejecting fields the summary does not have.
-func lastJSON[T any](t *testing.T, stdout string) T {
+// jsonLines returns the lines of stdout, failing unless each one is a JSON
+// object, as --json promises of all of stdout.
+func jsonLines(t *testing.T, stdout string) []string {
 	t.Helper()
-	var v T
 	if !strings.HasSuffix(stdout, "\n") {
 		t.Fatalf("stdout does not end with a newline:\n%s", stdout)
 	}
-	body := strings.TrimSuffix(stdout, "\n")
-	line := body[strings.LastIndexByte(body, '\n')+1:]
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	for i, l := range lines {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(l), &obj); err != nil {
+			t.Fatalf("stdout line %d is not a JSON object: %v\n%s", i+1, err, l)
+		}
+	}
+	return lines
+}
+
+// lastJSON checks that all of stdout is JSON lines and decodes the last,
+// the summary, rejecting fields the summary does not have.
+func lastJSON[T any](t *testing.T, stdout string) T {
+	t.Helper()
+	var v T
+	lines := jsonLines(t, stdout)
+	line := lines[len(lines)-1]
 	dec := json.NewDecoder(strings.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&v); err != nil {
@@ -95,6 +112,16 @@ func lastJSON[T any](t *testing.T, stdout string) T {
 func replayJSON(t *testing.T, args ...string) replaySummary {
 	t.Helper()
 	return lastJSON[replaySummary](t, gcsmOK(t, append([]string{"replay", "--json"}, args...)...))
+}
+
+// gcsmOut is gcsm for a run that must succeed, with both of its outputs.
+func gcsmOut(t *testing.T, args ...string) (stdout, stderr string) {
+	t.Helper()
+	out, errs, code := gcsm(t, args...)
+	if code != 0 {
+		t.Fatalf("gcsm %s: exit %d\nstderr:\n%s\nstdout:\n%s", strings.Join(args, " "), code, errs, out)
+	}
+	return out, errs
 }
 
 // matchJSON runs gcsm match --json with args and returns the summary.
@@ -257,7 +284,7 @@ func emitted(out string) (lines []string) {
 
 func TestReplayEmit(t *testing.T) {
 	_, data, stream := tinyFiles(t)
-	out := gcsmOK(t, "replay", "-d", data, "-u", stream, "-q", triQuery, "--batch", "1", "--emit", "--json")
+	out := gcsmOK(t, "replay", "-d", data, "-u", stream, "-q", triQuery, "--batch", "1", "--emit")
 	lines := emitted(out)
 	// Per subgraph (sorted vertex set) and sign, the number of lines.
 	got := map[string]int{}
@@ -286,7 +313,23 @@ func TestReplayEmit(t *testing.T) {
 		}
 		seen[l] = true
 	}
-	// The summary still ends the output and agrees with the lines.
+	// Under --json the same lines come as JSON objects, and the summary
+	// ends the output and agrees with them.
+	out = gcsmOK(t, "replay", "-d", data, "-u", stream, "-q", triQuery, "--batch", "1", "--emit", "--json")
+	var asJSON []string
+	jl := jsonLines(t, out)
+	for _, l := range jl[:len(jl)-1] {
+		var e emitJSON
+		dec := json.NewDecoder(strings.NewReader(l))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&e); err != nil {
+			t.Fatalf("--emit --json line %q: %v", l, err)
+		}
+		asJSON = append(asJSON, e.Sign+" "+e.Query+" "+strings.Join(e.Match, " "))
+	}
+	if slices.Sort(asJSON); !slices.Equal(asJSON, slices.Sorted(slices.Values(lines))) {
+		t.Errorf("--emit --json lines %q, --emit lines %q", asJSON, lines)
+	}
 	s := lastJSON[replaySummary](t, out)
 	if len(s.Queries) != 1 || s.Queries[0] != (replayQuery{"tri", 18, 12}) {
 		t.Errorf("summary %+v, want tri 18 12", s.Queries)
@@ -361,11 +404,11 @@ e 1 2 0
 		{"3", 6, 6, 1, 4, 1, 2},
 		{"100", 0, 0, 0, 6, 0, 1},
 	} {
-		out := gcsmOK(t, "replay", "-d", data, "-u", stream, "-q", triQuery, "--batch", tc.batch, "--json")
+		out, errs := gcsmOut(t, "replay", "-d", data, "-u", stream, "-q", triQuery, "--batch", tc.batch, "--json")
 		head := fmt.Sprintf("stream: 6 updates in %d batches of up to %s (%d inserted, %d deleted, %d without effect)",
 			tc.batches, tc.batch, tc.inserted, tc.deleted, tc.noop)
-		if !strings.Contains(out, head) {
-			t.Errorf("batch %s: want %q in\n%s", tc.batch, head, out)
+		if !strings.Contains(errs, head) {
+			t.Errorf("batch %s: want %q in stderr\n%s", tc.batch, head, errs)
 		}
 		s := lastJSON[replaySummary](t, out)
 		if q := s.Queries[0]; q.Positive != tc.pos || q.Negative != tc.neg {
@@ -487,12 +530,12 @@ func TestReplayMalformedStream(t *testing.T) {
 
 	// Under --skip-bad the line is skipped and reported, the others replayed:
 	// +2-3-4 and -1-2-3 in one batch.
-	out := gcsmOK(t, append(args, "--skip-bad", "--json")...)
-	if !strings.Contains(out, "skipped: 1 bad lines or refused updates") {
-		t.Errorf("--skip-bad does not report the skipped line:\n%s", out)
+	out, errs := gcsmOut(t, append(args, "--skip-bad", "--json")...)
+	if !strings.Contains(errs, "skipped: 1 bad lines or refused updates") {
+		t.Errorf("--skip-bad does not report the skipped line:\n%s", errs)
 	}
 	s := lastJSON[replaySummary](t, out)
-	if s.Updates != 2 || !slices.Equal(s.Queries, []replayQuery{{"tri", 6, 6}}) {
+	if s.Updates != 2 || s.Skipped != 1 || !slices.Equal(s.Queries, []replayQuery{{"tri", 6, 6}}) {
 		t.Errorf("--skip-bad: %+v, want 2 updates and tri +6 -6", s)
 	}
 
@@ -523,9 +566,9 @@ func TestReplayLabelConflict(t *testing.T) {
 		wantFailure(t, 1, args, stream+":4:", "label conflict", "vertex 1 has label A", "says B")
 
 		// --skip-bad skips the refused update and counts it.
-		out := gcsmOK(t, append(args, "--skip-bad", "--json")...)
-		if !strings.Contains(out, "skipped: 1 bad lines or refused updates") {
-			t.Errorf("batch %s: --skip-bad does not report the refused update:\n%s", b, out)
+		out, errs := gcsmOut(t, append(args, "--skip-bad", "--json")...)
+		if !strings.Contains(errs, "skipped: 1 bad lines or refused updates") {
+			t.Errorf("batch %s: --skip-bad does not report the refused update:\n%s", b, errs)
 		}
 		// x=1: 1-3-2 once 2-3 is in, 1-2-3 once 1-2 is; the deletion of 1-2
 		// is refused; 4 gets the default label 0 and matches nothing.
@@ -573,14 +616,14 @@ func TestQueryErrors(t *testing.T) {
 
 	wantFailure(t, 1, append(base, "-q", triQuery, "-q", triQuery), `two queries are named "tri"`)
 	wantFailure(t, 1, base, "no query")
-	wantFailure(t, 1, append(base, "-q", triQuery, "--semantics", "bogus"), "bogus")
+	wantFailure(t, 2, append(base, "-q", triQuery, "--semantics", "bogus"), "bogus")
 }
 
 func TestUsageErrors(t *testing.T) {
 	_, data, stream := tinyFiles(t)
 
-	wantFailure(t, 1, []string{"replay", "-d", data, "-u", stream, "-q", triQuery, "--batch", "0"}, "--batch must be at least 1")
-	wantFailure(t, 1, []string{"replay", "-d", data, "-u", stream, "-q", triQuery, "--batch", "-5"}, "--batch")
+	wantFailure(t, 2, []string{"replay", "-d", data, "-u", stream, "-q", triQuery, "--batch", "0"}, "--batch 0: want 1 or more")
+	wantFailure(t, 2, []string{"replay", "-d", data, "-u", stream, "-q", triQuery, "--batch", "-5"}, "--batch")
 
 	// Unknown flags and stray arguments are usage errors: exit 2.
 	wantFailure(t, 2, []string{"replay", "--bogus"}, "-bogus")
@@ -611,15 +654,15 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 	wantFailure(t, 1, []string{"replay", "--demo", "-d", data}, "--demo generates its own graph")
-	wantFailure(t, 1, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-walks", "bogus"}, `--gpu-walks "bogus": want paper or weighted`)
-	wantFailure(t, 1, []string{"bench", "--gpu-walks", "bogus"}, `--gpu-walks "bogus"`)
-	wantFailure(t, 1, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-cache-lookup", "hash"}, `--gpu-cache-lookup "hash": want table or search`)
-	wantFailure(t, 1, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-cache-lists", "half"}, `--gpu-cache-lists "half": want trimmed or whole`)
-	wantFailure(t, 1, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-fill", "some"}, `--gpu-fill "some": want on or off`)
-	wantFailure(t, 1, []string{"bench", "--gpu-fill", "1"}, `--gpu-fill "1"`)
-	wantFailure(t, 1, []string{"bench", "--engines", "gcsm:hash"}, `"gcsm:hash": "hash" is not :search, :whole or (gcsm only) :nofill`)
-	wantFailure(t, 1, []string{"bench", "--engines", "gcsm:whole:whole"}, `"gcsm:whole:whole": "whole" is not :search, :whole or (gcsm only) :nofill, or comes twice`)
-	wantFailure(t, 1, []string{"bench", "--engines", "device:search"}, `"device:search": only the cache placements`)
+	wantFailure(t, 2, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-walks", "bogus"}, `--gpu-walks "bogus": want paper or weighted`)
+	wantFailure(t, 2, []string{"bench", "--gpu-walks", "bogus"}, `--gpu-walks "bogus"`)
+	wantFailure(t, 2, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-cache-lookup", "hash"}, `--gpu-cache-lookup "hash": want table or search`)
+	wantFailure(t, 2, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-cache-lists", "half"}, `--gpu-cache-lists "half": want trimmed or whole`)
+	wantFailure(t, 2, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-fill", "some"}, `--gpu-fill "some": want on or off`)
+	wantFailure(t, 2, []string{"bench", "--gpu-fill", "1"}, `--gpu-fill "1"`)
+	wantFailure(t, 2, []string{"bench", "--engines", "gcsm:hash"}, `"gcsm:hash": "hash" is not :search, :whole or (gcsm only) :nofill`)
+	wantFailure(t, 2, []string{"bench", "--engines", "gcsm:whole:whole"}, `"gcsm:whole:whole": "whole" is not :search, :whole or (gcsm only) :nofill, or comes twice`)
+	wantFailure(t, 2, []string{"bench", "--engines", "device:search"}, `"device:search": only the cache placements`)
 
 	missing := filepath.Join(t.TempDir(), "nosuch.graph")
 	wantFailure(t, 1, []string{"match", "-d", missing, "-q", triQuery}, missing)
@@ -629,9 +672,9 @@ func TestUsageErrors(t *testing.T) {
 func TestReplayEmptyStream(t *testing.T) {
 	dir, data, _ := tinyFiles(t)
 	empty := writeFile(t, dir, "empty.stream", "# nothing\n\n")
-	out := gcsmOK(t, "replay", "-d", data, "-u", empty, "-q", triQuery, "--json")
-	if !strings.Contains(out, "stream: 0 updates in 0 batches") {
-		t.Errorf("empty stream:\n%s", out)
+	out, errs := gcsmOut(t, "replay", "-d", data, "-u", empty, "-q", triQuery, "--json")
+	if !strings.Contains(errs, "stream: 0 updates in 0 batches") {
+		t.Errorf("empty stream:\n%s", errs)
 	}
 	s := lastJSON[replaySummary](t, out)
 	if s.Updates != 0 || s.Batches != 0 || !slices.Equal(s.Queries, []replayQuery{{"tri", 0, 0}}) {
@@ -645,7 +688,7 @@ func TestReplayEmptyStream(t *testing.T) {
 }
 
 func TestReplayDemo(t *testing.T) {
-	out := gcsmOK(t, "replay", "--demo", "--json")
+	out, errs := gcsmOut(t, "replay", "--demo", "--json")
 	s := lastJSON[replaySummary](t, out)
 	m := s.byName(t)
 	if len(s.Queries) != 3 {
@@ -656,7 +699,7 @@ func TestReplayDemo(t *testing.T) {
 		if !ok || q.Positive <= 0 {
 			t.Errorf("demo query %s: %+v, want a positive count", name, q)
 		}
-		if row := tableRows(out, "query")[name]; len(row) != 3 || row[1] != fmt.Sprint(q.Positive) {
+		if row := tableRows(errs, "query")[name]; len(row) != 3 || row[1] != fmt.Sprint(q.Positive) {
 			t.Errorf("demo table row %q disagrees with the JSON %+v", row, q)
 		}
 	}
@@ -813,6 +856,6 @@ func TestBenchShapeMaxBatch(t *testing.T) {
 		{"house=16", `"house" is not among --shapes`},
 		{"4-cycle=16,4-cycle=64", `"4-cycle" comes twice`},
 	} {
-		wantFailure(t, 1, append(args, "--shape-max-batch", c.arg), "--shape-max-batch: "+c.msg)
+		wantFailure(t, 2, append(args, "--shape-max-batch", c.arg), "--shape-max-batch: "+c.msg)
 	}
 }

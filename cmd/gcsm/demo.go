@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -92,8 +93,10 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if events < 3 || accounts < 3 {
-		return errors.New("--events and --accounts must be at least 3")
+	// A ring needs three accounts, and three events to close it.
+	if err := badFlags(intIn("events", int64(events), 3, math.MaxInt64), intIn("accounts", int64(accounts), 3, math.MaxInt64),
+		intIn("show", int64(show), 0, math.MaxInt64), intIn("batch", int64(batch), 1, math.MaxInt64), intIn("rate", int64(rate), 0, math.MaxInt64)); err != nil {
+		return err
 	}
 	if state == "" {
 		dir, err := os.MkdirTemp("", "gcsm-demo-")

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"time"
 
@@ -96,39 +97,43 @@ func (e *engine) close() {
 	}
 }
 
+// options checks every device flag and --workers, on a machine without a
+// GPU and under --device cpu too, and returns the GPU executor's options.
+func (d *deviceFlags) options(workers int) (kernels.Options, error) {
+	pl, perr := kernels.ParsePlacement(d.placement)
+	if perr != nil {
+		perr = fmt.Errorf("--gpu-placement %q: want one of %s", d.placement, placementNames())
+	}
+	weighted, werr := weightedWalks(d.walks)
+	search, serr := searchLookup(d.lookup)
+	whole, lerr := wholeLists(d.lists)
+	nofill, ferr := noFill(d.fill)
+	err := badFlags(
+		choice("device", d.device, "auto", "cpu", "gpu"),
+		workersFlag(workers),
+		perr, werr, serr, lerr, ferr,
+		intIn("gpu-mem", d.mem, 0, math.MaxInt64),
+		intIn("gpu-cache", d.cache, 0, math.MaxInt64),
+		// Negative: the sampler's own number; above 1 the estimate would
+		// take longer than the kernel it serves.
+		floatIn("gpu-estimate-share", d.share, math.Inf(-1), 1),
+	)
+	return kernels.Options{Placement: pl, MemLimit: d.mem, CacheBytes: d.cache, SearchLookup: search, WholeLists: whole,
+		EstimateShare: d.share, NoFill: nofill, WeightedWalks: weighted, MinCacheKernel: d.minKernel}, err
+}
+
 // open picks the executor and says which on w.
 func (d *deviceFlags) open(w io.Writer, workers int) (*engine, error) {
+	opts, err := d.options(workers)
+	if err != nil {
+		return nil, err
+	}
 	cpu := &engine{matcher: &incremental.CPU{Workers: workers}, alloc: hostmem.Mmap{}}
-	switch d.device {
-	case "cpu":
+	if d.device == "cpu" {
 		fmt.Fprintf(w, "device: cpu, %d workers\n", cpuWorkers(workers))
 		return cpu, nil
-	case "auto", "gpu":
-	default:
-		return nil, fmt.Errorf("--device %q: want auto, cpu or gpu", d.device)
 	}
-	pl, err := kernels.ParsePlacement(d.placement)
-	if err != nil {
-		return nil, err
-	}
-	weighted, err := weightedWalks(d.walks)
-	if err != nil {
-		return nil, err
-	}
-	search, err := searchLookup(d.lookup)
-	if err != nil {
-		return nil, err
-	}
-	whole, err := wholeLists(d.lists)
-	if err != nil {
-		return nil, err
-	}
-	nofill, err := noFill(d.fill)
-	if err != nil {
-		return nil, err
-	}
-	x, err := kernels.Open(kernels.Options{Placement: pl, MemLimit: d.mem, CacheBytes: d.cache, SearchLookup: search, WholeLists: whole,
-		EstimateShare: d.share, NoFill: nofill, WeightedWalks: weighted, MinCacheKernel: d.minKernel})
+	x, err := kernels.Open(opts)
 	if err != nil {
 		if d.device == "auto" && (errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice)) {
 			why := "no GPU"
@@ -140,7 +145,7 @@ func (d *deviceFlags) open(w io.Writer, workers int) (*engine, error) {
 		}
 		return nil, fmt.Errorf("--device %s: %w", d.device, err)
 	}
-	fmt.Fprintf(w, "device: gpu %s, %s placement\n", x.Name(), pl)
+	fmt.Fprintf(w, "device: gpu %s, %s placement\n", x.Name(), opts.Placement)
 	return &engine{matcher: x, alloc: x.Allocator(), gpu: x}, nil
 }
 

@@ -204,14 +204,26 @@ func parseQuerySpec(spec string, i int) (*query.Pattern, error) {
 	if fi, err := os.Stat(spec); err == nil && !fi.IsDir() {
 		return query.ParseFile(spec)
 	}
-	name, text := fmt.Sprintf("q%d", i+1), spec
-	if k := strings.Index(spec, "="); k > 0 && !strings.ContainsAny(spec[:k], "()[]-") {
-		name, text = spec[:k], spec[k+1:]
+	if strings.TrimSpace(spec) == "" {
+		return nil, fmt.Errorf("-q %q: empty query", spec)
+	}
+	name, text, named := fmt.Sprintf("q%d", i+1), spec, false
+	if k := strings.Index(spec, "="); k >= 0 && !strings.ContainsAny(spec[:k], "()[]-") {
+		name, text, named = strings.TrimSpace(spec[:k]), spec[k+1:], true
+		if name == "" {
+			return nil, fmt.Errorf("-q %q: empty query name before '='", spec)
+		}
 	}
 	// Inline queries are Cypher-style; anything else names a file, such as
-	// the peers' extensionless Q_1.
+	// the peers' extensionless Q_1, unless NAME= said it was inline.
 	t := strings.TrimSpace(text)
-	if !strings.HasPrefix(t, "(") && !strings.HasPrefix(strings.ToUpper(t), "MATCH") {
+	switch {
+	case named && t == "":
+		return nil, fmt.Errorf("query %s: empty pattern", name)
+	case strings.HasPrefix(t, "(") || strings.HasPrefix(strings.ToUpper(t), "MATCH"):
+	case named:
+		return nil, fmt.Errorf("query %s: pattern %q starts with neither '(' nor MATCH, and no file %s exists", name, t, spec)
+	default:
 		return nil, fmt.Errorf("query file %s: no such file (an inline query starts with '(' or MATCH)", spec)
 	}
 	return query.Parse(name, text)

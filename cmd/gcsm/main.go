@@ -9,7 +9,8 @@
 //	gcsm produce -u STREAM --topic T [--rate N]             publish a stream file to Kafka as JSON events
 //	gcsm tail   [--config F] [--dlq] [--follow]             print the alerts (or dead letters) gcsm wrote
 //
-// Run "gcsm COMMAND -h" for a command's flags.
+// Run "gcsm COMMAND -h" for a command's flags, "gcsm COMMAND --help-all" for
+// its GPU tuning flags too, and "gcsm --version" for the build.
 package main
 
 import (
@@ -44,23 +45,41 @@ func main() {
 // run is main without the process: it returns the exit code, so tests can
 // drive the whole command line.
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return 2
-		}
+		return 2
+	}
+	// Asked-for help and the version are the output, so they go to stdout;
+	// usage after a mistake goes to stderr.
+	switch args[0] {
+	case "-h", "-help", "--help", "help", "--help-all":
+		usage(stdout)
+		return 0
+	case "-version", "--version", "version":
+		fmt.Fprintln(stdout, version())
 		return 0
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
 			err := c.run(args[1:], stdout, stderr)
+			var help *helpRequest
+			var bad *flagError
 			switch {
 			case err == nil:
 				return 0
+			case errors.As(err, &help):
+				help.print(stdout)
+				return 0
+			case errors.As(err, &bad):
+				fmt.Fprintf(stderr, "gcsm %s: %v\nRun 'gcsm %s -h' for its flags.\n", c.name, err, c.name)
+				return 2
 			case errors.Is(err, flag.ErrHelp):
 				return 0
 			case errors.Is(err, errUsage):
 				return 2
+			case errors.Is(err, errInterrupted):
+				fmt.Fprintf(stderr, "gcsm %s: %v\n", c.name, err)
+				return exitInterrupted
 			}
 			fmt.Fprintf(stderr, "gcsm %s: %v\n", c.name, err)
 			return 1
@@ -74,12 +93,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 // errUsage reports a command line that the flag package already explained.
 var errUsage = errors.New("usage")
 
+// errInterrupted ends a command that stopped early on Ctrl-C (SIGINT),
+// after it reported what it had done.
+var errInterrupted = errors.New("interrupted")
+
+// exitInterrupted is the shell's code for a process ended by SIGINT
+// (128+2), so that scripts see the run as cut short.
+const exitInterrupted = 130
+
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "gcsm: continuous subgraph matching\n\nUsage: gcsm COMMAND [flags]\n\nCommands:")
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\nRun 'gcsm COMMAND -h' for the flags of a command.")
+	fmt.Fprintf(w, "  %-8s %s\n", "version", "print the version, commit and Go release of this binary (also --version)")
+	fmt.Fprintln(w, "\nRun 'gcsm COMMAND -h' for the flags of a command, 'gcsm COMMAND --help-all' for its GPU tuning flags too.")
 }
 
 // queryFlags collects repeated -q flags.
@@ -88,13 +116,22 @@ type queryFlags []string
 func (q *queryFlags) String() string     { return fmt.Sprint(*q) }
 func (q *queryFlags) Set(s string) error { *q = append(*q, s); return nil }
 
+// parseFlags parses a command's flags. -h and --help-all return a
+// *helpRequest, which run prints on stdout; a bad flag is explained on
+// stderr and returns errUsage.
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	all := fs.Bool("help-all", false, "list every flag, the GPU tuning ones too, and exit")
 	fs.SetOutput(stderr)
+	fs.Usage = func() {} // -h is a helpRequest; a mistake gets a hint below
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return err
+			return &helpRequest{fs: fs}
 		}
+		fmt.Fprintf(stderr, "Run 'gcsm %s -h' for its flags.\n", fs.Name())
 		return errUsage
+	}
+	if *all {
+		return &helpRequest{fs: fs, all: true}
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "gcsm %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))

@@ -30,7 +30,7 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&semantics, "semantics", "embeddings", "embeddings (every injective map, the peers' counts) or instances (each subgraph once)")
 	fs.BoolVar(&countOnly, "count-only", false, "count matches without enumerating the last query vertex")
 	fs.BoolVar(&emit, "emit", false, "print every match as a line: QUERY v1 v2 ... (query vertex order)")
-	fs.BoolVar(&jsonOut, "json", false, "end stdout with one JSON summary line")
+	fs.BoolVar(&jsonOut, "json", false, "write JSON only to stdout: a line per --emit match, then a summary line; the human report goes to stderr")
 	fs.BoolVar(&directed, "directed", false, "treat the graph as directed; by default JSON and CSV files are, CSM and SNAP files are not (--directed=false to read JSON as undirected)")
 	fs.BoolVar(&unlabeled, "unlabeled", false, "ignore the queries' vertex and edge labels (for unlabeled pattern sets such as STMatch's, whose labels are vertex ids)")
 	fs.BoolVar(&skipBad, "skip-bad", false, "count and skip malformed lines instead of failing")
@@ -49,7 +49,7 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 	}
 	sem, err := query.ParseSemantics(semantics)
 	if err != nil {
-		return err
+		return badFlags(choice("semantics", semantics, "embeddings", "instances"))
 	}
 	eng, err := dev.open(stderr, workers)
 	if err != nil {
@@ -85,6 +85,9 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 				return
 			}
 			line := s.matchLine("", qs[qi].Name, m)
+			if jsonOut {
+				line = s.matchJSON("", qs[qi].Name, m)
+			}
 			mu.Lock()
 			out.WriteString(line)
 			mu.Unlock()
@@ -97,16 +100,17 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 	}
 	secs := time.Since(t0).Seconds()
 	eng.warnFallback(stderr)
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	human := humanOut(out, stderr, jsonOut)
+	tw := tabwriter.NewWriter(human, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "query\tmatches")
 	for i, q := range qs {
 		fmt.Fprintf(tw, "%s\t%d\n", q.Name, counts[i])
 	}
 	tw.Flush()
 	if s.skipped > 0 {
-		fmt.Fprintf(out, "skipped: %d bad lines or refused updates\n", s.skipped)
+		fmt.Fprintf(human, "skipped: %d bad lines or refused updates\n", s.skipped)
 	}
-	fmt.Fprintf(out, "time: %.3fs\n", secs)
+	fmt.Fprintf(human, "time: %.3fs\n", secs)
 	if !jsonOut {
 		return nil
 	}
@@ -116,8 +120,9 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 	}
 	res := struct {
 		Queries []jq    `json:"queries"`
+		Skipped int     `json:"skipped"`
 		Seconds float64 `json:"seconds"`
-	}{Seconds: secs}
+	}{Skipped: s.skipped, Seconds: secs}
 	for i, q := range qs {
 		res.Queries = append(res.Queries, jq{q.Name, counts[i]})
 	}

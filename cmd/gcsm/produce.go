@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -57,10 +58,10 @@ func runProduce(args []string, stdout, stderr io.Writer) error {
 	}
 	format, err := streamFormat(f.format)
 	if err != nil {
-		return err
+		return badFlags(err)
 	}
-	if f.rate < 0 {
-		return fmt.Errorf("--rate must not be negative, got %v", f.rate)
+	if err := badFlags(floatIn("rate", f.rate, 0, math.Inf(1))); err != nil {
+		return err
 	}
 	if f.skip < 0 {
 		return fmt.Errorf("--skip must not be negative, got %d", f.skip)

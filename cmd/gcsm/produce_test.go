@@ -236,8 +236,8 @@ func TestProduceUsage(t *testing.T) {
 	}{
 		{[]string{"-u", "x.csm"}, 2, "need -u STREAM and --topic TOPIC"},
 		{[]string{"--topic", "t"}, 2, "need -u STREAM and --topic TOPIC"},
-		{[]string{"-u", "x.csm", "--topic", "t", "--format", "xml"}, 1, `--format "xml": want auto, csm, snap, csv or json`},
-		{[]string{"-u", "x.csm", "--topic", "t", "--rate", "-1"}, 1, "--rate must not be negative"},
+		{[]string{"-u", "x.csm", "--topic", "t", "--format", "xml"}, 2, `--format "xml": want auto, csm, snap, csv or json`},
+		{[]string{"-u", "x.csm", "--topic", "t", "--rate", "-1"}, 2, "--rate -1: want a number of 0 or more"},
 		{[]string{"-u", "x.csm", "--topic", "t", "--brokers", " , "}, 1, "--brokers names no broker"},
 		{[]string{"-u", "x.csm", "--topic", "t", "--skip", "-1"}, 1, "--skip must not be negative, got -1"},
 		{[]string{"-u", writeFile(t, t.TempDir(), "one.csm", "e 1 2\n"), "--topic", "t", "--brokers", freeAddr(t)}, 1, "no event was acknowledged before publishing to t failed: "},

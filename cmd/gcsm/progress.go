@@ -7,6 +7,8 @@ import (
 	"runtime/pprof"
 	"strings"
 	"time"
+
+	"github.com/mattn/go-isatty"
 )
 
 // startProfile writes a CPU profile to path until the returned stop is called.
@@ -34,13 +36,14 @@ type progress struct {
 }
 
 func newProgress(w io.Writer, total int, enabled bool) *progress {
-	p := &progress{w: w, total: total, start: time.Now()}
-	if f, ok := w.(*os.File); ok && enabled && total > 0 {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			p.on = true
-		}
-	}
-	return p
+	return &progress{w: w, total: total, start: time.Now(), on: enabled && total > 0 && isTerminal(w)}
+}
+
+// isTerminal reports whether w is a terminal. A character device is not
+// enough: /dev/null is one, and gets neither bars nor colours.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
 }
 
 func (p *progress) set(n int) {

@@ -2,11 +2,15 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"os"
+	"os/signal"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -43,7 +47,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.semantics, "semantics", "embeddings", "embeddings (every injective map, the peers' counts) or instances (each subgraph once)")
 	fs.BoolVar(&f.countOnly, "count-only", false, "count matches without enumerating the last query vertex")
 	fs.BoolVar(&f.emit, "emit", false, "print every match delta as a line: +|- QUERY v1 v2 ... (query vertex order)")
-	fs.BoolVar(&f.jsonOut, "json", false, "end stdout with one JSON summary line")
+	fs.BoolVar(&f.jsonOut, "json", false, "write JSON only to stdout: a line per --emit match, then a summary line; the human report goes to stderr")
 	fs.BoolVar(&f.directed, "directed", false, "treat the graph as directed; by default JSON and CSV files are, CSM and SNAP files are not, and -d and -u of different defaults need it (--directed=false to read JSON as undirected)")
 	fs.BoolVar(&f.skipBad, "skip-bad", false, "count and skip malformed lines and refused updates instead of failing")
 	fs.IntVar(&f.workers, "workers", 0, "matching goroutines; 0 uses every core")
@@ -61,8 +65,8 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 		}
 		defer stop()
 	}
-	if f.batch < 1 {
-		return fmt.Errorf("--batch must be at least 1, got %d", f.batch)
+	if err := badFlags(intIn("batch", int64(f.batch), 1, math.MaxInt64)); err != nil {
+		return err
 	}
 	if f.countOnly && f.emit {
 		return errors.New("--emit lists matches, which --count-only does not enumerate; give one of them")
@@ -79,7 +83,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	}
 	sem, err := query.ParseSemantics(f.semantics)
 	if err != nil {
-		return err
+		return badFlags(choice("semantics", f.semantics, "embeddings", "instances"))
 	}
 	eng, err := f.dev.open(stderr, f.workers)
 	if err != nil {
@@ -129,19 +133,41 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	s.warnUnknownLabels(stderr, "replay", qs, known, "the data graph or the stream")
 	loadTime := time.Since(t0)
 	gs := s.g.Stats()
-	fmt.Fprintf(stdout, "initial graph: %d vertices, %d edges, lists %.1f MiB in use of %.1f MiB capacity (loaded in %.2fs)\n",
+	// Ctrl-C stops the replay between batches and reports the counts so
+	// far; a second one kills as usual. SIGTERM keeps its default, so that
+	// its exit status stays its own (143, not Ctrl-C's 130).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	context.AfterFunc(ctx, stop)
+	fmt.Fprintf(humanOut(stdout, stderr, f.jsonOut), "initial graph: %d vertices, %d edges, lists %.1f MiB in use of %.1f MiB capacity (loaded in %.2fs)\n",
 		gs.Vertices, gs.Edges, float64(gs.Entries*4)/(1<<20), float64(gs.CapacityEntries*4)/(1<<20), loadTime.Seconds())
 
 	r := &replayer{s: s, st: st, queries: qs, flags: &f, out: bufio.NewWriter(stdout), matcher: eng.matcher}
+	r.human = humanOut(r.out, stderr, f.jsonOut)
 	defer r.out.Flush()
 	bar := newProgress(stderr, len(st.updates), f.progress)
-	res, err := r.run(bar)
+	res, err := r.run(ctx, bar)
 	bar.done()
 	if err != nil {
 		return err
 	}
 	eng.warnFallback(stderr)
-	return r.report(res)
+	if err := r.report(res); err != nil {
+		return err
+	}
+	if res.interrupted {
+		return fmt.Errorf("%w after %d of %d updates", errInterrupted, res.replayed, len(st.updates))
+	}
+	return nil
+}
+
+// humanOut is where a command's report for people goes: stdout, or stderr
+// under --json, which keeps stdout for JSON alone.
+func humanOut(stdout, stderr io.Writer, jsonOut bool) io.Writer {
+	if jsonOut {
+		return stderr
+	}
+	return stdout
 }
 
 type replayer struct {
@@ -151,6 +177,7 @@ type replayer struct {
 	flags   *replayFlags
 	matcher incremental.Matcher
 	out     *bufio.Writer
+	human   io.Writer  // the report: out, or stderr under --json
 	mu      sync.Mutex // guards out while workers emit
 }
 
@@ -159,9 +186,13 @@ type replayResult struct {
 	batches                 int
 	apply, match, reorg     time.Duration
 	inserted, deleted, noop int
+	replayed                int  // updates of the stream replayed
+	interrupted             bool // ctx ended the replay before the stream did
 }
 
-func (r *replayer) run(bar *progress) (replayResult, error) {
+// run replays the stream batch by batch until its end or until ctx is done,
+// checked between batches.
+func (r *replayer) run(ctx context.Context, bar *progress) (replayResult, error) {
 	res := replayResult{counts: make([]incremental.Counts, len(r.queries))}
 	mode, sink := incremental.Count, incremental.Sink(nil)
 	if !r.flags.countOnly {
@@ -173,6 +204,10 @@ func (r *replayer) run(bar *progress) (replayResult, error) {
 	}
 	n := len(r.st.updates)
 	for lo := 0; lo < n; lo += r.flags.batch {
+		if ctx.Err() != nil {
+			res.interrupted = true
+			break
+		}
 		hi := min(lo+r.flags.batch, n)
 		t0 := time.Now()
 		delta, refused, err := r.s.apply(r.st, lo, hi)
@@ -203,6 +238,7 @@ func (r *replayer) run(bar *progress) (replayResult, error) {
 			res.counts[i].Positive += c.Positive
 			res.counts[i].Negative += c.Negative
 		}
+		res.replayed = hi
 		bar.set(hi)
 	}
 	return res, nil
@@ -210,6 +246,9 @@ func (r *replayer) run(bar *progress) (replayResult, error) {
 
 func (r *replayer) emit(_ int, qi int, sign graph.Sign, m []graph.VertexID) {
 	line := r.s.matchLine(sign.String(), r.queries[qi].Name, m)
+	if r.flags.jsonOut {
+		line = r.s.matchJSON(sign.String(), r.queries[qi].Name, m)
+	}
 	r.mu.Lock()
 	r.out.WriteString(line)
 	r.mu.Unlock()
@@ -217,12 +256,17 @@ func (r *replayer) emit(_ int, qi int, sign graph.Sign, m []graph.VertexID) {
 
 func (r *replayer) report(res replayResult) error {
 	total := res.apply + res.match + res.reorg
-	fmt.Fprintf(r.out, "stream: %d updates in %d batches of up to %d (%d inserted, %d deleted, %d without effect)\n",
-		len(r.st.updates), res.batches, r.flags.batch, res.inserted, res.deleted, res.noop)
-	if r.s.skipped > 0 {
-		fmt.Fprintf(r.out, "skipped: %d bad lines or refused updates\n", r.s.skipped)
+	if res.interrupted {
+		fmt.Fprintf(r.human, "stream: INTERRUPTED after %d of %d updates, in %d batches of up to %d (%d inserted, %d deleted, %d without effect); the counts are those so far\n",
+			res.replayed, len(r.st.updates), res.batches, r.flags.batch, res.inserted, res.deleted, res.noop)
+	} else {
+		fmt.Fprintf(r.human, "stream: %d updates in %d batches of up to %d (%d inserted, %d deleted, %d without effect)\n",
+			len(r.st.updates), res.batches, r.flags.batch, res.inserted, res.deleted, res.noop)
 	}
-	tw := tabwriter.NewWriter(r.out, 0, 4, 2, ' ', 0)
+	if r.s.skipped > 0 {
+		fmt.Fprintf(r.human, "skipped: %d bad lines or refused updates\n", r.s.skipped)
+	}
+	tw := tabwriter.NewWriter(r.human, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "query\tpositive\tnegative")
 	for i, q := range r.queries {
 		fmt.Fprintf(tw, "%s\t%d\t%d\n", q.Name, res.counts[i].Positive, res.counts[i].Negative)
@@ -230,9 +274,9 @@ func (r *replayer) report(res replayResult) error {
 	tw.Flush()
 	rate := 0.0
 	if total > 0 {
-		rate = float64(len(r.st.updates)) / total.Seconds()
+		rate = float64(res.replayed) / total.Seconds()
 	}
-	fmt.Fprintf(r.out, "time: apply %.3fs, match %.3fs, reorganize %.3fs, total %.3fs (%.0f updates/s)\n",
+	fmt.Fprintf(r.human, "time: apply %.3fs, match %.3fs, reorganize %.3fs, total %.3fs (%.0f updates/s)\n",
 		res.apply.Seconds(), res.match.Seconds(), res.reorg.Seconds(), total.Seconds(), rate)
 	if !r.flags.jsonOut {
 		return nil
@@ -243,11 +287,13 @@ func (r *replayer) report(res replayResult) error {
 		Negative int64  `json:"negative"`
 	}
 	out := struct {
-		Queries []jq    `json:"queries"`
-		Updates int     `json:"updates"`
-		Batches int     `json:"batches"`
-		Seconds float64 `json:"seconds"`
-	}{Updates: len(r.st.updates), Batches: res.batches, Seconds: total.Seconds()}
+		Queries     []jq    `json:"queries"`
+		Updates     int     `json:"updates"` // replayed: the stream's, unless interrupted
+		Batches     int     `json:"batches"`
+		Skipped     int     `json:"skipped"`
+		Interrupted bool    `json:"interrupted"`
+		Seconds     float64 `json:"seconds"`
+	}{Updates: res.replayed, Batches: res.batches, Skipped: r.s.skipped, Interrupted: res.interrupted, Seconds: total.Seconds()}
 	for i, q := range r.queries {
 		out.Queries = append(out.Queries, jq{q.Name, res.counts[i].Positive, res.counts[i].Negative})
 	}

@@ -92,6 +92,9 @@ func (f *runFlags) apply(cfg *service.Config, set map[string]bool) error {
 		cfg.HTTP.Token = t
 	}
 	if set["workers"] {
+		if err := badFlags(workersFlag(f.workers)); err != nil {
+			return err
+		}
 		cfg.Engine.Workers = f.workers
 	}
 	if set["device"] {
@@ -124,7 +127,9 @@ func newLogger(w io.Writer, c service.LogConfig) (zerolog.Logger, error) {
 	switch c.Format {
 	case "json":
 	case "console":
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+		// Colour codes are noise in a file or a pipe; NO_COLOR
+		// (no-color.org) turns them off on a terminal too.
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly, NoColor: !isTerminal(w) || os.Getenv("NO_COLOR") != ""}
 	default:
 		return zerolog.Logger{}, fmt.Errorf("log.format %q: want json or console", c.Format)
 	}
