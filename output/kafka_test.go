@@ -32,7 +32,17 @@ func newCluster(tb testing.TB) *kfake.Cluster {
 	return c
 }
 
-func newKafka(tb testing.TB, cfg KafkaConfig) *Kafka {
+// clients are the KafkaConfig.Client values; every Kafka test runs on each.
+var clients = []string{ClientFranz, ClientKafkaGo}
+
+// eachClient runs f as a subtest per client.
+func eachClient(t *testing.T, f func(t *testing.T, client string)) {
+	for _, client := range clients {
+		t.Run(client, func(t *testing.T) { f(t, client) })
+	}
+}
+
+func newKafka(tb testing.TB, cfg KafkaConfig) Sink {
 	tb.Helper()
 	k, err := NewKafka(cfg)
 	if err != nil {
@@ -89,9 +99,11 @@ func matchEvents(batch uint64, n int) []Event {
 	return events
 }
 
-func TestKafka(t *testing.T) {
+func TestKafka(t *testing.T) { eachClient(t, testKafka) }
+
+func testKafka(t *testing.T, client string) {
 	c := newCluster(t)
-	k := newKafka(t, KafkaConfig{Brokers: c.ListenAddrs(), Topic: "matches", DeadTopic: "dead"})
+	k := newKafka(t, KafkaConfig{Client: client, Brokers: c.ListenAddrs(), Topic: "matches", DeadTopic: "dead"})
 	ctx := context.Background()
 
 	const matches, batches = 50, 4
@@ -186,12 +198,14 @@ func TestKafka(t *testing.T) {
 }
 
 func TestKafkaNoDeadTopic(t *testing.T) {
-	c := newCluster(t)
-	k := newKafka(t, KafkaConfig{Brokers: c.ListenAddrs(), Topic: "matches"})
-	letters := []DeadLetter{NewDeadLetter("bad", "edges", 0, 1, []byte("x"))}
-	if err := k.WriteDead(context.Background(), letters); err != nil {
-		t.Fatal(err)
-	}
+	eachClient(t, func(t *testing.T, client string) {
+		c := newCluster(t)
+		k := newKafka(t, KafkaConfig{Client: client, Brokers: c.ListenAddrs(), Topic: "matches"})
+		letters := []DeadLetter{NewDeadLetter("bad", "edges", 0, 1, []byte("x"))}
+		if err := k.WriteDead(context.Background(), letters); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 func TestKafkaConfig(t *testing.T) {
@@ -206,7 +220,11 @@ func TestKafkaConfig(t *testing.T) {
 		{"no topic", func(c *KafkaConfig) { c.Topic = "" }, "topic"},
 		{"dead is output", func(c *KafkaConfig) { c.DeadTopic = c.Topic }, "dead letter topic"},
 		{"negative", func(c *KafkaConfig) { c.BatchTimeout = -1 }, "negative"},
+		{"batch bytes", func(c *KafkaConfig) { c.BatchBytes = 100 }, "batch bytes 100"},
 		{"compression", func(c *KafkaConfig) { c.Compression = "brotli" }, "compression"},
+		{"client", func(c *KafkaConfig) { c.Client = "sarama" }, "client"},
+		{"sasl", func(c *KafkaConfig) { c.SASL = &SASL{Mechanism: "GSSAPI", User: "u"} }, "SASL mechanism"},
+		{"sasl user", func(c *KafkaConfig) { c.SASL = &SASL{Mechanism: SASLPlain} }, "without a user"},
 	} {
 		cfg := ok
 		tc.modify(&cfg)
@@ -215,120 +233,168 @@ func TestKafkaConfig(t *testing.T) {
 			t.Errorf("%s: NewKafka error %v, want one about %q", tc.name, err, tc.errSub)
 		}
 	}
-	for _, codec := range []string{"", "none", "gzip", "snappy", "lz4", "zstd"} {
-		cfg := ok
-		cfg.Compression = codec
-		k, err := NewKafka(cfg)
-		if err != nil {
-			t.Fatalf("compression %q: %v", codec, err)
+	for _, client := range append(clients, "") {
+		for _, codec := range []string{"", "none", "gzip", "snappy", "lz4", "zstd"} {
+			cfg := ok
+			cfg.Client, cfg.Compression = client, codec
+			k, err := NewKafka(cfg)
+			if err != nil {
+				t.Fatalf("client %q, compression %q: %v", client, codec, err)
+			}
+			k.Close()
 		}
-		k.Close()
+	}
+	k, err := NewKafka(ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	if _, isFranz := k.(*Franz); !isFranz {
+		t.Errorf("default client is %T, want *Franz", k)
 	}
 }
 
+// TestKafkaCompressed checks that each codec reaches the broker as the batch's compression and that the
+// events come back intact.
 func TestKafkaCompressed(t *testing.T) {
-	c := newCluster(t)
-	k := newKafka(t, KafkaConfig{Brokers: c.ListenAddrs(), Topic: "matches", Compression: "zstd"})
-	events := matchEvents(1, 20)
-	if err := k.Write(context.Background(), events); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range consume(t, c, "matches", len(events)) {
-		if _, err := decodeEvent(r.Value); err != nil {
-			t.Fatal(err)
+	codes := map[string]uint8{"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+	eachClient(t, func(t *testing.T, client string) {
+		for codec, code := range codes {
+			t.Run(codec, func(t *testing.T) {
+				c := newCluster(t)
+				k := newKafka(t, KafkaConfig{Client: client, Brokers: c.ListenAddrs(), Topic: "matches",
+					Compression: codec})
+				events := matchEvents(1, 50)
+				if err := k.Write(context.Background(), events); err != nil {
+					t.Fatal(err)
+				}
+				byKey := map[string]*Event{}
+				for i := range events {
+					byKey[events[i].Key] = &events[i]
+				}
+				for _, r := range consume(t, c, "matches", len(events)) {
+					if got := r.Attrs.CompressionType(); got != code {
+						t.Fatalf("record batch compression %d, want %d (%s)", got, code, codec)
+					}
+					got, err := decodeEvent(r.Value)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if want := wantWire(byKey[string(r.Key)]); !reflect.DeepEqual(got, want) {
+						t.Fatalf("record %s:\ngot  %+v\nwant %+v", r.Key, got, want)
+					}
+				}
+			})
 		}
-	}
+	})
 }
 
 // TestKafkaRejected checks that a produce error from the brokers reaches the caller, so that it does not
 // commit input offsets for events that were not written.
 func TestKafkaRejected(t *testing.T) {
-	c := newCluster(t)
-	c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		req := kreq.(*kmsg.ProduceRequest)
-		resp := req.ResponseKind().(*kmsg.ProduceResponse)
-		for _, rt := range req.Topics {
-			st := kmsg.NewProduceResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewProduceResponseTopicPartition()
-				sp.Partition = rp.Partition
-				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
-				st.Partitions = append(st.Partitions, sp)
+	// Each client has its own error values for the broker's error codes.
+	wantErr := map[string]error{ClientFranz: kerr.TopicAuthorizationFailed, ClientKafkaGo: kafka.TopicAuthorizationFailed}
+	eachClient(t, func(t *testing.T, client string) {
+		c := newCluster(t)
+		c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+			c.KeepControl()
+			req := kreq.(*kmsg.ProduceRequest)
+			resp := req.ResponseKind().(*kmsg.ProduceResponse)
+			for _, rt := range req.Topics {
+				st := kmsg.NewProduceResponseTopic()
+				st.Topic, st.TopicID = rt.Topic, rt.TopicID
+				for _, rp := range rt.Partitions {
+					sp := kmsg.NewProduceResponseTopicPartition()
+					sp.Partition = rp.Partition
+					sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+					st.Partitions = append(st.Partitions, sp)
+				}
+				resp.Topics = append(resp.Topics, st)
 			}
-			resp.Topics = append(resp.Topics, st)
+			return resp, nil, true
+		})
+		k := newKafka(t, KafkaConfig{Client: client, Brokers: c.ListenAddrs(), Topic: "matches", DeadTopic: "dead"})
+		err := k.Write(context.Background(), matchEvents(1, 10))
+		if !errors.Is(err, wantErr[client]) {
+			t.Fatalf("Write error %v, want topic authorization failed", err)
 		}
-		return resp, nil, true
+		t.Log(err)
+		err = k.WriteDead(context.Background(), []DeadLetter{NewDeadLetter("bad", "edges", 0, 1, []byte("x"))})
+		if !errors.Is(err, wantErr[client]) {
+			t.Fatalf("WriteDead error %v, want topic authorization failed", err)
+		}
 	})
-	k := newKafka(t, KafkaConfig{Brokers: c.ListenAddrs(), Topic: "matches", DeadTopic: "dead"})
-	err := k.Write(context.Background(), matchEvents(1, 10))
-	if !errors.Is(err, kafka.TopicAuthorizationFailed) {
-		t.Fatalf("Write error %v, want topic authorization failed", err)
-	}
-	t.Log(err)
-	err = k.WriteDead(context.Background(), []DeadLetter{NewDeadLetter("bad", "edges", 0, 1, []byte("x"))})
-	if !errors.Is(err, kafka.TopicAuthorizationFailed) {
-		t.Fatalf("WriteDead error %v, want topic authorization failed", err)
-	}
 }
 
 func TestKafkaTooLarge(t *testing.T) {
-	c := newCluster(t)
-	k := newKafka(t, KafkaConfig{Brokers: c.ListenAddrs(), Topic: "matches", BatchBytes: 256})
-	events := matchEvents(1, 3)
-	events[1].Match[0].ID = strings.Repeat("x", 300)
-	var tooLarge kafka.MessageTooLargeError
-	if err := k.Write(context.Background(), events); !errors.As(err, &tooLarge) {
-		t.Fatalf("Write error %v, want MessageTooLargeError", err)
-	}
+	eachClient(t, func(t *testing.T, client string) {
+		c := newCluster(t)
+		k := newKafka(t, KafkaConfig{Client: client, Brokers: c.ListenAddrs(), Topic: "matches", BatchBytes: 512})
+		events := matchEvents(1, 3)
+		events[1].Match[0].ID = strings.Repeat("x", 600)
+		err := k.Write(context.Background(), events)
+		var tooLarge kafka.MessageTooLargeError
+		if !errors.As(err, &tooLarge) && !errors.Is(err, kerr.MessageTooLarge) {
+			t.Fatalf("Write error %v, want message too large", err)
+		}
+		t.Log(err)
+	})
 }
 
-// TestKafkaCanceled checks that a Write abandoned by its context leaves its buffers to kafka-go, which may
-// still be sending them, and that the next Write works and is not corrupted by the first.
+// TestKafkaCanceled checks that a Write abandoned by its context leaves its buffers to the client, which
+// may still be sending them, and that the next Write works and is not corrupted by the first.
 func TestKafkaCanceled(t *testing.T) {
-	c := newCluster(t)
-	k := newKafka(t, KafkaConfig{Brokers: c.ListenAddrs(), Topic: "matches"})
-	ctx := context.Background()
-	first := matchEvents(1, 10)
-	if err := k.Write(ctx, first); err != nil { // creates the topic
-		t.Fatal(err)
-	}
-
-	release := make(chan struct{})
-	slept := false
-	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
-		if !slept {
-			slept = true
-			c.SleepControl(func() { <-release })
-		}
-		return nil, nil, false
-	})
-	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancel()
-	stuck := matchEvents(2, 10)
-	if err := k.Write(short, stuck); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Write error %v, want deadline exceeded", err)
-	}
-	if k.buf != nil {
-		t.Fatal("canceled Write kept its buffer for reuse while kafka-go may still read it")
-	}
-	close(release)
-	third := matchEvents(3, 10)
-	if err := k.Write(ctx, third); err != nil {
-		t.Fatal(err)
-	}
-	// At least once: the abandoned batch may still have been written; every record must be intact.
-	recs := consume(t, c, "matches", len(first)+len(third))
-	for _, r := range recs {
-		got, err := decodeEvent(r.Value)
-		if err != nil {
+	eachClient(t, func(t *testing.T, client string) {
+		c := newCluster(t)
+		k := newKafka(t, KafkaConfig{Client: client, Brokers: c.ListenAddrs(), Topic: "matches"})
+		ctx := context.Background()
+		first := matchEvents(1, 10)
+		if err := k.Write(ctx, first); err != nil { // creates the topic
 			t.Fatal(err)
 		}
-		if got.Key != string(r.Key) {
-			t.Fatalf("record key %q carries event key %q", r.Key, got.Key)
+
+		release := make(chan struct{})
+		slept := false
+		c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+			if !slept {
+				slept = true
+				c.SleepControl(func() { <-release })
+			}
+			return nil, nil, false
+		})
+		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		stuck := matchEvents(2, 10)
+		if err := k.Write(short, stuck); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Write error %v, want deadline exceeded", err)
 		}
-	}
+		var kept []byte
+		switch k := k.(type) {
+		case *Franz:
+			kept = k.buf
+		case *KafkaGo:
+			kept = k.buf
+		}
+		if kept != nil {
+			t.Fatal("canceled Write kept its buffer for reuse while the client may still read it")
+		}
+		close(release)
+		third := matchEvents(3, 10)
+		if err := k.Write(ctx, third); err != nil {
+			t.Fatal(err)
+		}
+		// At least once: the abandoned batch may still have been written; every record must be intact.
+		recs := consume(t, c, "matches", len(first)+len(third))
+		for _, r := range recs {
+			got, err := decodeEvent(r.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Key != string(r.Key) {
+				t.Fatalf("record key %q carries event key %q", r.Key, got.Key)
+			}
+		}
+	})
 }
 
 // BenchmarkKafkaWrite measures synchronous writes of gcsm batches (events= per Write) through an
