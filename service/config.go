@@ -49,6 +49,11 @@ type InputConfig struct {
 type OutputConfig struct {
 	Topic           string `yaml:"topic"`
 	DeadLetterTopic string `yaml:"dead_letter_topic"` // "" counts bad input without keeping it
+	// Client is the Kafka producer library: franz-go (the default) or
+	// kafka-go (output.KafkaConfig.Client).
+	Client string `yaml:"client"`
+	// Compression of the produced batches: none, gzip, snappy, lz4 or zstd.
+	Compression string `yaml:"compression"`
 }
 
 type BatchConfig struct {
@@ -120,7 +125,7 @@ func DefaultConfig() Config {
 	return Config{
 		Embedded: EmbeddedConfig{Listen: "127.0.0.1:9092", Partitions: 1},
 		Input:    InputConfig{Topic: "edges", Group: "gcsm", Format: "auto", MaxMessageBytes: 1 << 20, SessionTimeout: 10 * time.Second},
-		Output:   OutputConfig{Topic: "matches", DeadLetterTopic: "edges.dlq"},
+		Output:   OutputConfig{Topic: "matches", DeadLetterTopic: "edges.dlq", Client: "franz-go", Compression: "none"},
 		Batch:    BatchConfig{Size: 4096, Linger: 50 * time.Millisecond},
 		Graph:    GraphConfig{Directed: true, DefaultEdgeLabel: "0", DefaultVertexLabel: "0"},
 		State:    StateConfig{Dir: "gcsm-state", CheckpointEvery: 30 * time.Second, Keep: 3},
@@ -159,6 +164,16 @@ func (c *Config) Validate() error {
 	}
 	if c.Input.Topic == c.Output.Topic || c.Input.Topic == c.Output.DeadLetterTopic {
 		bad("input.topic %q must differ from the output topics", c.Input.Topic)
+	}
+	switch c.Output.Client {
+	case "franz-go", "kafka-go":
+	default:
+		bad("output.client %q: want franz-go or kafka-go", c.Output.Client)
+	}
+	switch c.Output.Compression {
+	case "none", "gzip", "snappy", "lz4", "zstd":
+	default:
+		bad("output.compression %q: want none, gzip, snappy, lz4 or zstd", c.Output.Compression)
 	}
 	if c.Input.Group == "" {
 		bad("input.group is required")

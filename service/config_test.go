@@ -46,6 +46,8 @@ func TestConfigFiles(t *testing.T) {
 		{"queries:\n  - {name: a b, pattern: \"(a)-[]->(b)\"}\n", "no slashes or spaces"},
 		{"queries:\n  - {name: q, pattern: \"(a)-[]->(b)\"}\n  - {name: q, pattern: \"(a)-[]->(b)\"}\n", "second query"},
 		{"state: {keep: 0}\n", "state.keep"},
+		{"output: {client: sarama}\n", `output.client "sarama": want franz-go or kafka-go`},
+		{"output: {compression: brotli}\n", `output.compression "brotli"`},
 	} {
 		_, err := LoadConfig(write(tc.text))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

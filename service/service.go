@@ -167,7 +167,8 @@ func New(opts Options) (*Service, error) {
 		s.log.Info().Strs("brokers", s.brokers).Str("data", s.broker.dir).Msg("embedded Kafka broker started")
 	}
 	if s.sink == nil {
-		k, err := output.NewKafka(output.KafkaConfig{Brokers: s.brokers, Topic: cfg.Output.Topic, DeadTopic: cfg.Output.DeadLetterTopic})
+		k, err := output.NewKafka(output.KafkaConfig{Client: cfg.Output.Client, Brokers: s.brokers, Topic: cfg.Output.Topic,
+			DeadTopic: cfg.Output.DeadLetterTopic, Compression: cfg.Output.Compression})
 		if err != nil {
 			return nil, err
 		}
