@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -68,6 +69,9 @@ func newFranz(cfg KafkaConfig) (*Franz, error) {
 		kgo.ProducerBatchMaxBytes(int32(cfg.BatchBytes)),
 		kgo.ProduceRequestTimeout(cfg.WriteTimeout),
 		kgo.RecordRetries(cfg.MaxAttempts),
+		// A record that cannot be delivered, because the cluster is gone or refuses the login, fails
+		// after as long as kafka-go's attempts would take, rather than waiting for ever.
+		kgo.RecordDeliveryTimeout(max(time.Second, time.Duration(cfg.MaxAttempts)*cfg.WriteTimeout)), // kgo refuses less than 1s
 		// Write waits for its records, so the buffer never holds more than one call's: the caller's batch
 		// bounds it, and a smaller bound would only make Produce wait in the middle of a Write.
 		kgo.MaxBufferedRecords(math.MaxInt32),

@@ -491,3 +491,88 @@ func cpuTime(tb testing.TB) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// TestKafkaKeyOrder checks that events spread over the output topic's partitions by key, that each key's
+// events stay on one partition, and that they come back in the order they were written, across many
+// Writes and with compression on.
+func TestKafkaKeyOrder(t *testing.T) {
+	eachClient(t, func(t *testing.T, client string) {
+		c := newCluster(t)
+		k := newKafka(t, KafkaConfig{Client: client, Brokers: c.ListenAddrs(), Topic: "matches", Compression: "lz4"})
+		const matches, batches = 600, 8
+		for batch := uint64(1); batch <= batches; batch++ {
+			if err := k.Write(context.Background(), matchEvents(batch, matches)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		recs := consume(t, c, "matches", matches*batches)
+		if len(recs) != matches*batches {
+			t.Fatalf("read %d events, wrote %d", len(recs), matches*batches)
+		}
+		type seen struct {
+			partition int32
+			batch     uint64
+			offset    int64
+		}
+		last := map[string]seen{}
+		perPartition := make([]int, testPartitions)
+		for _, r := range recs {
+			ev, err := decodeEvent(r.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := string(r.Key)
+			if prev, ok := last[key]; ok {
+				if prev.partition != r.Partition {
+					t.Fatalf("key %s on partitions %d and %d", key, prev.partition, r.Partition)
+				}
+				// consume returns one partition's records in offset order.
+				if ev.Batch != prev.batch+1 || r.Offset <= prev.offset {
+					t.Fatalf("key %s: batch %d at offset %d after batch %d at offset %d", key, ev.Batch, r.Offset,
+						prev.batch, prev.offset)
+				}
+			} else if ev.Batch != 1 {
+				t.Fatalf("key %s starts with batch %d", key, ev.Batch)
+			}
+			last[key] = seen{r.Partition, ev.Batch, r.Offset}
+			perPartition[r.Partition]++
+		}
+		if len(last) != matches {
+			t.Fatalf("%d keys, want %d", len(last), matches)
+		}
+		// murmur2 spreads 600 keys evenly: each partition should get about 100 of them.
+		for p, n := range perPartition {
+			if keys := n / batches; keys < matches/testPartitions/2 {
+				t.Errorf("partition %d got %d of %d keys: %v", p, keys, matches, perPartition)
+			}
+		}
+	})
+}
+
+// TestKafkaSASL checks that each client authenticates with each SASL mechanism, and is refused with a
+// wrong password.
+func TestKafkaSASL(t *testing.T) {
+	eachClient(t, func(t *testing.T, client string) {
+		for _, mech := range []string{SASLPlain, SASLScramSHA256, SASLScramSHA512} {
+			t.Run(mech, func(t *testing.T) {
+				c := newCluster(t, kfake.EnableSASL(), kfake.Superuser(mech, "gcsm", "s3cret"))
+				good := newKafka(t, KafkaConfig{Client: client, Brokers: c.ListenAddrs(), Topic: "matches",
+					SASL: &SASL{Mechanism: mech, User: "gcsm", Password: "s3cret"}})
+				if err := good.Write(context.Background(), matchEvents(1, 5)); err != nil {
+					t.Fatal(err)
+				}
+				bad := newKafka(t, KafkaConfig{Client: client, Brokers: c.ListenAddrs(), Topic: "matches",
+					MaxAttempts: 1, WriteTimeout: time.Second,
+					SASL: &SASL{Mechanism: mech, User: "gcsm", Password: "guess"}})
+				// The Write must fail by itself, as the service's retry loop expects, not wait for its context.
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				err := bad.Write(ctx, matchEvents(2, 5))
+				if err == nil || ctx.Err() != nil {
+					t.Fatalf("Write with a wrong password: %v, want a failure before the context's end", err)
+				}
+				t.Log(err)
+			})
+		}
+	})
+}
