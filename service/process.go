@@ -549,7 +549,8 @@ func (s *Service) event(b *batchState, st *standing, change string, m []graph.Ve
 	for i, v := range m {
 		names[i] = s.ids.Name(v)
 	}
-	m, names = st.canonical(m, names, make([]graph.VertexID, 0, len(m)))
+	var scratch [8]graph.VertexID // on the stack for queries of up to 8 vertices
+	m, names = st.canonical(m, names, scratch[:0])
 	ev.Match = make([]output.Binding, len(m))
 	for i := range m {
 		ev.Match[i] = output.Binding{Var: st.vars[i], ID: names[i]}
@@ -561,7 +562,8 @@ func (s *Service) event(b *batchState, st *standing, change string, m []graph.Ve
 		if b == nil || e.Label == graph.Wildcard {
 			continue
 		}
-		for _, k := range s.edgeKeys(m[e.A], m[e.B], e) {
+		keys, nk := s.edgeKeys(m[e.A], m[e.B], e)
+		for _, k := range keys[:nk] {
 			if o, ok := b.changedBy[k]; ok && o > src {
 				src = o
 			}
@@ -581,13 +583,15 @@ func (s *Service) event(b *batchState, st *standing, change string, m []graph.Ve
 
 // edgeKeys are the data edges that can stand for query edge e between a and
 // b: one, or both orientations for an undirected query edge on a directed
-// graph.
-func (s *Service) edgeKeys(a, b graph.VertexID, e query.QEdge) []edgeKey {
-	k := s.key(graph.Edge{Src: a, Dst: b, Label: e.Label})
+// graph. They come back in an array, not a slice, which would cost an
+// allocation per query edge of every event.
+func (s *Service) edgeKeys(a, b graph.VertexID, e query.QEdge) (keys [2]edgeKey, n int) {
+	keys[0] = s.key(graph.Edge{Src: a, Dst: b, Label: e.Label})
 	if s.cfg.Graph.Directed && !e.Directed {
-		return []edgeKey{k, s.key(graph.Edge{Src: b, Dst: a, Label: e.Label})}
+		keys[1] = s.key(graph.Edge{Src: b, Dst: a, Label: e.Label})
+		return keys, 2
 	}
-	return []edgeKey{k}
+	return keys, 1
 }
 
 func formatTime(ms int64) string {
