@@ -210,7 +210,9 @@ type consumer struct {
 func consume(t testing.TB, brokers []string, topic string, decode bool) *consumer {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &consumer{cancel: cancel, done: make(chan struct{})}
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: 0, MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 50 * time.Millisecond})
+	// 1 MiB fetches: under -race, a kafka-go Reader with 16 MiB fetches was seen to stall for good
+	// (a fresh one too) at a backlog of several MB of events, which 1 MiB fetches read.
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: 0, MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 50 * time.Millisecond})
 	go func() {
 		defer close(c.done)
 		defer r.Close()
