@@ -10,9 +10,10 @@ import (
 
 // The values of KafkaConfig.Client.
 const (
-	// ClientFranz produces with franz-go's kgo client, the default: through kfake on 2 cores it writes
-	// 1000-event batches ~4 times as fast as kafka-go's Writer, with a tenth of the allocations
-	// (BenchmarkKafkaWrite).
+	// ClientFranz produces with franz-go's kgo client, the default. Through kfake on 2 shared cores
+	// (BenchmarkKafkaWrite, medians of 3) it writes 1000- and 10000-event batches about twice as fast as
+	// kafka-go's Writer (583k against 277k events/s at 1000), acknowledges a 1-event Write in a third of
+	// the time (83µs against 249µs), and allocates 0.02 objects per event against 4.5.
 	ClientFranz = "franz-go"
 	// ClientKafkaGo produces with segmentio/kafka-go's Writer.
 	ClientKafkaGo = "kafka-go"
