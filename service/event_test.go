@@ -3,7 +3,10 @@ package service
 import (
 	"context"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/ingest"
@@ -78,5 +81,42 @@ func BenchmarkEvent(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// TestFormatTime checks formatTime against time.Format over the edges of its hand-written range and
+// random instants.
+func TestFormatTime(t *testing.T) {
+	ms := []int64{0, -1, 1, 999, 1000, 1764000000000, 951782400000 /* 2000-02-29 */, math.MinInt64, math.MaxInt64,
+		time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC).UnixMilli(),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli(),
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli(),
+		time.Date(-1, 12, 31, 23, 59, 59, 999e6, time.UTC).UnixMilli(),
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 10000 {
+		ms = append(ms, r.Int64N(400000000000000)-200000000000000, int64(r.Uint64()))
+	}
+	for _, m := range ms {
+		checkFormatTime(t, m)
+	}
+}
+
+func FuzzFormatTime(f *testing.F) {
+	f.Add(int64(1764000000000))
+	f.Add(int64(-1))
+	f.Fuzz(checkFormatTime)
+}
+
+func checkFormatTime(t *testing.T, ms int64) {
+	if got, want := formatTime(ms), time.UnixMilli(ms).UTC().Format(rfc3339Milli); got != want {
+		t.Fatalf("formatTime(%d) = %s, want %s", ms, got, want)
+	}
+}
+
+func BenchmarkFormatTime(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		formatTime(1764000000123)
 	}
 }
