@@ -2,9 +2,17 @@ package output
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	crand "crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
+	"net"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -573,6 +581,47 @@ func TestKafkaSASL(t *testing.T) {
 				}
 				t.Log(err)
 			})
+		}
+	})
+}
+
+// TestKafkaTLS checks that each client reaches a TLS-only cluster through KafkaConfig.TLS, verifying the
+// cluster's certificate.
+func TestKafkaTLS(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kfake"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:   time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(crand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(cert)
+	server := &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	eachClient(t, func(t *testing.T, client string) {
+		c := newCluster(t, kfake.TLS(server))
+		k := newKafka(t, KafkaConfig{Client: client, Brokers: c.ListenAddrs(), Topic: "matches",
+			TLS: &tls.Config{RootCAs: roots}})
+		if err := k.Write(context.Background(), matchEvents(1, 5)); err != nil {
+			t.Fatal(err)
+		}
+		plain := newKafka(t, KafkaConfig{Client: client, Brokers: c.ListenAddrs(), Topic: "matches",
+			MaxAttempts: 1, WriteTimeout: time.Second})
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := plain.Write(ctx, matchEvents(2, 5)); err == nil {
+			t.Fatal("Write without TLS to a TLS-only cluster succeeded")
 		}
 	})
 }
