@@ -149,7 +149,7 @@ func (c *Consumer) Next(ctx context.Context) (*Generation, error) {
 // fetches, which is the consumer's backpressure. Errors end the generation's
 // reading and are returned by Wait.
 func (g *Generation) Read(ctx context.Context, from map[int]int64, out chan<- Message) *Reading {
-	rd := &Reading{done: make(chan struct{})}
+	rd := &Reading{done: make(chan struct{}), release: make(chan struct{})}
 	g.gen.Start(func(gctx context.Context) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -177,15 +177,29 @@ func (g *Generation) Read(ctx context.Context, from map[int]int64, out chan<- Me
 		wg.Wait()
 		close(out)
 		close(rd.done)
+		// kafka-go ends the generation, and closes the connection Commit
+		// uses, as soon as this function returns.
+		select {
+		case <-rd.release:
+		case <-gctx.Done():
+		}
 	})
 	return rd
 }
 
 // Reading is a generation's running read.
 type Reading struct {
-	done chan struct{}
-	err  error
+	done    chan struct{}
+	release chan struct{}
+	once    sync.Once
+	err     error
 }
+
+// Release lets the generation end once the read has stopped. Until then
+// Commit still works after Wait, so a caller stopping on its own can commit
+// what it applied; a rebalance ends the generation regardless. Calling it
+// again does nothing.
+func (r *Reading) Release() { r.once.Do(func() { close(r.release) }) }
 
 // Wait blocks until the read has stopped and out is closed.
 func (r *Reading) Wait() error {
