@@ -285,7 +285,7 @@ type ByteSize int64
 
 // UnmarshalYAML reads a plain integer or a number with KiB, MiB, GiB or TiB.
 func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
-	v, err := ParseByteSize(n.Value)
+	v, err := parseByteSize(n.Value)
 	if err != nil {
 		return fmt.Errorf("line %d: %w", n.Line, err)
 	}
@@ -293,9 +293,9 @@ func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// ParseByteSize parses a byte count: digits, optionally followed by KiB,
+// parseByteSize parses a byte count: digits, optionally followed by KiB,
 // MiB, GiB or TiB (powers of 1024; "B" alone is allowed too).
-func ParseByteSize(s string) (ByteSize, error) {
+func parseByteSize(s string) (ByteSize, error) {
 	t := strings.TrimSpace(s)
 	mult := int64(1)
 	for i, u := range []string{"KiB", "MiB", "GiB", "TiB"} {
