@@ -43,6 +43,12 @@ type ConsumerConfig struct {
 	// Logf, if set, receives the group protocol's progress (joins,
 	// assignments, commits), for debugging.
 	Logf func(format string, args ...any)
+	// Skipped, if set, is told when a partition's first record is past the
+	// offset its reading started from: the broker no longer holds the
+	// records in between (retention dropped them before they were read;
+	// on a compacted or transactional topic, the offsets may have held no
+	// record), and kafka-go goes on from the first it holds.
+	Skipped func(partition int, from, to int64)
 }
 
 func (c *ConsumerConfig) defaults() error {
@@ -220,13 +226,16 @@ func (g *Generation) readPartition(ctx context.Context, p int, start int64, out 
 	if err := r.SetOffset(start); err != nil {
 		return fmt.Errorf("ingest: partition %d: cannot seek to %d: %w", p, start, err)
 	}
-	for {
+	for first := start >= 0; ; first = false {
 		m, err := r.FetchMessage(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("ingest: partition %d: %w", p, err)
+		}
+		if first && m.Offset > start && g.cfg.Skipped != nil {
+			g.cfg.Skipped(p, start, m.Offset)
 		}
 		select {
 		case out <- Message{Partition: p, Offset: m.Offset, Value: m.Value, HighWaterMark: m.HighWaterMark}:

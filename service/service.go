@@ -231,6 +231,10 @@ func (s *Service) Run(ctx context.Context) error {
 		Logf: func(format string, args ...any) {
 			s.log.Trace().Msgf(format, args...)
 		},
+		Skipped: func(p int, from, to int64) {
+			s.log.Warn().Str("topic", s.cfg.Input.Topic).Int("partition", p).Int64("from", from).Int64("to", to).
+				Msg("input records [from, to) are gone from the broker (retention) and were never applied; going on from 'to'")
+		},
 	})
 	if err != nil {
 		return err
