@@ -245,6 +245,19 @@ func (s *Service) maybeCheckpoint(gen *ingest.Generation) error {
 	return nil
 }
 
+// finish writes the last checkpoint on the way out and commits it while
+// the generation still holds the partitions and the brokers (the embedded
+// one included) are up, so the group's offsets cover everything applied
+// and a restart or standby re-reads nothing.
+func (s *Service) finish(gen *ingest.Generation) error {
+	if s.lastCkpt.IsZero() || !s.positionsEqual() {
+		if err := s.checkpoint(); err != nil {
+			return err
+		}
+	}
+	return s.maybeCheckpoint(gen)
+}
+
 // compiled lists the standing queries' compiled forms, in registration
 // order (the q index of the matcher's sink).
 func (s *Service) compiled() []*query.Query {

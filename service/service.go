@@ -231,6 +231,10 @@ func (s *Service) Run(ctx context.Context) error {
 		Logf: func(format string, args ...any) {
 			s.log.Trace().Msgf(format, args...)
 		},
+		Skipped: func(p int, from, to int64) {
+			s.log.Warn().Str("topic", s.cfg.Input.Topic).Int("partition", p).Int64("from", from).Int64("to", to).
+				Msg("input records [from, to) are gone from the broker (retention) and were never applied; going on from 'to'")
+		},
 	})
 	if err != nil {
 		return err
@@ -322,6 +326,7 @@ func (s *Service) consume(ctx context.Context, gen *ingest.Generation) error {
 	gctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	reading := gen.Read(gctx, s.position, msgs)
+	defer reading.Release()
 	b := newBatcher(msgs, s.cfg.Batch.Size, s.cfg.Batch.Linger)
 	tick := time.NewTicker(max(s.cfg.State.CheckpointEvery, 10*time.Millisecond))
 	defer tick.Stop()
@@ -346,13 +351,17 @@ func (s *Service) consume(ctx context.Context, gen *ingest.Generation) error {
 	if err := reading.Wait(); err != nil {
 		s.log.Warn().Err(err).Msg("input read stopped; rejoining the group")
 	}
+	if ctx.Err() != nil {
+		return s.finish(gen)
+	}
 	return nil
 }
 
 // shutdown writes the final checkpoint unless the last one covers
-// everything. The generation is gone by now, so the offsets it covers are
-// committed by the next active member, which loads it (maybeCheckpoint),
-// or by this one on restart.
+// everything; an active member has written and committed it already
+// (finish). Without a generation the offsets it covers are committed by
+// the next active member, which loads it (maybeCheckpoint), or by this one
+// on restart.
 func (s *Service) shutdown() error {
 	if s.lastCkpt.IsZero() || !s.positionsEqual() {
 		if err := s.checkpoint(); err != nil {
