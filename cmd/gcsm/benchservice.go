@@ -40,6 +40,18 @@ type serviceMix struct {
 	accounts, updates    int
 	summary              string
 	minEvents, maxEvents float64 // the events per update the mix is meant to have; 0: no bound
+	// flat streams transfers with the Zipf law's head at a tenth of the
+	// accounts (bench.TransfersHead), so that no dense core of hubs closes
+	// cycles on every update.
+	flat bool
+}
+
+// head is the Zipf offset of the mix's stream among accounts accounts.
+func (m serviceMix) head(accounts int) float64 {
+	if m.flat {
+		return max(100, float64(accounts)/10)
+	}
+	return 100
 }
 
 // serviceMixes are the two standard mixes. alert-sparse is fraud-like
@@ -51,10 +63,10 @@ var serviceMixes = map[string]serviceMix{
 		queries: []string{
 			"ring4=(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(d:Account)-[:TRANSFER]->(a)",
 			"ring5=(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(d:Account)-[:TRANSFER]->(e:Account)-[:TRANSFER]->(a)",
-			"cashout=(a:Account)-[:TRANSFER]->(m:Account)-[:TRANSFER]->(x:Merchant), (b:Account)-[:TRANSFER]->(m)",
+			"cashout=(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(d:Account)-[:TRANSFER]->(a), (d)-[:TRANSFER]->(m:Merchant)",
 		},
-		accounts: 1_000_000, updates: 1_000_000, maxEvents: 0.01,
-		summary: "ring4, ring5 and a cash-out fan-in (4 and 5 accounts) among 1,000,000 accounts",
+		accounts: 1_000_000, updates: 1_000_000, maxEvents: 0.01, flat: true,
+		summary: "rings of 4 and 5 accounts, and a 4-ring cashed out at a merchant, among 1,000,000 accounts",
 	},
 	"alert-heavy": {
 		queries:  []string{"ring3=(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(a)"},
@@ -74,6 +86,7 @@ type benchServiceFlags struct {
 	duration          time.Duration
 	brokers           string
 	seed              uint64
+	head              float64 // the stream's Zipf offset, from the mix
 	jsonOut, engine   bool
 	dev               deviceFlags
 }
@@ -126,6 +139,7 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 	if f.accounts < 3 || f.updates < 3 {
 		return badFlags(errors.New("--accounts and --updates: want 3 or more each (a ring needs three accounts and three transfers)"))
 	}
+	f.head = mix.head(f.accounts)
 	specs := []string(f.queries)
 	if len(specs) == 0 {
 		specs = mix.queries
@@ -336,7 +350,7 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 	p := &streamProducer{cl: cl, arr: arr}
 	var stream []bench.TransferEvent
 	if f.duration == 0 {
-		stream = bench.Transfers(f.accounts, f.updates, f.seed)
+		stream = bench.TransfersHead(f.accounts, f.updates, f.seed, f.head)
 	}
 	if f.rate == 0 {
 		t0 := time.Now()
@@ -353,7 +367,7 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 	switch {
 	case f.duration > 0:
 		soak = &soaker{s: s, p: p, brokerDir: brokerDir}
-		go func() { produced <- p.soak(ctx, f.accounts, f.seed, f.rate, f.duration) }()
+		go func() { produced <- p.soak(ctx, f.accounts, f.seed, f.head, f.rate, f.duration) }()
 		go soak.run(ctx)
 	case f.rate > 0:
 		go func() { produced <- p.produce(ctx, stream, f.rate) }()
@@ -561,12 +575,12 @@ func (p *streamProducer) produce(ctx context.Context, evs []bench.TransferEvent,
 // soak produces at rate for d: transfers among the same accounts, a
 // generated chunk at a time with event times running on, so that the graph
 // fills up to the accounts' reach and then stays near that size.
-func (p *streamProducer) soak(ctx context.Context, accounts int, seed uint64, rate int, d time.Duration) error {
+func (p *streamProducer) soak(ctx context.Context, accounts int, seed uint64, head float64, rate int, d time.Duration) error {
 	const chunk = 100_000
 	end := time.Now().Add(d)
 	var shift int64
 	for k := uint64(0); time.Now().Before(end); k++ {
-		evs := bench.Transfers(accounts, chunk, seed+k)
+		evs := bench.TransfersHead(accounts, chunk, seed+k, head)
 		for i := range evs {
 			evs[i].Time += shift
 		}
