@@ -329,8 +329,12 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 	}
 	defer eng.close()
 	res.Device = strings.TrimSpace(strings.TrimPrefix(devLine.String(), "device: "))
-	fmt.Fprintf(human, "gcsm bench service: %s, %d updates among %d accounts, batches of %d, broker %s, device %s\n",
-		res.Mix, f.updates, f.accounts, f.batch, res.Broker, res.Device)
+	size := fmt.Sprintf("%d updates", f.updates)
+	if f.duration > 0 {
+		size = fmt.Sprintf("%d updates/s for %v", f.rate, f.duration)
+	}
+	fmt.Fprintf(human, "gcsm bench service: %s, %s among %d accounts, batches of %d, broker %s, device %s\n",
+		res.Mix, size, f.accounts, f.batch, res.Broker, res.Device)
 
 	arr := newArrivals(f.partitions, f.updates, f.rate, f.duration > 0)
 	sink, err := output.NewKafka(output.KafkaConfig{Brokers: cfg.Brokers, Topic: cfg.Output.Topic, DeadTopic: cfg.Output.DeadLetterTopic})
@@ -414,7 +418,10 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 		res.Soak = soak.result(f.duration)
 	}
 	eng.warnFallback(stderr)
+	// The engine alone opens its own executor; this one goes first so the
+	// two never hold the GPU at once.
 	eng.close()
+	eng.gpu = nil
 	if f.engine && f.duration == 0 {
 		e, err := engineAlone(f, stream, qcfg)
 		if err != nil {

@@ -126,6 +126,10 @@ func TestBenchServiceSoak(t *testing.T) {
 }
 
 func TestBenchServiceFlags(t *testing.T) {
+	help := gcsmOK(t, "bench", "service", "-h")
+	if !strings.Contains(help, "Usage: gcsm bench service [flags]") || !strings.Contains(help, "-mix") || !strings.Contains(help, "GPU tuning flags (--gpu-*) are not shown") {
+		t.Errorf("gcsm bench service -h:\n%s", help)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -207,11 +211,11 @@ func TestBroker(t *testing.T) {
 }
 
 // TestBrokerProcess runs gcsm broker as a child process (this test binary,
-// re-entered through TestBrokerChild), runs gcsm bench service against it
+// re-entered through TestChildGcsm), runs gcsm bench service against it
 // with --brokers, and stops it with SIGTERM.
 func TestBrokerProcess(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBrokerChild$")
-	cmd.Env = append(os.Environ(), "GCSM_TEST_BROKER_CHILD=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChildGcsm$")
+	cmd.Env = append(os.Environ(), childArgsEnv+"=broker\n--listen\n127.0.0.1:0")
 	var errb strings.Builder
 	cmd.Stderr = &errb
 	out, err := cmd.StdoutPipe()
@@ -243,13 +247,4 @@ func TestBrokerProcess(t *testing.T) {
 	if !strings.Contains(errb.String(), "gcsm broker: stopped") {
 		t.Errorf("stderr:\n%s", errb.String())
 	}
-}
-
-// TestBrokerChild is the broker process of TestBrokerProcess; run on its
-// own it does nothing.
-func TestBrokerChild(t *testing.T) {
-	if os.Getenv("GCSM_TEST_BROKER_CHILD") != "1" {
-		t.Skip("the child of TestBrokerProcess")
-	}
-	os.Exit(run([]string{"broker", "--listen", "127.0.0.1:0"}, os.Stdout, os.Stderr))
 }

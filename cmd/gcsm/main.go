@@ -34,7 +34,7 @@ func commands() []command {
 		{"demo", "run the service on a generated transfer stream and print its alerts", runDemo},
 		{"replay", "replay a stream file against standing queries, batch by batch", runReplay},
 		{"match", "find all matches of queries in a graph (the static matcher)", runMatch},
-		{"bench", "time the CPU and GPU engines side by side on a generated R-MAT workload", runBench},
+		{"bench", "time the CPU and GPU engines side by side on a generated R-MAT workload ('gcsm bench service': the service end to end through Kafka)", runBench},
 		{"produce", "publish a stream file to a Kafka topic as JSON events", runProduce},
 		{"tail", "print the match events (alerts) or dead letters on the output topics", runTail},
 		{"broker", "run the embedded Kafka-protocol broker in a process of its own", runBroker},
