@@ -119,6 +119,9 @@ func TransfersHead(accounts int, n int, seed uint64, head float64) []TransferEve
 	if accounts < 2 {
 		panic(fmt.Sprintf("bench: Transfers needs at least 2 accounts, got %d", accounts))
 	}
+	if !(head >= 1) {
+		panic(fmt.Sprintf("bench: TransfersHead needs a head of 1 or more, got %v", head))
+	}
 	rng := rand.New(rand.NewPCG(seed, saltTransfers))
 	t := &transfers{
 		rng:       rng,
