@@ -114,7 +114,6 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	mix, ok := serviceMixes[f.mix]
 	err := badFlags(
 		choice("mix", f.mix, "alert-sparse", "alert-heavy"),
 		intIn("updates", int64(f.updates), 0, math.MaxInt32),
@@ -127,9 +126,7 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if !ok {
-		panic("BUG: mix checked above")
-	}
+	mix := serviceMixes[f.mix]
 	if f.updates == 0 {
 		f.updates = mix.updates
 	}
@@ -160,6 +157,12 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	res.report(human)
+	if len(f.queries) == 0 && f.duration == 0 {
+		epu := res.EventsPerUpdate
+		if mix.maxEvents > 0 && epu >= mix.maxEvents || mix.minEvents > 0 && epu <= mix.minEvents {
+			fmt.Fprintf(human, "note: %.4f alerts per update is outside what %s is meant to have at these sizes\n", epu, f.mix)
+		}
+	}
 	js, err := json.Marshal(res)
 	if err != nil {
 		return err
@@ -167,12 +170,6 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintln(stdout, string(js))
 	if res.Engine != nil && !res.Engine.Consistent {
 		return errors.New("the service and the engine alone disagree on the matches (see the table): a bug")
-	}
-	if len(f.queries) == 0 && f.duration == 0 {
-		epu := res.EventsPerUpdate
-		if mix.maxEvents > 0 && epu >= mix.maxEvents || mix.minEvents > 0 && epu <= mix.minEvents {
-			fmt.Fprintf(human, "note: %.4f alerts per update is outside what %s is meant to have at these sizes\n", epu, f.mix)
-		}
 	}
 	return nil
 }

@@ -74,7 +74,14 @@ func TestBenchServiceMixes(t *testing.T) {
 	if sparse.Events == 0 || sparse.EventsPerUpdate >= 0.01 {
 		t.Errorf("alert-sparse: %d events, %.4f per update; want some, under 0.01 per update", sparse.Events, sparse.EventsPerUpdate)
 	}
-	heavy := benchServiceJSON(t, "--mix", "alert-heavy", "--updates", "20000", "--accounts", "300", "--batch", "2048")
+	// Without --json the table comes first on stdout and the summary is
+	// its last line.
+	out := gcsmOK(t, "bench", "service", "--device", "cpu", "--mix", "alert-heavy", "--updates", "20000", "--accounts", "300", "--batch", "2048")
+	if !strings.Contains(out, "service / engine") || !strings.Contains(out, "query  appeared") {
+		t.Errorf("no table on stdout:\n%s", out)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	heavy := lastJSON[serviceResult](t, lines[len(lines)-1]+"\n")
 	checkAgainstEngine(t, heavy, 20000)
 	if heavy.EventsPerUpdate <= 1 {
 		t.Errorf("alert-heavy: %.4f events per update, want more than 1", heavy.EventsPerUpdate)
