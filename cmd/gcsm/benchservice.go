@@ -333,7 +333,7 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 	fmt.Fprintf(human, "gcsm bench service: %s, %s among %d accounts, batches of %d, broker %s, device %s\n",
 		res.Mix, size, f.accounts, f.batch, res.Broker, res.Device)
 
-	arr := newArrivals(f.partitions, f.updates, f.rate, f.duration > 0)
+	arr := newArrivals(f.partitions, f.rate, f.duration > 0)
 	sink, err := output.NewKafka(output.KafkaConfig{Brokers: cfg.Brokers, Topic: cfg.Output.Topic, DeadTopic: cfg.Output.DeadLetterTopic})
 	if err != nil {
 		return nil, err
@@ -476,16 +476,19 @@ func createTopics(ctx context.Context, cl *kgo.Client, partitions int, names ...
 // flat while it measures the service's.
 type arrivals struct {
 	mu   sync.Mutex
+	ring bool      // slots are reused: offset modulo their number
 	offs [][]int64 // per partition, per slot: the offset held, -1 for none
 	at   [][]int64 // per partition, per slot: Unix nanoseconds
 }
 
-func newArrivals(partitions, updates, rate int, soak bool) *arrivals {
-	n := updates/partitions + 1
-	if soak {
-		n = min(max(rate*180/partitions, 1<<16), 1<<24)
-	}
+func newArrivals(partitions, rate int, soak bool) *arrivals {
 	a := &arrivals{offs: make([][]int64, partitions), at: make([][]int64, partitions)}
+	if !soak {
+		// Grown as records come: keyed records spread unevenly.
+		return a
+	}
+	n := min(max(rate*180/partitions, 1<<16), 1<<24)
+	a.ring = true
 	for p := range partitions {
 		a.offs[p], a.at[p] = make([]int64, n), make([]int64, n)
 		for i := range a.offs[p] {
@@ -501,6 +504,11 @@ func (a *arrivals) set(p int32, off int64, t time.Time) {
 	if int(p) >= len(a.offs) || off < 0 {
 		return
 	}
+	if !a.ring {
+		for int64(len(a.offs[p])) <= off {
+			a.offs[p], a.at[p] = append(a.offs[p], -1), append(a.at[p], 0)
+		}
+	}
 	i := off % int64(len(a.offs[p]))
 	a.offs[p][i], a.at[p][i] = off, t.UnixNano()
 }
@@ -508,7 +516,7 @@ func (a *arrivals) set(p int32, off int64, t time.Time) {
 // get returns the arrival of a record, or false if it is not (or no
 // longer) known.
 func (a *arrivals) get(p int, off int64) (int64, bool) {
-	if p >= len(a.offs) || off < 0 {
+	if p >= len(a.offs) || off < 0 || len(a.offs[p]) == 0 {
 		return 0, false
 	}
 	i := off % int64(len(a.offs[p]))
@@ -565,7 +573,9 @@ func (p *streamProducer) produce(ctx context.Context, evs []bench.TransferEvent,
 		for _, ev := range evs[lo:min(lo+chunk, len(evs))] {
 			buf = ingest.AppendEvent(buf[:0], ingest.Record{Op: ev.Op, Src: ev.Src, Dst: ev.Dst, Label: ev.Label,
 				SrcLabel: ev.SrcLabel, DstLabel: ev.DstLabel, Time: ev.Time})
-			p.cl.Produce(ctx, &kgo.Record{Value: slices.Clone(buf)}, p.done)
+			// Keyed by the sender, so a reversal lands on its transfer's
+			// partition after it, whatever --partitions is.
+			p.cl.Produce(ctx, &kgo.Record{Key: []byte(ev.Src), Value: slices.Clone(buf)}, p.done)
 		}
 		if err := ctx.Err(); err != nil {
 			return err

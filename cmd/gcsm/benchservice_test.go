@@ -76,7 +76,8 @@ func TestBenchServiceMixes(t *testing.T) {
 	}
 	// Without --json the table comes first on stdout and the summary is
 	// its last line.
-	out := gcsmOK(t, "bench", "service", "--device", "cpu", "--mix", "alert-heavy", "--updates", "20000", "--accounts", "300", "--batch", "2048")
+	// Three partitions, which the senders' keys fill unevenly.
+	out := gcsmOK(t, "bench", "service", "--device", "cpu", "--mix", "alert-heavy", "--updates", "20000", "--accounts", "300", "--batch", "2048", "--partitions", "3")
 	if !strings.Contains(out, "service / engine") || !strings.Contains(out, "query  appeared") {
 		t.Errorf("no table on stdout:\n%s", out)
 	}
@@ -91,11 +92,11 @@ func TestBenchServiceMixes(t *testing.T) {
 	}
 }
 
-// TestBenchServiceRate produces while the service runs: every alert's
-// latency is known, and at a rate the service keeps up with, an alert
+// TestBenchServiceRate produces while the service runs, over partitions
+// that the senders' keys fill unevenly: every alert's latency is known, and at a rate the service keeps up with, an alert
 // waits for a batch or two, not for the whole stream.
 func TestBenchServiceRate(t *testing.T) {
-	r := benchServiceJSON(t, "--mix", "alert-heavy", "--updates", "6000", "--accounts", "200", "--batch", "256", "--rate", "3000",
+	r := benchServiceJSON(t, "--mix", "alert-heavy", "--updates", "6000", "--accounts", "200", "--batch", "256", "--rate", "3000", "--partitions", "3",
 		"-q", "ring3=(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(a)")
 	checkAgainstEngine(t, r, 6000)
 	if r.Mode != "rate" || r.Mix != "custom" {
