@@ -213,6 +213,7 @@ type serviceResult struct {
 	Rate            int            `json:"rate,omitempty"`
 	Queries         []string       `json:"queries"`
 	LoadPerSec      float64        `json:"load_updates_per_s,omitempty"` // backlog: how fast the producer filled the topic
+	ReadPerSec      float64        `json:"read_updates_per_s,omitempty"` // backlog: how fast a bare consumer reads it back, the broker's ceiling
 	Batches         int            `json:"batches"`
 	Seconds         float64        `json:"seconds"` // first batch's cut to last acknowledgement
 	UpdatesPerSec   float64        `json:"updates_per_s"`
@@ -362,6 +363,10 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 		}
 		res.LoadPerSec = float64(len(stream)) / time.Since(t0).Seconds()
 		fmt.Fprintf(human, "loaded the stream into %s in %.2fs (%.0f updates/s)\n", cfg.Input.Topic, time.Since(t0).Seconds(), res.LoadPerSec)
+		if res.ReadPerSec, err = readAll(ctx, cfg.Brokers, cfg.Input.Topic, int64(len(stream))); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(human, "a bare consumer reads it back at %.0f updates/s\n", res.ReadPerSec)
 	}
 	ran := make(chan error, 1)
 	go func() { ran <- s.Run(ctx) }()
@@ -433,6 +438,28 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 		}
 	}
 	return res, nil
+}
+
+// readAll reads the n records of topic from the start, with nothing
+// done to them, and returns the records per second: what the broker and
+// the client can do at most, which the service's rate is to be seen
+// against.
+func readAll(ctx context.Context, brokers []string, topic string, n int64) (float64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	t0 := time.Now()
+	var got int64
+	for got < n {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			return 0, fmt.Errorf("read %s back: %w", topic, err)
+		}
+		got += int64(fs.NumRecords())
+	}
+	return float64(n) / time.Since(t0).Seconds(), nil
 }
 
 // applied is the number of input records the service has applied, all
@@ -901,6 +928,9 @@ func (r *serviceResult) report(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "service (%s)\t%d updates in %d batches, %.2fs from the first cut to the last ack\t\n", r.Mode, r.Updates, r.Batches, r.Seconds)
 	fmt.Fprintf(tw, "  updates/s\t%.0f\t\n", r.UpdatesPerSec)
+	if r.ReadPerSec > 0 {
+		fmt.Fprintf(tw, "  broker ceiling\tproduce %.0f, read %.0f updates/s (a bare client, nothing else running)\t\n", r.LoadPerSec, r.ReadPerSec)
+	}
 	fmt.Fprintf(tw, "  events/s\t%.0f (%d events, %.4f per update)\t\n", r.EventsPerSec, r.Events, r.EventsPerUpdate)
 	fmt.Fprintf(tw, "  alert latency ms\tp50 %.1f  p99 %.1f  max %.1f over %d alerts (input record produced to alert acknowledged)\t\n", r.AlertLatency.P50, r.AlertLatency.P99, r.AlertLatency.Max, r.AlertLatency.Count)
 	fmt.Fprintf(tw, "  batch latency ms\tp50 %.1f  p99 %.1f  max %.1f (cut to acknowledged output)\t\n", r.BatchLatency.P50, r.BatchLatency.P99, r.BatchLatency.Max)

@@ -71,6 +71,9 @@ func checkAgainstEngine(t *testing.T, r serviceResult, updates int) {
 func TestBenchServiceMixes(t *testing.T) {
 	sparse := benchServiceJSON(t, "--mix", "alert-sparse", "--updates", "20000", "--accounts", "20000", "--batch", "2048")
 	checkAgainstEngine(t, sparse, 20000)
+	if sparse.LoadPerSec <= 0 || sparse.ReadPerSec <= 0 {
+		t.Errorf("broker ceiling: produce %v, read %v updates/s", sparse.LoadPerSec, sparse.ReadPerSec)
+	}
 	if sparse.Events == 0 || sparse.EventsPerUpdate >= 0.01 {
 		t.Errorf("alert-sparse: %d events, %.4f per update; want some, under 0.01 per update", sparse.Events, sparse.EventsPerUpdate)
 	}
