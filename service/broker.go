@@ -27,7 +27,7 @@ type embedded struct {
 // retention: kfake applies retention only when asked.
 var retentionEvery = 10 * time.Second
 
-func startEmbedded(cfg Config) (*embedded, error) {
+func startEmbedded(cfg Config, extraTopics ...string) (*embedded, error) {
 	host, port, err := net.SplitHostPort(cfg.Embedded.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("embedded.listen %q: %w", cfg.Embedded.Listen, err)
@@ -41,6 +41,7 @@ func startEmbedded(cfg Config) (*embedded, error) {
 	if cfg.Output.DeadLetterTopic != "" {
 		topics = append(topics, cfg.Output.DeadLetterTopic)
 	}
+	topics = append(topics, extraTopics...)
 	c, err := kfake.NewCluster(
 		kfake.NumBrokers(1),
 		kfake.Ports(p),
