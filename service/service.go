@@ -88,9 +88,7 @@ type Service struct {
 	// checkpoint was written or loaded since the last commit, or the
 	// commit was refused.
 	uncommitted bool
-	dec         ingest.Decoder    // the settings every decoder copies
-	decoders    []*ingest.Decoder // one per worker, for decodeAll
-	decoded     []decoded         // decodeAll's output, reused from batch to batch
+	dec         ingest.Decoder // the settings every decoder copies
 	// hostBytes is the GPU's cumulative count of list bytes read from
 	// host memory, as of the last batch (countGPU).
 	hostBytes uint64
@@ -316,35 +314,26 @@ func (s *Service) do(ctx context.Context, f func(ctx context.Context) (any, erro
 }
 
 // consume runs one generation: reads the partitions from the service's
-// positions and processes batches until the generation ends.
+// positions and runs batches through the pipeline until the generation
+// ends. It returns with every batch it matched acknowledged or, with an
+// error, abandoned.
 func (s *Service) consume(ctx context.Context, gen *ingest.Generation) error {
 	msgs := make(chan ingest.Message, 4*s.cfg.Batch.Size)
 	gctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	reading := gen.Read(gctx, s.position, msgs)
-	b := newBatcher(msgs, s.cfg.Batch.Size, s.cfg.Batch.Linger)
-	tick := time.NewTicker(max(s.cfg.State.CheckpointEvery, 10*time.Millisecond))
-	defer tick.Stop()
-	for {
-		batch, more := b.next(s.ops, func(o op) { s.runOp(ctx, o) }, tick.C)
-		var err error
-		if len(batch) > 0 {
-			err = s.process(ctx, batch)
-		}
-		if err == nil {
-			err = s.maybeCheckpoint(gen)
-		}
-		if err != nil {
-			cancel()
-			reading.Wait()
-			return err
-		}
-		if !more {
-			break
-		}
+	p := s.startPipeline(gctx, msgs)
+	err := s.loop(ctx, gen, p)
+	if err != nil {
+		cancel()
 	}
-	if err := reading.Wait(); err != nil {
-		s.log.Warn().Err(err).Msg("input read stopped; rejoining the group")
+	p.stop()
+	rerr := reading.Wait()
+	if err != nil {
+		return err
+	}
+	if rerr != nil {
+		s.log.Warn().Err(rerr).Msg("input read stopped; rejoining the group")
 	}
 	return nil
 }
