@@ -34,6 +34,9 @@ const maxInflight = 2
 // pipeline is one generation's queues, and the run loop's count of
 // batches handed to delivery and not yet taken back.
 type pipeline struct {
+	// ready is unbuffered: the decoder holds one decoded batch while the
+	// graph stages run, which hides decoding; a deeper queue would only add
+	// its batches to every update's latency under a backlog.
 	ready    chan *batchState // decoded, to the run loop
 	out      chan *batchState // matched, to delivery
 	acked    chan *batchState // delivered (or failed, err set), back to the run loop
@@ -53,7 +56,7 @@ type buffers struct {
 // them.
 func (s *Service) startPipeline(ctx context.Context, in <-chan ingest.Message) *pipeline {
 	p := &pipeline{
-		ready: make(chan *batchState, 1),
+		ready: make(chan *batchState),
 		out:   make(chan *batchState, maxInflight),
 		acked: make(chan *batchState, maxInflight),
 		free:  make(chan *buffers, 3),
