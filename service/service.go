@@ -40,8 +40,8 @@ type Options struct {
 	// Sink receives match events and dead letters; nil writes them to the
 	// output topics of the brokers.
 	Sink output.Sink
-	// OnBatch, if set, is called by the run loop after each batch; it must
-	// return quickly. Benchmarks take their latencies from it.
+	// OnBatch, if set, is called by the run loop when a batch's output is
+	// acknowledged, in batch order; it must return quickly. Benchmarks take their latencies from it.
 	OnBatch func(BatchInfo)
 }
 
@@ -51,7 +51,8 @@ type BatchInfo struct {
 	Messages int
 	Events   int
 	// Latency runs from the batch's cut to the acknowledgement of its
-	// output, the time an update waits once its batch is full.
+	// output, the time an update waits once its batch is full, queues
+	// between the stages included.
 	Latency time.Duration
 }
 
