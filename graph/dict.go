@@ -3,6 +3,7 @@ package graph
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Dict interns label names as small integers: the first name seen gets 0.
@@ -24,6 +25,7 @@ func (d *Dict) Intern(name string) Label {
 	if l >= NoLabel {
 		panic("BUG: label dictionary overflow")
 	}
+	name = strings.Clone(name) // as in IDs.Intern
 	d.ids[name] = l
 	d.names = append(d.names, name)
 	return l
@@ -91,6 +93,10 @@ func (m *IDs) Intern(name string) (id VertexID, isNew bool, err error) {
 	if err != nil {
 		return 0, false, err
 	}
+	// A copy, as the caller's string may share its memory with others (a
+	// decoded event's strings are one allocation), which the map would keep
+	// alive for as long as the vertex is known: 50-100 bytes per vertex.
+	name = strings.Clone(name)
 	m.strs[name] = id
 	m.names = append(m.names, extID{s: name, str: true})
 	return id, true, nil

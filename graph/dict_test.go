@@ -1,7 +1,9 @@
 package graph
 
 import (
+	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -89,4 +91,35 @@ func TestIDsDenseGrowth(t *testing.T) {
 	if len(m.dense) > 4*m.Len()+1024 {
 		t.Fatalf("dense slice of %d for %d ids", len(m.dense), m.Len())
 	}
+}
+
+// TestInternCopiesNames: the dictionaries keep their own copy of a new
+// name, not the caller's string, which may be a small part of a large
+// allocation (a decoded event's strings share one) that would otherwise
+// stay alive as long as the name is known.
+func TestInternCopiesNames(t *testing.T) {
+	const n, size = 64, 1 << 20
+	ids, labels := NewIDs(), NewDict()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		big := strings.Repeat("x", size) + "acct:" + strconv.Itoa(i)
+		if _, _, err := ids.Intern(big[size:]); err != nil {
+			t.Fatal(err)
+		}
+		labels.Intern(big[size-3:])
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > n*size/8 {
+		t.Errorf("interning %d short names kept %d bytes alive", 2*n, grown)
+	}
+	for i := range n {
+		if _, ok := ids.Lookup("acct:" + strconv.Itoa(i)); !ok {
+			t.Fatalf("acct:%d is not found", i)
+		}
+	}
+	runtime.KeepAlive(ids)
+	runtime.KeepAlive(labels)
 }

@@ -43,6 +43,12 @@ type ConsumerConfig struct {
 	// Logf, if set, receives the group protocol's progress (joins,
 	// assignments, commits), for debugging.
 	Logf func(format string, args ...any)
+	// Skipped, if set, is told when a partition's first record is past the
+	// offset its reading started from: the broker no longer holds the
+	// records in between (retention dropped them before they were read;
+	// on a compacted or transactional topic, the offsets may have held no
+	// record), and kafka-go goes on from the first it holds.
+	Skipped func(partition int, from, to int64)
 }
 
 func (c *ConsumerConfig) defaults() error {
@@ -149,7 +155,7 @@ func (c *Consumer) Next(ctx context.Context) (*Generation, error) {
 // fetches, which is the consumer's backpressure. Errors end the generation's
 // reading and are returned by Wait.
 func (g *Generation) Read(ctx context.Context, from map[int]int64, out chan<- Message) *Reading {
-	rd := &Reading{done: make(chan struct{})}
+	rd := &Reading{done: make(chan struct{}), release: make(chan struct{})}
 	g.gen.Start(func(gctx context.Context) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -177,15 +183,29 @@ func (g *Generation) Read(ctx context.Context, from map[int]int64, out chan<- Me
 		wg.Wait()
 		close(out)
 		close(rd.done)
+		// kafka-go ends the generation, and closes the connection Commit
+		// uses, as soon as this function returns.
+		select {
+		case <-rd.release:
+		case <-gctx.Done():
+		}
 	})
 	return rd
 }
 
 // Reading is a generation's running read.
 type Reading struct {
-	done chan struct{}
-	err  error
+	done    chan struct{}
+	release chan struct{}
+	once    sync.Once
+	err     error
 }
+
+// Release lets the generation end once the read has stopped. Until then
+// Commit still works after Wait, so a caller stopping on its own can commit
+// what it applied; a rebalance ends the generation regardless. Calling it
+// again does nothing.
+func (r *Reading) Release() { r.once.Do(func() { close(r.release) }) }
 
 // Wait blocks until the read has stopped and out is closed.
 func (r *Reading) Wait() error {
@@ -206,13 +226,16 @@ func (g *Generation) readPartition(ctx context.Context, p int, start int64, out 
 	if err := r.SetOffset(start); err != nil {
 		return fmt.Errorf("ingest: partition %d: cannot seek to %d: %w", p, start, err)
 	}
-	for {
+	for first := start >= 0; ; first = false {
 		m, err := r.FetchMessage(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("ingest: partition %d: %w", p, err)
+		}
+		if first && m.Offset > start && g.cfg.Skipped != nil {
+			g.cfg.Skipped(p, start, m.Offset)
 		}
 		select {
 		case out <- Message{Partition: p, Offset: m.Offset, Value: m.Value, HighWaterMark: m.HighWaterMark}:

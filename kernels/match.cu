@@ -1,4 +1,4 @@
-// gcsm's incremental matching kernel (DESIGN.md §3 and §5; the GCSM paper,
+// gcsm's incremental matching kernel (docs/architecture.md and docs/gpu.md; the GCSM paper,
 // section V-C; STMatch's warp-per-unit depth-first walk).
 //
 // Each warp takes work units (term, changed edge) from a global counter and

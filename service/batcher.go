@@ -14,58 +14,52 @@ type batcher struct {
 	in     <-chan ingest.Message
 	size   int
 	linger time.Duration
-	buf    []ingest.Message
 	timer  *time.Timer
 }
 
 func newBatcher(in <-chan ingest.Message, size int, linger time.Duration) *batcher {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &batcher{in: in, size: size, linger: linger, buf: make([]ingest.Message, 0, size), timer: t}
+	return &batcher{in: in, size: size, linger: linger, timer: t}
 }
 
-// next returns the next batch (valid until the following call) and whether
-// the stream goes on. While it waits it runs the HTTP API's operations, so
-// they never wait longer than one batch. A tick while no batch has started
-// returns an empty batch, so a quiet stream still gets its checkpoint.
-func (b *batcher) next(ops <-chan op, run func(op), tick <-chan time.Time) ([]ingest.Message, bool) {
-	b.buf = b.buf[:0]
-	for len(b.buf) == 0 {
-		select {
-		case m, ok := <-b.in:
-			if !ok {
-				return b.buf, false
-			}
-			b.buf = append(b.buf, m)
-		case o := <-ops:
-			run(o)
-		case <-tick:
-			return b.buf, true
+// next appends the next batch to buf[:0] and returns it, and whether the
+// stream goes on. It waits for a batch's first message until done is
+// closed, and then returns an empty batch and false.
+func (b *batcher) next(buf []ingest.Message, done <-chan struct{}) ([]ingest.Message, bool) {
+	buf = buf[:0]
+	select {
+	case m, ok := <-b.in:
+		if !ok {
+			return buf, false
 		}
+		buf = append(buf, m)
+	case <-done:
+		return buf, false
 	}
 	b.timer.Reset(b.linger)
 	defer b.timer.Stop()
-	for len(b.buf) < b.size {
+	for len(buf) < b.size {
 		// Take what is already there without touching the timer: a backlog
 		// fills a batch at channel speed.
 		select {
 		case m, ok := <-b.in:
 			if !ok {
-				return b.buf, false
+				return buf, false
 			}
-			b.buf = append(b.buf, m)
+			buf = append(buf, m)
 			continue
 		default:
 		}
 		select {
 		case m, ok := <-b.in:
 			if !ok {
-				return b.buf, false
+				return buf, false
 			}
-			b.buf = append(b.buf, m)
+			buf = append(buf, m)
 		case <-b.timer.C:
-			return b.buf, true
+			return buf, true
 		}
 	}
-	return b.buf, true
+	return buf, true
 }

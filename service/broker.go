@@ -6,6 +6,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -18,9 +19,15 @@ type embedded struct {
 	c     *kfake.Cluster
 	addrs []string
 	dir   string
+	stop  chan struct{} // closed by close, ends the retention loop
+	done  chan struct{} // closed when the retention loop has ended
 }
 
-func startEmbedded(cfg Config) (*embedded, error) {
+// retentionEvery is how often the embedded broker drops records past its
+// retention: kfake applies retention only when asked.
+var retentionEvery = 10 * time.Second
+
+func startEmbedded(cfg Config, extraTopics ...string) (*embedded, error) {
 	host, port, err := net.SplitHostPort(cfg.Embedded.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("embedded.listen %q: %w", cfg.Embedded.Listen, err)
@@ -34,6 +41,7 @@ func startEmbedded(cfg Config) (*embedded, error) {
 	if cfg.Output.DeadLetterTopic != "" {
 		topics = append(topics, cfg.Output.DeadLetterTopic)
 	}
+	topics = append(topics, extraTopics...)
 	c, err := kfake.NewCluster(
 		kfake.NumBrokers(1),
 		kfake.Ports(p),
@@ -50,11 +58,56 @@ func startEmbedded(cfg Config) (*embedded, error) {
 		kfake.SeedTopics(int32(cfg.Embedded.Partitions), topics...),
 		kfake.AllowAutoTopicCreation(),
 		kfake.DefaultNumPartitions(cfg.Embedded.Partitions),
+		kfake.BrokerConfigs(retentionConfigs(cfg.Embedded)),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("embedded broker on %s: %w", cfg.Embedded.Listen, err)
 	}
-	return &embedded{c: c, addrs: c.ListenAddrs(), dir: dir}, nil
+	e := &embedded{c: c, addrs: c.ListenAddrs(), dir: dir, stop: make(chan struct{}), done: make(chan struct{})}
+	go e.retain(cfg.Embedded)
+	return e, nil
 }
 
-func (e *embedded) close() { e.c.Close() }
+// retentionConfigs are the broker settings for the configured retention.
+// kfake deletes a segment file only once every record in it has expired,
+// and rolls segments by size only, so segments are kept to an eighth of
+// the byte cap: the disk then holds at most 9/8 of it per partition.
+func retentionConfigs(c EmbeddedConfig) map[string]string {
+	ms, bytes, seg := int64(-1), int64(-1), int64(100<<20)
+	if c.Retention > 0 {
+		ms = c.Retention.Milliseconds()
+	}
+	if c.RetentionBytes > 0 {
+		bytes = int64(c.RetentionBytes)
+		seg = min(seg, max(bytes/8, 64<<10))
+	}
+	return map[string]string{
+		"log.retention.ms":    strconv.FormatInt(ms, 10),
+		"log.retention.bytes": strconv.FormatInt(bytes, 10),
+		"log.segment.bytes":   strconv.FormatInt(seg, 10),
+	}
+}
+
+// retain applies the retention every retentionEvery until close.
+func (e *embedded) retain(c EmbeddedConfig) {
+	defer close(e.done)
+	if c.Retention <= 0 && c.RetentionBytes <= 0 {
+		return
+	}
+	t := time.NewTicker(retentionEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+			e.c.ApplyRetention()
+		}
+	}
+}
+
+func (e *embedded) close() {
+	close(e.stop)
+	<-e.done
+	e.c.Close()
+}

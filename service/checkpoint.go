@@ -224,8 +224,16 @@ func (s *Service) checkpoint() error {
 // ahead of what a restart can restore. A checkpoint loaded at start is
 // committed at once, even with no new input: its writer may have died
 // before committing it, and the group's lag would show the stream unread.
-func (s *Service) maybeCheckpoint(gen *ingest.Generation) error {
-	if time.Since(s.lastCkpt) >= s.cfg.State.CheckpointEvery && !s.positionsEqual() {
+//
+// The graph runs ahead of the acknowledged positions by the batches in
+// delivery, so a due checkpoint first waits for their acknowledgements:
+// then the graph and the positions it records agree, and every event of
+// the batches it covers is durable.
+func (s *Service) maybeCheckpoint(gen *ingest.Generation, p *pipeline) error {
+	if time.Since(s.lastCkpt) >= s.cfg.State.CheckpointEvery && (p.inflight > 0 || !s.positionsEqual()) {
+		if err := s.drain(p); err != nil {
+			return err
+		}
 		if err := s.checkpoint(); err != nil {
 			return err
 		}
@@ -243,6 +251,19 @@ func (s *Service) maybeCheckpoint(gen *ingest.Generation) error {
 	s.uncommitted = false
 	s.met.batchSeconds.WithLabelValues("commit").Observe(time.Since(t0).Seconds())
 	return nil
+}
+
+// finish writes the last checkpoint on the way out and commits it while
+// the generation still holds the partitions and the brokers (the embedded
+// one included) are up, so the group's offsets cover everything applied
+// and a restart or standby re-reads nothing.
+func (s *Service) finish(gen *ingest.Generation, p *pipeline) error {
+	if s.lastCkpt.IsZero() || !s.positionsEqual() {
+		if err := s.checkpoint(); err != nil {
+			return err
+		}
+	}
+	return s.maybeCheckpoint(gen, p)
 }
 
 // compiled lists the standing queries' compiled forms, in registration

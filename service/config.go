@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,6 +37,14 @@ type Config struct {
 type EmbeddedConfig struct {
 	Listen     string `yaml:"listen"`     // host:port the broker serves on
 	Partitions int    `yaml:"partitions"` // partitions of each topic it creates
+	// Retention drops a partition's records older than this (by their
+	// timestamps), so the log on disk does not grow without end; 0 keeps
+	// records forever. Default 1h: far longer than a restart takes.
+	Retention time.Duration `yaml:"retention"`
+	// RetentionBytes caps each partition's log; the oldest records go
+	// first; 0 means no cap. Default 1 GiB. The disk holds up to one more
+	// segment of RetentionBytes/8 (at most 100 MiB) per partition.
+	RetentionBytes ByteSize `yaml:"retention_bytes"`
 }
 
 type InputConfig struct {
@@ -86,6 +97,10 @@ type HTTPConfig struct {
 	Listen string `yaml:"listen"` // "" disables the HTTP server
 	// Token, when set, is the bearer token the query API requires.
 	Token string `yaml:"token"`
+	// Pprof serves Go's profiles on /debug/pprof/. Profiles show the
+	// process's internals and cost CPU, so it is off by default and allowed
+	// only on a loopback listen address.
+	Pprof bool `yaml:"pprof"`
 }
 
 type EngineConfig struct {
@@ -123,7 +138,7 @@ type QueryConfig struct {
 // 127.0.0.1:9092 and state under ./gcsm-state.
 func DefaultConfig() Config {
 	return Config{
-		Embedded: EmbeddedConfig{Listen: "127.0.0.1:9092", Partitions: 1},
+		Embedded: EmbeddedConfig{Listen: "127.0.0.1:9092", Partitions: 1, Retention: time.Hour, RetentionBytes: 1 << 30},
 		Input:    InputConfig{Topic: "edges", Group: "gcsm", Format: "auto", MaxMessageBytes: 1 << 20, SessionTimeout: 10 * time.Second},
 		Output:   OutputConfig{Topic: "matches", DeadLetterTopic: "edges.dlq", Client: "franz-go", Compression: "none"},
 		Batch:    BatchConfig{Size: 4096, Linger: 50 * time.Millisecond},
@@ -215,6 +230,17 @@ func (c *Config) Validate() error {
 	if c.Embedded.Partitions < 1 {
 		bad("embedded.partitions must be at least 1")
 	}
+	if c.Embedded.Retention < 0 || (c.Embedded.Retention > 0 && c.Embedded.Retention < time.Second) {
+		bad("embedded.retention %v: want 0 (keep forever) or at least 1s", c.Embedded.Retention)
+	}
+	if c.Embedded.RetentionBytes < 0 || (c.Embedded.RetentionBytes > 0 && c.Embedded.RetentionBytes < minRetentionBytes) {
+		bad("embedded.retention_bytes %d: want 0 (no cap) or at least %d (1MiB)", c.Embedded.RetentionBytes, minRetentionBytes)
+	}
+	if c.HTTP.Pprof {
+		if err := loopback(c.HTTP.Listen); err != nil {
+			bad("http.pprof: %v", err)
+		}
+	}
 	names := map[string]bool{}
 	for i, q := range c.Queries {
 		if err := q.validate(); err != nil {
@@ -243,4 +269,65 @@ func (q *QueryConfig) validate() error {
 		return fmt.Errorf("query %q: limits must not be negative", q.Name)
 	}
 	return nil
+}
+
+// loopback checks that addr (host:port) can only be reached from this
+// machine.
+func loopback(addr string) error {
+	if addr == "" {
+		return errors.New("needs http.listen")
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("http.listen %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("profiles are served only on a loopback address, and http.listen %q is not one (use 127.0.0.1:PORT)", addr)
+}
+
+// minRetentionBytes is the smallest retention_bytes: below it a partition
+// would keep little more than one produce batch.
+const minRetentionBytes = 1 << 20
+
+// ByteSize is a size in bytes that YAML may write as a number or with a
+// binary unit: 1073741824, 1GiB, 512MiB, 64KiB.
+type ByteSize int64
+
+// UnmarshalYAML reads a plain integer or a number with KiB, MiB, GiB or TiB.
+func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
+	v, err := parseByteSize(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*b = v
+	return nil
+}
+
+// parseByteSize parses a byte count: digits, optionally followed by KiB,
+// MiB, GiB or TiB (powers of 1024; "B" alone is allowed too).
+func parseByteSize(s string) (ByteSize, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for i, u := range []string{"KiB", "MiB", "GiB", "TiB"} {
+		if rest, ok := strings.CutSuffix(t, u); ok {
+			t, mult = strings.TrimSpace(rest), int64(1)<<(10*(i+1))
+			break
+		}
+	}
+	if mult == 1 {
+		t = strings.TrimSpace(strings.TrimSuffix(t, "B"))
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("size %q: want a whole number of bytes, optionally with KiB, MiB, GiB or TiB", s)
+	}
+	if n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("size %q is too large", s)
+	}
+	return ByteSize(n * mult), nil
 }

@@ -48,6 +48,16 @@ func TestConfigFiles(t *testing.T) {
 		{"state: {keep: 0}\n", "state.keep"},
 		{"output: {client: sarama}\n", `output.client "sarama": want franz-go or kafka-go`},
 		{"output: {compression: brotli}\n", `output.compression "brotli"`},
+		{"embedded: {retention: -1h}\n", "embedded.retention -1h0m0s"},
+		{"embedded: {retention: 10ms}\n", "embedded.retention 10ms: want 0 (keep forever) or at least 1s"},
+		{"embedded: {retention_bytes: 1000}\n", "embedded.retention_bytes 1000: want 0 (no cap) or at least 1048576"},
+		{"embedded: {retention_bytes: 1GB}\n", `line 1: size "1GB"`},
+		{"embedded: {retention_bytes: -5}\n", `size "-5"`},
+		{"embedded: {retention_bytes: 99999999999TiB}\n", "too large"},
+		{"http: {pprof: true, listen: \"0.0.0.0:8080\"}\n", `http.pprof: profiles are served only on a loopback address, and http.listen "0.0.0.0:8080" is not one`},
+		{"http: {pprof: true, listen: \":8080\"}\n", "loopback"},
+		{"http: {pprof: true, listen: \"10.1.2.3:8080\"}\n", "loopback"},
+		{"http: {pprof: true, listen: \"\"}\n", "http.pprof: needs http.listen"},
 	} {
 		_, err := LoadConfig(write(tc.text))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -70,5 +80,43 @@ func TestBadQueryRefusedAtStart(t *testing.T) {
 	err = s.registerConfigured(t.Context())
 	if err == nil || !strings.Contains(err.Error(), `query "bad"`) || !strings.Contains(err.Error(), "1:") {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// TestRetentionAndPprofSettings: the defaults bound the embedded broker's
+// log, sizes take binary units, and pprof is off unless asked for, then
+// allowed on every loopback form.
+func TestRetentionAndPprofSettings(t *testing.T) {
+	d := DefaultConfig()
+	if d.Embedded.Retention != time.Hour || d.Embedded.RetentionBytes != 1<<30 || d.HTTP.Pprof {
+		t.Fatalf("defaults: retention %v, retention_bytes %d, pprof %v", d.Embedded.Retention, d.Embedded.RetentionBytes, d.HTTP.Pprof)
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "c.yaml")
+	for _, tc := range []struct {
+		text      string
+		retention time.Duration
+		bytes     ByteSize
+	}{
+		{"embedded: {retention: 0s, retention_bytes: 0}\n", 0, 0},
+		{"embedded: {retention: 90m, retention_bytes: 512MiB}\n", 90 * time.Minute, 512 << 20},
+		{"embedded: {retention_bytes: 2 GiB}\n", time.Hour, 2 << 30},
+		{"embedded: {retention_bytes: 1048576}\n", time.Hour, 1 << 20},
+		{"embedded: {retention_bytes: 1048576B}\n", time.Hour, 1 << 20},
+	} {
+		if err := os.WriteFile(p, []byte(tc.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := LoadConfig(p)
+		if err != nil || c.Embedded.Retention != tc.retention || c.Embedded.RetentionBytes != tc.bytes {
+			t.Errorf("%q: retention %v, retention_bytes %d, %v; want %v, %d", tc.text, c.Embedded.Retention, c.Embedded.RetentionBytes, err, tc.retention, tc.bytes)
+		}
+	}
+	for _, listen := range []string{"127.0.0.1:8080", "127.9.9.9:0", "[::1]:8080", "localhost:8080"} {
+		c := DefaultConfig()
+		c.HTTP.Pprof, c.HTTP.Listen = true, listen
+		if err := c.Validate(); err != nil {
+			t.Errorf("pprof on %s: %v", listen, err)
+		}
 	}
 }

@@ -16,6 +16,16 @@
 // commits that checkpoint's offsets at once, new input or not: a crash
 // between a checkpoint and its commit leaves them uncommitted.
 //
+// Batches overlap: batch n+1 is decoded while n is matched and n-1 is
+// delivered, through queues of one or two batches, and undelivered output
+// stops matching, decoding and reading in turn. Output keeps batch order.
+// The graph runs ahead of the acknowledged offsets by the batches in
+// delivery, so a due checkpoint, and an HTTP operation (a query's
+// registration or removal, which checkpoints too), first waits until every
+// matched batch is acknowledged: a checkpoint's graph and offsets agree,
+// and a new query's initial matches follow all earlier events. Draining
+// stalls the graph stages for up to two batches' delivery per checkpoint.
+//
 // # Consumer group
 //
 // The group has one active member and any number of standbys (see
@@ -39,6 +49,9 @@
 //	zero_copy_bytes_total         neighbour-list bytes the GPU read from host memory (zero on the CPU)
 //	batch_seconds{stage}          time per batch in decode, apply, estimate, upload, match, reorganize,
 //	                              output and commit (estimate and upload are the GPU cache's)
+//	batch_wait_seconds{queue}     time a batch waited for its next stage: graph (decoded, for apply and
+//	                              match) or output (matched, for delivery); long graph waits mean the
+//	                              graph stages are the bottleneck, long output waits the output
 //	checkpoint_seconds            time to write a checkpoint
 //	graph_vertices, graph_edges   the graph's size
 //	gpu_cache_bytes, gpu_cache_hit_ratio  the GPU cache (zero on the CPU)

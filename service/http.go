@@ -10,6 +10,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"strings"
 
@@ -23,6 +24,7 @@ import (
 //	                         or a pattern as text/plain with ?name=NAME[&initial=true]
 //	DELETE /queries/{name}   unregister one
 //
+// With http.pprof set, /debug/pprof/ serves Go's profiles.
 // With http.token set, the query API needs "Authorization: Bearer TOKEN";
 // metrics and health stay open for scrapers and probes.
 // Every 4xx answer, and those of the query API, is {"error": MESSAGE,
@@ -50,6 +52,15 @@ func (s *Service) Handler() http.Handler {
 	mux.HandleFunc("GET /queries", s.auth(s.listQueries))
 	mux.HandleFunc("POST /queries", s.auth(s.postQuery))
 	mux.HandleFunc("DELETE /queries/{name}", s.auth(s.deleteQuery))
+	if s.cfg.HTTP.Pprof {
+		// Config.Validate allows this only on a loopback address.
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	return jsonErrors(mux)
 }
 

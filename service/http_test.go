@@ -140,3 +140,37 @@ func FuzzParseQueryRequest(f *testing.F) {
 		}
 	})
 }
+
+// TestPprof: /debug/pprof/ answers only when http.pprof is set.
+func TestPprof(t *testing.T) {
+	addrs := cluster(t, 1, 1)
+	for _, on := range []bool{false, true} {
+		cfg := testConfig(t, addrs)
+		cfg.HTTP.Listen, cfg.HTTP.Pprof = "127.0.0.1:0", on
+		s, err := New(Options{Config: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(s.Handler())
+		for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap?debug=1", "/debug/pprof/cmdline"} {
+			resp, err := http.Get(srv.URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			want := http.StatusNotFound
+			if on {
+				want = http.StatusOK
+			}
+			if resp.StatusCode != want {
+				t.Errorf("pprof %v: GET %s: %d %s, want %d", on, path, resp.StatusCode, body, want)
+			}
+			if on && path == "/debug/pprof/heap?debug=1" && !strings.Contains(string(body), "heap profile") {
+				t.Errorf("GET %s: not a heap profile: %.200s", path, body)
+			}
+		}
+		srv.Close()
+		s.close()
+	}
+}

@@ -17,6 +17,7 @@ type metrics struct {
 	batches      prometheus.Counter
 	zeroCopy     prometheus.Counter
 	batchSeconds *prometheus.HistogramVec // stage
+	wait         *prometheus.HistogramVec // queue
 	checkpoint   prometheus.Histogram
 
 	vertices, edges        prometheus.Gauge
@@ -28,6 +29,17 @@ type metrics struct {
 // stages of a batch, the values of batch_seconds' stage label. estimate and
 // upload are the GPU cache's; they stay at zero on the CPU.
 var stages = []string{"decode", "apply", "estimate", "upload", "match", "reorganize", "output", "commit"}
+
+// Indices into stages.
+const (
+	stageDecode = iota
+	stageApply
+	_ // estimate
+	_ // upload
+	stageMatch
+	stageReorganize
+	stageOutput
+)
 
 // rejectReasons are the values of rejects_total's reason label: ingest's
 // decoding reasons and the service's own.
@@ -51,6 +63,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		batchSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "batch_seconds",
 			Help:    "Time per batch in each stage.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14)}, []string{"stage"}),
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "batch_wait_seconds",
+			Help:    "Time a batch waited in a queue for the next stage: graph (decoded, for the graph stages) or output (matched, for delivery).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14)}, []string{"queue"}),
 		checkpoint: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "checkpoint_seconds",
 			Help: "Time to write a checkpoint.", Buckets: prometheus.ExponentialBuckets(0.001, 3, 12)}),
 		vertices:      prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "graph_vertices", Help: "Vertices in the graph."}),
@@ -61,13 +76,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		checkpointAge: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "checkpoint_age_seconds", Help: "Seconds since the last checkpoint was written or loaded."}),
 		queries:       prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "queries", Help: "Standing queries."}),
 	}
-	reg.MustRegister(m.updates, m.rejects, m.matches, m.limitHits, m.batches, m.zeroCopy, m.batchSeconds, m.checkpoint,
+	reg.MustRegister(m.updates, m.rejects, m.matches, m.limitHits, m.batches, m.zeroCopy, m.batchSeconds, m.wait, m.checkpoint,
 		m.vertices, m.edges, m.cacheBytes, m.cacheRatio, m.lag, m.checkpointAge, m.queries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Series that exist from the start, so a dashboard shows zeros rather
 	// than "no data" before the first batch.
 	for _, s := range stages {
 		m.batchSeconds.WithLabelValues(s)
+	}
+	for _, q := range []string{"graph", "output"} {
+		m.wait.WithLabelValues(q)
 	}
 	for _, r := range rejectReasons {
 		m.rejects.WithLabelValues(r)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"runtime"
 	"slices"
 	"sync"
@@ -20,19 +19,12 @@ import (
 	"github.com/gcsm/gcsm/query"
 )
 
-// process runs one batch: decode, window expiry, apply, match, output. It
+// process runs a decoded batch through the graph stages: window expiry,
+// resolving ids, apply, match (building the events) and reorganize. It
 // returns only errors that end the service; bad input becomes dead letters.
-func (s *Service) process(ctx context.Context, msgs []ingest.Message) error {
+func (s *Service) process(b *batchState) error {
 	t0 := time.Now()
-	b := &batchState{msgs: msgs, origin: make([]int, 0, len(msgs)), msgTime: make([]int64, len(msgs)), ranges: map[int][2]int64{}}
-	for _, m := range msgs {
-		r, ok := b.ranges[m.Partition]
-		if !ok {
-			r = [2]int64{m.Offset, m.Offset}
-		}
-		b.ranges[m.Partition] = [2]int64{min(r[0], m.Offset), max(r[1], m.Offset)}
-	}
-	s.decode(b)
+	s.resolve(b)
 	t1 := time.Now()
 
 	delta, rejects, stats, err := s.g.Apply(b.updates)
@@ -49,6 +41,7 @@ func (s *Service) process(ctx context.Context, msgs []ingest.Message) error {
 	t2 := time.Now()
 
 	s.batch++
+	b.id = s.batch
 	if err := s.match(b, delta); err != nil {
 		return fmt.Errorf("match: %w", err)
 	}
@@ -56,42 +49,52 @@ func (s *Service) process(ctx context.Context, msgs []ingest.Message) error {
 	s.g.Reorganize()
 	t4 := time.Now()
 
-	if err := s.deliver(ctx, b); err != nil {
-		return err
-	}
-	t5 := time.Now()
-
-	for _, m := range msgs {
-		s.position[m.Partition] = m.Offset + 1
-	}
-	s.mu.Lock()
-	s.progress.Batches = s.batch
-	s.progress.Position = maps.Clone(s.position)
-	s.progress.Events += int64(len(b.events))
-	s.progress.DeadLetters += int64(len(b.dead))
-	s.mu.Unlock()
-	s.observe(b, stats, []time.Duration{t1.Sub(t0), t2.Sub(t1), 0, 0, t3.Sub(t2), t4.Sub(t3), t5.Sub(t4)})
-	if s.onBatch != nil {
-		s.onBatch(BatchInfo{Batch: s.batch, Messages: len(msgs), Events: len(b.events), Latency: time.Since(t0)})
-	}
+	b.times[stageDecode] += t1.Sub(t0)
+	b.times[stageApply] = t2.Sub(t1)
+	b.times[stageMatch] = t3.Sub(t2)
+	b.times[stageReorganize] = t4.Sub(t3)
+	s.observe(b, stats)
 	return nil
 }
 
-// batchState is one batch on its way through process.
+// batchState is one batch on its way through the pipeline.
 type batchState struct {
-	msgs    []ingest.Message
-	updates []graph.Update
-	origin  []int            // per update: index into msgs, -1 for a window expiry
-	refused []bool           // per update, after Apply: refused by the graph
-	msgTime []int64          // per message: its event time, 0 if none
-	ranges  map[int][2]int64 // per partition: the batch's first and last offset
-	dead    []output.DeadLetter
-	events  []output.Event
+	buf      *buffers         // msgs and their decoding, until the graph stages are done
+	msgs     []ingest.Message // buf.msgs
+	messages int
+	updates  []graph.Update
+	origin   []int            // per update: index into msgs, -1 for a window expiry
+	refused  []bool           // per update, after Apply: refused by the graph
+	msgTime  []int64          // per message: its event time, 0 if none
+	ranges   map[int][2]int64 // per partition: the batch's first and last offset
+	dead     []output.DeadLetter
+	events   []output.Event
 	// changedBy maps each edge this batch changed to the message that
 	// changed it last, the "source" of the matches that edge completes.
 	changedBy map[edgeKey]int
 	// withheld counts per query the events a limit kept from the output.
 	withheld map[int]string
+
+	id     uint64                         // the batch's number, set by the graph stages
+	cut    time.Time                      // when the batcher closed it
+	queued time.Time                      // when it entered its current queue
+	times  [stageOutput + 1]time.Duration // per stage, indexed like stages
+	err    error                          // delivery's, which ends the service
+}
+
+// newBatchState starts a batch of buf's messages.
+func newBatchState(buf *buffers) *batchState {
+	msgs := buf.msgs
+	b := &batchState{buf: buf, msgs: msgs, messages: len(msgs), origin: make([]int, 0, len(msgs)),
+		msgTime: make([]int64, len(msgs)), ranges: map[int][2]int64{}, cut: time.Now()}
+	for _, m := range msgs {
+		r, ok := b.ranges[m.Partition]
+		if !ok {
+			r = [2]int64{m.Offset, m.Offset}
+		}
+		b.ranges[m.Partition] = [2]int64{min(r[0], m.Offset), max(r[1], m.Offset)}
+	}
+	return b
 }
 
 func (b *batchState) rejected(i int) {
@@ -113,10 +116,11 @@ func (s *Service) key(e graph.Edge) edgeKey {
 	return edgeKey{e.Src, e.Dst, e.Label}
 }
 
-// decode turns messages into updates, dead-lettering what cannot be used,
-// and puts the window's expiries first: an edge that expires and is sent
-// again in this batch is then refreshed, not deleted.
-func (s *Service) decode(b *batchState) {
+// resolve turns decoded messages into updates, dead-lettering what cannot
+// be used, and puts the window's expiries first: an edge that expires and
+// is sent again in this batch is then refreshed, not deleted. Interning ids
+// and labels must happen in message order, on the run loop.
+func (s *Service) resolve(b *batchState) {
 	if s.expiry != nil {
 		n := len(b.updates)
 		b.updates = s.expiry.Expire(b.updates)
@@ -127,15 +131,8 @@ func (s *Service) decode(b *batchState) {
 			s.met.updates.WithLabelValues("expire", "applied").Add(float64(k))
 		}
 	}
-	// Decoding is parallel, one Decoder per worker; what follows interns
-	// ids and labels, which must happen in message order.
-	s.decoded = slices.Grow(s.decoded[:0], len(b.msgs))[:len(b.msgs)]
-	for len(s.decoders) < runtime.GOMAXPROCS(0) {
-		s.decoders = append(s.decoders, &ingest.Decoder{Format: s.dec.Format, MaxBytes: s.dec.MaxBytes})
-	}
-	decodeAll(b.msgs, s.decoded, s.decoders)
 	for i := range b.msgs {
-		rec, err := s.decoded[i].rec, s.decoded[i].err
+		rec, err := b.buf.dec[i].rec, b.buf.dec[i].err
 		if err != nil {
 			var de *ingest.DecodeError
 			reason := "bad_value"
@@ -659,10 +656,11 @@ func (s *Service) deliver(ctx context.Context, b *batchState) error {
 	}
 }
 
-// observe updates the metrics after a batch.
-func (s *Service) observe(b *batchState, st dyngraph.ApplyStats, times []time.Duration) {
+// observe updates the metrics after a batch's graph stages; the output
+// stage is observed when its acknowledgement comes back.
+func (s *Service) observe(b *batchState, st dyngraph.ApplyStats) {
 	s.met.batches.Inc()
-	for i, d := range times {
+	for i, d := range b.times[:stageOutput] {
 		s.met.batchSeconds.WithLabelValues(stages[i]).Observe(d.Seconds())
 	}
 	s.met.updates.WithLabelValues("insert", "applied").Add(float64(st.Inserted))

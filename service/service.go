@@ -40,8 +40,8 @@ type Options struct {
 	// Sink receives match events and dead letters; nil writes them to the
 	// output topics of the brokers.
 	Sink output.Sink
-	// OnBatch, if set, is called by the run loop after each batch; it must
-	// return quickly. Benchmarks take their latencies from it.
+	// OnBatch, if set, is called by the run loop when a batch's output is
+	// acknowledged, in batch order; it must return quickly. Benchmarks take their latencies from it.
 	OnBatch func(BatchInfo)
 }
 
@@ -51,7 +51,8 @@ type BatchInfo struct {
 	Messages int
 	Events   int
 	// Latency runs from the batch's cut to the acknowledgement of its
-	// output, the time an update waits once its batch is full.
+	// output, the time an update waits once its batch is full, queues
+	// between the stages included.
 	Latency time.Duration
 }
 
@@ -88,9 +89,7 @@ type Service struct {
 	// checkpoint was written or loaded since the last commit, or the
 	// commit was refused.
 	uncommitted bool
-	dec         ingest.Decoder    // the settings every decoder copies
-	decoders    []*ingest.Decoder // one per worker, for decodeAll
-	decoded     []decoded         // decodeAll's output, reused from batch to batch
+	dec         ingest.Decoder // the settings every decoder copies
 	// hostBytes is the GPU's cumulative count of list bytes read from
 	// host memory, as of the last batch (countGPU).
 	hostBytes uint64
@@ -232,6 +231,10 @@ func (s *Service) Run(ctx context.Context) error {
 		Logf: func(format string, args ...any) {
 			s.log.Trace().Msgf(format, args...)
 		},
+		Skipped: func(p int, from, to int64) {
+			s.log.Warn().Str("topic", s.cfg.Input.Topic).Int("partition", p).Int64("from", from).Int64("to", to).
+				Msg("input records [from, to) are gone from the broker (retention) and were never applied; going on from 'to'")
+		},
 	})
 	if err != nil {
 		return err
@@ -317,43 +320,50 @@ func (s *Service) do(ctx context.Context, f func(ctx context.Context) (any, erro
 }
 
 // consume runs one generation: reads the partitions from the service's
-// positions and processes batches until the generation ends.
+// positions and runs batches through the pipeline until the generation
+// ends. It returns with every batch it matched acknowledged or, with an
+// error, abandoned.
 func (s *Service) consume(ctx context.Context, gen *ingest.Generation) error {
 	msgs := make(chan ingest.Message, 4*s.cfg.Batch.Size)
 	gctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	reading := gen.Read(gctx, s.position, msgs)
-	b := newBatcher(msgs, s.cfg.Batch.Size, s.cfg.Batch.Linger)
-	tick := time.NewTicker(max(s.cfg.State.CheckpointEvery, 10*time.Millisecond))
-	defer tick.Stop()
-	for {
-		batch, more := b.next(s.ops, func(o op) { s.runOp(ctx, o) }, tick.C)
-		var err error
-		if len(batch) > 0 {
-			err = s.process(ctx, batch)
-		}
-		if err == nil {
-			err = s.maybeCheckpoint(gen)
-		}
-		if err != nil {
-			cancel()
-			reading.Wait()
-			return err
-		}
-		if !more {
-			break
-		}
+	defer reading.Release()
+	// Output already matched is delivered even after ctx ends, so that a
+	// shutdown can commit everything it applied; only a delivery still
+	// unacknowledged shutdownGrace after that is abandoned.
+	dctx, dcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer dcancel()
+	defer context.AfterFunc(ctx, func() { time.AfterFunc(shutdownGrace, dcancel) })()
+	p := s.startPipeline(gctx, dctx, msgs)
+	err := s.loop(ctx, gen, p)
+	if err != nil {
+		cancel()
+		dcancel()
 	}
-	if err := reading.Wait(); err != nil {
-		s.log.Warn().Err(err).Msg("input read stopped; rejoining the group")
+	p.stop()
+	rerr := reading.Wait()
+	if err != nil {
+		return err
+	}
+	if rerr != nil {
+		s.log.Warn().Err(rerr).Msg("input read stopped; rejoining the group")
+	}
+	if ctx.Err() != nil {
+		return s.finish(gen, p)
 	}
 	return nil
 }
 
+// shutdownGrace is how long a shutdown waits for output already matched to
+// be acknowledged before it gives up on it (compose gives a stop 30 s).
+const shutdownGrace = 10 * time.Second
+
 // shutdown writes the final checkpoint unless the last one covers
-// everything. The generation is gone by now, so the offsets it covers are
-// committed by the next active member, which loads it (maybeCheckpoint),
-// or by this one on restart.
+// everything; an active member has written and committed it already
+// (finish). Without a generation the offsets it covers are committed by
+// the next active member, which loads it (maybeCheckpoint), or by this one
+// on restart.
 func (s *Service) shutdown() error {
 	if s.lastCkpt.IsZero() || !s.positionsEqual() {
 		if err := s.checkpoint(); err != nil {

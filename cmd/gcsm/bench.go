@@ -22,6 +22,9 @@ import (
 // runBench times the engines side by side on a generated R-MAT workload:
 // the CPU on all cores and, where a GPU is present, the GPU placements.
 func runBench(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "service" {
+		return runBenchService(args[1:], stdout, stderr)
+	}
 	var (
 		scale, factor, vlabels, perSize, workers         int
 		skew, cacheFraction                              float64

@@ -2,7 +2,9 @@ package main
 
 import (
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -200,5 +202,31 @@ queries:
 	case <-done:
 	case <-time.After(time.Minute):
 		t.Fatal("gcsm run took an arrow on an undirected graph and went on serving")
+	}
+}
+
+// TestDemoDirected ties gcsm demo to the direction rule: its stream is JSON
+// events, so its graph is directed, and the service's net alerts per query
+// (appeared less disappeared, whatever the batching) must equal those of a
+// directed replay of the same stream. An undirected demo would refuse its
+// own arrows, and one that read transfers both ways would find more rings.
+func TestDemoDirected(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole demo stream twice")
+	}
+	out := gcsmOK(t, "demo", "--rate", "0", "--show", "0", "--device", "cpu")
+	replay := lastJSON[replaySummary](t, gcsmOK(t, "replay", "--demo", "--json", "--device", "cpu")).byName(t)
+	for _, q := range []string{"ring3", "ring4", "split"} {
+		m := regexp.MustCompile(`(?m)^` + q + `\s+(\d+)\s+(\d+)$`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("no %s line in the demo's summary:\n%s", q, out)
+		}
+		appeared, _ := strconv.ParseInt(m[1], 10, 64)
+		disappeared, _ := strconv.ParseInt(m[2], 10, 64)
+		r := replay[q]
+		if appeared-disappeared != r.Positive-r.Negative || appeared == 0 {
+			t.Errorf("%s: demo %d appeared, %d disappeared; directed replay %d positive, %d negative",
+				q, appeared, disappeared, r.Positive, r.Negative)
+		}
 	}
 }

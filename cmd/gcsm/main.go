@@ -8,6 +8,8 @@
 //	gcsm bench  [--scale N] [--batches 64,1024,4096]        time the engines on an R-MAT workload
 //	gcsm produce -u STREAM --topic T [--rate N]             publish a stream file to Kafka as JSON events
 //	gcsm tail   [--config F] [--dlq] [--follow]             print the alerts (or dead letters) gcsm wrote
+//	gcsm broker [--listen ADDR] [--data DIR]                the embedded Kafka broker in its own process
+//	gcsm bench service [--mix alert-sparse|alert-heavy]     time the service end to end through Kafka
 //
 // Run "gcsm COMMAND -h" for a command's flags, "gcsm COMMAND --help-all" for
 // its GPU tuning flags too, and "gcsm --version" for the build.
@@ -32,9 +34,10 @@ func commands() []command {
 		{"demo", "run the service on a generated transfer stream and print its alerts", runDemo},
 		{"replay", "replay a stream file against standing queries, batch by batch", runReplay},
 		{"match", "find all matches of queries in a graph (the static matcher)", runMatch},
-		{"bench", "time the CPU and GPU engines side by side on a generated R-MAT workload", runBench},
+		{"bench", "time the CPU and GPU engines side by side on a generated R-MAT workload ('gcsm bench service': the service end to end through Kafka)", runBench},
 		{"produce", "publish a stream file to a Kafka topic as JSON events", runProduce},
 		{"tail", "print the match events (alerts) or dead letters on the output topics", runTail},
+		{"broker", "run the embedded Kafka-protocol broker in a process of its own", runBroker},
 	}
 }
 

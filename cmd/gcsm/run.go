@@ -22,6 +22,7 @@ type runFlags struct {
 	config, brokers, state, http, token, logLevel, logFormat string
 	queries                                                  queryFlags
 	workers                                                  int
+	pprof                                                    bool
 	dev                                                      deviceFlags
 }
 
@@ -32,6 +33,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.brokers, "brokers", "", "comma-separated Kafka `brokers`; overrides the file's, and \"embedded\" forces the in-process broker")
 	fs.StringVar(&f.state, "state", "", "state `directory` for checkpoints (and the embedded broker's log)")
 	fs.StringVar(&f.http, "http", "", "`address` of the HTTP API and /metrics (\"off\" disables it)")
+	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiles on /debug/pprof/ of the HTTP address, which must be loopback")
 	fs.StringVar(&f.token, "token", "", "bearer `token` the query API requires (default from $GCSM_TOKEN)")
 	fs.Var(&f.queries, "q", "standing query NAME=PATTERN, added to the file's (repeatable)")
 	fs.IntVar(&f.workers, "workers", -1, "matching goroutines on the CPU; 0 uses every core")
@@ -85,6 +87,9 @@ func (f *runFlags) apply(cfg *service.Config, set map[string]bool) error {
 		if f.http == "off" {
 			cfg.HTTP.Listen = ""
 		}
+	}
+	if set["pprof"] {
+		cfg.HTTP.Pprof = f.pprof
 	}
 	if set["token"] {
 		cfg.HTTP.Token = f.token

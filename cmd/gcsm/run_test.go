@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -54,5 +55,15 @@ func TestRunFlags(t *testing.T) {
 	f = runFlags{queries: queryFlags{"(a)-[]->(b)"}}
 	if err := f.apply(&cfg, nil); err == nil {
 		t.Fatal("a -q without a name was accepted")
+	}
+	cfg = service.DefaultConfig()
+	f = runFlags{pprof: true}
+	if err := f.apply(&cfg, map[string]bool{"pprof": true}); err != nil || !cfg.HTTP.Pprof || cfg.Validate() != nil {
+		t.Fatalf("--pprof on the default address: pprof %v, %v, %v", cfg.HTTP.Pprof, err, cfg.Validate())
+	}
+	// Refused before anything starts, naming the setting.
+	err := runRun([]string{"--pprof", "--http", "0.0.0.0:1", "--state", t.TempDir()}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "http.pprof") || !strings.Contains(err.Error(), "loopback") {
+		t.Fatalf("--pprof --http 0.0.0.0:1: %v", err)
 	}
 }

@@ -25,15 +25,16 @@ const (
 // per error; 8 KiB holds the first hundred or so.
 const jitLogSize = 8 << 10
 
-// LoadModule JIT-compiles PTX text for the context's device and loads it. If
-// the compiler rejects the PTX the error satisfies errors.Is(err,
-// ErrInvalidPTX) (or ErrUnsupportedPTXVersion, when the driver is older than
-// the PTX's .version) and carries ptxas's error log.
-func (c *Context) LoadModule(ptx string) (*Module, error) {
+// LoadModule loads a module image for the context's device: PTX text, which
+// the driver JIT-compiles, or a cubin or fatbin, whose cubin for the device
+// loads as it is. If the compiler rejects PTX the error satisfies
+// errors.Is(err, ErrInvalidPTX) (or ErrUnsupportedPTXVersion, when the
+// driver is older than the PTX's .version) and carries ptxas's error log.
+func (c *Context) LoadModule(image string) (*Module, error) {
 	if c == nil || c.lib == nil {
 		return nil, errNoDriver("LoadModule")
 	}
-	image := cBytes(ptx)
+	img := cBytes(image)
 	log := make([]byte, jitLogSize)
 	// cuModuleLoadDataEx takes the options as two C arrays: CUjit_option
 	// values (int) and void* values. A size travels in a void* slot as a
@@ -46,7 +47,7 @@ func (c *Context) LoadModule(ptx string) (*Module, error) {
 	var pin runtime.Pinner
 	pin.Pin(&log[0])
 	var h uintptr
-	err := c.do(fnModuleLoadDataEx, uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(&image[0])),
+	err := c.do(fnModuleLoadDataEx, uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(&img[0])),
 		uintptr(len(opts)), uintptr(unsafe.Pointer(&opts[0])), uintptr(unsafe.Pointer(&vals[0])))
 	pin.Unpin()
 	runtime.KeepAlive(log)
@@ -56,9 +57,9 @@ func (c *Context) LoadModule(ptx string) (*Module, error) {
 			n = i
 		}
 		if msg := string(bytes.TrimSpace(log[:n])); msg != "" {
-			return nil, fmt.Errorf("cuda: cannot load PTX module: %w\n%s", err, msg)
+			return nil, fmt.Errorf("cuda: cannot load module: %w\n%s", err, msg)
 		}
-		return nil, fmt.Errorf("cuda: cannot load PTX module: %w", err)
+		return nil, fmt.Errorf("cuda: cannot load module: %w", err)
 	}
 	return &Module{ctx: c, handle: h}, nil
 }

@@ -1,0 +1,1132 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime/metrics"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gcsm/gcsm/bench"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/incremental"
+	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/output"
+	"github.com/gcsm/gcsm/query"
+	"github.com/gcsm/gcsm/service"
+)
+
+// serviceMix is a standard workload of gcsm bench service: its queries and
+// the stream size at which it has the alert rate it is named for.
+type serviceMix struct {
+	queries              []string
+	accounts, updates    int
+	summary              string
+	minEvents, maxEvents float64 // the events per update the mix is meant to have; 0: no bound
+	// flat streams transfers with the Zipf law's head at a tenth of the
+	// accounts (bench.TransfersHead), so that no dense core of hubs closes
+	// cycles on every update.
+	flat bool
+}
+
+// head is the Zipf offset of the mix's stream among accounts accounts.
+func (m serviceMix) head(accounts int) float64 {
+	if m.flat {
+		return max(100, float64(accounts)/10)
+	}
+	return 100
+}
+
+// serviceMixes are the two standard mixes. alert-sparse is fraud-like
+// patterns of four and five accounts that fire under once per 100 updates
+// on a large population; alert-heavy is triangles among few accounts,
+// where every update closes several.
+var serviceMixes = map[string]serviceMix{
+	"alert-sparse": {
+		queries: []string{
+			"ring4=(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(d:Account)-[:TRANSFER]->(a)",
+			"ring5=(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(d:Account)-[:TRANSFER]->(e:Account)-[:TRANSFER]->(a)",
+			"cashout=(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(d:Account)-[:TRANSFER]->(a), (d)-[:TRANSFER]->(m:Merchant)",
+		},
+		accounts: 1_000_000, updates: 1_000_000, maxEvents: 0.01, flat: true,
+		summary: "rings of 4 and 5 accounts, and a 4-ring cashed out at a merchant",
+	},
+	"alert-heavy": {
+		queries:  []string{"ring3=(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(a)"},
+		accounts: 20_000, updates: 1_000_000, minEvents: 1,
+		summary: "triangles, among few accounts",
+	},
+}
+
+// benchServiceFlags are gcsm bench service's flags.
+type benchServiceFlags struct {
+	mix               string
+	queries           queryFlags
+	updates, accounts int
+	batch, workers    int
+	partitions        int
+	rate              int
+	duration          time.Duration
+	brokers           string
+	seed              uint64
+	head              float64 // the stream's Zipf offset, from the mix
+	jsonOut, engine   bool
+	dev               deviceFlags
+}
+
+// runBenchService is gcsm bench service: the service end to end through
+// Kafka on a generated transfer stream, then the same stream through the
+// engine alone, as replay runs it.
+func runBenchService(args []string, stdout, stderr io.Writer) error {
+	var f benchServiceFlags
+	fs := flag.NewFlagSet("bench service", flag.ContinueOnError)
+	fs.StringVar(&f.mix, "mix", "alert-sparse", "standard workload: alert-sparse (4- and 5-account fraud patterns, under 0.01 alerts per update) or alert-heavy (triangles among few accounts, over one alert per update)")
+	fs.Var(&f.queries, "q", "query instead of the mix's: an inline pattern or NAME=PATTERN (repeatable)")
+	fs.IntVar(&f.updates, "updates", 0, "updates in the stream; 0: the mix's (1,000,000)")
+	fs.IntVar(&f.accounts, "accounts", 0, "accounts among which the transfers flow; 0: the mix's")
+	fs.IntVar(&f.batch, "batch", 4096, "updates per batch at most, for the service and the engine alone")
+	fs.IntVar(&f.workers, "workers", 0, "CPU matching goroutines; 0 uses every core")
+	fs.IntVar(&f.partitions, "partitions", 1, "partitions of the input and output topics")
+	fs.IntVar(&f.rate, "rate", 0, "updates per second to produce while the service runs, for end-to-end latency; 0 loads the whole stream first and measures throughput")
+	fs.DurationVar(&f.duration, "duration", 0, "run at --rate for this long, sampling RSS, Go heap, consumer lag and the embedded broker's disk every second, and report their drift (a soak); the engine alone is not run")
+	fs.StringVar(&f.brokers, "brokers", "", "comma-separated Kafka `brokers` (a gcsm broker in another process, say); empty starts the embedded broker in this process")
+	fs.Uint64Var(&f.seed, "seed", 1, "stream seed")
+	fs.BoolVar(&f.jsonOut, "json", false, "write only the JSON summary to stdout; the table goes to stderr")
+	fs.BoolVar(&f.engine, "engine", true, "also run the stream through the engine alone and report the service's share of its throughput")
+	f.dev.register(fs)
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	err := badFlags(
+		choice("mix", f.mix, "alert-sparse", "alert-heavy"),
+		intIn("updates", int64(f.updates), 0, math.MaxInt32),
+		intIn("accounts", int64(f.accounts), 0, math.MaxInt32),
+		intIn("batch", int64(f.batch), 1, math.MaxInt32),
+		intIn("partitions", int64(f.partitions), 1, 1<<10),
+		intIn("rate", int64(f.rate), 0, math.MaxInt32),
+		durationFlag(f.duration, f.rate),
+	)
+	if err != nil {
+		return err
+	}
+	mix := serviceMixes[f.mix]
+	if f.updates == 0 {
+		f.updates = mix.updates
+	}
+	if f.accounts == 0 {
+		f.accounts = mix.accounts
+	}
+	if f.accounts < 3 || f.updates < 3 {
+		return badFlags(errors.New("--accounts and --updates: want 3 or more each (a ring needs three accounts and three transfers)"))
+	}
+	f.head = mix.head(f.accounts)
+	specs := []string(f.queries)
+	if len(specs) == 0 {
+		specs = mix.queries
+	}
+	qcfg, err := serviceQueries(specs)
+	if err != nil {
+		return err
+	}
+	human := humanOut(stdout, stderr, f.jsonOut)
+	name := f.mix
+	if len(f.queries) > 0 {
+		name = "custom"
+	} else {
+		fmt.Fprintf(human, "mix %s: %s\n", f.mix, mix.summary)
+	}
+	res, err := benchService(&f, name, qcfg, human, stderr)
+	if err != nil {
+		return err
+	}
+	res.report(human)
+	if len(f.queries) == 0 && f.duration == 0 {
+		epu := res.EventsPerUpdate
+		if mix.maxEvents > 0 && epu >= mix.maxEvents || mix.minEvents > 0 && epu <= mix.minEvents {
+			fmt.Fprintf(human, "note: %.4f alerts per update is outside what %s is meant to have at these sizes\n", epu, f.mix)
+		}
+	}
+	js, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, string(js))
+	if res.Engine != nil && !res.Engine.Consistent {
+		return errors.New("the service and the engine alone disagree on the matches (see the table): a bug")
+	}
+	return nil
+}
+
+func durationFlag(d time.Duration, rate int) error {
+	switch {
+	case d < 0:
+		return fmt.Errorf("--duration %v: want a positive duration", d)
+	case d > 0 && rate == 0:
+		return fmt.Errorf("--duration %v needs --rate: a soak runs at a set rate", d)
+	}
+	return nil
+}
+
+// serviceQueries turns -q specs (NAME=PATTERN or a bare pattern, named qN)
+// into the service's query configuration, checking that each parses.
+func serviceQueries(specs []string) ([]service.QueryConfig, error) {
+	var out []service.QueryConfig
+	for i, spec := range specs {
+		name, text := fmt.Sprintf("q%d", i+1), spec
+		if k := strings.Index(spec, "="); k >= 0 && !strings.ContainsAny(spec[:k], "()[]-") {
+			name, text = strings.TrimSpace(spec[:k]), spec[k+1:]
+		}
+		if _, err := query.Parse(name, text); err != nil {
+			return nil, fmt.Errorf("-q %q: %w", spec, err)
+		}
+		out = append(out, service.QueryConfig{Name: name, Pattern: strings.TrimSpace(text)})
+	}
+	return out, nil
+}
+
+// serviceResult is gcsm bench service's summary, its last line of stdout.
+type serviceResult struct {
+	Mix             string         `json:"mix"`
+	Mode            string         `json:"mode"` // backlog: the stream waits in the topic; rate: produced while the service runs
+	Broker          string         `json:"broker"`
+	Device          string         `json:"device"`
+	Updates         int            `json:"updates"`
+	Accounts        int            `json:"accounts"`
+	Batch           int            `json:"batch"`
+	Rate            int            `json:"rate,omitempty"`
+	Queries         []string       `json:"queries"`
+	LoadPerSec      float64        `json:"load_updates_per_s,omitempty"` // backlog: how fast the producer filled the topic
+	ReadPerSec      float64        `json:"read_updates_per_s,omitempty"` // backlog: how fast a bare consumer reads it back, the broker's ceiling
+	Batches         int            `json:"batches"`
+	Seconds         float64        `json:"seconds"` // first batch's cut to last acknowledgement
+	UpdatesPerSec   float64        `json:"updates_per_s"`
+	Events          int64          `json:"events"`
+	EventsPerSec    float64        `json:"events_per_s"`
+	EventsPerUpdate float64        `json:"events_per_update"`
+	AlertLatency    latencySummary `json:"alert_latency_ms"` // input record's arrival → alert acknowledged, per event
+	BatchLatency    latencySummary `json:"batch_latency_ms"` // batch cut → its output acknowledged, per batch
+	Stages          []stageShare   `json:"stages"`
+	Matches         []queryMatches `json:"matches"`
+	Engine          *engineResult  `json:"engine,omitempty"`
+	Ratio           float64        `json:"service_over_engine,omitempty"`
+	Soak            *soakResult    `json:"soak,omitempty"`
+}
+
+type latencySummary struct {
+	P50   float64 `json:"p50"`
+	P99   float64 `json:"p99"`
+	Max   float64 `json:"max"`
+	Count int64   `json:"count"`
+}
+
+type stageShare struct {
+	Stage   string  `json:"stage"`
+	Seconds float64 `json:"seconds"`
+	Share   float64 `json:"share"`
+}
+
+type queryMatches struct {
+	Query       string `json:"query"`
+	Appeared    int64  `json:"appeared"`
+	Disappeared int64  `json:"disappeared"`
+}
+
+type engineResult struct {
+	Seconds       float64        `json:"seconds"` // apply + match + reorganize
+	UpdatesPerSec float64        `json:"updates_per_s"`
+	MatchesPerSec float64        `json:"matches_per_s"`
+	Matches       []queryMatches `json:"matches"`
+	// Consistent says that each query's net count (appeared − disappeared)
+	// is the service's; totals may differ where batch cuts differ, as a
+	// match that appears and goes within one batch is never reported.
+	Consistent bool `json:"consistent"`
+}
+
+// benchService runs the service over the stream and, unless told not to,
+// the engine alone.
+func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, human, stderr io.Writer) (*serviceResult, error) {
+	state, err := os.MkdirTemp("", "gcsm-bench-service-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(state)
+	res := &serviceResult{Mix: mix, Mode: "backlog", Updates: f.updates, Accounts: f.accounts, Batch: f.batch, Rate: f.rate}
+	if f.rate > 0 {
+		res.Mode = "rate"
+	}
+	if f.duration > 0 {
+		res.Mode = "soak"
+	}
+	for _, q := range qcfg {
+		res.Queries = append(res.Queries, q.Name+"="+q.Pattern)
+	}
+
+	// Topics and group of their own, so that runs against one broker do
+	// not read each other's records.
+	run := strings.ToLower(rand.Text()[:8])
+	cfg := service.DefaultConfig()
+	cfg.State.Dir = state
+	cfg.HTTP.Listen = ""
+	cfg.Input.Topic, cfg.Output.Topic, cfg.Output.DeadLetterTopic = "bench-"+run+"-edges", "bench-"+run+"-matches", "bench-"+run+"-dlq"
+	cfg.Input.Group = "bench-" + run
+	cfg.Input.SessionTimeout = 6 * time.Second
+	cfg.Batch = service.BatchConfig{Size: f.batch, Linger: 10 * time.Millisecond}
+	cfg.Graph = service.GraphConfig{Directed: true, DefaultEdgeLabel: "TRANSFER", DefaultVertexLabel: "Account"}
+	cfg.Engine.Workers = f.workers
+	cfg.Queries = qcfg
+
+	var brokerDir string
+	if f.brokers == "" {
+		bcfg := cfg
+		bcfg.Embedded.Listen = "127.0.0.1:0"
+		bcfg.Embedded.Partitions = f.partitions
+		b, err := service.StartBroker(bcfg)
+		if err != nil {
+			return nil, err
+		}
+		defer b.Close()
+		cfg.Brokers, brokerDir = b.Addrs(), b.Dir()
+		res.Broker = "in-process"
+	} else {
+		cfg.Brokers = strings.Split(f.brokers, ",")
+		res.Broker = f.brokers
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.DefaultProduceTopic(cfg.Input.Topic),
+		kgo.ProducerLinger(time.Millisecond), kgo.MaxBufferedRecords(1<<20))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := createTopics(ctx, cl, f.partitions, cfg.Input.Topic, cfg.Output.Topic, cfg.Output.DeadLetterTopic); err != nil {
+		return nil, err
+	}
+
+	var devLine strings.Builder
+	eng, err := f.dev.open(&devLine, f.workers)
+	if err != nil {
+		return nil, err
+	}
+	defer eng.close()
+	res.Device = strings.TrimSpace(strings.TrimPrefix(devLine.String(), "device: "))
+	size := fmt.Sprintf("%d updates", f.updates)
+	if f.duration > 0 {
+		size = fmt.Sprintf("%d updates/s for %v", f.rate, f.duration)
+	}
+	fmt.Fprintf(human, "gcsm bench service: %s, %s among %d accounts, batches of %d, broker %s, device %s\n",
+		res.Mix, size, f.accounts, f.batch, res.Broker, res.Device)
+
+	arr := newArrivals(f.partitions, f.rate, f.duration > 0)
+	sink, err := output.NewKafka(output.KafkaConfig{Brokers: cfg.Brokers, Topic: cfg.Output.Topic, DeadTopic: cfg.Output.DeadLetterTopic})
+	if err != nil {
+		return nil, err
+	}
+	ts := &timedSink{Sink: sink, arr: arr}
+	ob := &batchLog{}
+	reg := prometheus.NewRegistry()
+	log, err := newLogger(stderr, service.LogConfig{Level: "warn", Format: "console"})
+	if err != nil {
+		return nil, err
+	}
+	s, err := service.New(service.Options{Config: cfg, Matcher: eng.matcher, Alloc: eng.alloc, Log: log, Registry: reg, Sink: ts, OnBatch: ob.add})
+	if err != nil {
+		sink.Close()
+		return nil, err
+	}
+	p := &streamProducer{cl: cl, arr: arr}
+	var stream []bench.TransferEvent
+	if f.duration == 0 {
+		stream = bench.TransfersHead(f.accounts, f.updates, f.seed, f.head)
+	}
+	if f.rate == 0 {
+		t0 := time.Now()
+		if err := p.produce(ctx, stream, 0); err != nil {
+			return nil, err
+		}
+		res.LoadPerSec = float64(len(stream)) / time.Since(t0).Seconds()
+		fmt.Fprintf(human, "loaded the stream into %s in %.2fs (%.0f updates/s)\n", cfg.Input.Topic, time.Since(t0).Seconds(), res.LoadPerSec)
+		if res.ReadPerSec, err = readAll(ctx, cfg.Brokers, cfg.Input.Topic, int64(len(stream))); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(human, "a bare consumer reads it back at %.0f updates/s\n", res.ReadPerSec)
+	}
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(ctx) }()
+	produced := make(chan error, 1)
+	var soak *soaker
+	switch {
+	case f.duration > 0:
+		soak = &soaker{s: s, p: p, brokerDir: brokerDir}
+		go func() { produced <- p.soak(ctx, f.accounts, f.seed, f.head, f.rate, f.duration) }()
+		go soak.run(ctx)
+	case f.rate > 0:
+		go func() { produced <- p.produce(ctx, stream, f.rate) }()
+	default:
+		produced <- nil
+	}
+	// Done when the producer has finished and the service has applied
+	// every record it wrote.
+	prodDone := false
+	for {
+		select {
+		case err := <-ran:
+			return nil, fmt.Errorf("the service stopped: %v", err)
+		case err := <-produced:
+			if err != nil {
+				return nil, err
+			}
+			prodDone = true
+		case <-time.After(20 * time.Millisecond):
+		}
+		if prodDone && applied(s.Progress()) >= p.count() {
+			break
+		}
+	}
+	if soak != nil {
+		soak.stop()
+	}
+	cancel()
+	if err := <-ran; err != nil && !errors.Is(err, context.Canceled) {
+		return nil, err
+	}
+	if f.duration > 0 {
+		res.Updates = int(p.count())
+	}
+
+	ob.summarize(res)
+	ts.summarize(res)
+	if err := gatherService(reg, res); err != nil {
+		return nil, err
+	}
+	if soak != nil {
+		res.Soak = soak.result(f.duration)
+	}
+	eng.warnFallback(stderr)
+	// The engine alone opens its own executor; this one goes first so the
+	// two never hold the GPU at once.
+	eng.close()
+	eng.gpu = nil
+	if f.engine && f.duration == 0 {
+		e, err := engineAlone(f, stream, qcfg)
+		if err != nil {
+			return nil, fmt.Errorf("engine alone: %w", err)
+		}
+		e.Consistent = slices.EqualFunc(e.Matches, res.Matches, func(a, b queryMatches) bool {
+			return a.Query == b.Query && a.Appeared-a.Disappeared == b.Appeared-b.Disappeared
+		})
+		res.Engine = e
+		if e.UpdatesPerSec > 0 {
+			res.Ratio = res.UpdatesPerSec / e.UpdatesPerSec
+		}
+	}
+	return res, nil
+}
+
+// readAll reads the n records of topic from the start, with nothing
+// done to them, and returns the records per second: what the broker and
+// the client can do at most, which the service's rate is to be seen
+// against.
+func readAll(ctx context.Context, brokers []string, topic string, n int64) (float64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	t0 := time.Now()
+	var got int64
+	for got < n {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			return 0, fmt.Errorf("read %s back: %w", topic, err)
+		}
+		got += int64(fs.NumRecords())
+	}
+	return float64(n) / time.Since(t0).Seconds(), nil
+}
+
+// applied is the number of input records the service has applied, all
+// partitions together; the bench's topics start at offset 0.
+func applied(p service.Progress) int64 {
+	var n int64
+	for _, o := range p.Position {
+		n += o
+	}
+	return n
+}
+
+// createTopics creates the run's topics, so that neither the producer nor
+// the service depends on the broker creating them on first use.
+func createTopics(ctx context.Context, cl *kgo.Client, partitions int, names ...string) error {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 10000
+	for _, n := range names {
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic, t.NumPartitions, t.ReplicationFactor = n, int32(partitions), 1
+		req.Topics = append(req.Topics, t)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("cannot create the bench topics: %w", err)
+	}
+	for _, t := range resp.Topics {
+		// A topic that exists is fine: the in-process broker seeds them.
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("cannot create topic %s: %w", t.Topic, err)
+		}
+	}
+	return nil
+}
+
+// arrivals holds each input record's timestamp, the time it was handed to
+// the producer (which also stamps it for the broker), by partition and
+// offset: at most a linger and a round trip before its arrival in the
+// topic, so latencies from it are upper bounds. A soak keeps the last
+// few minutes in a ring of fixed size, so the bench's own memory stays
+// flat while it measures the service's.
+type arrivals struct {
+	mu   sync.Mutex
+	ring bool      // slots are reused: offset modulo their number
+	offs [][]int64 // per partition, per slot: the offset held, -1 for none
+	at   [][]int64 // per partition, per slot: Unix nanoseconds
+}
+
+func newArrivals(partitions, rate int, soak bool) *arrivals {
+	a := &arrivals{offs: make([][]int64, partitions), at: make([][]int64, partitions)}
+	if !soak {
+		// Grown as records come: keyed records spread unevenly.
+		return a
+	}
+	n := min(max(rate*180/partitions, 1<<16), 1<<24)
+	a.ring = true
+	for p := range partitions {
+		a.offs[p], a.at[p] = make([]int64, n), make([]int64, n)
+		for i := range a.offs[p] {
+			a.offs[p][i] = -1
+		}
+	}
+	return a
+}
+
+func (a *arrivals) set(p int32, off int64, t time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if int(p) >= len(a.offs) || off < 0 {
+		return
+	}
+	if !a.ring {
+		for int64(len(a.offs[p])) <= off {
+			a.offs[p], a.at[p] = append(a.offs[p], -1), append(a.at[p], 0)
+		}
+	}
+	i := off % int64(len(a.offs[p]))
+	a.offs[p][i], a.at[p][i] = off, t.UnixNano()
+}
+
+// get returns the arrival of a record, or false if it is not (or no
+// longer) known.
+func (a *arrivals) get(p int, off int64) (int64, bool) {
+	if p >= len(a.offs) || off < 0 || len(a.offs[p]) == 0 {
+		return 0, false
+	}
+	i := off % int64(len(a.offs[p]))
+	if a.offs[p][i] != off {
+		return 0, false
+	}
+	return a.at[p][i], true
+}
+
+// streamProducer writes the stream to the input topic and notes each record's
+// arrival.
+type streamProducer struct {
+	cl  *kgo.Client
+	arr *arrivals
+
+	mu    sync.Mutex
+	acked int64
+	err   error
+}
+
+func (p *streamProducer) count() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.acked
+}
+
+func (p *streamProducer) done(r *kgo.Record, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		if p.err == nil {
+			p.err = fmt.Errorf("produce to %s: %w", r.Topic, err)
+		}
+		return
+	}
+	p.acked++
+	p.arr.set(r.Partition, r.Offset, r.Timestamp)
+}
+
+// produce writes evs, at rate records per second or, with rate 0, as fast
+// as the broker takes them, and waits for every acknowledgement.
+func (p *streamProducer) produce(ctx context.Context, evs []bench.TransferEvent, rate int) error {
+	// Chunks of a hundredth of a second at the rate keep the pace smooth.
+	chunk := 4096
+	if rate > 0 {
+		chunk = max(1, rate/100)
+	}
+	start := time.Now()
+	var buf []byte
+	for lo := 0; lo < len(evs); lo += chunk {
+		if rate > 0 {
+			time.Sleep(time.Until(start.Add(time.Duration(float64(lo) / float64(rate) * float64(time.Second)))))
+		}
+		for _, ev := range evs[lo:min(lo+chunk, len(evs))] {
+			buf = ingest.AppendEvent(buf[:0], ingest.Record{Op: ev.Op, Src: ev.Src, Dst: ev.Dst, Label: ev.Label,
+				SrcLabel: ev.SrcLabel, DstLabel: ev.DstLabel, Time: ev.Time})
+			// Keyed by the sender, so a reversal lands on its transfer's
+			// partition after it, whatever --partitions is.
+			p.cl.Produce(ctx, &kgo.Record{Key: []byte(ev.Src), Value: slices.Clone(buf)}, p.done)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	if err := p.cl.Flush(ctx); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// soak produces at rate for d: transfers among the same accounts, a
+// generated chunk at a time with event times running on, so that the graph
+// fills up to the accounts' reach and then stays near that size.
+func (p *streamProducer) soak(ctx context.Context, accounts int, seed uint64, head float64, rate int, d time.Duration) error {
+	const chunk = 100_000
+	end := time.Now().Add(d)
+	var shift int64
+	for k := uint64(0); time.Now().Before(end); k++ {
+		evs := bench.TransfersHead(accounts, chunk, seed+k, head)
+		for i := range evs {
+			evs[i].Time += shift
+		}
+		shift = evs[len(evs)-1].Time + 1 - evs[0].Time + shift
+		// Whole seconds of the chunk, so that the run ends near d.
+		n := min(len(evs), int(max(time.Until(end), time.Second).Seconds()*float64(rate)))
+		if err := p.produce(ctx, evs[:n], rate); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// timedSink is the service's output, noting when each write is
+// acknowledged: an alert's latency runs from its source's last input record
+// (Source.ToOffset, the newest record of the batch that caused it) entering
+// the producer, which stamps the record with that time, to then.
+type timedSink struct {
+	output.Sink
+	arr *arrivals
+
+	mu      sync.Mutex
+	events  int64
+	lat     []weighted // per write and source record: latency, events
+	pending []pending  // alerts whose source's produce callback had not yet run
+}
+
+type weighted struct {
+	d time.Duration
+	n int64
+}
+
+// pending is n alerts acknowledged at ack (Unix nanoseconds) whose source
+// record's timestamp is not known yet: the service read the record before
+// the producer's callback, which notes it, ran.
+type pending struct {
+	p       int
+	off, at int64
+	n       int64
+}
+
+func (t *timedSink) Write(ctx context.Context, evs []output.Event) error {
+	if err := t.Sink.Write(ctx, evs); err != nil {
+		return err
+	}
+	now := time.Now().UnixNano()
+	counts := map[[2]int64]int64{}
+	for _, ev := range evs {
+		if ev.Source != nil {
+			counts[[2]int64{int64(ev.Source.Partition), ev.Source.ToOffset}]++
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.events += int64(len(evs))
+	for k, n := range counts {
+		t.pending = append(t.pending, pending{int(k[0]), k[1], now, n})
+	}
+	t.resolve()
+	return nil
+}
+
+// resolve turns the pending alerts whose source is now known into
+// latencies.
+func (t *timedSink) resolve() {
+	t.arr.mu.Lock()
+	defer t.arr.mu.Unlock()
+	left := t.pending[:0]
+	for _, p := range t.pending {
+		if at, ok := t.arr.get(p.p, p.off); ok {
+			t.lat = append(t.lat, weighted{time.Duration(p.at - at), p.n})
+		} else {
+			left = append(left, p)
+		}
+	}
+	t.pending = left
+}
+
+func (t *timedSink) summarize(res *serviceResult) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.resolve()
+	res.Events = t.events
+	res.AlertLatency = percentiles(t.lat)
+	if res.Seconds > 0 {
+		res.EventsPerSec = float64(t.events) / res.Seconds
+	}
+	if res.Updates > 0 {
+		res.EventsPerUpdate = float64(t.events) / float64(res.Updates)
+	}
+}
+
+// percentiles returns p50, p99 and the maximum of weighted samples, in ms.
+func percentiles(ws []weighted) latencySummary {
+	slices.SortFunc(ws, func(a, b weighted) int { return int(a.d - b.d) })
+	var total int64
+	for _, w := range ws {
+		total += w.n
+	}
+	var s latencySummary
+	if total == 0 {
+		return s
+	}
+	at := func(q float64) float64 {
+		rank := int64(math.Ceil(q * float64(total)))
+		var seen int64
+		for _, w := range ws {
+			if seen += w.n; seen >= rank {
+				return ms(w.d)
+			}
+		}
+		return ms(ws[len(ws)-1].d)
+	}
+	s.P50, s.P99, s.Max, s.Count = at(0.5), at(0.99), ms(ws[len(ws)-1].d), total
+	return s
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// batchLog collects what the service's OnBatch hook says.
+type batchLog struct {
+	mu          sync.Mutex
+	first, last time.Time
+	messages    int
+	lat         []weighted
+}
+
+func (b *batchLog) add(bi service.BatchInfo) {
+	now := time.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.first.IsZero() {
+		b.first = now.Add(-bi.Latency)
+	}
+	b.last = now
+	b.messages += bi.Messages
+	b.lat = append(b.lat, weighted{bi.Latency, 1})
+}
+
+func (b *batchLog) summarize(res *serviceResult) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	res.Batches = len(b.lat)
+	res.BatchLatency = percentiles(b.lat)
+	res.Seconds = b.last.Sub(b.first).Seconds()
+	if res.Seconds > 0 {
+		res.UpdatesPerSec = float64(b.messages) / res.Seconds
+	}
+}
+
+// gatherService reads the stage times and the match counts from the
+// service's metrics.
+func gatherService(reg *prometheus.Registry, res *serviceResult) error {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	stages := map[string]float64{}
+	var order []string
+	byQuery := map[string]*queryMatches{}
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "gcsm_batch_seconds":
+			for _, m := range mf.GetMetric() {
+				st := labelOf(m.GetLabel(), "stage")
+				if _, ok := stages[st]; !ok {
+					order = append(order, st)
+				}
+				stages[st] += m.GetHistogram().GetSampleSum()
+			}
+		case "gcsm_matches_total":
+			for _, m := range mf.GetMetric() {
+				q := labelOf(m.GetLabel(), "query")
+				if byQuery[q] == nil {
+					byQuery[q] = &queryMatches{Query: q}
+				}
+				if labelOf(m.GetLabel(), "change") == output.Appeared {
+					byQuery[q].Appeared += int64(m.GetCounter().GetValue())
+				} else {
+					byQuery[q].Disappeared += int64(m.GetCounter().GetValue())
+				}
+			}
+		}
+	}
+	var total float64
+	for _, v := range stages {
+		total += v
+	}
+	// Pipeline order, then any stage this list does not know.
+	slices.SortStableFunc(order, func(a, b string) int { return stageRank(a) - stageRank(b) })
+	for _, st := range order {
+		sh := stageShare{Stage: st, Seconds: stages[st]}
+		if total > 0 {
+			sh.Share = stages[st] / total
+		}
+		res.Stages = append(res.Stages, sh)
+	}
+	for _, q := range res.Queries {
+		name, _, _ := strings.Cut(q, "=")
+		m := queryMatches{Query: name}
+		if byQuery[name] != nil {
+			m = *byQuery[name]
+		}
+		res.Matches = append(res.Matches, m)
+	}
+	return nil
+}
+
+var stageOrder = []string{"decode", "apply", "estimate", "upload", "match", "reorganize", "output", "commit"}
+
+func stageRank(s string) int {
+	if i := slices.Index(stageOrder, s); i >= 0 {
+		return i
+	}
+	return len(stageOrder)
+}
+
+func labelOf[L interface {
+	GetName() string
+	GetValue() string
+}](ls []L, name string) string {
+	for _, l := range ls {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// engineAlone runs the stream through the engine as replay does: the
+// updates resolved up front, then apply, match (enumerating, as the
+// service must to build its events) and reorganize per batch, timed.
+func engineAlone(f *benchServiceFlags, evs []bench.TransferEvent, qcfg []service.QueryConfig) (*engineResult, error) {
+	eng, err := f.dev.open(io.Discard, f.workers)
+	if err != nil {
+		return nil, err
+	}
+	defer eng.close()
+	s, err := newSession(true, false, eng.alloc)
+	if err != nil {
+		return nil, err
+	}
+	defer s.g.Close()
+	// The service's graph: unlabelled vertices are Accounts, edges
+	// TRANSFERs; every event here names its labels.
+	s.resolver.DefaultEdgeLabel = "TRANSFER"
+	st := &stream{file: "bench"}
+	for i, ev := range evs {
+		u, err := s.resolver.Resolve(ingest.Record{Op: ev.Op, Src: ev.Src, Dst: ev.Dst, Label: ev.Label,
+			SrcLabel: ev.SrcLabel, DstLabel: ev.DstLabel, Time: ev.Time, Line: i + 1})
+		if err != nil {
+			return nil, err
+		}
+		st.updates = append(st.updates, u)
+		st.lines = append(st.lines, i+1)
+	}
+	specs := make([]string, len(qcfg))
+	for i, q := range qcfg {
+		specs[i] = q.Name + "=" + q.Pattern
+	}
+	qs, err := loadQueries(specs, s.labels, true, "", query.Instances, false)
+	if err != nil {
+		return nil, err
+	}
+	counts := make([]incremental.Counts, len(qs))
+	var spent time.Duration
+	sink := func(int, int, graph.Sign, []graph.VertexID) {}
+	for lo := 0; lo < len(st.updates); lo += f.batch {
+		hi := min(lo+f.batch, len(st.updates))
+		t0 := time.Now()
+		delta, _, err := s.apply(st, lo, hi)
+		if err != nil {
+			return nil, err
+		}
+		c, err := eng.matcher.Match(s.g, delta, qs, incremental.Enumerate, sink)
+		if err != nil {
+			return nil, err
+		}
+		s.g.Reorganize()
+		spent += time.Since(t0)
+		for i := range c {
+			counts[i].Positive += c[i].Positive
+			counts[i].Negative += c[i].Negative
+		}
+	}
+	r := &engineResult{Seconds: spent.Seconds()}
+	var total int64
+	for i, q := range qs {
+		r.Matches = append(r.Matches, queryMatches{Query: q.Name, Appeared: int64(counts[i].Positive), Disappeared: int64(counts[i].Negative)})
+		total += int64(counts[i].Positive + counts[i].Negative)
+	}
+	if r.Seconds > 0 {
+		r.UpdatesPerSec = float64(len(st.updates)) / r.Seconds
+		r.MatchesPerSec = float64(total) / r.Seconds
+	}
+	return r, nil
+}
+
+// report writes the human table.
+func (r *serviceResult) report(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "service (%s)\t%d updates in %d batches, %.2fs from the first cut to the last ack\t\n", r.Mode, r.Updates, r.Batches, r.Seconds)
+	fmt.Fprintf(tw, "  updates/s\t%.0f\t\n", r.UpdatesPerSec)
+	if r.ReadPerSec > 0 {
+		fmt.Fprintf(tw, "  broker ceiling\tproduce %.0f, read %.0f updates/s (a bare client, nothing else running)\t\n", r.LoadPerSec, r.ReadPerSec)
+	}
+	fmt.Fprintf(tw, "  events/s\t%.0f (%d events, %.4f per update)\t\n", r.EventsPerSec, r.Events, r.EventsPerUpdate)
+	fmt.Fprintf(tw, "  alert latency ms\tp50 %.1f  p99 %.1f  max %.1f over %d alerts (input record produced to alert acknowledged)\t\n", r.AlertLatency.P50, r.AlertLatency.P99, r.AlertLatency.Max, r.AlertLatency.Count)
+	fmt.Fprintf(tw, "  batch latency ms\tp50 %.1f  p99 %.1f  max %.1f (cut to acknowledged output)\t\n", r.BatchLatency.P50, r.BatchLatency.P99, r.BatchLatency.Max)
+	var stages []string
+	for _, s := range r.Stages {
+		if s.Seconds > 0 {
+			stages = append(stages, fmt.Sprintf("%s %.0f%%", s.Stage, 100*s.Share))
+		}
+	}
+	fmt.Fprintf(tw, "  stages\t%s\t\n", strings.Join(stages, ", "))
+	if r.Engine != nil {
+		fmt.Fprintf(tw, "engine alone\t%.2fs, %.0f updates/s, %.0f matches/s\t\n", r.Engine.Seconds, r.Engine.UpdatesPerSec, r.Engine.MatchesPerSec)
+		fmt.Fprintf(tw, "service / engine\t%.2f\t\n", r.Ratio)
+	}
+	tw.Flush()
+	if r.Mode == "backlog" {
+		fmt.Fprintln(w, "  (the stream waited in the topic, so the alert latency includes that wait; --rate measures it at a set load)")
+	}
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "query\tappeared\tdisappeared\tengine appeared\tengine disappeared\t")
+	for i, m := range r.Matches {
+		line := fmt.Sprintf("%s\t%d\t%d\t", m.Query, m.Appeared, m.Disappeared)
+		if r.Engine != nil && i < len(r.Engine.Matches) {
+			line += fmt.Sprintf("%d\t%d\t", r.Engine.Matches[i].Appeared, r.Engine.Matches[i].Disappeared)
+		} else {
+			line += "-\t-\t"
+		}
+		fmt.Fprintln(tw, line)
+	}
+	tw.Flush()
+	if r.Soak != nil {
+		r.Soak.report(w)
+	}
+}
+
+// soaker samples the process and the service once a second during a
+// soak.
+type soaker struct {
+	s         *service.Service
+	p         *streamProducer
+	brokerDir string // "" with external brokers
+
+	mu      sync.Mutex
+	start   time.Time
+	samples []soakSample
+	quit    chan struct{}
+	once    sync.Once
+}
+
+type soakSample struct {
+	T         float64 `json:"t"` // seconds since the start
+	RSS       int64   `json:"rss_bytes"`
+	Heap      int64   `json:"heap_bytes"`
+	Lag       int64   `json:"lag"`
+	DiskBytes int64   `json:"broker_disk_bytes,omitempty"`
+}
+
+type soakResult struct {
+	Warmup  float64        `json:"warmup_s"`
+	Window  float64        `json:"window_s"`
+	First   soakSample     `json:"first"` // means over the first window after the warm-up
+	Last    soakSample     `json:"last"`  // means over the last window
+	Drift   map[string]any `json:"drift"` // last/first − 1, per figure
+	Samples []soakSample   `json:"samples"`
+}
+
+func (k *soaker) run(ctx context.Context) {
+	k.mu.Lock()
+	k.start, k.quit = time.Now(), make(chan struct{})
+	k.mu.Unlock()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-k.quit:
+			return
+		case <-tick.C:
+		}
+		smp := soakSample{T: time.Since(k.start).Seconds(), RSS: rss(), Heap: heapBytes(), Lag: max(0, k.p.count()-applied(k.s.Progress()))}
+		if k.brokerDir != "" {
+			smp.DiskBytes = dirBytes(k.brokerDir)
+		}
+		k.mu.Lock()
+		k.samples = append(k.samples, smp)
+		k.mu.Unlock()
+	}
+}
+
+func (k *soaker) stop() {
+	k.once.Do(func() {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		if k.quit != nil {
+			close(k.quit)
+		}
+	})
+}
+
+// result compares the first window after the warm-up with the last one:
+// a minute each on a run of four minutes or more, a quarter of the run on
+// a shorter one.
+func (k *soaker) result(d time.Duration) *soakResult {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	win := min(time.Minute, d/4).Seconds()
+	r := &soakResult{Warmup: win, Window: win, Samples: k.samples, Drift: map[string]any{}}
+	end := 0.0
+	if n := len(k.samples); n > 0 {
+		end = k.samples[n-1].T
+	}
+	r.First = meanSample(k.samples, win, 2*win)
+	r.Last = meanSample(k.samples, end-win, end+1)
+	rel := func(a, b int64) any {
+		if a == 0 {
+			return nil
+		}
+		return float64(b)/float64(a) - 1
+	}
+	r.Drift["rss"] = rel(r.First.RSS, r.Last.RSS)
+	r.Drift["heap"] = rel(r.First.Heap, r.Last.Heap)
+	r.Drift["lag"] = rel(r.First.Lag, r.Last.Lag)
+	r.Drift["broker_disk"] = rel(r.First.DiskBytes, r.Last.DiskBytes)
+	return r
+}
+
+func meanSample(ss []soakSample, from, to float64) soakSample {
+	var m soakSample
+	var n int64
+	for _, s := range ss {
+		if s.T >= from && s.T < to {
+			m.RSS, m.Heap, m.Lag, m.DiskBytes = m.RSS+s.RSS, m.Heap+s.Heap, m.Lag+s.Lag, m.DiskBytes+s.DiskBytes
+			n++
+		}
+	}
+	if n > 0 {
+		m.RSS, m.Heap, m.Lag, m.DiskBytes = m.RSS/n, m.Heap/n, m.Lag/n, m.DiskBytes/n
+	}
+	m.T = from
+	return m
+}
+
+func (r *soakResult) report(w io.Writer) {
+	fmt.Fprintf(w, "soak: %d samples; means over %.0fs windows, after %.0fs of warm-up and at the end:\n", len(r.Samples), r.Window, r.Warmup)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\tfirst\tlast\tdrift\t")
+	row := func(name string, a, b int64, unit float64, key string) {
+		d := "-"
+		if v, ok := r.Drift[key].(float64); ok {
+			d = fmt.Sprintf("%+.1f%%", 100*v)
+		}
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%s\t\n", name, float64(a)/unit, float64(b)/unit, d)
+	}
+	row("RSS MiB", r.First.RSS, r.Last.RSS, 1<<20, "rss")
+	row("Go heap MiB", r.First.Heap, r.Last.Heap, 1<<20, "heap")
+	row("consumer lag", r.First.Lag, r.Last.Lag, 1, "lag")
+	row("broker disk MiB", r.First.DiskBytes, r.Last.DiskBytes, 1<<20, "broker_disk")
+	tw.Flush()
+}
+
+// rss is the process's resident set (VmRSS), 0 where /proc is missing.
+func rss() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// heapBytes is the Go heap's live and not yet swept objects.
+func heapBytes() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64())
+}
+
+// dirBytes is the size of the files under dir.
+func dirBytes(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// benchServiceJSON runs gcsm bench service with --json and returns its
+// summary, checking that stdout is that one line.
+func benchServiceJSON(t *testing.T, args ...string) serviceResult {
+	t.Helper()
+	out := gcsmOK(t, append([]string{"bench", "service", "--json", "--device", "cpu"}, args...)...)
+	if n := len(jsonLines(t, out)); n != 1 {
+		t.Fatalf("--json: want one line of JSON on stdout, got %d:\n%s", n, out)
+	}
+	return lastJSON[serviceResult](t, out)
+}
+
+// checkAgainstEngine checks a run's figures against each other: every
+// update applied, every match found delivered as an event, and each
+// query's net count the engine's alone.
+func checkAgainstEngine(t *testing.T, r serviceResult, updates int) {
+	t.Helper()
+	if r.Updates != updates || r.Batches == 0 || r.UpdatesPerSec <= 0 {
+		t.Errorf("updates %d in %d batches at %.0f/s, want %d updates", r.Updates, r.Batches, r.UpdatesPerSec, updates)
+	}
+	var found int64
+	for _, m := range r.Matches {
+		found += m.Appeared + m.Disappeared
+	}
+	if found != r.Events {
+		t.Errorf("the service found %d matches but delivered %d events", found, r.Events)
+	}
+	if r.Engine == nil {
+		t.Fatal("no engine-alone figures")
+	}
+	if len(r.Engine.Matches) != len(r.Matches) {
+		t.Fatalf("engine alone reports %d queries, the service %d", len(r.Engine.Matches), len(r.Matches))
+	}
+	for i, m := range r.Matches {
+		e := r.Engine.Matches[i]
+		if e.Query != m.Query || e.Appeared-e.Disappeared != m.Appeared-m.Disappeared {
+			t.Errorf("query %s: service %+v, engine alone %+v: the net counts differ", m.Query, m, e)
+		}
+	}
+	if !r.Engine.Consistent {
+		t.Error("the command says the service and the engine disagree")
+	}
+	var share float64
+	for _, s := range r.Stages {
+		share += s.Share
+	}
+	if share < 0.999 || share > 1.001 {
+		t.Errorf("stage shares sum to %v, want 1: %+v", share, r.Stages)
+	}
+	if r.Ratio <= 0 {
+		t.Errorf("service/engine ratio %v", r.Ratio)
+	}
+}
+
+func TestBenchServiceMixes(t *testing.T) {
+	sparse := benchServiceJSON(t, "--mix", "alert-sparse", "--updates", "20000", "--accounts", "20000", "--batch", "2048")
+	checkAgainstEngine(t, sparse, 20000)
+	if sparse.LoadPerSec <= 0 || sparse.ReadPerSec <= 0 {
+		t.Errorf("broker ceiling: produce %v, read %v updates/s", sparse.LoadPerSec, sparse.ReadPerSec)
+	}
+	if sparse.Events == 0 || sparse.EventsPerUpdate >= 0.01 {
+		t.Errorf("alert-sparse: %d events, %.4f per update; want some, under 0.01 per update", sparse.Events, sparse.EventsPerUpdate)
+	}
+	// Without --json the table comes first on stdout and the summary is
+	// its last line.
+	// Three partitions, which the senders' keys fill unevenly.
+	out := gcsmOK(t, "bench", "service", "--device", "cpu", "--mix", "alert-heavy", "--updates", "20000", "--accounts", "300", "--batch", "2048", "--partitions", "3")
+	if !strings.Contains(out, "service / engine") || !strings.Contains(out, "query  appeared") {
+		t.Errorf("no table on stdout:\n%s", out)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	heavy := lastJSON[serviceResult](t, lines[len(lines)-1]+"\n")
+	checkAgainstEngine(t, heavy, 20000)
+	if heavy.EventsPerUpdate <= 1 {
+		t.Errorf("alert-heavy: %.4f events per update, want more than 1", heavy.EventsPerUpdate)
+	}
+	if heavy.AlertLatency.Count != heavy.Events || heavy.AlertLatency.P50 <= 0 || heavy.AlertLatency.P50 > heavy.AlertLatency.P99 || heavy.AlertLatency.P99 > heavy.AlertLatency.Max {
+		t.Errorf("alert latency %+v over %d events", heavy.AlertLatency, heavy.Events)
+	}
+}
+
+// TestBenchServiceRate produces while the service runs, over partitions
+// that the senders' keys fill unevenly: every alert's latency is known, and at a rate the service keeps up with, an alert
+// waits for a batch or two, not for the whole stream.
+func TestBenchServiceRate(t *testing.T) {
+	r := benchServiceJSON(t, "--mix", "alert-heavy", "--updates", "6000", "--accounts", "200", "--batch", "256", "--rate", "3000", "--partitions", "3",
+		"-q", "ring3=(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(a)")
+	checkAgainstEngine(t, r, 6000)
+	if r.Mode != "rate" || r.Mix != "custom" {
+		t.Errorf("mode %q, mix %q", r.Mode, r.Mix)
+	}
+	if r.Events == 0 || r.AlertLatency.Count != r.Events {
+		t.Errorf("%d events, latency known for %d", r.Events, r.AlertLatency.Count)
+	}
+	// The stream takes 2 s to produce; latencies near that would mean
+	// they were taken from the start of the stream.
+	if r.AlertLatency.P50 >= 1500 {
+		t.Errorf("alert latency p50 %.1f ms at a rate the service keeps up with", r.AlertLatency.P50)
+	}
+}
+
+func TestBenchServiceSoak(t *testing.T) {
+	r := benchServiceJSON(t, "--mix", "alert-sparse", "--accounts", "5000", "--rate", "2000", "--duration", "4s")
+	if r.Soak == nil || len(r.Soak.Samples) < 3 {
+		t.Fatalf("soak: %+v", r.Soak)
+	}
+	if r.Engine != nil {
+		t.Error("a soak runs no engine-alone pass")
+	}
+	for _, s := range r.Soak.Samples {
+		if s.RSS <= 0 || s.Heap <= 0 || s.DiskBytes <= 0 {
+			t.Errorf("sample %+v: want RSS, heap and the broker's disk", s)
+		}
+	}
+	if r.Soak.First.RSS <= 0 || r.Soak.Last.RSS <= 0 || r.Soak.Drift["rss"] == nil {
+		t.Errorf("drift windows: first %+v, last %+v, drift %v", r.Soak.First, r.Soak.Last, r.Soak.Drift)
+	}
+	if r.Updates < 4000 || r.Updates > 10000 {
+		t.Errorf("%d updates in 4s at 2000/s", r.Updates)
+	}
+}
+
+func TestBenchServiceFlags(t *testing.T) {
+	help := gcsmOK(t, "bench", "service", "-h")
+	if !strings.Contains(help, "Usage: gcsm bench service [flags]") || !strings.Contains(help, "-mix") || !strings.Contains(help, "GPU tuning flags (--gpu-*) are not shown") {
+		t.Errorf("gcsm bench service -h:\n%s", help)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--mix", "alert-medium"}, `--mix "alert-medium": want alert-sparse or alert-heavy`},
+		{[]string{"--duration", "10s"}, "--duration 10s needs --rate"},
+		{[]string{"--batch", "0"}, "--batch 0: want 1"},
+		{[]string{"-q", "(a)-[:X]->("}, `-q "(a)-[:X]->("`},
+	} {
+		_, errs, code := gcsm(t, append([]string{"bench", "service"}, tc.args...)...)
+		if code == 0 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want an error with %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+// produceConsume writes values to topic through the broker at addr and
+// reads them back.
+func produceConsume(t *testing.T, addr, topic string, values ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, v := range values {
+		if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatalf("produce to %s on %s: %v", topic, addr, err)
+		}
+	}
+	c, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var got []string
+	for len(got) < len(values) {
+		fs := c.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %q of %q: %v", got, values, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	if !slices.Equal(got, values) {
+		t.Errorf("consumed %q, produced %q", got, values)
+	}
+}
+
+// TestBroker runs gcsm broker in-process: it serves on the address it
+// prints, with gcsm's topics and the --topics ones seeded, and keeps its
+// log in --data.
+func TestBroker(t *testing.T) {
+	data := t.TempDir()
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var errb strings.Builder
+	go func() {
+		done <- serveBroker(ctx, []string{"--listen", "127.0.0.1:0", "--data", data, "--topics", "extra", "--partitions", "2"}, pw, &errb)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no address: %v", err)
+	}
+	go io.Copy(io.Discard, pr)
+	addr := strings.TrimSpace(line)
+	produceConsume(t, addr, "extra", "a", "b", "c")
+	produceConsume(t, addr, "edges", `{"op":"+","src":"x","dst":"y"}`)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(data + "/kafka"); err != nil || !fi.IsDir() {
+		t.Errorf("no log under --data: %v", err)
+	}
+}
+
+// TestBrokerProcess runs gcsm broker as a child process (this test binary,
+// re-entered through TestChildGcsm), runs gcsm bench service against it
+// with --brokers, and stops it with SIGTERM.
+func TestBrokerProcess(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChildGcsm$")
+	cmd.Env = append(os.Environ(), childArgsEnv+"=broker\n--listen\n127.0.0.1:0")
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no address from the broker process: %v; stderr:\n%s", err, errb.String())
+	}
+	go io.Copy(io.Discard, out)
+	addr := strings.TrimSpace(line)
+	produceConsume(t, addr, "edges", "one", "two")
+	r := benchServiceJSON(t, "--brokers", addr, "--mix", "alert-sparse", "--updates", "5000", "--accounts", "5000")
+	checkAgainstEngine(t, r, 5000)
+	if r.Broker != addr {
+		t.Errorf("broker %q, want %q", r.Broker, addr)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("broker process after SIGTERM: %v; stderr:\n%s", err, errb.String())
+	}
+	if !strings.Contains(errb.String(), "gcsm broker: stopped") {
+		t.Errorf("stderr:\n%s", errb.String())
+	}
+}

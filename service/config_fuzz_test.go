@@ -1,0 +1,30 @@
+package service
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// FuzzParseByteSize: any text either parses to a size that reads back the
+// same from its plain digits, or is refused with an error naming it.
+func FuzzParseByteSize(f *testing.F) {
+	for _, s := range []string{"0", "1048576", "1GiB", "512 MiB", "64KiB", "1TiB", "10B", "1GB", "-5", "+5", "", " ", "9223372036854775807", "8388608TiB", "1.5GiB", "GiB"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := parseByteSize(s)
+		if err != nil {
+			if n != 0 || !strings.Contains(err.Error(), strconv.Quote(s)) {
+				t.Fatalf("%q: %d, %v", s, n, err)
+			}
+			return
+		}
+		if n < 0 {
+			t.Fatalf("%q parsed to %d", s, n)
+		}
+		if m, err := parseByteSize(strconv.FormatInt(int64(n), 10)); err != nil || m != n {
+			t.Fatalf("%q parsed to %d, which reads back as %d, %v", s, n, m, err)
+		}
+	})
+}

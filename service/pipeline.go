@@ -1,0 +1,224 @@
+package service
+
+import (
+	"context"
+	"maps"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gcsm/gcsm/ingest"
+)
+
+// A generation runs as three stages joined by bounded queues, so that
+// batch n+1 is decoded while n is matched and n-1 is delivered:
+//
+//	prepare:  cut a batch, decode its messages (a pure function of them)
+//	run loop: resolve ids, expire, apply, match, build events, reorganize;
+//	          HTTP operations and checkpoints, which need a quiet graph
+//	deliver:  write events and dead letters and wait for their acks
+//
+// The run loop owns all engine state; the other stages touch only their
+// batch. Positions, progress and commits advance when the run loop takes a
+// batch's acknowledgement back, in batch order, so a batch's offsets count
+// only once its output is durable. A full queue stops the stage before it:
+// undelivered output stops matching, which stops decoding, which stops the
+// reads (backpressure).
+
+// maxInflight bounds the batches matched but not yet acknowledged: one
+// being delivered and one waiting. Delivery is sequential to keep the
+// output's order, so a deeper queue would only hold more events in memory.
+const maxInflight = 2
+
+// pipeline is one generation's queues, and the run loop's count of
+// batches handed to delivery and not yet taken back.
+type pipeline struct {
+	// ready is unbuffered: the decoder holds one decoded batch while the
+	// graph stages run, which hides decoding; a deeper queue would only add
+	// its batches to every update's latency under a backlog.
+	ready    chan *batchState // decoded, to the run loop
+	out      chan *batchState // matched, to delivery
+	acked    chan *batchState // delivered (or failed, err set), back to the run loop
+	free     chan *buffers    // returned by the run loop for the next batches
+	inflight int
+	wg       sync.WaitGroup
+}
+
+// buffers are a batch's messages and their decoding, reused from batch to
+// batch: at 4,096 messages they are about 0.7 MB.
+type buffers struct {
+	msgs []ingest.Message
+	dec  []decoded
+}
+
+// startPipeline starts the decoding stage on in, until ctx ends, and the
+// delivery stage, whose writes dctx bounds; stop ends them.
+func (s *Service) startPipeline(ctx, dctx context.Context, in <-chan ingest.Message) *pipeline {
+	p := &pipeline{
+		ready: make(chan *batchState),
+		out:   make(chan *batchState, maxInflight),
+		acked: make(chan *batchState, maxInflight),
+		free:  make(chan *buffers, 3),
+	}
+	p.wg.Go(func() { s.prepare(ctx, in, p) })
+	p.wg.Go(func() { s.deliverAll(dctx, p) })
+	return p
+}
+
+// stop waits for both stages to end; ctx must be done or the input closed.
+// It must be called from the run loop, after its last hand-off.
+func (p *pipeline) stop() {
+	close(p.out)
+	p.wg.Wait()
+}
+
+// prepare cuts and decodes batches until the input ends or ctx is done.
+func (s *Service) prepare(ctx context.Context, in <-chan ingest.Message, p *pipeline) {
+	defer close(p.ready)
+	bt := newBatcher(in, s.cfg.Batch.Size, s.cfg.Batch.Linger)
+	decs := make([]*ingest.Decoder, max(1, runtime.GOMAXPROCS(0)))
+	for i := range decs {
+		decs[i] = &ingest.Decoder{Format: s.dec.Format, MaxBytes: s.dec.MaxBytes}
+	}
+	for {
+		var buf *buffers
+		select {
+		case buf = <-p.free:
+		default:
+			buf = &buffers{}
+		}
+		msgs, more := bt.next(buf.msgs, ctx.Done())
+		buf.msgs = msgs
+		if len(msgs) > 0 {
+			b := newBatchState(buf)
+			buf.dec = slices.Grow(buf.dec[:0], len(msgs))[:len(msgs)]
+			decodeAll(msgs, buf.dec, decs)
+			b.times[stageDecode] = time.Since(b.cut)
+			if ctx.Err() != nil {
+				return
+			}
+			b.queued = time.Now()
+			select {
+			case p.ready <- b:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if !more {
+			return
+		}
+	}
+}
+
+// deliverAll delivers batches in order. After a failure, which only an
+// ending ctx causes (deliver retries anything else), it writes nothing
+// more: the later batches come back failed too.
+func (s *Service) deliverAll(ctx context.Context, p *pipeline) {
+	var failed error
+	for b := range p.out {
+		t0 := time.Now()
+		s.met.wait.WithLabelValues("output").Observe(t0.Sub(b.queued).Seconds())
+		if failed == nil {
+			failed = s.deliver(ctx, b)
+		}
+		b.err = failed
+		b.times[stageOutput] = time.Since(t0)
+		p.acked <- b
+	}
+}
+
+// handOff passes a matched batch to delivery, first taking back
+// acknowledgements while maxInflight batches are out.
+func (s *Service) handOff(p *pipeline, b *batchState) error {
+	for p.inflight >= maxInflight {
+		if err := s.takeBack(p, <-p.acked); err != nil {
+			return err
+		}
+	}
+	b.queued = time.Now()
+	p.out <- b // never blocks: p.out holds maxInflight
+	p.inflight++
+	return nil
+}
+
+// drain waits until every batch handed to delivery is acknowledged.
+func (s *Service) drain(p *pipeline) error {
+	for p.inflight > 0 {
+		if err := s.takeBack(p, <-p.acked); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// takeBack records a delivered batch: its offsets now count as applied.
+func (s *Service) takeBack(p *pipeline, b *batchState) error {
+	p.inflight--
+	if b.err != nil {
+		return b.err
+	}
+	for part, r := range b.ranges {
+		s.position[part] = r[1] + 1
+	}
+	s.mu.Lock()
+	s.progress.Batches = b.id
+	s.progress.Position = maps.Clone(s.position)
+	s.progress.Events += int64(len(b.events))
+	s.progress.DeadLetters += int64(len(b.dead))
+	s.mu.Unlock()
+	s.met.batchSeconds.WithLabelValues(stages[stageOutput]).Observe(b.times[stageOutput].Seconds())
+	if s.onBatch != nil {
+		s.onBatch(BatchInfo{Batch: b.id, Messages: b.messages, Events: len(b.events), Latency: time.Since(b.cut)})
+	}
+	return nil
+}
+
+// loop is the run loop of one generation: it takes decoded batches through
+// the graph stages, runs HTTP operations and checkpoints between them, and
+// takes acknowledgements back. It returns once the input has ended and
+// every batch is acknowledged, or on a fatal error.
+func (s *Service) loop(ctx context.Context, gen *ingest.Generation, p *pipeline) error {
+	tick := time.NewTicker(max(s.cfg.State.CheckpointEvery, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case b, ok := <-p.ready:
+			if !ok {
+				if err := s.drain(p); err != nil {
+					return err
+				}
+				return s.maybeCheckpoint(gen, p)
+			}
+			s.met.wait.WithLabelValues("graph").Observe(time.Since(b.queued).Seconds())
+			if err := s.process(b); err != nil {
+				return err
+			}
+			select {
+			case p.free <- b.buf:
+			default:
+			}
+			b.buf, b.msgs = nil, nil
+			if err := s.handOff(p, b); err != nil {
+				return err
+			}
+		case b := <-p.acked:
+			if err := s.takeBack(p, b); err != nil {
+				return err
+			}
+		case o := <-s.ops:
+			// An operation sees the graph as of the last batch, with all its
+			// events delivered: a new query's initial matches come after
+			// every earlier event, and a checkpoint covers what it holds.
+			if err := s.drain(p); err != nil {
+				o.done <- opResult{nil, err}
+				return err
+			}
+			s.runOp(ctx, o)
+		case <-tick.C:
+		}
+		if err := s.maybeCheckpoint(gen, p); err != nil {
+			return err
+		}
+	}
+}

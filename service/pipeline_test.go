@@ -1,0 +1,232 @@
+package service
+
+import (
+	"context"
+	"io"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/gcsm/gcsm/output"
+)
+
+// gatedSink is the Kafka output behind a gate: while the gate is shut,
+// writes wait before they reach Kafka, so a test decides when a batch's
+// output is acknowledged. delay slows every write down.
+type gatedSink struct {
+	output.Sink
+	delay time.Duration
+
+	mu   sync.Mutex
+	open chan struct{} // closed while the gate is open
+}
+
+func newGatedSink(t testing.TB, brokers []string, cfg Config) *gatedSink {
+	t.Helper()
+	k, err := output.NewKafka(output.KafkaConfig{Brokers: brokers, Topic: cfg.Output.Topic, DeadTopic: cfg.Output.DeadLetterTopic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gatedSink{Sink: k, open: make(chan struct{})}
+	close(g.open)
+	return g
+}
+
+func (g *gatedSink) shut() {
+	g.mu.Lock()
+	g.open = make(chan struct{})
+	g.mu.Unlock()
+}
+
+func (g *gatedSink) release() {
+	g.mu.Lock()
+	close(g.open)
+	g.mu.Unlock()
+}
+
+func (g *gatedSink) wait(ctx context.Context) error {
+	g.mu.Lock()
+	open := g.open
+	g.mu.Unlock()
+	select {
+	case <-open:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	time.Sleep(g.delay)
+	return nil
+}
+
+func (g *gatedSink) Write(ctx context.Context, events []output.Event) error {
+	if err := g.wait(ctx); err != nil {
+		return err
+	}
+	return g.Sink.Write(ctx, events)
+}
+
+func (g *gatedSink) WriteDead(ctx context.Context, letters []output.DeadLetter) error {
+	if err := g.wait(ctx); err != nil {
+		return err
+	}
+	return g.Sink.WriteDead(ctx, letters)
+}
+
+// startWith is start with a sink of the test's.
+func startWith(t testing.TB, cfg Config, sink output.Sink) *running {
+	t.Helper()
+	s, err := New(Options{Config: cfg, Log: zerolog.New(io.Discard), Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{s: s, stop: cancel, done: make(chan error, 1)}
+	go func() { r.done <- s.Run(ctx) }()
+	t.Cleanup(func() { r.shutdown(t) })
+	return r
+}
+
+// counter reads a counter without labels from the service's registry.
+func counter(t testing.TB, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no counter %s", name)
+	return 0
+}
+
+// TestPipelineOverlap holds one batch's output unacknowledged and requires
+// that the graph stages go on with the next batches, as far as the
+// delivery queue allows and no further, while the positions, progress and
+// committed offsets stay at the last acknowledged batch; an HTTP operation
+// then waits for the acknowledgements and sees them all.
+func TestPipelineOverlap(t *testing.T) {
+	addrs := cluster(t, 1, 1)
+	recs, vals := transferStream(1280, 23)
+	cfg := testConfig(t, addrs)
+	cfg.Batch = BatchConfig{Size: 64, Linger: 5 * time.Millisecond}
+	// Only the first batch's checkpoint is due: a due checkpoint waits for
+	// all acknowledgements, which this test holds back.
+	cfg.State.CheckpointEvery = time.Hour
+	out := consume(t, addrs, "matches", true)
+	sink := newGatedSink(t, addrs, cfg)
+	r := startWith(t, cfg, sink)
+	s := r.s
+
+	half := len(vals) / 2
+	produce(t, addrs, "edges", vals[:half])
+	waitFor(t, "the first half", time.Minute, func() bool { return s.Progress().Position[0] == int64(half) })
+	waitFor(t, "the first checkpoint's commit", time.Minute, func() bool { return committed(t, addrs, cfg.Input.Group) > 0 })
+	commit := committed(t, addrs, cfg.Input.Group)
+	before := s.Progress()
+	matched := counter(t, s.Registry(), "gcsm_batches_total")
+
+	sink.shut()
+	produce(t, addrs, "edges", vals[half:])
+	// One batch waits for its acknowledgement, one more waits for
+	// delivery, and the graph stages have matched a third, which they
+	// cannot hand on.
+	want := matched + maxInflight + 1
+	waitFor(t, "the graph stages to run ahead of delivery", time.Minute, func() bool {
+		return counter(t, s.Registry(), "gcsm_batches_total") >= want
+	})
+	time.Sleep(200 * time.Millisecond)
+	if got := counter(t, s.Registry(), "gcsm_batches_total"); got != want {
+		t.Fatalf("%v batches matched with one unacknowledged, want %v: the queue to delivery is not bounded", got-matched, want-matched)
+	}
+	if p := s.Progress(); p.Position[0] != int64(half) || p.Batches != before.Batches || p.Events != before.Events {
+		t.Fatalf("progress moved past unacknowledged output: %+v, was %+v", p, before)
+	}
+	if c := committed(t, addrs, cfg.Input.Group); c != commit {
+		t.Fatalf("committed offset %d with output unacknowledged, want %d", c, commit)
+	}
+
+	// An operation runs only once every matched batch is acknowledged.
+	type seen struct{ batch, acked uint64 }
+	opDone := make(chan seen, 1)
+	go func() {
+		v, err := s.do(context.Background(), func(context.Context) (any, error) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return seen{s.batch, s.progress.Batches}, nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		opDone <- v.(seen)
+	}()
+	select {
+	case v := <-opDone:
+		t.Fatalf("an operation ran with output unacknowledged: %+v", v)
+	case <-time.After(200 * time.Millisecond):
+	}
+	sink.release()
+	if v := <-opDone; v.batch != v.acked {
+		t.Fatalf("the operation saw batch %d matched but only %d acknowledged", v.batch, v.acked)
+	}
+	waitFor(t, "the stream", time.Minute, func() bool { return s.Progress().Position[0] == int64(len(vals)) })
+	waitFor(t, "the events", time.Minute, func() bool { return int64(out.count()) == s.Progress().Events })
+	events, _ := out.snapshot(t)
+	checkOrder(t, cfg, events)
+	checkNet(t, events, finalMatches(t, cfg, recs))
+}
+
+// TestPipelineOrder slows delivery down, so that every queue fills, and
+// requires the events of a replay in batch order, each batch's in the
+// service's order.
+func TestPipelineOrder(t *testing.T) {
+	addrs := cluster(t, 1, 1)
+	cfg := testConfig(t, addrs)
+	recs, vals := transferStream(12*cfg.Batch.Size, 5)
+	produce(t, addrs, "edges", vals)
+	// Every batch fills to Size, as in a replay.
+	cfg.Batch.Linger = 10 * time.Second
+	out := consume(t, addrs, "matches", true)
+	sink := newGatedSink(t, addrs, cfg)
+	sink.delay = 20 * time.Millisecond
+	r := startWith(t, cfg, sink)
+	waitFor(t, "the stream", time.Minute, func() bool { return r.s.Progress().Position[0] == int64(len(vals)) })
+	waitFor(t, "the events", time.Minute, func() bool { return int64(out.count()) == r.s.Progress().Events })
+	events, _ := out.snapshot(t)
+	checkOrder(t, cfg, events)
+	got := make([]string, len(events))
+	for i, ev := range events {
+		got[i] = describe(ev)
+	}
+	slices.Sort(got)
+	if want := replayEvents(t, cfg, recs); !slices.Equal(got, want) {
+		t.Fatalf("events differ from the replay's: got %d, want %d\nfirst got  %v\nfirst want %v", len(got), len(want), head(got), head(want))
+	}
+}
+
+// checkOrder requires events in batch order and, within a batch, by query
+// (in configuration order) and change, disappeared first.
+func checkOrder(t *testing.T, cfg Config, events []outEvent) {
+	t.Helper()
+	if len(events) == 0 {
+		t.Fatal("no events")
+	}
+	rank := func(ev outEvent) [3]int {
+		q := slices.IndexFunc(cfg.Queries, func(c QueryConfig) bool { return c.Name == ev.Query })
+		c := 0
+		if ev.Change == output.Appeared {
+			c = 1
+		}
+		return [3]int{int(ev.Batch), q, c}
+	}
+	for i := 1; i < len(events); i++ {
+		if a, b := rank(events[i-1]), rank(events[i]); slices.Compare(a[:], b[:]) > 0 {
+			t.Fatalf("event %d (batch, query, change %v) follows %v", i, b, a)
+		}
+	}
+}

@@ -1,0 +1,29 @@
+package service
+
+// Broker is the embedded Kafka-protocol broker standing alone, as gcsm
+// broker runs it: the broker gcsm run would start in its own process, so
+// that a benchmark's broker does not share the service's cores.
+type Broker struct{ e *embedded }
+
+// StartBroker starts the broker of cfg's embedded section: it listens on
+// cfg.Embedded.Listen, keeps its log under cfg.State.Dir/kafka (the layout
+// gcsm run uses, so it can serve a stopped service's log) and seeds the
+// configured input and output topics, plus topics, with
+// cfg.Embedded.Partitions partitions each.
+func StartBroker(cfg Config, topics ...string) (*Broker, error) {
+	e, err := startEmbedded(cfg, topics...)
+	if err != nil {
+		return nil, err
+	}
+	return &Broker{e: e}, nil
+}
+
+// Addrs are the addresses the broker listens on.
+func (b *Broker) Addrs() []string { return b.e.addrs }
+
+// Dir is the directory of the broker's log.
+func (b *Broker) Dir() string { return b.e.dir }
+
+// Close stops the broker; clients connected to it see their connections
+// closed.
+func (b *Broker) Close() { b.e.close() }
