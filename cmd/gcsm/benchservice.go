@@ -85,6 +85,8 @@ type benchServiceFlags struct {
 	rate              int
 	duration          time.Duration
 	brokers           string
+	client            string // output.client
+	compression       string // output.compression
 	seed              uint64
 	head              float64 // the stream's Zipf offset, from the mix
 	jsonOut, engine   bool
@@ -107,6 +109,8 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.rate, "rate", 0, "updates per second to produce while the service runs, for end-to-end latency; 0 loads the whole stream first and measures throughput")
 	fs.DurationVar(&f.duration, "duration", 0, "run at --rate for this long, sampling RSS, Go heap, consumer lag and the embedded broker's disk every second, and report their drift (a soak); the engine alone is not run")
 	fs.StringVar(&f.brokers, "brokers", "", "comma-separated Kafka `brokers` (a gcsm broker in another process, say); empty starts the embedded broker in this process")
+	fs.StringVar(&f.client, "output-client", "franz-go", "Kafka client that produces the alerts: franz-go or kafka-go")
+	fs.StringVar(&f.compression, "compression", "none", "compression of the produced alerts: none, gzip, snappy, lz4 or zstd")
 	fs.Uint64Var(&f.seed, "seed", 1, "stream seed")
 	fs.BoolVar(&f.jsonOut, "json", false, "write only the JSON summary to stdout; the table goes to stderr")
 	fs.BoolVar(&f.engine, "engine", true, "also run the stream through the engine alone and report the service's share of its throughput")
@@ -116,6 +120,8 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 	}
 	err := badFlags(
 		choice("mix", f.mix, "alert-sparse", "alert-heavy"),
+		choice("output-client", f.client, "franz-go", "kafka-go"),
+		choice("compression", f.compression, "none", "gzip", "snappy", "lz4", "zstd"),
 		intIn("updates", int64(f.updates), 0, math.MaxInt32),
 		intIn("accounts", int64(f.accounts), 0, math.MaxInt32),
 		intIn("batch", int64(f.batch), 1, math.MaxInt32),
@@ -206,6 +212,8 @@ type serviceResult struct {
 	Mix             string         `json:"mix"`
 	Mode            string         `json:"mode"` // backlog: the stream waits in the topic; rate: produced while the service runs
 	Broker          string         `json:"broker"`
+	OutputClient    string         `json:"output_client"`
+	Compression     string         `json:"compression"`
 	Device          string         `json:"device"`
 	Updates         int            `json:"updates"`
 	Accounts        int            `json:"accounts"`
@@ -267,7 +275,8 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 		return nil, err
 	}
 	defer os.RemoveAll(state)
-	res := &serviceResult{Mix: mix, Mode: "backlog", Updates: f.updates, Accounts: f.accounts, Batch: f.batch, Rate: f.rate}
+	res := &serviceResult{Mix: mix, Mode: "backlog", Updates: f.updates, Accounts: f.accounts, Batch: f.batch, Rate: f.rate,
+		OutputClient: f.client, Compression: f.compression}
 	if f.rate > 0 {
 		res.Mode = "rate"
 	}
@@ -291,6 +300,7 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 	cfg.Graph = service.GraphConfig{Directed: true, DefaultEdgeLabel: "TRANSFER", DefaultVertexLabel: "Account"}
 	cfg.Engine.Workers = f.workers
 	cfg.Queries = qcfg
+	cfg.Output.Client, cfg.Output.Compression = f.client, f.compression
 
 	var brokerDir string
 	if f.brokers == "" {
@@ -331,11 +341,12 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 	if f.duration > 0 {
 		size = fmt.Sprintf("%d updates/s for %v", f.rate, f.duration)
 	}
-	fmt.Fprintf(human, "gcsm bench service: %s, %s among %d accounts, batches of %d, broker %s, device %s\n",
-		res.Mix, size, f.accounts, f.batch, res.Broker, res.Device)
+	fmt.Fprintf(human, "gcsm bench service: %s, %s among %d accounts, batches of %d, broker %s, device %s, output %s (compression %s)\n",
+		res.Mix, size, f.accounts, f.batch, res.Broker, res.Device, f.client, f.compression)
 
 	arr := newArrivals(f.partitions, f.rate, f.duration > 0)
-	sink, err := output.NewKafka(output.KafkaConfig{Brokers: cfg.Brokers, Topic: cfg.Output.Topic, DeadTopic: cfg.Output.DeadLetterTopic})
+	sink, err := output.NewKafka(output.KafkaConfig{Client: cfg.Output.Client, Brokers: cfg.Brokers, Topic: cfg.Output.Topic,
+		DeadTopic: cfg.Output.DeadLetterTopic, Compression: cfg.Output.Compression})
 	if err != nil {
 		return nil, err
 	}

@@ -74,19 +74,26 @@ func TestBenchServiceMixes(t *testing.T) {
 	if sparse.LoadPerSec <= 0 || sparse.ReadPerSec <= 0 {
 		t.Errorf("broker ceiling: produce %v, read %v updates/s", sparse.LoadPerSec, sparse.ReadPerSec)
 	}
+	if sparse.OutputClient != "franz-go" || sparse.Compression != "none" {
+		t.Errorf("default output %s, compression %s; want franz-go, none", sparse.OutputClient, sparse.Compression)
+	}
 	if sparse.Events == 0 || sparse.EventsPerUpdate >= 0.01 {
 		t.Errorf("alert-sparse: %d events, %.4f per update; want some, under 0.01 per update", sparse.Events, sparse.EventsPerUpdate)
 	}
 	// Without --json the table comes first on stdout and the summary is
 	// its last line.
-	// Three partitions, which the senders' keys fill unevenly.
-	out := gcsmOK(t, "bench", "service", "--device", "cpu", "--mix", "alert-heavy", "--updates", "20000", "--accounts", "300", "--batch", "2048", "--partitions", "3")
+	// Three partitions, which the senders' keys fill unevenly; the other output client, compressing.
+	out := gcsmOK(t, "bench", "service", "--device", "cpu", "--mix", "alert-heavy", "--updates", "20000", "--accounts", "300", "--batch", "2048", "--partitions", "3",
+		"--output-client", "kafka-go", "--compression", "lz4")
 	if !strings.Contains(out, "service / engine") || !strings.Contains(out, "query  appeared") {
 		t.Errorf("no table on stdout:\n%s", out)
 	}
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	heavy := lastJSON[serviceResult](t, lines[len(lines)-1]+"\n")
 	checkAgainstEngine(t, heavy, 20000)
+	if heavy.OutputClient != "kafka-go" || heavy.Compression != "lz4" {
+		t.Errorf("output %s, compression %s; want kafka-go, lz4", heavy.OutputClient, heavy.Compression)
+	}
 	if heavy.EventsPerUpdate <= 1 {
 		t.Errorf("alert-heavy: %.4f events per update, want more than 1", heavy.EventsPerUpdate)
 	}
@@ -148,6 +155,8 @@ func TestBenchServiceFlags(t *testing.T) {
 		{[]string{"--mix", "alert-medium"}, `--mix "alert-medium": want alert-sparse or alert-heavy`},
 		{[]string{"--duration", "10s"}, "--duration 10s needs --rate"},
 		{[]string{"--batch", "0"}, "--batch 0: want 1"},
+		{[]string{"--output-client", "sarama"}, `--output-client "sarama": want franz-go or kafka-go`},
+		{[]string{"--compression", "brotli"}, `--compression "brotli": want none, gzip, snappy, lz4 or zstd`},
 		{[]string{"-q", "(a)-[:X]->("}, `-q "(a)-[:X]->("`},
 	} {
 		_, errs, code := gcsm(t, append([]string{"bench", "service"}, tc.args...)...)
