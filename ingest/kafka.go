@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Message is one Kafka record of the input topic.
@@ -47,7 +49,8 @@ type ConsumerConfig struct {
 	// offset its reading started from: the broker no longer holds the
 	// records in between (retention dropped them before they were read;
 	// on a compacted or transactional topic, the offsets may have held no
-	// record), and kafka-go goes on from the first it holds.
+	// record), and reading goes on from the first it holds. It is also
+	// told of a reset past records the broker lost while they were read.
 	Skipped func(partition int, from, to int64)
 }
 
@@ -150,7 +153,8 @@ func (c *Consumer) Next(ctx context.Context) (*Generation, error) {
 }
 
 // Read streams the assigned partitions into out, each from the offset in
-// from (kafka.FirstOffset, -2, where from has no entry), until the
+// from (the first one held where from has no entry or a negative one), in
+// offset order within a partition, until the
 // generation ends or ctx is done; then it closes out. A full out blocks the
 // fetches, which is the consumer's backpressure. Errors end the generation's
 // reading and are returned by Wait.
@@ -166,21 +170,9 @@ func (g *Generation) Read(ctx context.Context, from map[int]int64, out chan<- Me
 			}
 			cancel()
 		}()
-		var wg sync.WaitGroup
-		var once sync.Once
-		for _, p := range g.Partitions {
-			start, ok := from[p]
-			if !ok {
-				start = kafka.FirstOffset
-			}
-			wg.Go(func() {
-				if err := g.readPartition(ctx, p, start, out); err != nil && ctx.Err() == nil {
-					once.Do(func() { rd.err = err })
-					cancel()
-				}
-			})
+		if len(g.Partitions) > 0 {
+			rd.err = g.read(ctx, from, out)
 		}
-		wg.Wait()
 		close(out)
 		close(rd.done)
 		// kafka-go ends the generation, and closes the connection Commit
@@ -213,33 +205,88 @@ func (r *Reading) Wait() error {
 	return r.err
 }
 
-func (g *Generation) readPartition(ctx context.Context, p int, start int64, out chan<- Message) error {
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:   g.cfg.Brokers,
-		Topic:     g.cfg.Topic,
-		Partition: p,
-		MinBytes:  1,
-		MaxBytes:  g.cfg.MaxBytes,
-		MaxWait:   g.cfg.MaxWait,
-	})
-	defer r.Close()
-	if err := r.SetOffset(start); err != nil {
-		return fmt.Errorf("ingest: partition %d: cannot seek to %d: %w", p, start, err)
+// read polls the assigned partitions with one kgo client until ctx is done
+// or a fetch fails. kgo's PollFetches reads 2.5-3x faster than kafka-go's
+// Reader (BenchmarkKafkaRead), and the group stays kafka-go's: the client
+// only fetches the partitions at the offsets given, it joins no group.
+func (g *Generation) read(ctx context.Context, from map[int]int64, out chan<- Message) error {
+	offsets := make(map[int32]kgo.Offset, len(g.Partitions))
+	// pending holds the partitions, and their start offsets, whose first
+	// record is still to come, for the Skipped report.
+	pending := make(map[int32]int64, len(g.Partitions))
+	for _, p := range g.Partitions {
+		start, ok := from[p]
+		if !ok || start < 0 {
+			offsets[int32(p)] = kgo.NewOffset().AtStart()
+			continue
+		}
+		offsets[int32(p)] = kgo.NewOffset().At(start)
+		pending[int32(p)] = start
 	}
-	for first := start >= 0; ; first = false {
-		m, err := r.FetchMessage(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(g.cfg.Brokers...),
+		kgo.ClientID("gcsm"),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{g.cfg.Topic: offsets}),
+		// An offset the broker no longer holds resumes at the log start,
+		// as kafka-go's Reader did; Skipped then names the gap.
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxBytes(int32(g.cfg.MaxBytes)),
+		kgo.FetchMaxPartitionBytes(int32(g.cfg.MaxBytes)),
+		kgo.FetchMaxWait(g.cfg.MaxWait),
+		// A response may carry one partition's MaxBytes per partition.
+		kgo.BrokerMaxReadBytes(int32(min(math.MaxInt32, max(100<<20, 2*int64(g.cfg.MaxBytes))))),
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("ingest: cannot start reading topic %q: %w", g.cfg.Topic, err)
+	}
+	defer cl.Close()
+	for {
+		// The client fetches ahead by at most one response per broker while
+		// records wait here, so a full out stops the fetches.
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		var ferr error
+		fs.EachError(func(topic string, p int32, err error) {
+			// A reset forward past lost records goes on, as a retention
+			// gap does; any other fetch error ends the read.
+			var lost *kgo.ErrDataLoss
+			if errors.As(err, &lost) && lost.ResetTo > lost.ConsumedTo {
+				if g.cfg.Skipped != nil {
+					g.cfg.Skipped(int(p), lost.ConsumedTo, lost.ResetTo)
+				}
+				return
 			}
-			return fmt.Errorf("ingest: partition %d: %w", p, err)
+			if ferr == nil {
+				ferr = fmt.Errorf("ingest: topic %q partition %d: %w", topic, p, err)
+			}
+		})
+		if ferr != nil {
+			return ferr
 		}
-		if first && m.Offset > start && g.cfg.Skipped != nil {
-			g.cfg.Skipped(p, start, m.Offset)
-		}
-		select {
-		case out <- Message{Partition: p, Offset: m.Offset, Value: m.Value, HighWaterMark: m.HighWaterMark}:
-		case <-ctx.Done():
+		var stopped bool
+		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+			if stopped || len(fp.Records) == 0 {
+				return
+			}
+			if start, ok := pending[fp.Partition]; ok {
+				delete(pending, fp.Partition)
+				if first := fp.Records[0].Offset; first > start && g.cfg.Skipped != nil {
+					g.cfg.Skipped(int(fp.Partition), start, first)
+				}
+			}
+			for _, r := range fp.Records {
+				select {
+				case out <- Message{Partition: int(r.Partition), Offset: r.Offset, Value: r.Value, HighWaterMark: fp.HighWatermark}:
+				case <-ctx.Done():
+					stopped = true
+					return
+				}
+			}
+		})
+		if stopped {
 			return nil
 		}
 	}
