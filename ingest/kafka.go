@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,6 +43,9 @@ type ConsumerConfig struct {
 	// MaxWait (100ms) is how long a fetch waits for new records; it bounds
 	// how soon a quiet stream's first record is seen.
 	MaxWait time.Duration
+	// TLS, if set, is used to reach the brokers, by the group's member and
+	// by the reading client alike.
+	TLS *tls.Config
 	// Logf, if set, receives the group protocol's progress (joins,
 	// assignments, commits), for debugging.
 	Logf func(format string, args ...any)
@@ -117,6 +121,7 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 		PartitionWatchInterval: 5 * time.Second,
 		StartOffset:            kafka.FirstOffset,
 		Logger:                 logf(cfg.Logf),
+		Dialer:                 &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true, TLS: cfg.TLS},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ingest: cannot join group %q: %w", cfg.Group, err)
@@ -235,6 +240,9 @@ func (g *Generation) read(ctx context.Context, from map[int]int64, out chan<- Me
 		kgo.FetchMaxWait(g.cfg.MaxWait),
 		// A response may carry one partition's MaxBytes per partition.
 		kgo.BrokerMaxReadBytes(int32(min(math.MaxInt32, max(100<<20, 2*int64(g.cfg.MaxBytes))))),
+	}
+	if g.cfg.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(g.cfg.TLS))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {

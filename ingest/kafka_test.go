@@ -2,7 +2,15 @@ package ingest
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	crand "crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"fmt"
+	"math/big"
+	"net"
 	"testing"
 	"time"
 
@@ -12,15 +20,22 @@ import (
 )
 
 // testCluster starts a kfake cluster with a topic of the given partitions,
-// each holding n records valued "p<partition>-<i>".
-func testCluster(t *testing.T, partitions, n int) (*kfake.Cluster, *kgo.Client) {
+// each holding n records valued "p<partition>-<i>"; tc, if set, is the
+// cluster's TLS config and the client's.
+func testCluster(t *testing.T, partitions, n int, tc ...*tls.Config) (*kfake.Cluster, *kgo.Client) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(partitions), "edges"))
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(int32(partitions), "edges")}
+	copts := []kgo.Opt{kgo.RecordPartitioner(kgo.ManualPartitioner())}
+	if len(tc) == 2 {
+		opts = append(opts, kfake.TLS(tc[0]))
+		copts = append(copts, kgo.DialTLSConfig(tc[1]))
+	}
+	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl, err := kgo.NewClient(append(copts, kgo.SeedBrokers(c.ListenAddrs()...))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,10 +54,14 @@ func testCluster(t *testing.T, partitions, n int) (*kfake.Cluster, *kgo.Client) 
 
 // activeGeneration joins group alone and returns its generation, which
 // holds every partition.
-func activeGeneration(t *testing.T, c *kfake.Cluster, group string, skipped func(int, int64, int64)) *Generation {
+func activeGeneration(t *testing.T, c *kfake.Cluster, group string, skipped func(int, int64, int64), tc ...*tls.Config) *Generation {
 	t.Helper()
-	cons, err := NewConsumer(ConsumerConfig{Brokers: c.ListenAddrs(), Topic: "edges", Group: group,
-		SessionTimeout: 6 * time.Second, MaxBytes: 1 << 10, Skipped: skipped})
+	cfg := ConsumerConfig{Brokers: c.ListenAddrs(), Topic: "edges", Group: group,
+		SessionTimeout: 6 * time.Second, MaxBytes: 1 << 10, Skipped: skipped}
+	if len(tc) > 0 {
+		cfg.TLS = tc[0]
+	}
+	cons, err := NewConsumer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,6 +194,106 @@ func TestGenerationReadGap(t *testing.T) {
 		}
 	default:
 		t.Error("Skipped was not told of the gap")
+	}
+	cancel()
+	if err := rd.Wait(); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	rd.Release()
+}
+
+// TestGenerationReadTLS: ConsumerConfig.TLS reaches a TLS-only cluster,
+// for the group and the reading client both.
+func TestGenerationReadTLS(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kfake"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:   time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(crand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(cert)
+	server := &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	client := &tls.Config{RootCAs: roots}
+	c, _ := testCluster(t, 1, 10, server, client)
+	gen := activeGeneration(t, c, "tls", nil, client)
+	out := make(chan Message, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rd := gen.Read(ctx, nil, out)
+	for i := range int64(10) {
+		select {
+		case m := <-out:
+			if m.Offset != i {
+				t.Fatalf("offset %d, want %d", m.Offset, i)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("read %d records over TLS, want 10", i)
+		}
+	}
+	cancel()
+	if err := rd.Wait(); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	rd.Release()
+}
+
+// TestGenerationReadBacklog reads a 6 MB backlog of 16 KiB records with the
+// default 16 MiB fetches, whole and in order.
+func TestGenerationReadBacklog(t *testing.T) {
+	const n, size = 400, 16 << 10
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "edges"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ProducerBatchMaxBytes(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: "edges", Value: make([]byte, size)}
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := NewConsumer(ConsumerConfig{Brokers: c.ListenAddrs(), Topic: "edges", Group: "backlog",
+		SessionTimeout: 6 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	gen, err := cons.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan Message, 64)
+	rd := gen.Read(ctx, nil, out)
+	for i := range int64(n) {
+		select {
+		case m := <-out:
+			if m.Offset != i || len(m.Value) != size {
+				t.Fatalf("offset %d with %d bytes, want %d with %d", m.Offset, len(m.Value), i, size)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("read %d of %d records, then nothing for 30s", i, n)
+		}
 	}
 	cancel()
 	if err := rd.Wait(); err != nil {
