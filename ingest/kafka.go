@@ -54,7 +54,7 @@ type ConsumerConfig struct {
 	// records in between (retention dropped them before they were read;
 	// on a compacted or transactional topic, the offsets may have held no
 	// record), and reading goes on from the first it holds. It is also
-	// told of a reset past records the broker lost while they were read.
+	// told when retention drops records ahead of the reading.
 	Skipped func(partition int, from, to int64)
 }
 
@@ -216,9 +216,13 @@ func (r *Reading) Wait() error {
 // only fetches the partitions at the offsets given, it joins no group.
 func (g *Generation) read(ctx context.Context, from map[int]int64, out chan<- Message) error {
 	offsets := make(map[int32]kgo.Offset, len(g.Partitions))
-	// pending holds the partitions, and their start offsets, whose first
-	// record is still to come, for the Skipped report.
-	pending := make(map[int32]int64, len(g.Partitions))
+	// next holds each partition's next offset where known, and seen the
+	// partitions with a record read, for the Skipped report: the first
+	// record past next is a gap, a later jump one only where the log start
+	// passed next (offsets a compacted or transactional topic leaves
+	// empty are no gap).
+	next := make(map[int32]int64, len(g.Partitions))
+	seen := make(map[int32]bool, len(g.Partitions))
 	for _, p := range g.Partitions {
 		start, ok := from[p]
 		if !ok || start < 0 {
@@ -226,8 +230,9 @@ func (g *Generation) read(ctx context.Context, from map[int]int64, out chan<- Me
 			continue
 		}
 		offsets[int32(p)] = kgo.NewOffset().At(start)
-		pending[int32(p)] = start
+		next[int32(p)] = start
 	}
+	maxBytes := int32(min(g.cfg.MaxBytes, math.MaxInt32))
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(g.cfg.Brokers...),
 		kgo.ClientID("gcsm"),
@@ -235,11 +240,12 @@ func (g *Generation) read(ctx context.Context, from map[int]int64, out chan<- Me
 		// An offset the broker no longer holds resumes at the log start,
 		// as kafka-go's Reader did; Skipped then names the gap.
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxBytes(int32(g.cfg.MaxBytes)),
-		kgo.FetchMaxPartitionBytes(int32(g.cfg.MaxBytes)),
+		kgo.FetchMaxBytes(maxBytes),
+		kgo.FetchMaxPartitionBytes(maxBytes),
 		kgo.FetchMaxWait(g.cfg.MaxWait),
-		// A response may carry one partition's MaxBytes per partition.
-		kgo.BrokerMaxReadBytes(int32(min(math.MaxInt32, max(100<<20, 2*int64(g.cfg.MaxBytes))))),
+		// kgo drops a larger response; a broker returns a first record past
+		// the fetch's cap whole, so leave room above it.
+		kgo.BrokerMaxReadBytes(int32(min(math.MaxInt32, max(100<<20, 2*int64(maxBytes))))),
 	}
 	if g.cfg.TLS != nil {
 		opts = append(opts, kgo.DialTLSConfig(g.cfg.TLS))
@@ -256,35 +262,17 @@ func (g *Generation) read(ctx context.Context, from map[int]int64, out chan<- Me
 		if ctx.Err() != nil {
 			return nil
 		}
-		var ferr error
-		fs.EachError(func(topic string, p int32, err error) {
-			// A reset forward past lost records goes on, as a retention
-			// gap does; any other fetch error ends the read.
-			var lost *kgo.ErrDataLoss
-			if errors.As(err, &lost) && lost.ResetTo > lost.ConsumedTo {
-				if g.cfg.Skipped != nil {
-					g.cfg.Skipped(int(p), lost.ConsumedTo, lost.ResetTo)
-				}
-				return
-			}
-			if ferr == nil {
-				ferr = fmt.Errorf("ingest: topic %q partition %d: %w", topic, p, err)
-			}
-		})
-		if ferr != nil {
-			return ferr
-		}
 		var stopped bool
 		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
 			if stopped || len(fp.Records) == 0 {
 				return
 			}
-			if start, ok := pending[fp.Partition]; ok {
-				delete(pending, fp.Partition)
-				if first := fp.Records[0].Offset; first > start && g.cfg.Skipped != nil {
-					g.cfg.Skipped(int(fp.Partition), start, first)
-				}
+			p := fp.Partition
+			want, known := next[p]
+			if first := fp.Records[0].Offset; known && first > want && (!seen[p] || fp.LogStartOffset > want) && g.cfg.Skipped != nil {
+				g.cfg.Skipped(int(p), want, first)
 			}
+			seen[p], next[p] = true, fp.Records[len(fp.Records)-1].Offset+1
 			for _, r := range fp.Records {
 				select {
 				case out <- Message{Partition: int(r.Partition), Offset: r.Offset, Value: r.Value, HighWaterMark: fp.HighWatermark}:
@@ -296,6 +284,17 @@ func (g *Generation) read(ctx context.Context, from map[int]int64, out chan<- Me
 		})
 		if stopped {
 			return nil
+		}
+		var ferr error
+		// kgo retries what can be retried; an error it reports ends the
+		// read, after the records that came with it.
+		fs.EachError(func(topic string, p int32, err error) {
+			if ferr == nil {
+				ferr = fmt.Errorf("ingest: topic %q partition %d: %w", topic, p, err)
+			}
+		})
+		if ferr != nil {
+			return ferr
 		}
 	}
 }

@@ -20,7 +20,7 @@ import (
 )
 
 // testCluster starts a kfake cluster with a topic of the given partitions,
-// each holding n records valued "p<partition>-<i>"; tc, if set, is the
+// each holding n records valued "p<partition>-<i>" in batches of ten; tc, if set, is the
 // cluster's TLS config and the client's.
 func testCluster(t *testing.T, partitions, n int, tc ...*tls.Config) (*kfake.Cluster, *kgo.Client) {
 	t.Helper()
@@ -46,8 +46,14 @@ func testCluster(t *testing.T, partitions, n int, tc ...*tls.Config) (*kfake.Clu
 			recs = append(recs, &kgo.Record{Topic: "edges", Partition: int32(p), Value: fmt.Appendf(nil, "p%d-%d", p, i)})
 		}
 	}
-	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
-		t.Fatal(err)
+	// Batches of ten, so that a 1 KiB fetch holds a few of them: a broker
+	// returns a record batch whole.
+	for len(recs) > 0 {
+		k := min(10, len(recs))
+		if err := cl.ProduceSync(context.Background(), recs[:k]...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		recs = recs[k:]
 	}
 	return c, cl
 }
@@ -151,15 +157,14 @@ func TestGenerationReadStops(t *testing.T) {
 	rd.Release()
 }
 
-// TestGenerationReadGap: a start offset below the records the broker still
-// holds resumes at the first one held, and Skipped names the gap.
-func TestGenerationReadGap(t *testing.T) {
-	c, cl := testCluster(t, 1, 50)
+// deleteRecords drops partition 0's records below offset.
+func deleteRecords(t *testing.T, cl *kgo.Client, offset int64) {
+	t.Helper()
 	req := kmsg.NewPtrDeleteRecordsRequest()
 	rt := kmsg.NewDeleteRecordsRequestTopic()
 	rt.Topic = "edges"
 	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
-	rp.Offset = 20
+	rp.Offset = offset
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(context.Background(), cl)
@@ -169,10 +174,18 @@ func TestGenerationReadGap(t *testing.T) {
 	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
 		t.Fatalf("DeleteRecords: error code %d", code)
 	}
-	type gap struct {
-		p        int
-		from, to int64
-	}
+}
+
+type gap struct {
+	p        int
+	from, to int64
+}
+
+// TestGenerationReadGap: a start offset below the records the broker still
+// holds resumes at the first one held, and Skipped names the gap.
+func TestGenerationReadGap(t *testing.T) {
+	c, cl := testCluster(t, 1, 50)
+	deleteRecords(t, cl, 20)
 	gaps := make(chan gap, 4)
 	gen := activeGeneration(t, c, "gap", func(p int, from, to int64) { gaps <- gap{p, from, to} })
 	out := make(chan Message, 100)
@@ -194,6 +207,58 @@ func TestGenerationReadGap(t *testing.T) {
 		}
 	default:
 		t.Error("Skipped was not told of the gap")
+	}
+	cancel()
+	if err := rd.Wait(); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	rd.Release()
+}
+
+// TestGenerationReadGapWhileReading: records dropped after reading began,
+// ahead of what was fetched, are skipped and named as well.
+func TestGenerationReadGapWhileReading(t *testing.T) {
+	const n, cut = 3000, 2500
+	c, cl := testCluster(t, 1, n)
+	gaps := make(chan gap, 4)
+	gen := activeGeneration(t, c, "gap-reading", func(p int, from, to int64) { gaps <- gap{p, from, to} })
+	out := make(chan Message)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rd := gen.Read(ctx, nil, out)
+	// 1 KiB fetches hold a few dozen records: the client holds back its
+	// next fetch, well below the cut, while this reader waits.
+	if m := <-out; m.Offset != 0 {
+		t.Fatalf("first offset %d, want 0", m.Offset)
+	}
+	time.Sleep(100 * time.Millisecond)
+	deleteRecords(t, cl, cut)
+	next, jumped := int64(1), false
+	for next < n {
+		var m Message
+		select {
+		case m = <-out:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("nothing read after offset %d", next-1)
+		}
+		if m.Offset != next {
+			jumped = true
+			if m.Offset != cut {
+				t.Fatalf("offset %d after %d, want %d or the cut, %d", m.Offset, next-1, next, cut)
+			}
+			select {
+			case g := <-gaps:
+				if g != (gap{0, next, cut}) {
+					t.Errorf("Skipped%v, want {0 %d %d}", g, next, cut)
+				}
+			default:
+				t.Errorf("Skipped was not told of the gap [%d, %d)", next, cut)
+			}
+		}
+		next = m.Offset + 1
+	}
+	if !jumped {
+		t.Fatal("every record was read: the deletion came too late to test the gap")
 	}
 	cancel()
 	if err := rd.Wait(); err != nil {
