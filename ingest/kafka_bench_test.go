@@ -91,3 +91,40 @@ func readBench(b *testing.B, read func(n int)) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "records/s")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/record")
 }
+
+// BenchmarkGenerationRead measures Generation.Read, as the service consumes, on the canned fetches of
+// BenchmarkKafkaRead: records from the group's generation to the receiving end of the channel.
+func BenchmarkGenerationRead(b *testing.B) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "edges"),
+		kfake.SyntheticFetch(kfake.SyntheticBatch{RecordBytes: 100, RandomFrac: 0.5}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	cons, err := NewConsumer(ConsumerConfig{Brokers: c.ListenAddrs(), Topic: "edges", Group: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cons.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	gen, err := cons.Next(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := make(chan Message, 4096)
+	rd := gen.Read(ctx, nil, out)
+	<-out // connects
+	readBench(b, func(n int) {
+		for range n {
+			<-out
+		}
+	})
+	cancel()
+	for range out {
+	}
+	if err := rd.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	rd.Release()
+}
