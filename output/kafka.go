@@ -122,7 +122,7 @@ func (c *KafkaConfig) validate() error {
 	}
 	// franz-go refuses batches under 512 bytes, and a record batch's header alone takes 61.
 	if c.BatchBytes != 0 && (c.BatchBytes < 512 || c.BatchBytes > 1<<30) {
-		return fmt.Errorf("Kafka batch bytes %d: want 512 to 1 GiB", c.BatchBytes)
+		return fmt.Errorf("batch bytes %d: want 512 to 1 GiB for a Kafka batch", c.BatchBytes)
 	}
 	switch c.Compression {
 	case "", "none", "gzip", "snappy", "lz4", "zstd":
