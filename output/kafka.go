@@ -10,10 +10,9 @@ import (
 
 // The values of KafkaConfig.Client.
 const (
-	// ClientFranz produces with franz-go's kgo client, the default. Through kfake on 2 shared cores
-	// (BenchmarkKafkaWrite, medians of 3) it writes 1000- and 10000-event batches about twice as fast as
-	// kafka-go's Writer (583k against 277k events/s at 1000), acknowledges a 1-event Write in a third of
-	// the time (83µs against 249µs), and allocates 0.02 objects per event against 4.5.
+	// ClientFranz produces with franz-go's kgo client, the default: it writes 1,000-event batches about
+	// twice as fast as kafka-go's Writer and allocates a fraction per event (BenchmarkKafkaWrite;
+	// docs/benchmarks.md has the table).
 	ClientFranz = "franz-go"
 	// ClientKafkaGo produces with segmentio/kafka-go's Writer.
 	ClientKafkaGo = "kafka-go"
@@ -36,22 +35,14 @@ type KafkaConfig struct {
 
 	// BatchTimeout is how long a partial batch waits for more messages before it is sent. Default 10µs.
 	// kafka-go only: the franz-go sink ends each Write with a flush, which sends partial batches at once.
-	//
-	// Write is synchronous, so the timeout is pure latency: each Write waits it out once for its last batch
-	// on each partition, and kafka-go's own default of 1s would add a second to every gcsm batch. It cannot
-	// split a Write's messages into more requests, because kafka-go appends one call's messages for a
-	// partition under the lock that the flush timer also takes. It is far below 1ms because, once every
-	// goroutine is parked, the runtime waits for a sub-millisecond timer in epoll with a 1ms timeout:
-	// through kfake on 2 shared cores (BenchmarkKafkaWrite, medians of 3), a 1-event Write takes 0.14ms at
-	// 10µs, 1.26ms at 100µs and 1.47ms at 1ms, and 1000-event Writes reach 257k, 147k and 119k events/s.
+	// Write is synchronous, so the timeout is pure latency, paid once per Write: kafka-go's default of 1s
+	// would add a second to every gcsm batch, and even 1ms costs ten times 10µs on a 1-event Write,
+	// because a parked runtime waits out sub-millisecond timers in 1ms epoll ticks.
 	BatchTimeout time.Duration
 	// BatchSize is the most messages in one produce request to a partition. Default 1000. kafka-go only:
-	// franz-go bounds a batch by BatchBytes alone.
-	//
-	// kafka-go allocates a batch's message slice at this capacity (~150 bytes a message) on every Write,
-	// so 10000 cost 11 MB and 145k events/s for a 1000-event Write against 2.9 MB and 257k at 1000; and
-	// each partition sends its requests one after another, so 100 would cost a broker round trip every
-	// 100 messages on a real network.
+	// franz-go bounds a batch by BatchBytes alone. kafka-go allocates every Write's batch at this capacity
+	// (~150 bytes a message), so a larger size costs memory and speed; a much smaller one costs a broker
+	// round trip every few messages.
 	BatchSize int
 	// BatchBytes is the most bytes in one produce batch, and also the largest message. Default 1 MiB, the
 	// broker's default message.max.bytes; larger batches are rejected by a broker left at its default.
