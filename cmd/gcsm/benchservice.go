@@ -90,6 +90,7 @@ type benchServiceFlags struct {
 	seed              uint64
 	head              float64 // the stream's Zipf offset, from the mix
 	jsonOut, engine   bool
+	cpuprofile        string
 	dev               deviceFlags
 }
 
@@ -114,9 +115,17 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 	fs.Uint64Var(&f.seed, "seed", 1, "stream seed")
 	fs.BoolVar(&f.jsonOut, "json", false, "write only the JSON summary to stdout; the table goes to stderr")
 	fs.BoolVar(&f.engine, "engine", true, "also run the stream through the engine alone and report the service's share of its throughput")
+	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the whole run to `file`")
 	f.dev.register(fs)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
+	}
+	if f.cpuprofile != "" {
+		stop, err := startProfile(f.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	err := badFlags(
 		choice("mix", f.mix, "alert-sparse", "alert-heavy"),

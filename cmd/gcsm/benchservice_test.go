@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -69,8 +70,12 @@ func checkAgainstEngine(t *testing.T, r serviceResult, updates int) {
 }
 
 func TestBenchServiceMixes(t *testing.T) {
-	sparse := benchServiceJSON(t, "--mix", "alert-sparse", "--updates", "20000", "--accounts", "20000", "--batch", "2048")
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
+	sparse := benchServiceJSON(t, "--mix", "alert-sparse", "--updates", "20000", "--accounts", "20000", "--batch", "2048", "--cpuprofile", prof)
 	checkAgainstEngine(t, sparse, 20000)
+	if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
+		t.Errorf("--cpuprofile wrote no profile: %v", err)
+	}
 	if sparse.LoadPerSec <= 0 || sparse.ReadPerSec <= 0 {
 		t.Errorf("broker ceiling: produce %v, read %v updates/s", sparse.LoadPerSec, sparse.ReadPerSec)
 	}
