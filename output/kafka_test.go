@@ -2,17 +2,9 @@ package output
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	crand "crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -20,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gcsm/gcsm/internal/testtls"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -588,31 +581,10 @@ func TestKafkaSASL(t *testing.T) {
 // TestKafkaTLS checks that each client reaches a TLS-only cluster through KafkaConfig.TLS, verifying the
 // cluster's certificate.
 func TestKafkaTLS(t *testing.T) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kfake"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:   time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(crand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(cert)
-	server := &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	server, trust := testtls.Configs(t)
 	eachClient(t, func(t *testing.T, client string) {
 		c := newCluster(t, kfake.TLS(server))
-		k := newKafka(t, KafkaConfig{Client: client, Brokers: c.ListenAddrs(), Topic: "matches",
-			TLS: &tls.Config{RootCAs: roots}})
+		k := newKafka(t, KafkaConfig{Client: client, Brokers: c.ListenAddrs(), Topic: "matches", TLS: trust})
 		if err := k.Write(context.Background(), matchEvents(1, 5)); err != nil {
 			t.Fatal(err)
 		}
