@@ -161,6 +161,7 @@ type GPU struct {
 	epoch   uint64 // tracked's Epoch when last prepared
 	stale   []dyngraph.ListRef
 	tab     tableCopy
+	tabHost []uint32 // staging for whole-table copies, kept so they allocate once
 	// listBytes counts the neighbour-list bytes the kernel read through
 	// the slabs ([0]) and from the cache block ([1]).
 	listBytes [2]uint64
@@ -444,14 +445,16 @@ type tableCopy struct {
 }
 
 // syncTable brings the device's per-vertex table up to date: the whole of it
-// when the graph grew a vertex or the copy was made for another purpose, else
-// only the rows of the changed lists, through the scatter kernel. Copying
-// the whole table every batch (|V|·20 bytes) made small batches slower on
-// the GPU than on the CPU.
+// when the copy was made for another purpose or the device buffer is too
+// small, else only the rows of the changed lists, through the scatter
+// kernel, and the rows of vertices new since the last batch, copied onto
+// the end of the table. Copying the whole table every batch (|V|·20 bytes
+// per direction) made small batches slower on the GPU than on the CPU, and
+// a stream of new accounts grows the graph in almost every batch.
 func (x *GPU) syncTable(g *dyngraph.Graph, allAppended bool, refs []dyngraph.ListRef) error {
 	nv := g.NumVertices()
-	if allAppended || !x.tab.valid || x.tab.appended || x.tab.nv != nv {
-		tab := g.Table(nil, false)
+	if allAppended || !x.tab.valid || x.tab.appended || x.tab.nv > nv || !x.tableFits(g, nv) {
+		tab := g.Table(x.tabHost[:0], false)
 		if allAppended {
 			presentAppended(tab)
 		}
@@ -467,10 +470,15 @@ func (x *GPU) syncTable(g *dyngraph.Graph, allAppended bool, refs []dyngraph.Lis
 				return err
 			}
 		}
+		x.tabHost = tab
 		x.tab.nv, x.tab.valid, x.tab.appended = nv, true, allAppended
 		x.cache.rows = x.cache.rows[:0] // every row is the graph's again
 		return nil
 	}
+	if err := x.appendRows(g, x.tab.nv, nv); err != nil {
+		return err
+	}
+	x.tab.nv = nv
 	if len(refs) == 0 {
 		return nil
 	}
@@ -479,6 +487,47 @@ func (x *GPU) syncTable(g *dyngraph.Graph, allAppended bool, refs []dyngraph.Lis
 		rows.add(r, g.Directed(), g.Row(r))
 	}
 	return x.writeRows("rows", g.Directed(), rows)
+}
+
+// tableFits reports whether the device's table buffers hold nv rows.
+func (x *GPU) tableFits(g *dyngraph.Graph, nv int) bool {
+	need := 4 * dyngraph.TableWords * nv
+	if b, ok := x.bufs["out_tab"]; !ok || b.n < need {
+		return false
+	}
+	if b, ok := x.bufs["in_tab"]; g.Directed() && (!ok || b.n < need) {
+		return false
+	}
+	return true
+}
+
+// appendRows copies the table rows of vertices lo to hi-1 onto the device's
+// tables, whose buffers hold them (tableFits).
+func (x *GPU) appendRows(g *dyngraph.Graph, lo, hi int) error {
+	if lo >= hi {
+		return nil
+	}
+	dirs := []bool{false}
+	if g.Directed() {
+		dirs = append(dirs, true)
+	}
+	for _, in := range dirs {
+		tab := x.tabHost[:0]
+		for v := lo; v < hi; v++ {
+			row := g.Row(dyngraph.ListRef{V: graph.VertexID(v), In: in})
+			tab = append(tab, row[:]...)
+		}
+		x.tabHost = tab
+		name := "out_tab"
+		if in {
+			name = "in_tab"
+		}
+		at := x.bufs[name].p + cuda.DevicePtr(4*dyngraph.TableWords*lo)
+		if err := x.ctx.CopyHtoD(at, u32ptr(tab), 4*len(tab)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // rowWrites stages rows of the per-vertex tables for writeRows.

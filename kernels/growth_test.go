@@ -1,0 +1,110 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/incremental"
+	"github.com/gcsm/gcsm/query"
+)
+
+// TestGrowingGraphEqualsCPU streams batches that bring new vertices, as a
+// stream of new accounts does, so that the device's per-vertex table grows
+// by appended rows most batches and is copied whole when its buffer is
+// outgrown; counts and match sets must equal the CPU's in every batch.
+func TestGrowingGraphEqualsCPU(t *testing.T) {
+	for _, pl := range []Placement{ZeroCopy, Device, GCSM} {
+		x := openGPU(t, pl, false)
+		for trial := range 6 {
+			directed := trial%2 == 1
+			where := fmt.Sprintf("%s trial %d directed=%v", pl, trial, directed)
+			t.Run(where, func(t *testing.T) { growingVsCPU(t, x, uint64(trial), directed, where) })
+		}
+		x.Close()
+	}
+}
+
+func growingVsCPU(t *testing.T, x *GPU, seed uint64, directed bool, where string) {
+	r := rand.New(rand.NewPCG(seed, 91))
+	d := graph.NewDict()
+	vl, el := []string{"A", "B"}, []string{"x"}
+	for _, s := range append(slices.Clone(vl), el...) {
+		d.Intern(s)
+	}
+	var qs []*query.Query
+	for len(qs) < 3 {
+		qs = append(qs, randomQuery(r, d, directed, query.Embeddings, append(slices.Clone(vl), ""), []string{"x", ""}))
+	}
+	g, err := dyngraph.New(dyngraph.Options{Directed: directed, Alloc: x.Allocator(), SlabEntries: 1 << 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	nv := 0
+	vertex := func() uint32 { // an old vertex, or now and then a new one
+		if nv < 3 || r.IntN(3) == 0 {
+			nv++
+			return uint32(nv - 1)
+		}
+		return uint32(r.IntN(nv))
+	}
+	var present []graph.Update
+	cpu := &incremental.CPU{}
+	for b := range 40 {
+		var batch []graph.Update
+		for len(batch) < 5+r.IntN(60) {
+			if len(present) > 0 && r.IntN(4) == 0 {
+				p := present[r.IntN(len(present))]
+				batch = append(batch, graph.Update{Op: graph.Delete, Src: p.Src, Dst: p.Dst, Label: p.Label, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
+				continue
+			}
+			a, c := vertex(), vertex()
+			if a == c {
+				continue
+			}
+			u := graph.Update{Op: graph.Insert, Src: a, Dst: c, Label: d.Intern("x"),
+				SrcLabel: d.Intern(vl[int(a)%2]), DstLabel: d.Intern(vl[int(c)%2])}
+			batch = append(batch, u)
+			present = append(present, u)
+		}
+		delta, _, _, err := g.Apply(batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := cpu.Match(g, delta, qs, incremental.Count, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := x.Match(g, delta, qs, incremental.Count, nil)
+		if err != nil {
+			t.Fatalf("%s batch %d: %v", where, b, err)
+		}
+		if !slices.Equal(want, got) {
+			t.Fatalf("%s batch %d (%d vertices): count mode CPU %v GPU %v", where, b, g.NumVertices(), want, got)
+		}
+		cc := &collector{got: map[string]int{}}
+		gc := &collector{got: map[string]int{}}
+		if _, err := cpu.Match(g, delta, qs, incremental.Enumerate, cc.sink); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := x.Match(g, delta, qs, incremental.Enumerate, gc.sink); err != nil {
+			t.Fatalf("%s batch %d enumerate: %v", where, b, err)
+		}
+		if len(gc.got) != len(cc.got) {
+			t.Fatalf("%s batch %d enumerate: GPU %d distinct matches, CPU %d", where, b, len(gc.got), len(cc.got))
+		}
+		for k, n := range gc.got {
+			if cc.got[k] != n {
+				t.Fatalf("%s batch %d enumerate: GPU emitted %s %d times, CPU %d", where, b, k, n, cc.got[k])
+			}
+		}
+		g.Reorganize()
+	}
+	if nv < 200 {
+		t.Fatalf("%s: the stream made only %d vertices", where, nv)
+	}
+}
