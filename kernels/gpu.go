@@ -25,9 +25,10 @@
 // instead of the embedded image: for trying a change to match.cu on a machine
 // that has nvcc but not Go (kernels/gen.sh still makes the image gcsm embeds).
 //
-// The per-vertex table and the vertex labels are copied to the device for
-// every batch. That is |V|·20 bytes per direction: negligible for the peer
-// suites, and the next thing to make incremental for graphs of 10^8 vertices.
+// The device keeps a copy of the per-vertex table that each batch updates
+// in place: the rows of the lists it changed, and those of new vertices
+// (syncTable). The vertex labels are still copied whole, |V|·4 bytes, in a
+// batch that adds a vertex.
 package kernels
 
 import (
