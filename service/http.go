@@ -222,12 +222,13 @@ func httpError(w http.ResponseWriter, code int, err error) {
 // parseQueryRequest reads a POST /queries body: a JSON object, or a pattern
 // as text with ?name=NAME[&initial=true]. The body is JSON when the
 // Content-Type says so, or, when it names neither JSON nor text/plain (curl
-// -d sends a form type), when it does not start like a pattern.
+// -d sends a form type), when it does not start like a pattern. A body that
+// starts with '{' is JSON whatever the type says: no pattern starts so.
 func parseQueryRequest(contentType string, params url.Values, body []byte) (queryRequest, error) {
 	mt, _, _ := mime.ParseMediaType(contentType)
-	text := mt == "text/plain"
-	if mt != "application/json" && !strings.HasSuffix(mt, "+json") && !text {
-		t := bytes.TrimSpace(body)
+	t := bytes.TrimSpace(body)
+	text := mt == "text/plain" && !bytes.HasPrefix(t, []byte("{"))
+	if mt != "application/json" && !strings.HasSuffix(mt, "+json") && mt != "text/plain" {
 		text = bytes.HasPrefix(t, []byte("(")) || len(t) >= 5 && strings.EqualFold(string(t[:5]), "MATCH")
 	}
 	if text {
