@@ -204,10 +204,7 @@ func durationFlag(d time.Duration, rate int) error {
 func serviceQueries(specs []string) ([]service.QueryConfig, error) {
 	var out []service.QueryConfig
 	for i, spec := range specs {
-		name, text := fmt.Sprintf("q%d", i+1), spec
-		if k := strings.Index(spec, "="); k >= 0 && !strings.ContainsAny(spec[:k], "()[]-") {
-			name, text = strings.TrimSpace(spec[:k]), spec[k+1:]
-		}
+		name, text, _ := splitQuerySpec(spec, i)
 		if _, err := query.Parse(name, text); err != nil {
 			return nil, fmt.Errorf("-q %q: %w", spec, err)
 		}

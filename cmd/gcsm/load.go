@@ -207,12 +207,9 @@ func parseQuerySpec(spec string, i int) (*query.Pattern, error) {
 	if strings.TrimSpace(spec) == "" {
 		return nil, fmt.Errorf("-q %q: empty query", spec)
 	}
-	name, text, named := fmt.Sprintf("q%d", i+1), spec, false
-	if k := strings.Index(spec, "="); k >= 0 && !strings.ContainsAny(spec[:k], "()[]-") {
-		name, text, named = strings.TrimSpace(spec[:k]), spec[k+1:], true
-		if name == "" {
-			return nil, fmt.Errorf("-q %q: empty query name before '='", spec)
-		}
+	name, text, named := splitQuerySpec(spec, i)
+	if named && name == "" {
+		return nil, fmt.Errorf("-q %q: empty query name before '='", spec)
 	}
 	// Inline queries are Cypher-style; anything else names a file, such as
 	// the peers' extensionless Q_1, unless NAME= said it was inline.
@@ -227,6 +224,16 @@ func parseQuerySpec(spec string, i int) (*query.Pattern, error) {
 		return nil, fmt.Errorf("query file %s: no such file (an inline query starts with '(' or MATCH)", spec)
 	}
 	return query.Parse(name, text)
+}
+
+// splitQuerySpec splits the i-th -q argument NAME=PATTERN into its name and
+// pattern; named is false for a bare pattern or file, which is named qI. An
+// '=' after a bracket or dash is the pattern's own.
+func splitQuerySpec(spec string, i int) (name, text string, named bool) {
+	if k := strings.Index(spec, "="); k >= 0 && !strings.ContainsAny(spec[:k], "()[]-") {
+		return strings.TrimSpace(spec[:k]), spec[k+1:], true
+	}
+	return fmt.Sprintf("q%d", i+1), spec, false
 }
 
 // matchLine formats one match for --emit: an optional prefix (the sign),
