@@ -46,8 +46,9 @@ const (
 func (d *Dict) AppendBinary(dst []byte) []byte {
 	dst = append(dst, dictMagic...)
 	dst = append(dst, dictVersion)
-	dst = binary.AppendUvarint(dst, uint64(len(d.names)))
-	for _, s := range d.names {
+	names := d.Names()
+	dst = binary.AppendUvarint(dst, uint64(len(names)))
+	for _, s := range names {
 		dst = binary.AppendUvarint(dst, uint64(len(s)))
 		dst = append(dst, s...)
 	}
@@ -85,7 +86,9 @@ func (d *Dict) UnmarshalBinary(b []byte) error {
 	if err := r.end(); err != nil {
 		return err
 	}
-	*d = *nd
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.ids, d.names = nd.ids, nd.names
 	return nil
 }
 

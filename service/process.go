@@ -116,10 +116,9 @@ func (s *Service) key(e graph.Edge) edgeKey {
 	return edgeKey{e.Src, e.Dst, e.Label}
 }
 
-// resolve turns decoded messages into updates, dead-lettering what cannot
-// be used, and puts the window's expiries first: an edge that expires and
-// is sent again in this batch is then refreshed, not deleted. Interning ids
-// and labels must happen in message order, on the run loop.
+// resolve takes the batch's updates from its decoding, dead-lettering what
+// cannot be used, and puts the window's expiries first: an edge that
+// expires and is sent again in this batch is then refreshed, not deleted.
 func (s *Service) resolve(b *batchState) {
 	if s.expiry != nil {
 		n := len(b.updates)
@@ -132,16 +131,17 @@ func (s *Service) resolve(b *batchState) {
 		}
 	}
 	for i := range b.msgs {
-		rec, err := b.buf.dec[i].rec, b.buf.dec[i].err
-		if err != nil {
+		d := &b.buf.dec[i]
+		if d.err != nil {
 			var de *ingest.DecodeError
 			reason := "bad_value"
-			if errors.As(err, &de) {
+			if errors.As(d.err, &de) {
 				reason = de.Reason
 			}
-			s.deadLetter(b, i, reason, err.Error())
+			s.deadLetter(b, i, reason, d.err.Error())
 			continue
 		}
+		rec := d.rec
 		if s.expiry != nil && rec.Op != graph.AddVertex {
 			if rec.Time == 0 {
 				s.deadLetter(b, i, "missing_time", `missing field "ts": a windowed stream needs event times`)
@@ -153,16 +153,15 @@ func (s *Service) resolve(b *batchState) {
 				continue
 			}
 		}
-		u, err := s.resolver.Resolve(rec)
-		if err != nil {
+		if d.resolveErr != nil {
 			reason := "bad_value"
-			if errors.Is(err, ingest.ErrSelfLoop) {
+			if errors.Is(d.resolveErr, ingest.ErrSelfLoop) {
 				reason = "self_loop"
 			}
-			s.deadLetter(b, i, reason, err.Error())
+			s.deadLetter(b, i, reason, d.resolveErr.Error())
 			continue
 		}
-		b.updates = append(b.updates, u)
+		b.updates = append(b.updates, d.u)
 		b.msgTime[i] = rec.Time
 		b.origin = append(b.origin, i)
 	}
@@ -454,10 +453,30 @@ func (s *Service) events(b *batchState, c *collector, initial bool) {
 	s.publishQueries()
 }
 
-// decoded is one message's decoding.
+// decoded is one message's decoding and its interned update.
 type decoded struct {
-	rec ingest.Record
-	err error
+	rec        ingest.Record
+	err        error // decoding's
+	u          graph.Update
+	resolveErr error // interning's (ingest.Resolver.Resolve)
+}
+
+// internAll resolves the decoded records of a batch into updates. It runs
+// in the decoding stage, ahead of the run loop, and in message order, as
+// new ids are numbered in the order they are seen. A record the run loop
+// will refuse for what it says alone (no event time on a windowed stream)
+// is not interned; one it finds late is, as lateness depends on the batches
+// before it: an id so interned is a vertex without edges.
+func (s *Service) internAll(dec []decoded) {
+	windowed := s.cfg.Window.Size > 0
+	for i := range dec {
+		d := &dec[i]
+		d.u, d.resolveErr = graph.Update{}, nil
+		if d.err != nil || (windowed && d.rec.Op != graph.AddVertex && d.rec.Time == 0) {
+			continue
+		}
+		d.u, d.resolveErr = s.resolver.Resolve(d.rec)
+	}
 }
 
 // decodeAll decodes msgs into out, one decoder per worker.
