@@ -37,7 +37,7 @@ func (s *Service) process(b *batchState) error {
 			s.deadLetter(b, o, rejectReason(r.Err), r.Err.Error())
 		}
 	}
-	s.track(b, delta)
+	s.track(b)
 	t2 := time.Now()
 
 	s.batch++
@@ -70,7 +70,8 @@ type batchState struct {
 	dead     []output.DeadLetter
 	events   []output.Event
 	// changedBy maps each edge this batch changed to the message that
-	// changed it last, the "source" of the matches that edge completes.
+	// changed it last, the "source" of the matches that edge completes;
+	// nil until the batch's first event needs it (sources).
 	changedBy map[edgeKey]int
 	// withheld counts per query the events a limit kept from the output.
 	withheld map[int]string
@@ -196,25 +197,38 @@ func (s *Service) deadLetter(b *batchState, i int, reason, detail string) {
 	s.log.Debug().Str("reason", reason).Int("partition", m.Partition).Int64("offset", m.Offset).Msg(detail)
 }
 
-// track records what the batch changed: the window's last-seen times and
-// which message changed each edge.
-func (s *Service) track(b *batchState, delta []graph.Change) {
-	b.changedBy = make(map[edgeKey]int, len(delta))
+// track records the window's last-seen times of the edges the batch
+// changed.
+func (s *Service) track(b *batchState) {
+	if s.expiry == nil {
+		return
+	}
 	for i, u := range b.updates {
-		if u.Op == graph.AddVertex || (b.refused != nil && b.refused[i]) {
+		if u.Op == graph.AddVertex || (b.refused != nil && b.refused[i]) || b.origin[i] < 0 {
 			continue
 		}
 		e := graph.Edge{Src: u.Src, Dst: u.Dst, Label: u.Label}
-		if s.expiry != nil && b.origin[i] >= 0 {
-			if u.Op == graph.Insert {
-				s.expiry.Observe(e, b.msgTime[b.origin[i]])
-			} else {
-				s.expiry.Forget(e)
-			}
+		if u.Op == graph.Insert {
+			s.expiry.Observe(e, b.msgTime[b.origin[i]])
+		} else {
+			s.expiry.Forget(e)
 		}
-		if b.origin[i] >= 0 {
-			b.changedBy[s.key(e)] = b.origin[i]
+	}
+}
+
+// sources fills b.changedBy: which message changed each edge last. Only a
+// batch with events needs it, and most batches of a selective query have
+// none, so it is built on demand.
+func (s *Service) sources(b *batchState) {
+	if b.changedBy != nil {
+		return
+	}
+	b.changedBy = make(map[edgeKey]int, len(b.updates))
+	for i, u := range b.updates {
+		if u.Op == graph.AddVertex || (b.refused != nil && b.refused[i]) || b.origin[i] < 0 {
+			continue
 		}
+		b.changedBy[s.key(graph.Edge{Src: u.Src, Dst: u.Dst, Label: u.Label})] = b.origin[i]
 	}
 }
 
@@ -403,6 +417,9 @@ func (s *Service) events(b *batchState, c *collector, initial bool) {
 		}
 		return slices.Compare(x.m, y.m)
 	})
+	if b != nil && len(all) > 0 {
+		s.sources(b)
+	}
 	emitted := make([]int64, len(s.queries))
 	// Events are built in parallel, a chunk at a time: choosing which
 	// matches a limit withholds is sequential and cheap, while names, the
