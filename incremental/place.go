@@ -1,0 +1,431 @@
+package incremental
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync"
+	"time"
+
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/query"
+)
+
+// Device says which of a Placer's two executors ran a query.
+type Device uint8
+
+// The two devices.
+const (
+	OnCPU Device = iota
+	OnGPU
+)
+
+func (d Device) String() string {
+	if d == OnGPU {
+		return "gpu"
+	}
+	return "cpu"
+}
+
+// Placer is a Matcher that runs each query, batch by batch, on the executor
+// that has been fastest for it at that batch size, both executors at once:
+// the CPU's workers on their queries while the GPU runs its own. A triangle,
+// a few microseconds a batch on the CPU, would pay the GPU's fixed cost of a
+// launch and copies; a house on a large batch runs several times faster on
+// the GPU.
+//
+// Per query and batch-size bucket (log2 of the batch's changes) it keeps an
+// average of the seconds the query took on each device (costModel). A
+// device's call over several queries is split among them by their averages;
+// a query that is alone in a call is measured exactly, and every query is
+// first measured alone on each device, and again now and then (Explore).
+// Given the same timings the choices are the same.
+//
+// Static goes to the GPU: a new query has no measurements yet, and finding
+// every match of it in the whole graph is the largest batch there is.
+//
+// Match must not be called concurrently; it calls both executors at once
+// on the same graph, which they only read.
+type Placer struct {
+	// CPU and GPU are the two executors. The CPU's must say how many sink
+	// workers it uses (NumWorkers): the GPU's worker numbers are offset past
+	// them, so that a sink's per-worker buffers stay one goroutine's each.
+	CPU, GPU Matcher
+	// Explore is how many batches of a bucket pass before a query is
+	// measured alone again, on the device it does not run on (and, every
+	// other time, on the one it runs on); 0 means 64. The interval doubles,
+	// up to 64 times, while the measurements leave the choice as it was, so
+	// that a GPU too slow for batches of one update costs almost nothing to
+	// keep checking.
+	Explore int
+	// Now reads the clock that times each device's calls; nil means
+	// time.Now.
+	Now func() time.Time
+
+	model  costModel
+	stop   func(q int) bool
+	placed []Device
+	warm   [2]bool // each device has had one (unmeasured) call
+	sides  [2]side
+}
+
+var _ Matcher = (*Placer)(nil)
+
+// stopper is an executor that can abandon a query mid-batch (CPU.SetStop).
+type stopper interface{ SetStop(stop func(q int) bool) }
+
+// workerCounter is an executor that says how many sink workers it uses.
+type workerCounter interface{ NumWorkers() int }
+
+// Follower is an executor that keeps its own copy of the graph and needs to
+// know of every batch: the Placer calls Follow, during the batch (after
+// Apply, before Reorganize), instead of Match when it gives it no query, so
+// that its next Match copies only the lists changed since, not the graph.
+type Follower interface{ Follow(g *dyngraph.Graph) }
+
+// SetStop installs stop, passed on to each executor that can stop (see
+// CPU.SetStop) with the query indices of its share mapped back to the
+// caller's.
+func (p *Placer) SetStop(stop func(q int) bool) { p.stop = stop }
+
+// Placed appends to dst, per query of the last Match, the device that ran
+// it, and returns it; nothing when that batch had no changes.
+func (p *Placer) Placed(dst []Device) []Device { return append(dst, p.placed...) }
+
+// side is one device's share of a batch: the queries of its main call
+// (caller's indices) and the query it runs alone, or -1.
+type side struct {
+	idx       []int
+	solo      int
+	main, one time.Duration
+	err       error
+}
+
+func (p *Placer) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+func (p *Placer) device(d Device) Matcher {
+	if d == OnGPU {
+		return p.GPU
+	}
+	return p.CPU
+}
+
+// Match implements Matcher.
+func (p *Placer) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, mode Mode, sink Sink) ([]Counts, error) {
+	if p.CPU == nil || p.GPU == nil {
+		return nil, errors.New("incremental: a Placer needs a CPU and a GPU executor")
+	}
+	wc, ok := p.CPU.(workerCounter)
+	if !ok {
+		return nil, errors.New("incremental: a Placer's CPU executor must say its number of workers (NumWorkers)")
+	}
+	res := make([]Counts, len(queries))
+	p.placed = p.placed[:0]
+	if len(delta) == 0 || len(queries) == 0 {
+		p.follow(g, OnCPU)
+		p.follow(g, OnGPU)
+		return res, nil
+	}
+	b := bucket(len(delta))
+	home, solo, soloOn := p.model.plan(queries, b, p.explore())
+	for d := range p.sides {
+		p.sides[d] = side{idx: p.sides[d].idx[:0], solo: -1}
+	}
+	for qi, d := range home {
+		if qi == solo {
+			d = soloOn
+			p.sides[d].solo = qi
+		} else {
+			p.sides[d].idx = append(p.sides[d].idx, qi)
+		}
+		p.placed = append(p.placed, d)
+	}
+	offset := [2]int{0, wc.NumWorkers()}
+	run := func(d Device) {
+		p.run(d, &p.sides[d], offset[d], g, delta, queries, mode, sink, res)
+	}
+	busy := func(d Device) bool { return len(p.sides[d].idx) > 0 || p.sides[d].solo >= 0 }
+	switch {
+	case busy(OnCPU) && busy(OnGPU):
+		var wg sync.WaitGroup
+		wg.Go(func() { run(OnGPU) })
+		run(OnCPU)
+		wg.Wait()
+	case busy(OnGPU):
+		run(OnGPU)
+		p.follow(g, OnCPU)
+	default:
+		run(OnCPU)
+		p.follow(g, OnGPU)
+	}
+	for d := range p.sides {
+		if err := p.sides[d].err; err != nil {
+			return nil, fmt.Errorf("incremental: placer, %s: %w", Device(d), err)
+		}
+	}
+	for d := range p.sides {
+		s := &p.sides[d]
+		if !p.warm[d] {
+			// A device's first call pays for copying the graph and
+			// compiling: no measure of the queries'.
+			p.warm[d] = busy(Device(d))
+			continue
+		}
+		if len(s.idx) > 0 {
+			p.model.observe(queries, b, Device(d), s.idx, s.main.Seconds())
+		}
+		if s.solo >= 0 {
+			p.model.observe(queries, b, Device(d), []int{s.solo}, s.one.Seconds())
+		}
+	}
+	return res, nil
+}
+
+func (p *Placer) explore() int {
+	if p.Explore > 0 {
+		return p.Explore
+	}
+	return 64
+}
+
+// follow tells device d of the batch when it runs no query in it.
+func (p *Placer) follow(g *dyngraph.Graph, d Device) {
+	if f, ok := p.device(d).(Follower); ok && g.Pending() {
+		f.Follow(g)
+	}
+}
+
+// run makes device d's calls of the batch: its main share, then the query
+// it runs alone, each timed.
+func (p *Placer) run(d Device, s *side, offset int, g *dyngraph.Graph, delta []graph.Change, queries []*query.Query,
+	mode Mode, sink Sink, res []Counts) {
+	if len(s.idx) > 0 {
+		t0 := p.now()
+		s.err = p.call(d, s.idx, offset, g, delta, queries, mode, sink, res)
+		s.main = p.now().Sub(t0)
+	}
+	if s.solo >= 0 && s.err == nil {
+		t0 := p.now()
+		s.err = p.call(d, []int{s.solo}, offset, g, delta, queries, mode, sink, res)
+		s.one = p.now().Sub(t0)
+	}
+}
+
+// call runs the queries idx (caller's indices) on device d, with the sink's
+// worker numbers moved up by offset and query indices mapped back, and
+// stores their counts in res.
+func (p *Placer) call(d Device, idx []int, offset int, g *dyngraph.Graph, delta []graph.Change, queries []*query.Query,
+	mode Mode, sink Sink, res []Counts) error {
+	m := p.device(d)
+	qs := make([]*query.Query, len(idx))
+	for i, qi := range idx {
+		qs[i] = queries[qi]
+	}
+	if st, ok := m.(stopper); ok {
+		if p.stop != nil {
+			stop := p.stop
+			st.SetStop(func(q int) bool { return stop(idx[q]) })
+		} else {
+			st.SetStop(nil)
+		}
+	}
+	var mapped Sink
+	if sink != nil {
+		mapped = func(worker, q int, sign graph.Sign, mv []graph.VertexID) { sink(worker+offset, idx[q], sign, mv) }
+	}
+	c, err := m.Match(g, delta, qs, mode, mapped)
+	if err != nil {
+		return err
+	}
+	for i, qi := range idx {
+		res[qi] = c[i]
+	}
+	return nil
+}
+
+// Static implements Matcher on the GPU executor.
+func (p *Placer) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink Sink) ([]int64, error) {
+	if p.GPU == nil {
+		return nil, errors.New("incremental: a Placer needs a GPU executor")
+	}
+	return p.GPU.Static(g, queries, mode, sink)
+}
+
+// bucket is a batch size's cost bucket: 1 for one change, 2 for 2-3, 3 for
+// 4-7, and so on.
+func bucket(n int) int { return bits.Len(uint(n)) }
+
+// costModel keeps, per query and batch-size bucket, the average seconds
+// each device took, and chooses the device. It takes timings and returns
+// choices: nothing in it reads a clock.
+type costModel struct {
+	cells map[cellKey]*cell
+	calls uint64 // plan calls, to age out the cells of removed queries
+	home  []Device
+	cur   []*cell // the cells of the batch being planned
+}
+
+type cellKey struct {
+	q *query.Query
+	b int
+}
+
+// cell is one query's costs at one batch-size bucket.
+type cell struct {
+	est   [2]float64 // average seconds per batch on each device
+	known [2]bool    // est holds a measurement
+	home  Device     // where the query runs
+	since int        // batches since it was last measured alone
+	every int        // batches between such measurements
+	base  int        // every's least value, Placer.Explore
+	next  Device     // the device the next such measurement is on
+	ref   float64    // est[home] when the choice was last confirmed
+	seen  uint64     // the plan call that last saw it
+}
+
+const (
+	// switchBelow: a query moves only when the other device's average is
+	// under this share of its device's, so that noise does not flap it.
+	switchBelow = 0.9
+	// drift: a device's average rising past this multiple of what it was
+	// when last compared brings the next measurement on the other device
+	// forward.
+	drift = 2
+	// alphaShared weighs a new measurement from a call shared with other
+	// queries (one per batch); alphaAlone one from a call alone (rarer).
+	alphaShared, alphaAlone = 0.25, 0.5
+	// maxBackoff bounds the doubling of a cell's measurement interval.
+	maxBackoff = 64
+)
+
+func (m *costModel) cell(q *query.Query, b, explore int) *cell {
+	k := cellKey{q, b}
+	c := m.cells[k]
+	if c == nil {
+		if m.cells == nil {
+			m.cells = map[cellKey]*cell{}
+		}
+		c = &cell{every: explore, base: explore, next: OnGPU}
+		m.cells[k] = c
+	}
+	c.seen = m.calls
+	return c
+}
+
+// plan returns each query's device for a batch of bucket b and at most one
+// query to measure alone (solo, or -1) on device on: the first query with a
+// device not yet measured, else the first whose interval has passed or
+// whose device's average has drifted up.
+func (m *costModel) plan(queries []*query.Query, b, explore int) (home []Device, solo int, on Device) {
+	m.calls++
+	m.prune(len(queries))
+	m.home = m.home[:0]
+	m.cur = m.cur[:0]
+	solo = -1
+	for qi, q := range queries {
+		c := m.cell(q, b, explore)
+		m.cur = append(m.cur, c)
+		m.home = append(m.home, c.home)
+		c.since++
+		if solo < 0 && !c.known[OnCPU] {
+			solo, on = qi, OnCPU
+		} else if solo < 0 && !c.known[OnGPU] {
+			solo, on = qi, OnGPU
+		}
+	}
+	if solo >= 0 {
+		return m.home, solo, on
+	}
+	for qi, c := range m.cur {
+		switch {
+		case c.ref > 0 && c.est[c.home] > drift*c.ref:
+			c.since, c.ref = 0, c.est[c.home]
+			return m.home, qi, 1 - c.home
+		case c.since >= c.every:
+			on, c.next, c.since = c.next, 1-c.next, 0
+			return m.home, qi, on
+		}
+	}
+	return m.home, -1, 0
+}
+
+// prune drops, now and then, the cells of queries no plan has seen for a
+// while.
+func (m *costModel) prune(nq int) {
+	if len(m.cells) <= 64*(nq+1) {
+		return
+	}
+	for k, c := range m.cells {
+		if m.calls-c.seen > 1024 {
+			delete(m.cells, k)
+		}
+	}
+}
+
+// observe takes a call of device d over queries idx of bucket b that took
+// secs. A query alone gets the whole; several share it in proportion to
+// their averages, and only when all have one (else the shares would rest
+// on a guess).
+func (m *costModel) observe(queries []*query.Query, b int, d Device, idx []int, secs float64) {
+	if len(idx) == 1 {
+		c := m.cells[cellKey{queries[idx[0]], b}]
+		if c == nil {
+			return
+		}
+		c.update(d, secs, alphaAlone)
+		m.decide(c, d != c.home)
+		return
+	}
+	total := 0.0
+	for _, qi := range idx {
+		c := m.cells[cellKey{queries[qi], b}]
+		if c == nil || !c.known[d] {
+			return
+		}
+		total += c.est[d]
+	}
+	for _, qi := range idx {
+		c := m.cells[cellKey{queries[qi], b}]
+		share := 1 / float64(len(idx))
+		if total > 0 {
+			share = c.est[d] / total
+		}
+		c.update(d, secs*share, alphaShared)
+		m.decide(c, false)
+	}
+}
+
+func (c *cell) update(d Device, secs, alpha float64) {
+	if !c.known[d] {
+		c.est[d], c.known[d] = secs, true
+		return
+	}
+	c.est[d] += alpha * (secs - c.est[d])
+}
+
+// decide moves the query to the other device when that one is clearly
+// cheaper. measured says the other device was just measured: a choice it
+// confirms doubles the interval to the next measurement, a switch resets
+// it.
+func (*costModel) decide(c *cell, measured bool) {
+	if !c.known[OnCPU] || !c.known[OnGPU] {
+		return
+	}
+	other := 1 - c.home
+	switch {
+	case c.est[other] < switchBelow*c.est[c.home]:
+		c.home = other
+		c.every, c.ref, c.next = c.base, c.est[other], 1-other
+	case measured:
+		c.every = min(2*c.every, maxBackoff*c.base)
+		c.ref = c.est[c.home]
+	case c.ref == 0:
+		c.ref = c.est[c.home]
+	}
+}
