@@ -66,7 +66,7 @@ type Placer struct {
 	model  costModel
 	stop   func(q int) bool
 	placed []Device
-	warm   [2]bool // each device has had one (unmeasured) call
+	warm   [2]bool // each device has had its warm-up call
 	sides  [2]side
 }
 
@@ -147,22 +147,24 @@ func (p *Placer) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query
 		p.placed = append(p.placed, d)
 	}
 	offset := [2]int{0, wc.NumWorkers()}
+	// A device works in this batch when it has queries, or has not been
+	// warmed up yet.
+	works := func(d Device) bool { return len(p.sides[d].idx) > 0 || p.sides[d].solo >= 0 || !p.warm[d] }
 	run := func(d Device) {
-		p.run(d, &p.sides[d], offset[d], g, delta, queries, mode, sink, res)
+		if works(d) {
+			p.run(d, &p.sides[d], offset[d], g, delta, queries, mode, sink, res)
+		} else {
+			p.follow(g, d)
+		}
 	}
-	busy := func(d Device) bool { return len(p.sides[d].idx) > 0 || p.sides[d].solo >= 0 }
-	switch {
-	case busy(OnCPU) && busy(OnGPU):
+	if works(OnCPU) && works(OnGPU) {
 		var wg sync.WaitGroup
 		wg.Go(func() { run(OnGPU) })
 		run(OnCPU)
 		wg.Wait()
-	case busy(OnGPU):
-		run(OnGPU)
-		p.follow(g, OnCPU)
-	default:
+	} else {
 		run(OnCPU)
-		p.follow(g, OnGPU)
+		run(OnGPU)
 	}
 	for d := range p.sides {
 		if err := p.sides[d].err; err != nil {
@@ -171,12 +173,6 @@ func (p *Placer) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query
 	}
 	for d := range p.sides {
 		s := &p.sides[d]
-		if !p.warm[d] {
-			// A device's first call pays for copying the graph and
-			// compiling: no measure of the queries'.
-			p.warm[d] = busy(Device(d))
-			continue
-		}
 		if len(s.idx) > 0 {
 			p.model.observe(queries, b, Device(d), s.idx, s.main.Seconds())
 		}
@@ -201,10 +197,19 @@ func (p *Placer) follow(g *dyngraph.Graph, d Device) {
 	}
 }
 
-// run makes device d's calls of the batch: its main share, then the query
-// it runs alone, each timed.
+// run makes device d's calls of the batch: a warm-up call with no query at
+// its first batch, then its main share and the query it runs alone, each
+// timed. The warm-up keeps the device's one-time costs (the GPU copies the
+// whole graph) out of the measurements, and runs while the other device
+// works.
 func (p *Placer) run(d Device, s *side, offset int, g *dyngraph.Graph, delta []graph.Change, queries []*query.Query,
 	mode Mode, sink Sink, res []Counts) {
+	if !p.warm[d] {
+		if _, s.err = p.device(d).Match(g, delta, nil, Count, nil); s.err != nil {
+			return
+		}
+		p.warm[d] = true
+	}
 	if len(s.idx) > 0 {
 		t0 := p.now()
 		s.err = p.call(d, s.idx, offset, g, delta, queries, mode, sink, res)
@@ -300,8 +305,15 @@ const (
 	// alphaShared weighs a new measurement from a call shared with other
 	// queries (one per batch); alphaAlone one from a call alone (rarer).
 	alphaShared, alphaAlone = 0.25, 0.5
-	// maxBackoff bounds the doubling of a cell's measurement interval.
+	// maxBackoff bounds the growth of a cell's measurement interval.
 	maxBackoff = 64
+	// gpuFirst is the first bucket (2^(gpuFirst-1) = 512 changes) whose
+	// queries start on the GPU until measured. A heavy query on the CPU's
+	// side of a large batch cost 8 times the GPU's on the H100, a light one
+	// on the GPU's a third more than the CPU's; batches of a few changes
+	// pay the GPU's fixed cost of copies and launches, so they start on the
+	// CPU.
+	gpuFirst = 10
 )
 
 func (m *costModel) cell(q *query.Query, b, explore int) *cell {
@@ -311,7 +323,11 @@ func (m *costModel) cell(q *query.Query, b, explore int) *cell {
 		if m.cells == nil {
 			m.cells = map[cellKey]*cell{}
 		}
-		c = &cell{every: explore, base: explore, next: OnGPU}
+		c = &cell{every: explore, base: explore, home: OnCPU}
+		if b >= gpuFirst {
+			c.home = OnGPU
+		}
+		c.next = 1 - c.home
 		m.cells[k] = c
 	}
 	c.seen = m.calls
@@ -333,10 +349,10 @@ func (m *costModel) plan(queries []*query.Query, b, explore int) (home []Device,
 		m.cur = append(m.cur, c)
 		m.home = append(m.home, c.home)
 		c.since++
-		if solo < 0 && !c.known[OnCPU] {
-			solo, on = qi, OnCPU
-		} else if solo < 0 && !c.known[OnGPU] {
-			solo, on = qi, OnGPU
+		if solo < 0 && !c.known[c.home] {
+			solo, on = qi, c.home
+		} else if solo < 0 && !c.known[1-c.home] {
+			solo, on = qi, 1-c.home
 		}
 	}
 	if solo >= 0 {
@@ -423,7 +439,12 @@ func (*costModel) decide(c *cell, measured bool) {
 		c.home = other
 		c.every, c.ref, c.next = c.base, c.est[other], 1-other
 	case measured:
-		c.every = min(2*c.every, maxBackoff*c.base)
+		// Measuring a device n times slower costs n times the query's
+		// batch: the interval grows with n, so that measuring takes about
+		// 1/Explore of the query's time, and doubles while the choice
+		// holds.
+		n := int(min(c.est[other]/max(c.est[c.home], 1e-9), maxBackoff))
+		c.every = min(max(2*c.every, n*c.base), maxBackoff*c.base)
 		c.ref = c.est[c.home]
 	case c.ref == 0:
 		c.ref = c.est[c.home]

@@ -203,11 +203,12 @@ func TestCostModel(t *testing.T) {
 	if !slices.Equal(home, []Device{OnCPU, OnGPU}) {
 		t.Fatalf("after measuring: triangle and house on %v, want [cpu gpu]", home)
 	}
-	// Each query is measured again every explore batches, first on the
-	// device it does not run on, then on its own; the interval doubles
+	// Each query is measured again, first on the device it does not run
+	// on, then on its own; the interval is at least explore times the
+	// other device's cost over its own (5 for the triangle), and doubles
 	// when the other device is confirmed slower.
 	var at []int
-	for i := range 150 {
+	for i := range 300 {
 		home, solo, on := step()
 		if !slices.Equal(home, []Device{OnCPU, OnGPU}) {
 			t.Fatalf("steady batch %d: placed %v, want [cpu gpu]", i, home)
@@ -220,7 +221,10 @@ func TestCostModel(t *testing.T) {
 		}
 	}
 	if len(at) < 3 {
-		t.Fatalf("triangle re-measured at %v, want at least 3 times in 150 batches", at)
+		t.Fatalf("triangle re-measured at %v, want at least 3 times in 300 batches", at)
+	}
+	if gap := at[1] - at[0]; gap < 5*explore {
+		t.Fatalf("triangle re-measured at %v: %d batches apart, want at least %d for a device 5 times slower", at, gap, 5*explore)
 	}
 	if gap0, gapN := at[1]-at[0], at[len(at)-1]-at[len(at)-2]; gapN <= gap0 {
 		t.Fatalf("triangle re-measured at %v: the interval did not grow", at)
@@ -250,6 +254,23 @@ func TestCostModel(t *testing.T) {
 	}
 	if back < 0 {
 		t.Fatalf("the house did not go back to the gpu within %d batches", 4*explore)
+	}
+}
+
+// TestCostModelGPUFirst: a query's first batches of 512 changes or more
+// run on the GPU, which is measured first.
+func TestCostModelGPUFirst(t *testing.T) {
+	qs := []*query.Query{{}, {}}
+	var m costModel
+	for _, b := range []int{gpuFirst - 1, gpuFirst} {
+		home, solo, on := m.plan(qs, b, 4)
+		want := OnCPU
+		if b >= gpuFirst {
+			want = OnGPU
+		}
+		if !slices.Equal(home, []Device{want, want}) || solo != 0 || on != want {
+			t.Errorf("bucket %d: placed %v, query %d measured alone on the %s; want both on the %s, query 0 measured there", b, home, solo, on, want)
+		}
 	}
 }
 

@@ -439,8 +439,9 @@ func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool, delta []graph.Change,
 // Follow implements incremental.Follower: the executor matches nothing in
 // g's pending batch, but notes the lists it touched, so that its next batch
 // copies them with its own instead of copying the whole graph again. It
-// costs no device work. Past as many lists as g has vertices the next batch
-// copies everything instead.
+// costs no device work. Past twice as many lists as g has vertices (every
+// list of a directed graph), and a few thousand more, the next batch copies
+// everything instead.
 func (x *GPU) Follow(g *dyngraph.Graph) {
 	if x.tracked != g || g.Epoch() != x.epoch+1 {
 		return // not following g: its next batch copies everything anyway
@@ -450,7 +451,7 @@ func (x *GPU) Follow(g *dyngraph.Graph) {
 	x.stale = g.Touched(x.stale)
 	x.epoch = g.Epoch()
 	x.cache.touchFills(g)
-	if len(x.stale) > g.NumVertices() {
+	if len(x.stale) > 2*g.NumVertices()+4096 {
 		x.tracked = nil
 	}
 }

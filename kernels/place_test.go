@@ -80,7 +80,7 @@ func TestPlacerEqualsCPU(t *testing.T) {
 }
 
 func placerVsCPU(t *testing.T, x *GPU, seed uint64, directed bool, where string) {
-	s := newPlaceStream(seed, directed, 60, 8) // several size buckets
+	s := newPlaceStream(seed, directed, 60, 11) // size buckets on either side of the Placer's gpuFirst
 	g, err := dyngraph.New(dyngraph.Options{Directed: directed, Alloc: x.Allocator(), SlabEntries: 1 << 12})
 	if err != nil {
 		t.Fatal(err)
