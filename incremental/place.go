@@ -197,15 +197,16 @@ func (p *Placer) follow(g *dyngraph.Graph, d Device) {
 	}
 }
 
-// run makes device d's calls of the batch: a warm-up call with no query at
-// its first batch, then its main share and the query it runs alone, each
-// timed. The warm-up keeps the device's one-time costs (the GPU copies the
-// whole graph) out of the measurements, and runs while the other device
-// works.
+// run makes device d's calls of the batch: at its first batch a warm-up
+// call, every query counted on the batch's first change alone (its result
+// dropped), then its main share and the query it runs alone, each timed.
+// The warm-up keeps the device's one-time costs (the GPU copies the whole
+// graph, loads its kernels, compiles each query's program) out of the
+// measurements, and runs while the other device works.
 func (p *Placer) run(d Device, s *side, offset int, g *dyngraph.Graph, delta []graph.Change, queries []*query.Query,
 	mode Mode, sink Sink, res []Counts) {
 	if !p.warm[d] {
-		if _, s.err = p.device(d).Match(g, delta, nil, Count, nil); s.err != nil {
+		if _, s.err = p.device(d).Match(g, delta[:1], queries, Count, nil); s.err != nil {
 			return
 		}
 		p.warm[d] = true
@@ -337,8 +338,53 @@ func (m *costModel) cell(q *query.Query, b, explore int) *cell {
 // plan returns each query's device for a batch of bucket b and at most one
 // query to measure alone (solo, or -1) on device on: the first query with a
 // device not yet measured, else the first whose interval has passed or
-// whose device's average has drifted up.
+// whose device's average has drifted up. Each query runs where it is
+// cheaper (its cell's home), except that queries move off the device with
+// the longer expected share while that shortens the batch (balance).
 func (m *costModel) plan(queries []*query.Query, b, explore int) (home []Device, solo int, on Device) {
+	home, solo, on = m.choose(queries, b, explore)
+	m.balance(solo, on)
+	return home, solo, on
+}
+
+// balanceGain is the least share of the batch's expected time a move must
+// save, so that noise in the averages does not move queries back and forth.
+const balanceGain = 0.1
+
+// balance moves queries, in order, from the device whose share of the
+// batch is expected to take longer to the other, while a move shortens the
+// longer share by balanceGain of it: a triangle cheaper on the GPU still
+// runs on the idle CPU while the GPU matches a house. Only queries measured
+// on both devices move.
+func (m *costModel) balance(solo int, on Device) {
+	var load [2]float64
+	for qi, c := range m.cur {
+		d := m.home[qi]
+		if qi == solo {
+			d = on
+		}
+		load[d] += c.est[d]
+	}
+	for qi, c := range m.cur {
+		if qi == solo || !c.known[OnCPU] || !c.known[OnGPU] {
+			continue
+		}
+		d := m.home[qi]
+		o := 1 - d
+		long := max(load[d], load[o])
+		if load[d] < load[o] {
+			continue // already on the shorter share
+		}
+		if after := max(load[d]-c.est[d], load[o]+c.est[o]); after < (1-balanceGain)*long {
+			m.home[qi] = o
+			load[d] -= c.est[d]
+			load[o] += c.est[o]
+		}
+	}
+}
+
+// choose is plan without the balance.
+func (m *costModel) choose(queries []*query.Query, b, explore int) (home []Device, solo int, on Device) {
 	m.calls++
 	m.prune(len(queries))
 	m.home = m.home[:0]
@@ -417,12 +463,18 @@ func (m *costModel) observe(queries []*query.Query, b int, d Device, idx []int, 
 	}
 }
 
+// clip bounds a measurement at this multiple of the average: one batch
+// slowed by a collection or a neighbour moves the average by at most
+// alpha·(clip-1) of itself, while a lasting change still shows within a few
+// batches.
+const clip = 4
+
 func (c *cell) update(d Device, secs, alpha float64) {
 	if !c.known[d] {
 		c.est[d], c.known[d] = secs, true
 		return
 	}
-	c.est[d] += alpha * (secs - c.est[d])
+	c.est[d] += alpha * (min(secs, clip*c.est[d]) - c.est[d])
 }
 
 // decide moves the query to the other device when that one is clearly

@@ -257,6 +257,38 @@ func TestCostModel(t *testing.T) {
 	}
 }
 
+// TestCostModelBalance: a triangle a little cheaper on the GPU runs on the
+// idle CPU while the GPU matches a house, since that shortens the batch;
+// with a cheaper house it goes back to the GPU.
+func TestCostModelBalance(t *testing.T) {
+	tri, house := &query.Query{}, &query.Query{}
+	qs := []*query.Query{tri, house}
+	var m costModel
+	const b = 12
+	measure := func(cost map[*query.Query][2]float64) []Device {
+		var home []Device
+		for range 8 {
+			var solo int
+			var on Device
+			home, solo, on = m.plan(qs, b, 64)
+			home = slices.Clone(home)
+			for qi, d := range home {
+				if qi == solo {
+					d = on
+				}
+				m.observe(qs, b, d, []int{qi}, cost[qs[qi]][d])
+			}
+		}
+		return home
+	}
+	if home := measure(map[*query.Query][2]float64{tri: {2e-3, 1.5e-3}, house: {40e-3, 10e-3}}); !slices.Equal(home, []Device{OnCPU, OnGPU}) {
+		t.Fatalf("triangle and house on %v, want [cpu gpu]", home)
+	}
+	if home := measure(map[*query.Query][2]float64{tri: {2e-3, 1.5e-3}, house: {40e-3, 0.2e-3}}); !slices.Equal(home, []Device{OnGPU, OnGPU}) {
+		t.Fatalf("with a house of 0.2ms on the gpu: triangle and house on %v, want [gpu gpu]", home)
+	}
+}
+
 // TestCostModelGPUFirst: a query's first batches of 512 changes or more
 // run on the GPU, which is measured first.
 func TestCostModelGPUFirst(t *testing.T) {
