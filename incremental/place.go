@@ -35,7 +35,7 @@ func (d Device) String() string {
 // launch and copies; a house on a large batch runs several times faster on
 // the GPU.
 //
-// Per query and batch-size bucket (log2 of the batch's changes) it keeps an
+// Per query and batch-size bucket (log2 of the batch's changes, rounded up) it keeps an
 // average of the seconds the query took on each device (costModel). A
 // device's call over several queries is split among them by their averages;
 // a query that is alone in a call is measured exactly, and every query is
@@ -263,9 +263,11 @@ func (p *Placer) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, si
 	return p.GPU.Static(g, queries, mode, sink)
 }
 
-// bucket is a batch size's cost bucket: 1 for one change, 2 for 2-3, 3 for
-// 4-7, and so on.
-func bucket(n int) int { return bits.Len(uint(n)) }
+// bucket is a batch size's cost bucket, k for more than 2^(k-1) changes
+// and at most 2^k: 0 for one change, 1 for 2, 2 for 3-4, and so on. Batches
+// are cut at powers of two, and a full one (4096 changes) shares its bucket
+// with those a few no-ops made smaller: each bucket is measured apart.
+func bucket(n int) int { return bits.Len(uint(max(n, 1) - 1)) }
 
 // costModel keeps, per query and batch-size bucket, the average seconds
 // each device took, and chooses the device. It takes timings and returns
@@ -308,8 +310,8 @@ const (
 	alphaShared, alphaAlone = 0.25, 0.5
 	// maxBackoff bounds the growth of a cell's measurement interval.
 	maxBackoff = 64
-	// gpuFirst is the first bucket (2^(gpuFirst-1) = 512 changes) whose
-	// queries start on the GPU until measured. A heavy query on the CPU's
+	// gpuFirst is the first bucket (over 2^(gpuFirst-1) = 512 changes)
+	// whose queries start on the GPU until measured. A heavy query on the CPU's
 	// side of a large batch cost 8 times the GPU's on the H100, a light one
 	// on the GPU's a third more than the CPU's; batches of a few changes
 	// pay the GPU's fixed cost of copies and launches, so they start on the

@@ -289,7 +289,7 @@ func TestCostModelBalance(t *testing.T) {
 	}
 }
 
-// TestCostModelGPUFirst: a query's first batches of 512 changes or more
+// TestCostModelGPUFirst: a query's first batches of more than 512 changes
 // run on the GPU, which is measured first.
 func TestCostModelGPUFirst(t *testing.T) {
 	qs := []*query.Query{{}, {}}
@@ -302,6 +302,14 @@ func TestCostModelGPUFirst(t *testing.T) {
 		}
 		if !slices.Equal(home, []Device{want, want}) || solo != 0 || on != want {
 			t.Errorf("bucket %d: placed %v, query %d measured alone on the %s; want both on the %s, query 0 measured there", b, home, solo, on, want)
+		}
+	}
+}
+
+func TestBucket(t *testing.T) {
+	for _, c := range []struct{ n, b int }{{0, 0}, {1, 0}, {2, 1}, {3, 2}, {4, 2}, {5, 3}, {512, 9}, {513, gpuFirst}, {4000, 12}, {4096, 12}, {4097, 13}} {
+		if got := bucket(c.n); got != c.b {
+			t.Errorf("bucket(%d) = %d, want %d", c.n, got, c.b)
 		}
 	}
 }
