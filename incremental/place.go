@@ -35,12 +35,15 @@ func (d Device) String() string {
 // launch and copies; a house on a large batch runs several times faster on
 // the GPU.
 //
-// Per query and batch-size bucket (log2 of the batch's changes, rounded up) it keeps an
-// average of the seconds the query took on each device (costModel). A
-// device's call over several queries is split among them by their averages;
-// a query that is alone in a call is measured exactly, and every query is
-// first measured alone on each device, and again now and then (Explore).
-// Given the same timings the choices are the same.
+// Per query and batch-size bucket (log2 of the batch's changes, rounded
+// up) it keeps an average of the seconds the query took on each device
+// (costModel). A device's call over several queries is split among them by
+// their averages; a query alone in a call is measured exactly. Each query
+// is first measured alone on each device (on the GPU first for batches of
+// more than 512 changes, on the CPU below), and again now and then
+// (Explore). It runs where it is cheaper, unless moving it to the other
+// device shortens the batch, both shares running at once. Given the same
+// timings the choices are the same.
 //
 // Static goes to the GPU: a new query has no measurements yet, and finding
 // every match of it in the whole graph is the largest batch there is.
@@ -54,10 +57,10 @@ type Placer struct {
 	CPU, GPU Matcher
 	// Explore is how many batches of a bucket pass before a query is
 	// measured alone again, on the device it does not run on (and, every
-	// other time, on the one it runs on); 0 means 64. The interval doubles,
-	// up to 64 times, while the measurements leave the choice as it was, so
-	// that a GPU too slow for batches of one update costs almost nothing to
-	// keep checking.
+	// other time, on the one it runs on); 0 means 64. The interval grows,
+	// up to 64 times, with the other device's cost over its own and while
+	// the measurements leave the choice as it was, so that a GPU too slow
+	// for batches of one update costs almost nothing to keep checking.
 	Explore int
 	// Now reads the clock that times each device's calls; nil means
 	// time.Now.
