@@ -152,7 +152,14 @@ func (p *Placer) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query
 	offset := [2]int{0, wc.NumWorkers()}
 	// A device works in this batch when it has queries, or has not been
 	// warmed up yet.
-	works := func(d Device) bool { return len(p.sides[d].idx) > 0 || p.sides[d].solo >= 0 || !p.warm[d] }
+	// A device works in this batch when it has queries or is not warmed up
+	// yet. In a large batch an idle one works too, with no query: it brings
+	// its copy of the graph up to date while the other device matches.
+	// Following a long run of large batches through Follow instead left the
+	// copying of all their lists to the next batch the GPU was given.
+	works := func(d Device) bool {
+		return len(p.sides[d].idx) > 0 || p.sides[d].solo >= 0 || !p.warm[d] || b >= gpuFirst
+	}
 	run := func(d Device) {
 		if works(d) {
 			p.run(d, &p.sides[d], offset[d], g, delta, queries, mode, sink, res)
@@ -214,6 +221,10 @@ func (p *Placer) run(d Device, s *side, offset int, g *dyngraph.Graph, delta []g
 		}
 		p.warm[d] = true
 	}
+	if len(s.idx) == 0 && s.solo < 0 {
+		_, s.err = p.device(d).Match(g, delta, nil, Count, nil)
+		return
+	}
 	if len(s.idx) > 0 {
 		t0 := p.now()
 		s.err = p.call(d, s.idx, offset, g, delta, queries, mode, sink, res)
@@ -232,20 +243,26 @@ func (p *Placer) run(d Device, s *side, offset int, g *dyngraph.Graph, delta []g
 func (p *Placer) call(d Device, idx []int, offset int, g *dyngraph.Graph, delta []graph.Change, queries []*query.Query,
 	mode Mode, sink Sink, res []Counts) error {
 	m := p.device(d)
-	qs := make([]*query.Query, len(idx))
-	for i, qi := range idx {
-		qs[i] = queries[qi]
-	}
-	if st, ok := m.(stopper); ok {
-		if p.stop != nil {
-			stop := p.stop
-			st.SetStop(func(q int) bool { return stop(idx[q]) })
-		} else {
-			st.SetStop(nil)
+	// idx is ascending: of the caller's length, it is every query in order,
+	// and needs no mapping.
+	all := len(idx) == len(queries)
+	qs := queries
+	if !all {
+		qs = make([]*query.Query, len(idx))
+		for i, qi := range idx {
+			qs[i] = queries[qi]
 		}
 	}
-	var mapped Sink
-	if sink != nil {
+	if st, ok := m.(stopper); ok {
+		switch stop := p.stop; {
+		case stop == nil || all:
+			st.SetStop(stop)
+		default:
+			st.SetStop(func(q int) bool { return stop(idx[q]) })
+		}
+	}
+	mapped := sink
+	if sink != nil && (!all || offset != 0) {
 		mapped = func(worker, q int, sign graph.Sign, mv []graph.VertexID) { sink(worker+offset, idx[q], sign, mv) }
 	}
 	c, err := m.Match(g, delta, qs, mode, mapped)
@@ -305,8 +322,10 @@ const (
 	// under this share of its device's, so that noise does not flap it.
 	switchBelow = 0.9
 	// drift: a device's average rising past this multiple of what it was
-	// when last compared brings the next measurement on the other device
-	// forward.
+	// when last compared, and to more than 1/drift of the other device's,
+	// brings the next measurement on the other device forward. A graph that
+	// densifies slows both devices alike, and the other may cost 8 times
+	// as much.
 	drift = 2
 	// alphaShared weighs a new measurement from a call shared with other
 	// queries (one per batch); alphaAlone one from a call alone (rarer).
@@ -411,7 +430,7 @@ func (m *costModel) choose(queries []*query.Query, b, explore int) (home []Devic
 	}
 	for qi, c := range m.cur {
 		switch {
-		case c.ref > 0 && c.est[c.home] > drift*c.ref:
+		case c.ref > 0 && c.est[c.home] > drift*c.ref && drift*c.est[c.home] > c.est[1-c.home]:
 			c.since, c.ref = 0, c.est[c.home]
 			return m.home, qi, 1 - c.home
 		case c.since >= c.every:
