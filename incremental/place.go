@@ -153,13 +153,10 @@ func (p *Placer) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query
 	// A device works in this batch when it has queries, or has not been
 	// warmed up yet.
 	// A device works in this batch when it has queries or is not warmed up
-	// yet. In a large batch an idle one works too, with no query: it brings
-	// its copy of the graph up to date while the other device matches.
-	// Following a long run of large batches through Follow instead left the
-	// copying of all their lists to the next batch the GPU was given.
-	works := func(d Device) bool {
-		return len(p.sides[d].idx) > 0 || p.sides[d].solo >= 0 || !p.warm[d] || b >= gpuFirst
-	}
+	// yet; an idle one follows the batch (Follow). Syncing the idle GPU's
+	// copy in every batch of 4096 instead, alongside the CPU's matching,
+	// slowed the CPU's share by a third (alert-heavy on the H100).
+	works := func(d Device) bool { return len(p.sides[d].idx) > 0 || p.sides[d].solo >= 0 || !p.warm[d] }
 	run := func(d Device) {
 		if works(d) {
 			p.run(d, &p.sides[d], offset[d], g, delta, queries, mode, sink, res)
@@ -220,10 +217,6 @@ func (p *Placer) run(d Device, s *side, offset int, g *dyngraph.Graph, delta []g
 			return
 		}
 		p.warm[d] = true
-	}
-	if len(s.idx) == 0 && s.solo < 0 {
-		_, s.err = p.device(d).Match(g, delta, nil, Count, nil)
-		return
 	}
 	if len(s.idx) > 0 {
 		t0 := p.now()
