@@ -36,7 +36,7 @@ func TestPlacerEqualsCPU(t *testing.T) {
 	const cpuW, gpuW = 2, 3
 	for _, s := range placerScenarios(t) {
 		for _, bs := range []int{1, 3, 40} {
-			p := &Placer{CPU: &CPU{Workers: cpuW}, GPU: &CPU{Workers: gpuW}, Explore: 2}
+			p := &Placer{CPU: &CPU{Workers: cpuW}, GPU: &CPU{Workers: gpuW}, Explore: 2, CPUBelow: 1}
 			ran := make([][2]int, len(s.queries))
 			subsets := map[string]bool{}
 			s.replay(t, &CPU{Workers: 1}, bs, func(bi int, g *dyngraph.Graph, delta []graph.Change, want []Counts) {
@@ -115,7 +115,7 @@ func TestPlacerSetStop(t *testing.T) {
 	for _, s := range placerScenarios(t) {
 		nq := len(s.queries)
 		for _, target := range []int{0, nq - 1} {
-			p := &Placer{CPU: &CPU{Workers: 2}, GPU: &CPU{Workers: 3}, Explore: 1}
+			p := &Placer{CPU: &CPU{Workers: 2}, GPU: &CPU{Workers: 3}, Explore: 1, CPUBelow: 1}
 			p.SetStop(func(q int) bool { return q == target })
 			s.replay(t, &CPU{Workers: 1}, 11, func(bi int, g *dyngraph.Graph, delta []graph.Change, want []Counts) {
 				mode := Mode(bi % 2)
@@ -336,5 +336,54 @@ func TestCostModelDeterministic(t *testing.T) {
 	}
 	if a, b := run(), run(); !slices.Equal(a, b) {
 		t.Fatal("two runs of the same timings chose differently")
+	}
+}
+
+// countingMatcher is a real executor that counts the batches it matched.
+type countingMatcher struct {
+	Matcher
+	calls int
+}
+
+func (c *countingMatcher) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, mode Mode, sink Sink) ([]Counts, error) {
+	c.calls++
+	return c.Matcher.Match(g, delta, queries, mode, sink)
+}
+
+// TestPlacerSmallBatchesOnCPU: batches under CPUBelow changes go to the CPU
+// alone, with the caller's worker numbers, and the GPU is never called for
+// them, not even to be measured; larger ones are placed by the model.
+func TestPlacerSmallBatchesOnCPU(t *testing.T) {
+	s := placerScenarios(t)[0]
+	gpu := &countingMatcher{Matcher: &CPU{Workers: 3}}
+	p := &Placer{CPU: &CPU{Workers: 2}, GPU: gpu, Explore: 1}
+	small := 0
+	s.replay(t, &CPU{Workers: 1}, 5, func(bi int, g *dyngraph.Graph, delta []graph.Change, want []Counts) {
+		before := gpu.calls
+		got, err := p.Match(g, delta, s.queries, Enumerate, func(worker, _ int, _ graph.Sign, _ []graph.VertexID) {
+			if len(delta) < 16 && worker >= 2 {
+				t.Errorf("batch %d of %d changes: worker %d, past the CPU's", bi, len(delta), worker)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("batch %d: placer %v, CPU %v", bi, got, want)
+		}
+		if len(delta) > 0 && len(delta) < 16 {
+			small++
+			if gpu.calls != before {
+				t.Fatalf("batch %d of %d changes called the GPU", bi, len(delta))
+			}
+			for _, d := range p.Placed(nil) {
+				if d != OnCPU {
+					t.Fatalf("batch %d of %d changes placed on %v", bi, len(delta), d)
+				}
+			}
+		}
+	}, nil)
+	if small == 0 {
+		t.Fatal("no small batch ran")
 	}
 }

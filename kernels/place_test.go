@@ -87,7 +87,7 @@ func placerVsCPU(t *testing.T, x *GPU, seed uint64, directed bool, where string)
 	}
 	defer g.Close()
 	cpu := &incremental.CPU{}
-	p := &incremental.Placer{CPU: &incremental.CPU{Workers: 2}, GPU: x, Explore: 2}
+	p := &incremental.Placer{CPU: &incremental.CPU{Workers: 2}, GPU: x, Explore: 2, CPUBelow: 1}
 	onGPU := 0
 	for b, batch := range s.batches {
 		delta, _, _, err := g.Apply(batch)
