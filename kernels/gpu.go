@@ -422,11 +422,11 @@ func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool, delta []graph.Change,
 		a.inTab = x.bufs["in_tab"].p
 	}
 	vl := g.VertexLabels()
-	if x.tab.vlNV != len(vl) || x.tab.vlBorn != g.Born() {
+	if x.tab.vlNV != len(vl) || x.tab.vlEpoch != g.LabelEpoch() {
 		if _, err = x.upload("vlabel", u32ptr(vl), 4*len(vl)); err != nil {
 			return 0, err
 		}
-		x.tab.vlNV, x.tab.vlBorn = len(vl), g.Born()
+		x.tab.vlNV, x.tab.vlEpoch = len(vl), g.LabelEpoch()
 	}
 	a.vlabel = x.bufs["vlabel"].p
 	// The kernel must compare keys exactly as dyngraph sorted them.
@@ -461,10 +461,11 @@ func (x *GPU) Follow(g *dyngraph.Graph) {
 // tableCopy records what the device's copy of the per-vertex table and the
 // vertex labels reflect.
 type tableCopy struct {
-	nv           int  // rows in the table copy
-	valid        bool // the copy matches the graph as of the last batch
-	appended     bool // it was made for Static (every list shown appended)
-	vlNV, vlBorn int
+	nv       int  // rows in the table copy
+	valid    bool // the copy matches the graph as of the last batch
+	appended bool // it was made for Static (every list shown appended)
+	vlNV     int  // vertex labels in their copy
+	vlEpoch  uint64
 }
 
 // syncTable brings the device's per-vertex table up to date: the whole of it
