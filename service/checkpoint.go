@@ -197,7 +197,11 @@ func (s *Service) checkpoint() error {
 		if s.expiry != nil {
 			win = s.expiry.AppendBinary(nil)
 		}
-		for _, b := range [][]byte{mb, s.labels.AppendBinary(nil), s.ids.AppendBinary(nil), win} {
+		ids, err := s.encodeIDs()
+		if err != nil {
+			return err
+		}
+		for _, b := range [][]byte{mb, s.labels.AppendBinary(nil), ids, win} {
 			bw.Write(binary.AppendUvarint(nil, uint64(len(b))))
 			bw.Write(b)
 		}
@@ -216,6 +220,18 @@ func (s *Service) checkpoint() error {
 	s.met.checkpointAge.Set(0)
 	s.log.Debug().Str("path", path).Dur("took", d).Uint64("batch", s.batch).Msg("checkpoint written")
 	return nil
+}
+
+// encodeIDs encodes the id dictionary with the decoding stage held still,
+// after forgetting the vertices of the ids it released, so that the
+// dictionary and the graph written after it agree.
+func (s *Service) encodeIDs() ([]byte, error) {
+	s.interning.Lock()
+	defer s.interning.Unlock()
+	if err := s.forgetOutstanding(); err != nil {
+		return nil, err
+	}
+	return s.ids.AppendBinary(nil), nil
 }
 
 // maybeCheckpoint writes a checkpoint when one is due and there is new

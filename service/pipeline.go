@@ -97,7 +97,7 @@ func (s *Service) prepare(ctx context.Context, in <-chan ingest.Message, p *pipe
 			b := newBatchState(buf)
 			buf.dec = slices.Grow(buf.dec[:0], len(msgs))[:len(msgs)]
 			decodeAll(msgs, buf.dec, decs)
-			s.internAll(buf.dec)
+			s.internAll(b)
 			b.times[stageDecode] = time.Since(b.cut)
 			if ctx.Err() != nil {
 				return
@@ -164,6 +164,9 @@ func (s *Service) takeBack(p *pipeline, b *batchState) error {
 	}
 	for part, r := range b.ranges {
 		s.position[part] = r[1] + 1
+	}
+	if s.recycle != nil {
+		s.recycle.hand(b.seq, b.isolated)
 	}
 	s.mu.Lock()
 	s.progress.Batches = b.id

@@ -24,6 +24,9 @@ import (
 // returns only errors that end the service; bad input becomes dead letters.
 func (s *Service) process(b *batchState) error {
 	t0 := time.Now()
+	if err := s.forget(b.recycled); err != nil {
+		return err
+	}
 	s.resolve(b)
 	t1 := time.Now()
 
@@ -47,6 +50,9 @@ func (s *Service) process(b *batchState) error {
 	}
 	t3 := time.Now()
 	s.g.Reorganize()
+	if s.recycle != nil {
+		s.leftAlone(b, delta)
+	}
 	t4 := time.Now()
 
 	b.times[stageDecode] += t1.Sub(t0)
@@ -75,6 +81,13 @@ type batchState struct {
 	changedBy map[edgeKey]int
 	// withheld counts per query the events a limit kept from the output.
 	withheld map[int]string
+
+	// seq numbers the batch on the decoding stage; recycled are the ids
+	// it released there, which the graph must forget before the batch, and
+	// isolated the vertices the batch left without edges (recycle.go).
+	seq      uint32
+	recycled []graph.VertexID
+	isolated []graph.VertexID
 
 	id     uint64                         // the batch's number, set by the graph stages
 	cut    time.Time                      // when the batcher closed it
@@ -485,15 +498,29 @@ type decoded struct {
 // will refuse for what it says alone (no event time on a windowed stream)
 // is not interned; one it finds late is, as lateness depends on the batches
 // before it: an id so interned is a vertex without edges.
-func (s *Service) internAll(dec []decoded) {
+func (s *Service) internAll(b *batchState) {
+	s.interning.Lock()
+	defer s.interning.Unlock()
 	windowed := s.cfg.Window.Size > 0
-	for i := range dec {
-		d := &dec[i]
+	r := s.recycle
+	if r != nil {
+		b.recycled = r.release(s.ids)
+		r.seq++
+		b.seq = r.seq
+	}
+	for i := range b.buf.dec {
+		d := &b.buf.dec[i]
 		d.u, d.resolveErr = graph.Update{}, nil
 		if d.err != nil || (windowed && d.rec.Op != graph.AddVertex && d.rec.Time == 0) {
 			continue
 		}
 		d.u, d.resolveErr = s.resolver.Resolve(d.rec)
+		if r != nil && d.resolveErr == nil {
+			r.named(d.u.Src)
+			if d.u.Op != graph.AddVertex {
+				r.named(d.u.Dst)
+			}
+		}
 	}
 }
 

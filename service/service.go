@@ -43,6 +43,9 @@ type Options struct {
 	// OnBatch, if set, is called by the run loop when a batch's output is
 	// acknowledged, in batch order; it must return quickly. Benchmarks take their latencies from it.
 	OnBatch func(BatchInfo)
+	// keepVertices turns off the recycling of vertex ids (recycle.go), for
+	// the tests that compare a service with it.
+	keepVertices bool
 }
 
 // BatchInfo describes one processed batch.
@@ -81,6 +84,10 @@ type Service struct {
 	resolver *ingest.Resolver
 	g        *dyngraph.Graph
 	expiry   *ingest.Expiry // nil without a window
+	recycle  *recycler      // nil without a window
+	// interning is held by the decoding stage while it interns a batch,
+	// and by a checkpoint while it encodes the dictionary.
+	interning sync.Mutex
 	queries  []*standing
 	batch    uint64        // batches processed, the id of the last one
 	position map[int]int64 // partition → next offset to apply
@@ -148,6 +155,9 @@ func New(opts Options) (*Service, error) {
 
 	if s.dir, err = statedir.Open(cfg.State.Dir, cfg.State.Keep); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	if cfg.Window.Size > 0 && !opts.keepVertices {
+		s.recycle = &recycler{}
 	}
 	if err := s.restore(); err != nil {
 		return nil, err
@@ -336,6 +346,11 @@ func (s *Service) consume(ctx context.Context, gen *ingest.Generation) error {
 	dctx, dcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer dcancel()
 	defer context.AfterFunc(ctx, func() { time.AfterFunc(shutdownGrace, dcancel) })()
+	// The last generation's decoder may have released ids for batches that
+	// were never applied; this one re-interns those batches.
+	if err := s.forgetOutstanding(); err != nil {
+		return err
+	}
 	p := s.startPipeline(gctx, dctx, msgs)
 	err := s.loop(ctx, gen, p)
 	if err != nil {
