@@ -88,11 +88,11 @@ type Service struct {
 	// interning is held by the decoding stage while it interns a batch,
 	// and by a checkpoint while it encodes the dictionary.
 	interning sync.Mutex
-	queries  []*standing
-	batch    uint64        // batches processed, the id of the last one
-	position map[int]int64 // partition → next offset to apply
-	lastCkpt time.Time
-	ckptPos  map[int]int64 // position as of the last checkpoint, which is what may be committed
+	queries   []*standing
+	batch     uint64        // batches processed, the id of the last one
+	position  map[int]int64 // partition → next offset to apply
+	lastCkpt  time.Time
+	ckptPos   map[int]int64 // position as of the last checkpoint, which is what may be committed
 	// uncommitted says that ckptPos is not known to be committed: a
 	// checkpoint was written or loaded since the last commit, or the
 	// commit was refused.
