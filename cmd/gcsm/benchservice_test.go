@@ -99,6 +99,11 @@ func TestBenchServiceMixes(t *testing.T) {
 	if heavy.OutputClient != "kafka-go" || heavy.Compression != "lz4" {
 		t.Errorf("output %s, compression %s; want kafka-go, lz4", heavy.OutputClient, heavy.Compression)
 	}
+	// The broker's ceiling for events: as many records as alerts, copies of them, which are JSON objects
+	// of a few hundred bytes with their keys.
+	if heavy.EventCeiling <= 0 || heavy.EventBytes < 100 || !strings.Contains(out, "event ceiling") {
+		t.Errorf("event ceiling %v events/s of %v bytes; table:\n%s", heavy.EventCeiling, heavy.EventBytes, out)
+	}
 	if heavy.EventsPerUpdate <= 1 {
 		t.Errorf("alert-heavy: %.4f events per update, want more than 1", heavy.EventsPerUpdate)
 	}
