@@ -46,8 +46,9 @@ const (
 func (d *Dict) AppendBinary(dst []byte) []byte {
 	dst = append(dst, dictMagic...)
 	dst = append(dst, dictVersion)
-	dst = binary.AppendUvarint(dst, uint64(len(d.names)))
-	for _, s := range d.names {
+	names := d.Names()
+	dst = binary.AppendUvarint(dst, uint64(len(names)))
+	for _, s := range names {
 		dst = binary.AppendUvarint(dst, uint64(len(s)))
 		dst = append(dst, s...)
 	}
@@ -85,7 +86,9 @@ func (d *Dict) UnmarshalBinary(b []byte) error {
 	if err := r.end(); err != nil {
 		return err
 	}
-	*d = *nd
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.ids, d.names = nd.ids, nd.names
 	return nil
 }
 
@@ -94,18 +97,20 @@ func (d *Dict) UnmarshalBinary(b []byte) error {
 func (m *IDs) AppendBinary(dst []byte) []byte {
 	dst = append(dst, idsMagic...)
 	dst = append(dst, idsVersion)
-	dst = binary.AppendUvarint(dst, uint64(len(m.names)))
+	n := m.Len()
+	dst = binary.AppendUvarint(dst, uint64(n))
 	var prev uint64
-	for _, e := range m.names {
+	for id := range VertexID(n) {
+		e := m.entry(id)
 		if e.str {
 			dst = append(dst, idString)
-			dst = binary.AppendUvarint(dst, uint64(len(e.s)))
-			dst = append(dst, e.s...)
+			dst = binary.AppendUvarint(dst, uint64(e.len))
+			dst = append(dst, m.bytes(e)...)
 			continue
 		}
 		dst = append(dst, idInt)
-		dst = binary.AppendUvarint(dst, zigzag(int64(e.n-prev)))
-		prev = e.n
+		dst = binary.AppendUvarint(dst, zigzag(int64(e.v-prev)))
+		prev = e.v
 	}
 	return dst
 }
@@ -123,10 +128,6 @@ func (m *IDs) UnmarshalBinary(b []byte) error {
 		return r.errAt(r.off, fmt.Sprintf("%d ids, more than the %d vertices a graph holds", n, MaxVertices))
 	}
 	nm := NewIDs()
-	// An entry is at least two bytes (tag and a one-byte varint).
-	if hint := min(n, uint64(len(b)-r.off)/2); hint > 0 {
-		nm.names = make([]extID, 0, hint)
-	}
 	var prev uint64
 	for i := range n {
 		at := r.off
@@ -163,7 +164,7 @@ func (m *IDs) UnmarshalBinary(b []byte) error {
 			if !isNew {
 				return r.errAt(at, fmt.Sprintf("id %d repeats the name %q of id %d", i, s, id))
 			}
-			if !nm.names[id].str {
+			if !nm.entry(id).str {
 				return r.errAt(at, fmt.Sprintf("id %d: the string %q spells an integer id", i, s))
 			}
 		default:
@@ -173,7 +174,10 @@ func (m *IDs) UnmarshalBinary(b []byte) error {
 	if err := r.end(); err != nil {
 		return err
 	}
-	*m = *nm
+	m.seed, m.dense, m.slots, m.inTable, m.used = nm.seed, nm.dense, nm.slots, nm.inTable, nm.used
+	m.entries.Store(nm.entries.Load())
+	m.arena.Store(nm.arena.Load())
+	m.n.Store(nm.n.Load())
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strconv"
 	"strings"
@@ -122,4 +124,101 @@ func TestInternCopiesNames(t *testing.T) {
 	}
 	runtime.KeepAlive(ids)
 	runtime.KeepAlive(labels)
+}
+
+// TestIDsManyNames interns enough string and sparse integer ids to grow the
+// table and the arena many times, with names long enough to need their own
+// arena chunk, and checks every id both ways.
+func TestIDsManyNames(t *testing.T) {
+	m := NewIDs()
+	long := strings.Repeat("z", arenaMax+10)
+	var names []string
+	for i := range 200_000 {
+		switch {
+		case i%3 == 0:
+			names = append(names, "acct:"+strconv.Itoa(i))
+		case i%3 == 1:
+			names = append(names, strconv.FormatUint(1<<40+uint64(i)*7919, 10))
+		case i == 5:
+			names = append(names, long)
+		default:
+			names = append(names, "m"+strconv.Itoa(i))
+		}
+	}
+	for i, n := range names {
+		if id, isNew, err := m.Intern(n); err != nil || !isNew || id != VertexID(i) {
+			t.Fatalf("Intern(%.20q) = %d %v %v, want %d, new", n, id, isNew, err, i)
+		}
+	}
+	for i, n := range names {
+		if id, isNew, _ := m.Intern(n); isNew || id != VertexID(i) {
+			t.Fatalf("Intern(%.20q) again = %d %v, want %d", n, id, isNew, i)
+		}
+		if m.Name(VertexID(i)) != n {
+			t.Fatalf("Name(%d) = %.20q, want %.20q", i, m.Name(VertexID(i)), n)
+		}
+	}
+	if _, ok := m.Lookup("acct:1"); ok {
+		t.Fatal("Lookup found an id never interned")
+	}
+}
+
+// TestIDsNameWhileInterning reads the names of published ids on other
+// goroutines while interning goes on, as the service does (run it with
+// -race): a published entry and its bytes must never move or change.
+func TestIDsNameWhileInterning(t *testing.T) {
+	m := NewIDs()
+	const readers, n = 3, 50_000
+	ch := make([]chan VertexID, readers)
+	done := make(chan error, readers)
+	for r := range readers {
+		ch[r] = make(chan VertexID, 64)
+		go func() {
+			var err error
+			for id := range ch[r] {
+				if got, want := m.Name(id), "acct:"+strconv.Itoa(int(id)); got != want && err == nil {
+					err = fmt.Errorf("Name(%d) = %q, want %q", id, got, want)
+				}
+				_ = m.Len()
+			}
+			done <- err
+		}()
+	}
+	for i := range n {
+		id, _, err := m.Intern("acct:" + strconv.Itoa(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch[i%readers] <- id
+	}
+	for r := range readers {
+		close(ch[r])
+	}
+	for range readers {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkIntern interns a million account names, each a few times, in a
+// Zipf-like order, as a transfer stream does.
+func BenchmarkIntern(b *testing.B) {
+	const accounts = 1 << 20
+	names := make([]string, 4*accounts)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range names {
+		names[i] = "acct:" + strconv.Itoa(int(float64(accounts)*r.Float64()*r.Float64()))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		m := NewIDs()
+		for _, n := range names {
+			if _, _, err := m.Intern(n); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(names)), "ns/intern")
 }

@@ -49,10 +49,22 @@ func (c *CPU) walkers(g *dyngraph.Graph, mode Mode, sink Sink) []*walker {
 	return ws
 }
 
-// unitChunk is how many work units a worker claims at once. Units vary by
-// orders of magnitude in cost, so chunks stay small and the tail of a batch
-// balances across workers; 4 keeps the atomic counter off the profile.
-const unitChunk = 4
+// unitChunk is the fewest work units a worker claims at once. Units vary
+// by orders of magnitude in cost, so the tail of a batch goes out in small
+// chunks that balance across workers; while many units remain a claim takes
+// a share of them (guided self-scheduling) up to maxChunk, as on a sparse
+// graph most units end at once and one shared counter claimed per few units
+// would be the contended part of the batch on many cores. maxChunk bounds
+// how many costly units one claim can hold.
+const unitChunk, maxChunk = 4, 64
+
+// claim takes the next chunk of units below total from next, and returns
+// its bounds; lo >= total when none is left.
+func claim(next *atomic.Int64, total int64, workers int) (lo, hi int64) {
+	n := min(max(unitChunk, (total-next.Load())/int64(8*workers)), maxChunk)
+	lo = next.Add(n) - n
+	return lo, min(lo+n, total)
+}
 
 // Match implements Matcher.
 func (c *CPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, mode Mode, sink Sink) ([]Counts, error) {
@@ -101,22 +113,24 @@ func runUnits(ws []*walker, total int64, unit func(int64) (qi, term int, ch *gra
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for wi, w := range ws {
-		pos[wi] = make([]int64, len(queries))
-		neg[wi] = make([]int64, len(queries))
 		wg.Go(func() {
+			// Counted in the goroutine's own slices, published at the end:
+			// small slices of neighbouring workers share cache lines.
+			p, n := make([]int64, len(queries)), make([]int64, len(queries))
+			defer func() { pos[wi], neg[wi] = p, n }()
 			for {
-				u0 := next.Add(unitChunk) - unitChunk
-				if u0 >= total {
+				lo, hi := claim(&next, total, len(ws))
+				if lo >= total {
 					return
 				}
-				for u := u0; u < min(u0+unitChunk, total); u++ {
+				for u := lo; u < hi; u++ {
 					qi, term, ch := unit(u)
 					w.count = 0
 					w.runTerm(qi, queries[qi], term, ch)
 					if ch.Sign > 0 {
-						pos[wi][qi] += w.count
+						p[qi] += w.count
 					} else {
-						neg[wi][qi] += w.count
+						n[qi] += w.count
 					}
 				}
 			}

@@ -22,7 +22,8 @@ type Record struct {
 }
 
 // Resolver interns the strings of Records into a graph's dictionaries. IDs and
-// Labels must be set. Like them, a Resolver is not safe for concurrent use.
+// Labels must be set. A Resolver is not safe for concurrent use, as its IDs
+// are not.
 type Resolver struct {
 	IDs    *graph.IDs
 	Labels *graph.Dict

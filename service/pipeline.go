@@ -14,12 +14,15 @@ import (
 // A generation runs as three stages joined by bounded queues, so that
 // batch n+1 is decoded while n is matched and n-1 is delivered:
 //
-//	prepare:  cut a batch, decode its messages (a pure function of them)
-//	run loop: resolve ids, expire, apply, match, build events, reorganize;
+//	prepare:  cut a batch, decode its messages (in parallel), intern their
+//	          ids and labels (in order)
+//	run loop: expire, apply, match, build events, reorganize;
 //	          HTTP operations and checkpoints, which need a quiet graph
 //	deliver:  write events and dead letters and wait for their acks
 //
-// The run loop owns all engine state; the other stages touch only their
+// The run loop owns all engine state but the id and label dictionaries,
+// which the decoding stage writes (graph.IDs lets the run loop read the
+// names of ids it was handed meanwhile); the other stages touch only their
 // batch. Positions, progress and commits advance when the run loop takes a
 // batch's acknowledgement back, in batch order, so a batch's offsets count
 // only once its output is durable. A full queue stops the stage before it:
@@ -94,6 +97,7 @@ func (s *Service) prepare(ctx context.Context, in <-chan ingest.Message, p *pipe
 			b := newBatchState(buf)
 			buf.dec = slices.Grow(buf.dec[:0], len(msgs))[:len(msgs)]
 			decodeAll(msgs, buf.dec, decs)
+			s.internAll(buf.dec)
 			b.times[stageDecode] = time.Since(b.cut)
 			if ctx.Err() != nil {
 				return

@@ -37,7 +37,7 @@ func (s *Service) process(b *batchState) error {
 			s.deadLetter(b, o, rejectReason(r.Err), r.Err.Error())
 		}
 	}
-	s.track(b, delta)
+	s.track(b)
 	t2 := time.Now()
 
 	s.batch++
@@ -71,7 +71,8 @@ type batchState struct {
 	events   []output.Event // built by the delivery stage from matched
 	matched  *matched
 	// changedBy maps each edge this batch changed to the message that
-	// changed it last, the "source" of the matches that edge completes.
+	// changed it last, the "source" of the matches that edge completes;
+	// nil until the batch's first event needs it (sources).
 	changedBy map[edgeKey]int
 	// withheld counts per query the events a limit kept from the output.
 	withheld map[int]string
@@ -117,10 +118,9 @@ func (s *Service) key(e graph.Edge) edgeKey {
 	return edgeKey{e.Src, e.Dst, e.Label}
 }
 
-// resolve turns decoded messages into updates, dead-lettering what cannot
-// be used, and puts the window's expiries first: an edge that expires and
-// is sent again in this batch is then refreshed, not deleted. Interning ids
-// and labels must happen in message order, on the run loop.
+// resolve takes the batch's updates from its decoding, dead-lettering what
+// cannot be used, and puts the window's expiries first: an edge that
+// expires and is sent again in this batch is then refreshed, not deleted.
 func (s *Service) resolve(b *batchState) {
 	if s.expiry != nil {
 		n := len(b.updates)
@@ -133,16 +133,17 @@ func (s *Service) resolve(b *batchState) {
 		}
 	}
 	for i := range b.msgs {
-		rec, err := b.buf.dec[i].rec, b.buf.dec[i].err
-		if err != nil {
+		d := &b.buf.dec[i]
+		if d.err != nil {
 			var de *ingest.DecodeError
 			reason := "bad_value"
-			if errors.As(err, &de) {
+			if errors.As(d.err, &de) {
 				reason = de.Reason
 			}
-			s.deadLetter(b, i, reason, err.Error())
+			s.deadLetter(b, i, reason, d.err.Error())
 			continue
 		}
+		rec := d.rec
 		if s.expiry != nil && rec.Op != graph.AddVertex {
 			if rec.Time == 0 {
 				s.deadLetter(b, i, "missing_time", `missing field "ts": a windowed stream needs event times`)
@@ -154,16 +155,15 @@ func (s *Service) resolve(b *batchState) {
 				continue
 			}
 		}
-		u, err := s.resolver.Resolve(rec)
-		if err != nil {
+		if d.resolveErr != nil {
 			reason := "bad_value"
-			if errors.Is(err, ingest.ErrSelfLoop) {
+			if errors.Is(d.resolveErr, ingest.ErrSelfLoop) {
 				reason = "self_loop"
 			}
-			s.deadLetter(b, i, reason, err.Error())
+			s.deadLetter(b, i, reason, d.resolveErr.Error())
 			continue
 		}
-		b.updates = append(b.updates, u)
+		b.updates = append(b.updates, d.u)
 		b.msgTime[i] = rec.Time
 		b.origin = append(b.origin, i)
 	}
@@ -198,25 +198,38 @@ func (s *Service) deadLetter(b *batchState, i int, reason, detail string) {
 	s.log.Debug().Str("reason", reason).Int("partition", m.Partition).Int64("offset", m.Offset).Msg(detail)
 }
 
-// track records what the batch changed: the window's last-seen times and
-// which message changed each edge.
-func (s *Service) track(b *batchState, delta []graph.Change) {
-	b.changedBy = make(map[edgeKey]int, len(delta))
+// track records the window's last-seen times of the edges the batch
+// changed.
+func (s *Service) track(b *batchState) {
+	if s.expiry == nil {
+		return
+	}
 	for i, u := range b.updates {
-		if u.Op == graph.AddVertex || (b.refused != nil && b.refused[i]) {
+		if u.Op == graph.AddVertex || (b.refused != nil && b.refused[i]) || b.origin[i] < 0 {
 			continue
 		}
 		e := graph.Edge{Src: u.Src, Dst: u.Dst, Label: u.Label}
-		if s.expiry != nil && b.origin[i] >= 0 {
-			if u.Op == graph.Insert {
-				s.expiry.Observe(e, b.msgTime[b.origin[i]])
-			} else {
-				s.expiry.Forget(e)
-			}
+		if u.Op == graph.Insert {
+			s.expiry.Observe(e, b.msgTime[b.origin[i]])
+		} else {
+			s.expiry.Forget(e)
 		}
-		if b.origin[i] >= 0 {
-			b.changedBy[s.key(e)] = b.origin[i]
+	}
+}
+
+// sources fills b.changedBy: which message changed each edge last. Only a
+// batch with events needs it, and most batches of a selective query have
+// none, so it is built on demand.
+func (s *Service) sources(b *batchState) {
+	if b.changedBy != nil {
+		return
+	}
+	b.changedBy = make(map[edgeKey]int, len(b.updates))
+	for i, u := range b.updates {
+		if u.Op == graph.AddVertex || (b.refused != nil && b.refused[i]) || b.origin[i] < 0 {
+			continue
 		}
+		b.changedBy[s.key(graph.Edge{Src: u.Src, Dst: u.Dst, Label: u.Label})] = b.origin[i]
 	}
 }
 
@@ -498,6 +511,7 @@ func (s *Service) build(b *batchState) {
 		nb += len(r.m)
 		ne += len(st.q.Edges)
 	}
+	s.sources(b)
 	eb := newEventBuilder(s, b, mt)
 	bindings := make([]output.Binding, nb)
 	edges := make([][3]string, ne)
@@ -591,8 +605,28 @@ func mergeRefs(dst, a, b []ref) {
 
 // decoded is one message's decoding.
 type decoded struct {
-	rec ingest.Record
-	err error
+	rec        ingest.Record
+	err        error // decoding's
+	u          graph.Update
+	resolveErr error // interning's (ingest.Resolver.Resolve)
+}
+
+// internAll resolves the decoded records of a batch into updates. It runs
+// in the decoding stage, ahead of the run loop, and in message order, as
+// new ids are numbered in the order they are seen. A record the run loop
+// will refuse for what it says alone (no event time on a windowed stream)
+// is not interned; one it finds late is, as lateness depends on the batches
+// before it: an id so interned is a vertex without edges.
+func (s *Service) internAll(dec []decoded) {
+	windowed := s.cfg.Window.Size > 0
+	for i := range dec {
+		d := &dec[i]
+		d.u, d.resolveErr = graph.Update{}, nil
+		if d.err != nil || (windowed && d.rec.Op != graph.AddVertex && d.rec.Time == 0) {
+			continue
+		}
+		d.u, d.resolveErr = s.resolver.Resolve(d.rec)
+	}
 }
 
 // decodeAll decodes msgs into out, one decoder per worker.

@@ -74,7 +74,8 @@ type Service struct {
 
 	// The engine state below belongs to the run loop. HTTP handlers reach it
 	// only through ops, which the loop runs between batches, or read the
-	// copies guarded by mu.
+	// copies guarded by mu. The exceptions are the dictionaries: resolver
+	// interns into them on the decoding stage (see pipeline.go).
 	labels   *graph.Dict
 	ids      *graph.IDs
 	resolver *ingest.Resolver
