@@ -536,10 +536,13 @@ func (c *eventCeiling) measure(ctx context.Context) (float64, float64, error) {
 		size += int64(len(r.Key) + len(r.Value))
 	}
 
-	pr, err := kgo.NewClient(kgo.SeedBrokers(c.brokers...), kgo.DefaultProduceTopic(c.to),
-		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerBatchCompression(ceilingCodec(c.compression)), kgo.ProducerBatchMaxBytes(output.DefaultBatchBytes),
-		kgo.MaxBufferedRecords(1<<20))
+	opts, err := output.FranzOptions(output.KafkaConfig{Brokers: c.brokers, Topic: c.to, Compression: c.compression})
+	if err != nil {
+		return 0, 0, err
+	}
+	// The sink buffers one Write's records; this client, all of them but
+	// for this bound.
+	pr, err := kgo.NewClient(append(opts, kgo.DefaultProduceTopic(c.to), kgo.MaxBufferedRecords(1<<20))...)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -571,21 +574,6 @@ func (c *eventCeiling) measure(ctx context.Context) (float64, float64, error) {
 		return 0, 0, fmt.Errorf("produce to %s: %w", c.to, failed)
 	}
 	return float64(c.n) / secs, float64(size) / float64(len(sample)), nil
-}
-
-// ceilingCodec is kgo's codec for a --compression value.
-func ceilingCodec(name string) kgo.CompressionCodec {
-	switch name {
-	case "gzip":
-		return kgo.GzipCompression()
-	case "snappy":
-		return kgo.SnappyCompression()
-	case "lz4":
-		return kgo.Lz4Compression()
-	case "zstd":
-		return kgo.ZstdCompression()
-	}
-	return kgo.NoCompression()
 }
 
 // applied is the number of input records the service has applied, all
