@@ -230,7 +230,7 @@ type serviceResult struct {
 	LoadPerSec   float64  `json:"load_updates_per_s,omitempty"` // backlog: how fast the producer filled the topic
 	ReadPerSec   float64  `json:"read_updates_per_s,omitempty"` // backlog: how fast a bare consumer reads it back, the broker's ceiling
 	// backlog: how fast a bare client, nothing else running, produces as many records as the service's
-	// events, copies of the alerts it wrote (EventBytes each, key and value, on average), with the
+	// events (200,000 at least), copies of the alerts it wrote (EventBytes each, key and value, on average), with the
 	// service's producer settings: the broker's ceiling for the events/s figure.
 	EventCeiling    float64        `json:"produce_events_per_s,omitempty"`
 	EventBytes      float64        `json:"event_bytes,omitempty"`
@@ -444,7 +444,7 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 	}
 	if res.Mode == "backlog" && res.Events > 0 {
 		c := eventCeiling{brokers: cfg.Brokers, from: cfg.Output.Topic, to: "bench-" + run + "-ceiling",
-			partitions: f.partitions, compression: f.compression, n: res.Events}
+			partitions: f.partitions, compression: f.compression, have: res.Events, n: max(res.Events, minCeilingRecords)}
 		// The service's context is done by now.
 		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		res.EventCeiling, res.EventBytes, err = c.measure(cctx)
@@ -507,8 +507,13 @@ type eventCeiling struct {
 	from, to    string
 	partitions  int
 	compression string
-	n           int64
+	have        int64 // records in from
+	n           int64 // records to produce
 }
+
+// minCeilingRecords is the fewest records the events' ceiling produces: a
+// sparse mix's few hundred alerts would time little but a round trip.
+const minCeilingRecords = 200_000
 
 // ceilingSample is how many alerts are read back to be copied: enough to
 // give their sizes and keys' spread, few enough to hold in memory.
@@ -522,7 +527,7 @@ func (c *eventCeiling) measure(ctx context.Context) (float64, float64, error) {
 		return 0, 0, err
 	}
 	var sample []*kgo.Record
-	for int64(len(sample)) < min(c.n, ceilingSample) {
+	for int64(len(sample)) < min(c.have, ceilingSample) {
 		fs := cl.PollFetches(ctx)
 		if err := fs.Err0(); err != nil {
 			cl.Close()

@@ -76,8 +76,8 @@ func TestBenchServiceMixes(t *testing.T) {
 	if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
 		t.Errorf("--cpuprofile wrote no profile: %v", err)
 	}
-	if sparse.LoadPerSec <= 0 || sparse.ReadPerSec <= 0 {
-		t.Errorf("broker ceiling: produce %v, read %v updates/s", sparse.LoadPerSec, sparse.ReadPerSec)
+	if sparse.LoadPerSec <= 0 || sparse.ReadPerSec <= 0 || sparse.EventCeiling <= 0 {
+		t.Errorf("broker ceiling: produce %v, read %v updates/s, produce %v events/s", sparse.LoadPerSec, sparse.ReadPerSec, sparse.EventCeiling)
 	}
 	if sparse.OutputClient != "franz-go" || sparse.Compression != "none" {
 		t.Errorf("default output %s, compression %s; want franz-go, none", sparse.OutputClient, sparse.Compression)
