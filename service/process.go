@@ -68,7 +68,7 @@ type batchState struct {
 	msgTime  []int64          // per message: its event time, 0 if none
 	ranges   map[int][2]int64 // per partition: the batch's first and last offset
 	dead     []output.DeadLetter
-	events   []output.Event // built by the delivery stage from matched
+	events   []output.Event // built from matched by the build stage
 	matched  *matched
 	// changedBy maps each edge this batch changed to the message that
 	// changed it last, the "source" of the matches that edge completes;
@@ -386,9 +386,9 @@ func (s *Service) countGPU() {
 
 // events accounts for a batch's collected matches on the run loop: the
 // per-query counts, the limits hit, the metrics. The events themselves are
-// built by the delivery stage (build), so that the serial run loop spends
-// nothing per event: on alert-heavy, sorting and building took over a
-// microsecond per event, several per update.
+// built by the next stage (build), so that the serial run loop spends
+// nothing per event: on alert-heavy, sorting and building them took over a
+// microsecond per event, at five events per update.
 func (s *Service) events(b *batchState, c *collector, initial bool) {
 	found := make([][2]int64, len(s.queries)) // appeared, disappeared
 	kept := 0
@@ -443,7 +443,7 @@ func (s *Service) events(b *batchState, c *collector, initial bool) {
 }
 
 // matched is a batch's kept matches, handed from the run loop to the
-// delivery stage, which builds their events. The collector stored at most
+// build stage, which builds their events. The collector stored at most
 // each query's limit, so every kept match is emitted.
 type matched struct {
 	c       *collector
@@ -489,11 +489,12 @@ func compareRefs(x, y ref) int {
 }
 
 // build turns the batch's kept matches into b.events, in a deterministic
-// order (query, disappeared before appeared, then vertex ids). It runs on
-// the delivery stage, using all cores; what it reads is the batch's own or
-// does not change while the batch is in flight (queries are added and
-// removed only once delivery is drained), and ids' names are safe to read
-// while later batches intern new ones.
+// order (query, disappeared before appeared, then vertex ids), on all
+// cores. It runs on the build stage (or in deliver, for a new query's
+// initial matches); what it reads is the batch's own or does not change
+// while the batch is in flight (queries are added and removed only once
+// delivery is drained), and ids' names are safe to read while later
+// batches intern new ones.
 func (s *Service) build(b *batchState) {
 	mt := b.matched
 	if mt == nil {
@@ -603,7 +604,7 @@ func mergeRefs(dst, a, b []ref) {
 	copy(dst[k:], b[j:])
 }
 
-// decoded is one message's decoding.
+// decoded is one message's decoding and its interned update.
 type decoded struct {
 	rec        ingest.Record
 	err        error // decoding's
