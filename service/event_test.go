@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -53,7 +54,7 @@ func eventFixture(tb testing.TB, matches int) (*Service, *batchState, map[string
 
 // eventBuilderFor returns the builder of batch's events, as build makes it on the delivery stage.
 func eventBuilderFor(s *Service, batch *batchState) *eventBuilder {
-	mt := &matched{queries: s.queries, batch: 1, parts: make([]int32, len(batch.msgs))}
+	mt := &matched{queries: s.queries, batch: s.batch, parts: make([]int32, len(batch.msgs))}
 	for i, m := range batch.msgs {
 		mt.parts[i] = int32(m.Partition)
 	}
@@ -179,6 +180,65 @@ func TestSortRefs(t *testing.T) {
 					t.Fatalf("n %d, %d workers: ref %d is %v, want %v", n, workers, i, got[i], want[i])
 				}
 			}
+		}
+	}
+}
+
+// TestBuildOrder hands the build stage matches of every query and both signs, spread over worker
+// buffers in no order, more than one chunk of the parallel sort, and checks that the events come out one
+// per match in the events' order (query, disappeared before appeared, vertex ids), each the event
+// that match makes alone.
+func TestBuildOrder(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	s, batch, all := eventFixture(t, 2500)
+	c := newCollector(s.queries)
+	type match struct {
+		q    int
+		sign graph.Sign
+		m    []graph.VertexID
+	}
+	var want []match
+	r := rand.New(rand.NewPCG(5, 6))
+	for qi, st := range s.queries {
+		for i, m := range all[st.cfg.Name] {
+			// Some matches disappear, some appear, some both: the two signs' sets differ.
+			switch i % 3 {
+			case 0:
+				want = append(want, match{qi, -1, m})
+			case 1:
+				want = append(want, match{qi, 1, m})
+			default:
+				want = append(want, match{qi, 1, m}, match{qi, -1, m})
+			}
+		}
+	}
+	r.Shuffle(len(want), func(i, j int) { want[i], want[j] = want[j], want[i] })
+	for _, w := range want {
+		c.sink(r.IntN(5), w.q, w.sign, w.m)
+	}
+	s.events(batch, c, false)
+	s.build(batch)
+
+	slices.SortFunc(want, func(x, y match) int {
+		if x.q != y.q {
+			return x.q - y.q
+		}
+		if x.sign != y.sign {
+			return int(x.sign) - int(y.sign)
+		}
+		return slices.Compare(x.m, y.m)
+	})
+	if len(batch.events) != len(want) {
+		t.Fatalf("%d events from %d matches", len(batch.events), len(want))
+	}
+	eb := eventBuilderFor(s, batch)
+	for i, w := range want {
+		st := s.queries[w.q]
+		var ev output.Event
+		eb.event(&ev, st, w.m, make([]output.Binding, st.q.N()), make([][3]string, len(st.q.Edges)), w.sign < 0)
+		got := batch.events[i]
+		if string(output.AppendJSON(nil, &got)) != string(output.AppendJSON(nil, &ev)) {
+			t.Fatalf("event %d is\n%s\nwant\n%s", i, output.AppendJSON(nil, &got), output.AppendJSON(nil, &ev))
 		}
 	}
 }
