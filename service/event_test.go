@@ -155,13 +155,13 @@ func TestSortRefs(t *testing.T) {
 			}
 			m := make([]graph.VertexID, 2+q)
 			for j := range m {
-				m[j] = graph.VertexID(r.IntN(20)) // few ids, so that prefixes tie
+				m[j] = graph.VertexID(r.IntN(5)) // few ids, so that prefixes tie
 			}
 			want = append(want, newRef(found{q: q, sign: sign}, m))
 		}
 		plain := func(x, y ref) int {
-			if x.q != y.q {
-				return int(x.q - y.q)
+			if x.q() != y.q() {
+				return x.q() - y.q()
 			}
 			xs, ys := x.pre>>32&1, y.pre>>32&1
 			if xs != ys {

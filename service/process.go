@@ -455,23 +455,32 @@ type matched struct {
 }
 
 // ref is one kept match, for sorting: pre holds the query, the sign and the
-// first vertex, so that most comparisons read no vertex slice.
+// first vertex, pre2 the next two vertices, so that comparisons of matches
+// of up to three vertices read no vertex slice.
 type ref struct {
-	pre uint64
-	m   []graph.VertexID
-	q   int32
+	pre, pre2 uint64
+	m         []graph.VertexID
 }
 
 func newRef(f found, m []graph.VertexID) ref {
-	pre := uint64(f.q) << 33
+	r := ref{pre: uint64(f.q) << 33, m: m}
 	if f.sign > 0 { // disappeared before appeared
-		pre |= 1 << 32
+		r.pre |= 1 << 32
 	}
 	if len(m) > 0 {
-		pre |= uint64(m[0])
+		r.pre |= uint64(m[0])
 	}
-	return ref{pre: pre, m: m, q: int32(f.q)}
+	if len(m) > 1 {
+		r.pre2 = uint64(m[1]) << 32
+	}
+	if len(m) > 2 {
+		r.pre2 |= uint64(m[2])
+	}
+	return r
 }
+
+// q is the query's index.
+func (r ref) q() int { return int(r.pre >> 33) }
 
 // compareRefs orders matches by query, disappeared before appeared, then
 // vertex ids.
@@ -482,10 +491,16 @@ func compareRefs(x, y ref) int {
 		}
 		return 1
 	}
-	if len(x.m) < 2 {
+	if x.pre2 != y.pre2 {
+		if x.pre2 < y.pre2 {
+			return -1
+		}
+		return 1
+	}
+	if len(x.m) <= 3 {
 		return 0
 	}
-	return slices.Compare(x.m[1:], y.m[1:])
+	return slices.Compare(x.m[3:], y.m[3:])
 }
 
 // build turns the batch's kept matches into b.events, in a deterministic
@@ -508,7 +523,7 @@ func (s *Service) build(b *batchState) {
 	// one query at a time, so that an event allocates only its key.
 	nb, ne := 0, 0
 	for _, r := range refs {
-		st := mt.queries[r.q]
+		st := mt.queries[r.q()]
 		nb += len(r.m)
 		ne += len(st.q.Edges)
 	}
@@ -518,9 +533,9 @@ func (s *Service) build(b *batchState) {
 	edges := make([][3]string, ne)
 	events := make([]output.Event, len(refs))
 	for lo := 0; lo < len(refs); {
-		q := refs[lo].q
+		q := refs[lo].q()
 		hi := lo + 1
-		for hi < len(refs) && refs[hi].q == q {
+		for hi < len(refs) && refs[hi].q() == q {
 			hi++
 		}
 		st := mt.queries[q]
