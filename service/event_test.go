@@ -155,7 +155,8 @@ func TestSortRefs(t *testing.T) {
 			}
 			m := make([]graph.VertexID, 2+q)
 			for j := range m {
-				m[j] = graph.VertexID(r.IntN(5)) // few ids, so that prefixes tie
+				// Few ids, so that prefixes tie, of several bytes each, so that the radix sort takes several passes.
+				m[j] = graph.VertexID(r.IntN(5)) * 0x1020_3010
 			}
 			want = append(want, newRef(found{q: q, sign: sign}, m))
 		}
@@ -168,6 +169,20 @@ func TestSortRefs(t *testing.T) {
 				return int(xs) - int(ys)
 			}
 			return slices.Compare(x.m, y.m)
+		}
+		// radixRefs takes matches of up to three vertices only.
+		var upTo3 []ref
+		for _, r := range want {
+			if len(r.m) <= 3 {
+				upTo3 = append(upTo3, r)
+			}
+		}
+		got := radixRefs(slices.Clone(upTo3))
+		slices.SortStableFunc(upTo3, plain)
+		for i := range got {
+			if plain(got[i], upTo3[i]) != 0 {
+				t.Fatalf("n %d, radix: ref %d is %v, want %v", n, i, got[i], upTo3[i])
+			}
 		}
 		for _, workers := range []int{1, 2, 3, 7, 16} {
 			got := sortRefs(slices.Clone(want), workers)
@@ -190,7 +205,16 @@ func TestSortRefs(t *testing.T) {
 // that match makes alone.
 func TestBuildOrder(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	// All of testConfig's queries sort by comparison (split has four vertices); ring3 alone, by radix.
+	t.Run("all", func(t *testing.T) { testBuildOrder(t, 0) })
+	t.Run("ring3", func(t *testing.T) { testBuildOrder(t, 1) })
+}
+
+func testBuildOrder(t *testing.T, queries int) {
 	s, batch, all := eventFixture(t, 2500)
+	if queries > 0 {
+		s.queries = s.queries[:queries]
+	}
 	c := newCollector(s.queries)
 	type match struct {
 		q    int

@@ -407,6 +407,9 @@ func (s *Service) events(b *batchState, c *collector, initial bool) {
 	if kept > 0 {
 		mt := &matched{c: c, queries: slices.Clone(s.queries), batch: s.batch, initial: initial, n: kept,
 			parts: make([]int32, len(b.msgs))}
+		for _, st := range s.queries {
+			mt.maxN = max(mt.maxN, st.q.N())
+		}
 		for i, m := range b.msgs {
 			mt.parts[i] = int32(m.Partition)
 		}
@@ -451,6 +454,7 @@ type matched struct {
 	batch   uint64
 	initial bool
 	n       int     // matches kept
+	maxN    int     // the most vertices of a query
 	parts   []int32 // per message of the batch: its partition (the messages go back to the reader)
 }
 
@@ -517,7 +521,11 @@ func (s *Service) build(b *batchState) {
 	}
 	b.matched = nil
 	refs := mt.gather()
-	refs = sortRefs(refs, runtime.GOMAXPROCS(0))
+	if mt.maxN <= 3 {
+		refs = radixRefs(refs)
+	} else {
+		refs = sortRefs(refs, runtime.GOMAXPROCS(0))
+	}
 
 	// The events' bindings and edges are carved from two slabs, a run of
 	// one query at a time, so that an event allocates only its key.
@@ -597,6 +605,63 @@ func sortRefs(refs []ref, workers int) []ref {
 			wg.Go(func() { mergeRefs(tmp[lo:hi], refs[lo:mid], refs[mid:hi]) })
 		}
 		wg.Wait()
+		refs, tmp = tmp, refs
+	}
+	return refs
+}
+
+// radixRefs sorts refs of matches of up to three vertices, whose (pre,
+// pre2) is their whole order, by a radix sort of those 128 bits, a byte at
+// a time, skipping the bytes that all refs share (the high bytes of ids
+// among fewer than 2^24 vertices, of the query index). It returns the
+// sorted slice, which may be a new one. On alert-heavy's triangles the
+// comparison sort took a quarter microsecond per event.
+func radixRefs(refs []ref) []ref {
+	if len(refs) < 64 {
+		slices.SortFunc(refs, compareRefs)
+		return refs
+	}
+	var or0, or1 uint64
+	and0, and1 := ^uint64(0), ^uint64(0)
+	for i := range refs {
+		or0, and0 = or0|refs[i].pre2, and0&refs[i].pre2
+		or1, and1 = or1|refs[i].pre, and1&refs[i].pre
+	}
+	varies := [2]uint64{or0 ^ and0, or1 ^ and1}
+	tmp := make([]ref, len(refs))
+	for pass := range 16 {
+		word, shift := pass/8, uint(pass%8)*8
+		if varies[word]>>shift&0xff == 0 {
+			continue
+		}
+		var at [256]int
+		if word == 0 {
+			for i := range refs {
+				at[byte(refs[i].pre2>>shift)]++
+			}
+		} else {
+			for i := range refs {
+				at[byte(refs[i].pre>>shift)]++
+			}
+		}
+		sum := 0
+		for d, n := range at {
+			at[d] = sum
+			sum += n
+		}
+		if word == 0 {
+			for i := range refs {
+				d := byte(refs[i].pre2 >> shift)
+				tmp[at[d]] = refs[i]
+				at[d]++
+			}
+		} else {
+			for i := range refs {
+				d := byte(refs[i].pre >> shift)
+				tmp[at[d]] = refs[i]
+				at[d]++
+			}
+		}
 		refs, tmp = tmp, refs
 	}
 	return refs
