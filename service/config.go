@@ -308,6 +308,19 @@ func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// Set parses a flag's value as UnmarshalYAML does.
+func (b *ByteSize) Set(s string) error {
+	v, err := parseByteSize(s)
+	if err != nil {
+		return err
+	}
+	*b = v
+	return nil
+}
+
+// String writes the size in bytes.
+func (b *ByteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+
 // parseByteSize parses a byte count: digits, optionally followed by KiB,
 // MiB, GiB or TiB (powers of 1024; "B" alone is allowed too).
 func parseByteSize(s string) (ByteSize, error) {

@@ -84,7 +84,7 @@ type benchServiceFlags struct {
 	batch, workers    int
 	partitions        int
 	rate              int
-	duration          time.Duration
+	duration, window  time.Duration
 	brokers           string
 	client            string // output.client
 	compression       string // output.compression
@@ -110,6 +110,7 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.partitions, "partitions", 1, "partitions of the input and output topics")
 	fs.IntVar(&f.rate, "rate", 0, "updates per second to produce while the service runs, for end-to-end latency; 0 loads the whole stream first and measures throughput")
 	fs.DurationVar(&f.duration, "duration", 0, "run at --rate for this long, sampling RSS, Go heap, consumer lag and the embedded broker's disk every second, and report their drift (a soak); the engine alone is not run")
+	fs.DurationVar(&f.window, "window", 24*time.Hour, "a soak's event-time window (window.size), which bounds its graph: the stream's transfers are 200 ms of event time apart on average, so 24h holds about 430,000")
 	fs.StringVar(&f.brokers, "brokers", "", "comma-separated Kafka `brokers` (a gcsm broker in another process, say); empty starts the embedded broker in this process")
 	fs.StringVar(&f.client, "output-client", "franz-go", "Kafka client that produces the alerts: franz-go or kafka-go")
 	fs.StringVar(&f.compression, "compression", "none", "compression of the produced alerts: none, gzip, snappy, lz4 or zstd")
@@ -138,6 +139,7 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 		intIn("partitions", int64(f.partitions), 1, 1<<10),
 		intIn("rate", int64(f.rate), 0, math.MaxInt32),
 		durationFlag(f.duration, f.rate),
+		windowFlag(f.window, f.duration, fs),
 	)
 	if err != nil {
 		return err
@@ -196,6 +198,18 @@ func durationFlag(d time.Duration, rate int) error {
 		return fmt.Errorf("--duration %v: want a positive duration", d)
 	case d > 0 && rate == 0:
 		return fmt.Errorf("--duration %v needs --rate: a soak runs at a set rate", d)
+	}
+	return nil
+}
+
+// windowFlag allows --window only in a soak: elsewhere the engine alone,
+// which has no window, checks the service's counts.
+func windowFlag(w, d time.Duration, fs *flag.FlagSet) error {
+	switch {
+	case w <= 0:
+		return fmt.Errorf("--window %v: want a positive duration", w)
+	case d == 0 && flagGiven(fs, "window"):
+		return errors.New("--window needs --duration: only a soak runs with a window")
 	}
 	return nil
 }
@@ -312,6 +326,9 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 	cfg.Graph = service.GraphConfig{Directed: true, DefaultEdgeLabel: "TRANSFER", DefaultVertexLabel: "Account"}
 	cfg.Engine.Workers = f.workers
 	cfg.Queries = qcfg
+	if f.duration > 0 {
+		cfg.Window.Size = f.window
+	}
 	cfg.Output.Client, cfg.Output.Compression = f.client, f.compression
 
 	var brokerDir string

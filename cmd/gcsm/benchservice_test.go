@@ -278,3 +278,25 @@ func TestBrokerProcess(t *testing.T) {
 		t.Errorf("stderr:\n%s", errb.String())
 	}
 }
+
+// TestBrokerRetentionFlags: gcsm broker's retention flags are checked as
+// the configuration keys they set are, and refused before it serves.
+func TestBrokerRetentionFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--retention", "10ms"}, "embedded.retention 10ms"},
+		{[]string{"--retention-bytes", "1KiB"}, "embedded.retention_bytes 1024"},
+		{[]string{"--retention-bytes", "ten"}, `size "ten"`},
+	} {
+		var out, errb strings.Builder
+		err := serveBroker(context.Background(), append([]string{"--listen", "127.0.0.1:0"}, c.args...), &out, &errb)
+		if err == nil || !strings.Contains(err.Error()+errb.String(), c.want) {
+			t.Errorf("%q: err %v, stderr %q; want %q", c.args, err, errb.String(), c.want)
+		}
+		if out.Len() != 0 {
+			t.Errorf("%q: served on %q", c.args, out.String())
+		}
+	}
+}

@@ -29,11 +29,14 @@ func serveBroker(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		listen, data, topics string
 		partitions           int
 	)
+	cfg := service.DefaultConfig()
 	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
 	fs.StringVar(&listen, "listen", "127.0.0.1:9092", "`host:port` to serve on; port 0 picks a free one")
 	fs.StringVar(&data, "data", "", "state `directory` whose kafka/ subdirectory keeps the log (gcsm run's layout); a temporary one, removed on exit, if omitted")
 	fs.IntVar(&partitions, "partitions", 1, "partitions of each topic it creates")
 	fs.StringVar(&topics, "topics", "", "comma-separated topics to create besides gcsm's own (edges, matches, edges.dlq); others are created on first use")
+	fs.DurationVar(&cfg.Embedded.Retention, "retention", cfg.Embedded.Retention, "drop records older than this (embedded.retention); 0 keeps them")
+	fs.Var(&cfg.Embedded.RetentionBytes, "retention-bytes", "cap each partition's log at this `size`, dropping the oldest records (embedded.retention_bytes; KiB, MiB, GiB allowed); 0: no cap (default 1GiB)")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -54,10 +57,12 @@ func serveBroker(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			extra = append(extra, t)
 		}
 	}
-	cfg := service.DefaultConfig()
 	cfg.Embedded.Listen = listen
 	cfg.Embedded.Partitions = partitions
 	cfg.State.Dir = data
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
 	b, err := service.StartBroker(cfg, extra...)
 	if err != nil {
 		return err
