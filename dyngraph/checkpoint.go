@@ -79,12 +79,18 @@ func (g *Graph) WriteTo(w io.Writer) (int64, error) {
 	e.room(len(ckptMagic) + 2 + 3*binary.MaxVarintLen64)
 	e.b = append(e.b, ckptMagic...)
 	e.b = append(e.b, ckptVersion, flags)
-	e.b = binary.AppendUvarint(e.b, uint64(len(g.vlabel)))
+	// Rows up to the last vertex that exists: past it, forgotten vertices
+	// (Forget) leave rows with no vertex and no edges.
+	rows := len(g.vlabel)
+	for rows > 0 && !g.exists(graph.VertexID(rows-1)) {
+		rows--
+	}
+	e.b = binary.AppendUvarint(e.b, uint64(rows))
 	e.b = binary.AppendUvarint(e.b, uint64(g.edges))
 	if !multi && g.edges > 0 {
 		e.b = binary.AppendUvarint(e.b, uint64(label))
 	}
-	for v := range g.vlabel {
+	for v := range rows {
 		e.room(binary.MaxVarintLen32)
 		x := uint64(0)
 		if g.exists(graph.VertexID(v)) {
@@ -93,7 +99,7 @@ func (g *Graph) WriteTo(w io.Writer) (int64, error) {
 		e.b = binary.AppendUvarint(e.b, x)
 	}
 	const entryMax = 2 * binary.MaxVarintLen32
-	for v := range g.out {
+	for v := range rows {
 		l := &g.out[v]
 		if l.n == 0 {
 			e.room(1)

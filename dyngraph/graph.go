@@ -110,6 +110,7 @@ type Graph struct {
 	firstVLabel graph.Label
 	born        []uint64 // bitset: ids that an update has mentioned
 	vertices    int      // born vertices
+	labelled    uint64   // vertex births and forgettings: see LabelEpoch
 	epoch       uint64   // batches applied
 	// maxLen bounds every list's length from above once maxKnown is set
 	// (MaxDegreeBound): Apply raises it, nothing lowers it.
@@ -299,12 +300,39 @@ func (g *Graph) ensureVertex(v graph.VertexID, l graph.Label) error {
 	g.vlabel[v] = l
 	g.born[v/64] |= 1 << (v % 64)
 	g.vertices++
+	g.labelled++
 	if g.vertices == 1 {
 		g.firstVLabel = l
 	} else if l != g.firstVLabel {
 		g.oneVLabel = false
 	}
 	return nil
+}
+
+// Forget removes vertex v, which must have no edges, so that its id can
+// be born again, with any label (a service recycles the ids of accounts
+// that left its window). It must not be called while a batch is pending.
+// Forgetting a vertex that does not exist does nothing.
+func (g *Graph) Forget(v graph.VertexID) error {
+	if g.pending {
+		return errors.New("dyngraph: Forget while a batch is pending")
+	}
+	if !g.exists(v) {
+		return nil
+	}
+	if g.out[v].n != 0 || (g.opts.Directed && g.in[v].n != 0) {
+		return fmt.Errorf("dyngraph: Forget of vertex %d, which has edges", v)
+	}
+	g.born[v/64] &^= 1 << (v % 64)
+	g.vlabel[v] = g.opts.DefaultVertexLabel
+	g.vertices--
+	g.labelled++
+	return nil
+}
+
+// Isolated reports whether v exists and has no edges.
+func (g *Graph) Isolated(v graph.VertexID) bool {
+	return g.exists(v) && g.out[v].n == 0 && (!g.opts.Directed || g.in[v].n == 0)
 }
 
 // exists reports whether v has been mentioned by an update.
@@ -569,7 +597,11 @@ func (g *Graph) Row(r ListRef) [TableWords]uint32 {
 // graph kept elsewhere can tell whether it has seen every batch.
 func (g *Graph) Epoch() uint64 { return g.epoch }
 
-// Born is the number of vertices that updates have mentioned. It changes
-// whenever a vertex label is set, so a copy of VertexLabels is current while
-// NumVertices and Born are unchanged.
+// Born is the number of vertices that updates have mentioned and Forget
+// has not removed.
 func (g *Graph) Born() int { return g.vertices }
+
+// LabelEpoch changes whenever a vertex label is set or reset (a birth or a
+// Forget), so a copy of VertexLabels is current while NumVertices and
+// LabelEpoch are unchanged.
+func (g *Graph) LabelEpoch() uint64 { return g.labelled }

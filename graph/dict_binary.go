@@ -35,10 +35,13 @@ const (
 	dictMagic   = "GLBL"
 	idsMagic    = "GIDS"
 	dictVersion = 1
-	idsVersion  = 1
+	// idsVersion 2 added released ids (idReleased) and the free list that
+	// ends the encoding; version 1, without them, still loads.
+	idsVersion = 2
 
-	idInt    = 0
-	idString = 1
+	idInt      = 0
+	idString   = 1
+	idReleased = 2
 )
 
 // AppendBinary appends the encoding of d to dst and returns the extended
@@ -101,16 +104,24 @@ func (m *IDs) AppendBinary(dst []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(n))
 	var prev uint64
 	for id := range VertexID(n) {
-		e := m.entry(id)
-		if e.str {
+		switch e := m.entry(id); e.kind {
+		case idIsString:
 			dst = append(dst, idString)
-			dst = binary.AppendUvarint(dst, uint64(e.len))
-			dst = append(dst, m.bytes(e)...)
-			continue
+			dst = binary.AppendUvarint(dst, uint64(len(e.s)))
+			dst = append(dst, e.s...)
+		case idIsInt:
+			dst = append(dst, idInt)
+			dst = binary.AppendUvarint(dst, zigzag(int64(e.v-prev)))
+			prev = e.v
+		default:
+			dst = append(dst, idReleased)
 		}
-		dst = append(dst, idInt)
-		dst = binary.AppendUvarint(dst, zigzag(int64(e.v-prev)))
-		prev = e.v
+	}
+	// The free list in its order, so that a loaded map reuses ids as the
+	// original would.
+	dst = binary.AppendUvarint(dst, uint64(len(m.free)))
+	for _, id := range m.free {
+		dst = binary.AppendUvarint(dst, uint64(id))
 	}
 	return dst
 }
@@ -120,7 +131,7 @@ func (m *IDs) AppendBinary(dst []byte) []byte {
 // reference to b.
 func (m *IDs) UnmarshalBinary(b []byte) error {
 	r := decoder{b: b, what: "vertex id map"}
-	n, err := r.header(idsMagic, idsVersion)
+	n, version, err := r.headerUpTo(idsMagic, idsVersion)
 	if err != nil {
 		return err
 	}
@@ -129,6 +140,7 @@ func (m *IDs) UnmarshalBinary(b []byte) error {
 	}
 	nm := NewIDs()
 	var prev uint64
+	var released []VertexID
 	for i := range n {
 		at := r.off
 		tag, err := r.byte()
@@ -137,8 +149,8 @@ func (m *IDs) UnmarshalBinary(b []byte) error {
 		}
 		var id VertexID
 		var isNew bool
-		switch tag {
-		case idInt:
+		switch {
+		case tag == idInt:
 			z, err := r.uvarint()
 			if err != nil {
 				return err
@@ -152,7 +164,7 @@ func (m *IDs) UnmarshalBinary(b []byte) error {
 			if !isNew {
 				return r.errAt(at, fmt.Sprintf("id %d repeats the integer %d of id %d", i, v, id))
 			}
-		case idString:
+		case tag == idString:
 			s, err := r.string()
 			if err != nil {
 				return err
@@ -164,20 +176,58 @@ func (m *IDs) UnmarshalBinary(b []byte) error {
 			if !isNew {
 				return r.errAt(at, fmt.Sprintf("id %d repeats the name %q of id %d", i, s, id))
 			}
-			if !nm.entry(id).str {
+			if nm.entry(id).kind != idIsString {
 				return r.errAt(at, fmt.Sprintf("id %d: the string %q spells an integer id", i, s))
 			}
+		case tag == idReleased && version >= 2:
+			nm.publish(VertexID(i), idEntry{})
+			released = append(released, VertexID(i))
 		default:
 			return r.errAt(at, fmt.Sprintf("id %d: unknown entry kind %#x", i, tag))
+		}
+	}
+	if version >= 2 {
+		if err := nm.loadFree(&r, released); err != nil {
+			return err
 		}
 	}
 	if err := r.end(); err != nil {
 		return err
 	}
-	m.seed, m.dense, m.slots, m.inTable, m.used = nm.seed, nm.dense, nm.slots, nm.inTable, nm.used
+	m.seed, m.dense, m.slots, m.inTable, m.free = nm.seed, nm.dense, nm.slots, nm.inTable, nm.free
 	m.entries.Store(nm.entries.Load())
-	m.arena.Store(nm.arena.Load())
 	m.n.Store(nm.n.Load())
+	return nil
+}
+
+// loadFree reads the free list, which must name each released id once.
+func (m *IDs) loadFree(r *decoder, released []VertexID) error {
+	at := r.off
+	k, err := r.uvarint()
+	if err != nil {
+		return err
+	}
+	if k != uint64(len(released)) {
+		return r.errAt(at, fmt.Sprintf("a free list of %d ids for %d released ones", k, len(released)))
+	}
+	isReleased := make(map[VertexID]bool, len(released))
+	for _, id := range released {
+		isReleased[id] = true
+	}
+	order := make([]VertexID, 0, len(released))
+	for range k {
+		at := r.off
+		v, err := r.uvarint()
+		if err != nil {
+			return err
+		}
+		if v >= uint64(m.Len()) || !isReleased[VertexID(v)] {
+			return r.errAt(at, fmt.Sprintf("free id %d is not a released id, or repeats", v))
+		}
+		delete(isReleased, VertexID(v))
+		order = append(order, VertexID(v))
+	}
+	m.free = order
 	return nil
 }
 
@@ -204,18 +254,26 @@ func (r *decoder) errAt(off int, msg string) error {
 }
 
 func (r *decoder) header(magic string, version byte) (count uint64, err error) {
+	count, _, err = r.headerUpTo(magic, version)
+	return count, err
+}
+
+// headerUpTo is header for a format whose versions 1 to version all load;
+// it returns the one found.
+func (r *decoder) headerUpTo(magic string, version byte) (count uint64, found byte, err error) {
 	if len(r.b) < len(magic) || string(r.b[:len(magic)]) != magic {
-		return 0, r.errAt(0, fmt.Sprintf("missing magic %q", magic))
+		return 0, 0, r.errAt(0, fmt.Sprintf("missing magic %q", magic))
 	}
 	r.off = len(magic)
 	v, err := r.byte()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	if v != version {
-		return 0, r.errAt(r.off-1, fmt.Sprintf("unsupported version %d (this build reads %d)", v, version))
+	if v < 1 || v > version {
+		return 0, 0, r.errAt(r.off-1, fmt.Sprintf("unsupported version %d (this build reads 1 to %d)", v, version))
 	}
-	return r.uvarint()
+	count, err = r.uvarint()
+	return count, v, err
 }
 
 func (r *decoder) byte() (byte, error) {

@@ -97,9 +97,11 @@ func idsDiff(a, b *IDs) string {
 		return fmt.Sprintf("dense slices of %d and %d differ", len(a.dense), len(b.dense))
 	case a.inTable != b.inTable:
 		return fmt.Sprintf("%d ids in the table, want %d", a.inTable, b.inTable)
+	case !slices.Equal(a.free, b.free):
+		return fmt.Sprintf("free lists %v and %v differ", a.free, b.free)
 	}
 	for id := range VertexID(a.Len()) {
-		if a.entry(id) != b.entry(id) && (a.entry(id).str != b.entry(id).str || a.Name(id) != b.Name(id)) {
+		if a.entry(id) != b.entry(id) {
 			return fmt.Sprintf("id %d is %q, want %q", id, a.Name(id), b.Name(id))
 		}
 	}
@@ -185,14 +187,36 @@ func TestBinaryBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := []byte("GIDS\x01\x05" +
+	want := []byte("GIDS\x02\x05" +
 		"\x00\x00" + // 0: delta 0
 		"\x00\x02" + // 1: delta +1
 		"\x01\x06acct:7" +
 		"\x00\x03" + // 2^64-1: delta -2 modulo 2^64
-		"\x00\x08") // 3: delta +4 modulo 2^64
+		"\x00\x08" + // 3: delta +4 modulo 2^64
+		"\x00") // no free ids
 	if got := m.AppendBinary(nil); !bytes.Equal(got, want) {
 		t.Fatalf("IDs: %q, want %q", got, want)
+	}
+	m.Release(2)
+	m.Release(0)
+	want = []byte("GIDS\x02\x05" +
+		"\x02" + // 0: released
+		"\x00\x02" + // 1: delta +1 from 0, the start
+		"\x02" + // 2: released
+		"\x00\x03" + // 2^64-1: delta -2 from 1 modulo 2^64
+		"\x00\x08" + // 3
+		"\x02\x02\x00") // free list: 2, then 0
+	if got := m.AppendBinary(nil); !bytes.Equal(got, want) {
+		t.Fatalf("IDs with released ids: %q, want %q", got, want)
+	}
+	// Version 1, which had no released ids, still loads.
+	v1 := []byte("GIDS\x01\x05\x00\x00\x00\x02\x01\x06acct:7\x00\x03\x00\x08")
+	got := NewIDs()
+	if err := got.UnmarshalBinary(v1); err != nil {
+		t.Fatal(err)
+	}
+	if got.Len() != 5 || got.Name(2) != "acct:7" || got.Name(3) != "18446744073709551615" {
+		t.Fatalf("version 1 loaded %d ids: %q %q", got.Len(), got.Name(2), got.Name(3))
 	}
 }
 
@@ -238,6 +262,11 @@ func TestIDsBinaryErrors(t *testing.T) {
 	}{
 		{"wrong magic", []byte("GLBL\x01\x00"), `at byte 0: missing magic "GIDS"`},
 		{"version", []byte("GIDS\x00\x00"), "at byte 4: unsupported version 0"},
+		{"future version", []byte("GIDS\x03\x00"), "at byte 4: unsupported version 3 (this build reads 1 to 2)"},
+		{"released in version 1", []byte("GIDS\x01\x01\x02"), "at byte 6: id 0: unknown entry kind 0x2"},
+		{"free list too short", []byte("GIDS\x02\x01\x02\x00"), "at byte 7: a free list of 0 ids for 1 released ones"},
+		{"free id in use", []byte("GIDS\x02\x02\x02\x00\x00\x01\x01"), "at byte 10: free id 1 is not a released id, or repeats"},
+		{"free id repeats", []byte("GIDS\x02\x02\x02\x02\x02\x00\x00"), "at byte 10: free id 0 is not a released id, or repeats"},
 		{"huge count", []byte("GIDS\x01\xff\xff\xff\xff\x7f"), "more than the 2147483648 vertices"},
 		{"unknown kind", []byte("GIDS\x01\x01\x07"), "at byte 6: id 0: unknown entry kind 0x7"},
 		{"missing entry", []byte("GIDS\x01\x02\x00\x02"), "at byte 8: truncated"},
@@ -247,6 +276,7 @@ func TestIDsBinaryErrors(t *testing.T) {
 		{"string spells int", []byte("GIDS\x01\x01\x01\x0242"), `at byte 6: id 0: the string "42" spells an integer id`},
 		{"string too long", []byte("GIDS\x01\x01\x01\x05ab"), "at byte 7: name of 5 bytes, only 2 left"},
 		{"trailing", []byte("GIDS\x01\x00\x00"), "at byte 6: 1 trailing bytes"},
+		{"trailing after the free list", []byte("GIDS\x02\x00\x00\x00"), "at byte 7: 1 trailing bytes"},
 	} {
 		m := NewIDs()
 		if _, _, err := m.Intern("before"); err != nil {
@@ -304,6 +334,7 @@ func FuzzIDsUnmarshal(f *testing.F) {
 	f.Add([]byte("GIDS\x01\x00"))
 	f.Add([]byte("GIDS\x01\x02\x00\x0a\x01\x02ab"))
 	f.Add([]byte("GIDS\x01\x01\x01\x0207"))
+	f.Add([]byte("GIDS\x02\x03\x02\x00\x0a\x02\x02\x02\x00"))
 	for seed := range uint64(3) {
 		m, _ := randomIDs(rand.New(rand.NewPCG(seed, 2)), 20)
 		f.Add(m.AppendBinary(nil))
@@ -316,12 +347,27 @@ func FuzzIDsUnmarshal(f *testing.F) {
 			}
 			return
 		}
-		if again := m.AppendBinary(nil); !bytes.Equal(again, b) {
+		// Version 1 re-encodes as version 2 with an empty free list.
+		want := b
+		if b[4] == 1 {
+			want = append(append([]byte("GIDS\x02"), b[5:]...), 0)
+		}
+		if again := m.AppendBinary(nil); !bytes.Equal(again, want) {
 			t.Fatalf("decoded %q, re-encoded as %q", b, again)
 		}
 		for id := range VertexID(m.Len()) {
+			if m.entry(id).kind == idFree {
+				continue
+			}
 			if got, ok := m.Lookup(m.Name(id)); !ok || got != id {
 				t.Fatalf("Lookup(Name(%d) = %q) = %d %v", id, m.Name(id), got, ok)
+			}
+		}
+		// Released ids are reused, in the free list's order.
+		free := slices.Clone(m.free)
+		for i := len(free) - 1; i >= 0; i-- {
+			if id, isNew, err := m.Intern("new:" + strconv.Itoa(i)); err != nil || !isNew || id != free[i] {
+				t.Fatalf("Intern after load = %d %v %v, want the free id %d", id, isNew, err, free[i])
 			}
 		}
 	})

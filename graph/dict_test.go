@@ -131,7 +131,7 @@ func TestInternCopiesNames(t *testing.T) {
 // arena chunk, and checks every id both ways.
 func TestIDsManyNames(t *testing.T) {
 	m := NewIDs()
-	long := strings.Repeat("z", arenaMax+10)
+	long := strings.Repeat("z", 2<<20)
 	var names []string
 	for i := range 200_000 {
 		switch {
@@ -221,4 +221,83 @@ func BenchmarkIntern(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(names)), "ns/intern")
+}
+
+// TestIDsReleaseModel interns and releases ids at random, as a stream whose
+// accounts come and go does, and checks the map against a plain Go map after
+// every step: lookups, names, reuse of released ids (last released first),
+// and Live. Removing from the open-addressing table moves entries back, and
+// a mistake there loses ids other than the one released.
+func TestIDsReleaseModel(t *testing.T) {
+	for seed := range uint64(20) {
+		r := rand.New(rand.NewPCG(seed, 3))
+		m := NewIDs()
+		model := map[string]VertexID{}
+		var free []VertexID
+		universe := []int{50, 500, 5000}[seed%3]
+		name := func() string {
+			k := r.IntN(universe)
+			switch k % 3 {
+			case 0:
+				return strconv.Itoa(k) // dense
+			case 1:
+				return strconv.FormatUint(1<<50+uint64(k), 10) // sparse: the table
+			}
+			return "acct:" + strconv.Itoa(k)
+		}
+		for step := range 20_000 {
+			n := name()
+			if id, ok := model[n]; ok && r.IntN(2) == 0 {
+				m.Release(id)
+				delete(model, n)
+				free = append(free, id)
+			} else {
+				id, isNew, err := m.Intern(n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if old, ok := model[n]; ok != !isNew || ok && old != id {
+					t.Fatalf("seed %d step %d: Intern(%q) = %d new %v, model %d %v", seed, step, n, id, isNew, old, ok)
+				}
+				if isNew && len(free) > 0 {
+					if want := free[len(free)-1]; id != want {
+						t.Fatalf("seed %d step %d: new id %d, want the last released %d", seed, step, id, want)
+					}
+					free = free[:len(free)-1]
+				}
+				model[n] = id
+			}
+			if step%997 == 0 || step == 19_999 {
+				for n, id := range model {
+					if got, ok := m.Lookup(n); !ok || got != id || m.Name(id) != n {
+						t.Fatalf("seed %d step %d: Lookup(%q) = %d %v, Name = %q; want %d", seed, step, n, got, ok, m.Name(id), id)
+					}
+				}
+				if m.Live() != len(model) {
+					t.Fatalf("seed %d step %d: Live %d, model holds %d", seed, step, m.Live(), len(model))
+				}
+			}
+		}
+		// A released name is gone, and the map round-trips with its holes.
+		got := NewIDs()
+		if err := got.UnmarshalBinary(m.AppendBinary(nil)); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		for i := range universe {
+			n := strconv.Itoa(i)
+			a, aok := m.Lookup(n)
+			b, bok := got.Lookup(n)
+			if a != b || aok != bok {
+				t.Fatalf("seed %d: after a load Lookup(%q) = %d %v, original %d %v", seed, n, b, bok, a, aok)
+			}
+		}
+		for i := range 100 {
+			n := "new:" + strconv.Itoa(i)
+			a, _, _ := m.Intern(n)
+			b, _, _ := got.Intern(n)
+			if a != b {
+				t.Fatalf("seed %d: after a load %q got %d, original %d", seed, n, b, a)
+			}
+		}
+	}
 }

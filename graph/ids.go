@@ -5,8 +5,8 @@ import (
 	"hash/maphash"
 	"math"
 	"strconv"
+	"strings"
 	"sync/atomic"
-	"unsafe"
 )
 
 // IDs maps external vertex ids onto dense internal ids. External ids that are
@@ -17,73 +17,79 @@ import (
 // looked up in a slice indexed by the integer. The slice grows only while it
 // stays within a few times the number of vertices, so sparse ids such as
 // account numbers cannot inflate it. The rest go to an open-addressing table
-// of (hash tag, id) words, and the names' bytes to an arena of large chunks:
-// with millions of accounts the dictionary is a few large pointer-free
-// allocations that the garbage collector need not scan, and a lookup costs
-// one hash and usually one probe instead of a Go map's string handling.
+// of (hash tag, id) words: with millions of accounts a lookup costs one hash
+// and usually one probe, and the table is one pointer-free allocation.
 //
-// One goroutine at a time may intern, look up, encode or load. Name and Len
-// may be called from any goroutine concurrently with that one, for ids that
-// were returned to it before (through a channel, say): a published id's
-// entry and bytes never move or change. That lets a service intern the
-// next batch while it still writes the names of the last one's matches.
+// Release frees an id for reuse by the next new name, so that a stream whose
+// ids come and go (accounts leaving an event-time window) keeps a dictionary
+// the size of what is live, not of everything ever seen.
+//
+// One goroutine at a time may intern, release, look up, encode or load. Name
+// and Len may be called from any goroutine concurrently with that one, for
+// ids that were returned to it before (through a channel, say) and are not
+// released meanwhile: a published entry never moves, and changes only when
+// its id is released and reused. That lets a service intern the next batch
+// while it still writes the names of the last one's matches.
 type IDs struct {
-	seed  maphash.Seed
-	dense []VertexID // dense[n] is the internal id of integer n, plus one; 0 means absent
-	slots []uint64   // hash table of the other ids: tag<<32 | id+1; 0 is empty
-	n     atomic.Int64
-	// entries[id>>entryBits][id&entryMask] describes id; arena holds the
-	// string ids' bytes. Both are directories of fixed chunks, replaced
-	// whole (copy on write) when a chunk is added, so that a reader's
-	// directory is never written to.
+	seed    maphash.Seed
+	dense   []VertexID // dense[n] is the internal id of integer n, plus one; 0 means absent
+	slots   []uint64   // hash table of the other ids: tag<<32 | id+1; 0 is empty
+	inTable int        // ids in slots
+	free    []VertexID // released ids, reused last first
+	n       atomic.Int64
+	// entries[id>>entryBits][id&entryMask] describes id. The directory of
+	// fixed chunks is replaced whole (copy on write) when a chunk is added,
+	// so that a reader's directory is never written to.
 	entries atomic.Pointer[[]*[entryChunk]idEntry]
-	arena   atomic.Pointer[[][]byte]
-	used    int // bytes used of the arena's last chunk
-	inTable int // ids in slots
 }
 
 const (
-	entryBits  = 14
+	entryBits  = 12
 	entryChunk = 1 << entryBits
 	entryMask  = entryChunk - 1
-	// Arena chunks start small, as most dictionaries in tests and files are,
-	// and double up to arenaMax; a name longer than that gets its own.
-	arenaMin = 4 << 10
-	arenaMax = 1 << 20
 )
 
-// idEntry is one vertex's external id: the integer itself, or where its
-// bytes lie in the arena (chunk<<32 | offset) and their length.
+// idEntry is one id's external spelling: an integer, a string, or nothing
+// (released).
 type idEntry struct {
-	v   uint64
-	len uint32
-	str bool
+	s    string
+	v    uint64
+	kind idKind
 }
+
+type idKind uint8
+
+const (
+	idFree idKind = iota
+	idIsInt
+	idIsString
+)
 
 // NewIDs returns an empty id map.
 func NewIDs() *IDs {
 	return &IDs{seed: maphash.MakeSeed()}
 }
 
-// Intern returns the internal id of the external id name, assigning the next
-// dense id when new. isNew reports whether it was assigned now.
+// Intern returns the internal id of the external id name, assigning one when
+// new: a released id if there is one, else the next dense id. isNew reports
+// whether it was assigned now.
 func (m *IDs) Intern(name string) (id VertexID, isNew bool, err error) {
 	if n, ok := intID(name); ok {
 		return m.InternInt(n)
 	}
 	h := maphash.String(m.seed, name)
-	i, id, ok := m.findString(h, name)
+	slot, id, ok := m.findString(h, name)
 	if ok {
 		return id, false, nil
 	}
-	id, err = m.next()
+	id, err = m.assign()
 	if err != nil {
 		return 0, false, err
 	}
-	// The bytes are copied into the arena, so the caller's string, which
-	// may share its memory with others (a decoded event's strings are one
-	// allocation), is not kept alive by the dictionary.
-	m.add(i, h, id, m.store(name))
+	// A copy, as the caller's string may share its memory with others (a
+	// decoded event's strings are one allocation), which the dictionary
+	// would keep alive for as long as the vertex is known.
+	m.add(slot, h, id, idEntry{s: strings.Clone(name), kind: idIsString})
 	return id, true, nil
 }
 
@@ -93,16 +99,16 @@ func (m *IDs) InternInt(n uint64) (id VertexID, isNew bool, err error) {
 		return m.dense[n] - 1, false, nil
 	}
 	h := hashInt(m.seed, n)
-	i, id, ok := m.findInt(h, n)
+	slot, id, ok := m.findInt(h, n)
 	if ok {
 		return id, false, nil
 	}
-	id, err = m.next()
+	id, err = m.assign()
 	if err != nil {
 		return 0, false, err
 	}
-	e := idEntry{v: n}
-	if n < uint64(4*id+1024) {
+	e := idEntry{v: n, kind: idIsInt}
+	if n < uint64(4*m.Len()+1024) {
 		for uint64(len(m.dense)) <= n {
 			m.dense = append(m.dense, 0)
 		}
@@ -110,8 +116,28 @@ func (m *IDs) InternInt(n uint64) (id VertexID, isNew bool, err error) {
 		m.publish(id, e)
 		return id, true, nil
 	}
-	m.add(i, h, id, e)
+	m.add(slot, h, id, e)
 	return id, true, nil
+}
+
+// Release forgets id's name and frees id for the next new name. The caller
+// must know that nothing will read id's name any more, nor use id for its
+// old vertex. Releasing an id that is not in use is a no-op.
+func (m *IDs) Release(id VertexID) {
+	if int64(id) >= m.n.Load() {
+		return
+	}
+	e := m.entry(id)
+	switch {
+	case e.kind == idFree:
+		return
+	case e.kind == idIsInt && e.v < uint64(len(m.dense)) && m.dense[e.v] == id+1:
+		m.dense[e.v] = 0
+	default:
+		m.remove(id, e)
+	}
+	m.publish(id, idEntry{})
+	m.free = append(m.free, id)
 }
 
 // Lookup returns the internal id of name without adding it.
@@ -132,21 +158,25 @@ func (m *IDs) Name(id VertexID) string {
 	if int64(id) >= m.n.Load() {
 		return fmt.Sprintf("?%d", id)
 	}
-	e := m.entry(id)
-	if !e.str {
+	switch e := m.entry(id); e.kind {
+	case idIsInt:
 		return strconv.FormatUint(e.v, 10)
+	case idIsString:
+		return e.s
 	}
-	return m.bytes(e)
+	return fmt.Sprintf("?%d", id)
 }
 
-// Len is the number of known vertices.
+// Len is one more than the largest id ever assigned: ids run below it.
 func (m *IDs) Len() int { return int(m.n.Load()) }
+
+// Live is the number of ids in use: Len less the released ones not reused.
+func (m *IDs) Live() int { return m.Len() - len(m.free) }
 
 // intID reports whether name spells a non-negative decimal integer in its
 // one canonical form (no sign, no leading zero): only then is it an integer
-// id, so "07" and "7" stay two vertices.
-// It does not call strconv.ParseUint, whose error for every string id
-// allocates.
+// id, so "07" and "7" stay two vertices. It does not call strconv.ParseUint,
+// whose error for every string id allocates.
 func intID(name string) (uint64, bool) {
 	if name == "" || len(name) > 20 || (name[0] == '0' && len(name) > 1) {
 		return 0, false
@@ -170,7 +200,21 @@ func hashInt(seed maphash.Seed, n uint64) uint64 {
 	return maphash.Comparable(seed, n)
 }
 
-func (m *IDs) next() (VertexID, error) {
+// hashOf is the table hash of an entry in use.
+func (m *IDs) hashOf(e idEntry) uint64 {
+	if e.kind == idIsString {
+		return maphash.String(m.seed, e.s)
+	}
+	return hashInt(m.seed, e.v)
+}
+
+// assign picks the id of a new name.
+func (m *IDs) assign() (VertexID, error) {
+	if k := len(m.free); k > 0 {
+		id := m.free[k-1]
+		m.free = m.free[:k-1]
+		return id, nil
+	}
 	n := m.n.Load()
 	if n >= MaxVertices {
 		return 0, fmt.Errorf("too many vertices: the limit is %d", MaxVertices)
@@ -179,14 +223,15 @@ func (m *IDs) next() (VertexID, error) {
 }
 
 // findString probes for the string id name of hash h. It returns the id
-// when found, else the empty slot where name belongs.
+// when found, else the empty slot where name belongs (-1 when the table
+// has no slots yet).
 func (m *IDs) findString(h uint64, name string) (slot int, id VertexID, ok bool) {
-	return m.probe(h, func(e idEntry) bool { return e.str && int(e.len) == len(name) && m.bytes(e) == name })
+	return m.probe(h, func(e idEntry) bool { return e.kind == idIsString && e.s == name })
 }
 
 // findInt is findString for an integer id outside the dense slice.
 func (m *IDs) findInt(h, n uint64) (slot int, id VertexID, ok bool) {
-	return m.probe(h, func(e idEntry) bool { return !e.str && e.v == n })
+	return m.probe(h, func(e idEntry) bool { return e.kind == idIsInt && e.v == n })
 }
 
 func (m *IDs) probe(h uint64, same func(idEntry) bool) (slot int, id VertexID, ok bool) {
@@ -221,6 +266,29 @@ func (m *IDs) add(slot int, h uint64, id VertexID, e idEntry) {
 	m.publish(id, e)
 }
 
+// remove takes id, whose entry is e, out of the table. Linear probing
+// needs no tombstones: the entries after the hole that could sit in it
+// move back (backward-shift deletion).
+func (m *IDs) remove(id VertexID, e idEntry) {
+	mask := len(m.slots) - 1
+	i := int(m.hashOf(e)) & mask
+	for uint32(m.slots[i]) != uint32(id+1) {
+		i = (i + 1) & mask
+	}
+	for j := (i + 1) & mask; m.slots[j] != 0; j = (j + 1) & mask {
+		home := int(m.hashOf(m.entry(VertexID(uint32(m.slots[j])-1)))) & mask
+		// The entry at j stays unless its home lies cyclically outside
+		// (i, j]: then the hole at i is on its probe path, and it moves.
+		if i < j && i < home && home <= j || i > j && (i < home || home <= j) {
+			continue
+		}
+		m.slots[i] = m.slots[j]
+		i = j
+	}
+	m.slots[i] = 0
+	m.inTable--
+}
+
 // grow doubles the table, rehashing every id in it from its entry.
 func (m *IDs) grow() {
 	old := m.slots
@@ -230,49 +298,13 @@ func (m *IDs) grow() {
 		if s == 0 {
 			continue
 		}
-		e := m.entry(VertexID(uint32(s) - 1))
-		h := hashInt(m.seed, e.v)
-		if e.str {
-			h = maphash.String(m.seed, m.bytes(e))
-		}
+		h := m.hashOf(m.entry(VertexID(uint32(s) - 1)))
 		i := int(h) & mask
 		for m.slots[i] != 0 {
 			i = (i + 1) & mask
 		}
 		m.slots[i] = h>>32<<32 | uint64(uint32(s))
 	}
-}
-
-// store copies name into the arena and returns its entry.
-func (m *IDs) store(name string) idEntry {
-	var dir [][]byte
-	if p := m.arena.Load(); p != nil {
-		dir = *p
-	}
-	last := len(dir) - 1
-	if last < 0 || m.used+len(name) > len(dir[last]) {
-		size := arenaMin
-		if last >= 0 {
-			size = min(2*len(dir[last]), arenaMax)
-		}
-		grown := append(dir[:len(dir):len(dir)], make([]byte, max(size, len(name))))
-		m.arena.Store(&grown)
-		dir, last, m.used = grown, len(grown)-1, 0
-	}
-	copy(dir[last][m.used:], name)
-	e := idEntry{v: uint64(last)<<32 | uint64(m.used), len: uint32(len(name)), str: true}
-	m.used += len(name)
-	return e
-}
-
-// bytes returns a string id's spelling. It aliases the arena, whose
-// published bytes are never written again.
-func (m *IDs) bytes(e idEntry) string {
-	if e.len == 0 {
-		return ""
-	}
-	b := (*m.arena.Load())[e.v>>32]
-	return unsafe.String(&b[uint32(e.v)], e.len)
 }
 
 // publish writes id's entry, then counts it: a reader that sees the count
@@ -288,7 +320,9 @@ func (m *IDs) publish(id VertexID, e idEntry) {
 		dir = grown
 	}
 	dir[id>>entryBits][id&entryMask] = e
-	m.n.Store(int64(id) + 1)
+	if int64(id) >= m.n.Load() {
+		m.n.Store(int64(id) + 1)
+	}
 }
 
 func (m *IDs) entry(id VertexID) idEntry {

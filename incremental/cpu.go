@@ -306,3 +306,7 @@ func (w *walker) orient(e query.QEdge, ch *graph.Change, x, y graph.VertexID) {
 		*w.collect = append(*w.collect, seed{qi: int32(w.qi), term: int32(w.plan.Edge), ch: w.ch, m: [3]graph.VertexID{x, y, v}})
 	}
 }
+
+// NumWorkers is the number of sink workers Match uses: worker numbers run
+// from 0 to NumWorkers()-1.
+func (c *CPU) NumWorkers() int { return c.workers() }

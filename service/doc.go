@@ -45,6 +45,8 @@
 //	                              missing_time
 //	matches_total{query,change}   match deltas found (appeared, disappeared), withheld ones included
 //	query_limit_hits_total{query,limit}  batches in which a query's limit withheld events
+//	query_batches_total{query,device}  batches each query was matched in, by device (cpu, gpu): under
+//	                              engine.device auto each query runs where it has been fastest
 //	batches_total                 batches processed
 //	zero_copy_bytes_total         neighbour-list bytes the GPU read from host memory (zero on the CPU)
 //	batch_seconds{stage}          time per batch in decode, apply, estimate, upload, match, reorganize,

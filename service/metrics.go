@@ -14,6 +14,7 @@ type metrics struct {
 	rejects      *prometheus.CounterVec // reason
 	matches      *prometheus.CounterVec // query, change
 	limitHits    *prometheus.CounterVec // query, limit
+	queryBatches *prometheus.CounterVec // query, device
 	batches      prometheus.Counter
 	zeroCopy     prometheus.Counter
 	batchSeconds *prometheus.HistogramVec // stage
@@ -56,6 +57,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Match deltas found, by query and change (appeared, disappeared); counted even when a limit keeps them from the output."}, []string{"query", "change"}),
 		limitHits: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "query_limit_hits_total",
 			Help: "Batches in which a query hit a limit (max_matches_per_batch or max_time) and events were withheld."}, []string{"query", "limit"}),
+		queryBatches: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "query_batches_total",
+			Help: "Batches each query was matched in, by the device that ran it (cpu, gpu): under engine.device auto each query runs where it has been fastest."}, []string{"query", "device"}),
 		batches: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "batches_total",
 			Help: "Batches processed."}),
 		zeroCopy: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "zero_copy_bytes_total",
@@ -76,7 +79,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		checkpointAge: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "checkpoint_age_seconds", Help: "Seconds since the last checkpoint was written or loaded."}),
 		queries:       prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "queries", Help: "Standing queries."}),
 	}
-	reg.MustRegister(m.updates, m.rejects, m.matches, m.limitHits, m.batches, m.zeroCopy, m.batchSeconds, m.wait, m.checkpoint,
+	reg.MustRegister(m.updates, m.rejects, m.matches, m.limitHits, m.queryBatches, m.batches, m.zeroCopy, m.batchSeconds, m.wait, m.checkpoint,
 		m.vertices, m.edges, m.cacheBytes, m.cacheRatio, m.lag, m.checkpointAge, m.queries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Series that exist from the start, so a dashboard shows zeros rather

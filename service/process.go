@@ -356,6 +356,7 @@ func (s *Service) match(b *batchState, delta []graph.Change) error {
 		return err
 	}
 	s.countGPU()
+	s.countPlacement()
 	s.events(b, c, false)
 	return nil
 }
@@ -372,7 +373,7 @@ type gpuReads interface {
 // the cache gauges show the last block. The device placement reads nothing
 // from the host; it holds the whole graph, but no block.
 func (s *Service) countGPU() {
-	r, ok := s.matcher.(gpuReads)
+	r, ok := s.gpuOf().(gpuReads)
 	if !ok {
 		return
 	}

@@ -280,6 +280,19 @@ type queryMatches struct {
 	Query       string `json:"query"`
 	Appeared    int64  `json:"appeared"`
 	Disappeared int64  `json:"disappeared"`
+	// The batches the query was matched in on each device: under --device
+	// auto, where the Placer ran it.
+	CPUBatches int64 `json:"cpu_batches"`
+	GPUBatches int64 `json:"gpu_batches"`
+}
+
+// addBatch counts a batch of the query on device d.
+func (m *queryMatches) addBatch(d incremental.Device, n int64) {
+	if d == incremental.OnGPU {
+		m.GPUBatches += n
+	} else {
+		m.CPUBatches += n
+	}
 }
 
 type engineResult struct {
@@ -943,6 +956,18 @@ func gatherService(reg *prometheus.Registry, res *serviceResult) error {
 					byQuery[q].Disappeared += int64(m.GetCounter().GetValue())
 				}
 			}
+		case "gcsm_query_batches_total":
+			for _, m := range mf.GetMetric() {
+				q := labelOf(m.GetLabel(), "query")
+				if byQuery[q] == nil {
+					byQuery[q] = &queryMatches{Query: q}
+				}
+				d := incremental.OnCPU
+				if labelOf(m.GetLabel(), "device") == incremental.OnGPU.String() {
+					d = incremental.OnGPU
+				}
+				byQuery[q].addBatch(d, int64(m.GetCounter().GetValue()))
+			}
 		}
 	}
 	var total float64
@@ -1026,6 +1051,13 @@ func engineAlone(f *benchServiceFlags, evs []bench.TransferEvent, qcfg []service
 		return nil, err
 	}
 	counts := make([]incremental.Counts, len(qs))
+	ran := make([]queryMatches, len(qs))
+	placer, _ := eng.matcher.(*incremental.Placer)
+	whole := incremental.OnCPU
+	if eng.gpu != nil {
+		whole = incremental.OnGPU
+	}
+	var placed []incremental.Device
 	var spent time.Duration
 	sink := func(int, int, graph.Sign, []graph.VertexID) {}
 	for lo := 0; lo < len(st.updates); lo += f.batch {
@@ -1041,15 +1073,26 @@ func engineAlone(f *benchServiceFlags, evs []bench.TransferEvent, qcfg []service
 		}
 		s.g.Reorganize()
 		spent += time.Since(t0)
+		if placer != nil {
+			placed = placer.Placed(placed[:0])
+		}
 		for i := range c {
 			counts[i].Positive += c[i].Positive
 			counts[i].Negative += c[i].Negative
+			d := whole
+			if i < len(placed) {
+				d = placed[i]
+			}
+			if len(delta) > 0 {
+				ran[i].addBatch(d, 1)
+			}
 		}
 	}
 	r := &engineResult{Seconds: spent.Seconds()}
 	var total int64
 	for i, q := range qs {
-		r.Matches = append(r.Matches, queryMatches{Query: q.Name, Appeared: int64(counts[i].Positive), Disappeared: int64(counts[i].Negative)})
+		r.Matches = append(r.Matches, queryMatches{Query: q.Name, Appeared: int64(counts[i].Positive), Disappeared: int64(counts[i].Negative),
+			CPUBatches: ran[i].CPUBatches, GPUBatches: ran[i].GPUBatches})
 		total += int64(counts[i].Positive + counts[i].Negative)
 	}
 	if r.Seconds > 0 {
@@ -1090,13 +1133,14 @@ func (r *serviceResult) report(w io.Writer) {
 		fmt.Fprintln(w, "  (the stream waited in the topic, so the alert latency includes that wait; --rate measures it at a set load)")
 	}
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "query\tappeared\tdisappeared\tengine appeared\tengine disappeared\t")
+	fmt.Fprintln(tw, "query\tappeared\tdisappeared\tbatches cpu/gpu\tengine appeared\tengine disappeared\tengine batches cpu/gpu\t")
 	for i, m := range r.Matches {
-		line := fmt.Sprintf("%s\t%d\t%d\t", m.Query, m.Appeared, m.Disappeared)
+		line := fmt.Sprintf("%s\t%d\t%d\t%d/%d\t", m.Query, m.Appeared, m.Disappeared, m.CPUBatches, m.GPUBatches)
 		if r.Engine != nil && i < len(r.Engine.Matches) {
-			line += fmt.Sprintf("%d\t%d\t", r.Engine.Matches[i].Appeared, r.Engine.Matches[i].Disappeared)
+			e := r.Engine.Matches[i]
+			line += fmt.Sprintf("%d\t%d\t%d/%d\t", e.Appeared, e.Disappeared, e.CPUBatches, e.GPUBatches)
 		} else {
-			line += "-\t-\t"
+			line += "-\t-\t-\t"
 		}
 		fmt.Fprintln(tw, line)
 	}

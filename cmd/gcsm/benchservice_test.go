@@ -53,6 +53,11 @@ func checkAgainstEngine(t *testing.T, r serviceResult, updates int) {
 		if e.Query != m.Query || e.Appeared-e.Disappeared != m.Appeared-m.Disappeared {
 			t.Errorf("query %s: service %+v, engine alone %+v: the net counts differ", m.Query, m, e)
 		}
+		// --device cpu: every batch of every query on the CPU.
+		if m.CPUBatches == 0 || m.CPUBatches > int64(r.Batches) || m.GPUBatches != 0 || e.CPUBatches == 0 || e.GPUBatches != 0 {
+			t.Errorf("query %s: service ran %d batches on the cpu and %d on the gpu (of %d), the engine alone %d and %d; want all on the cpu",
+				m.Query, m.CPUBatches, m.GPUBatches, r.Batches, e.CPUBatches, e.GPUBatches)
+		}
 	}
 	if !r.Engine.Consistent {
 		t.Error("the command says the service and the engine disagree")

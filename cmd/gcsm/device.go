@@ -28,7 +28,7 @@ type deviceFlags struct {
 }
 
 func (d *deviceFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&d.device, "device", "auto", "auto (the GPU when one is present), cpu or gpu")
+	fs.StringVar(&d.device, "device", "auto", "auto (with a GPU, each query on the CPU or the GPU, wherever it has been fastest at the batch's size, both at once; without one, the CPU), cpu or gpu (every query there)")
 	fs.StringVar(&d.placement, "gpu-placement", "device", "where the GPU reads neighbour lists: device (a mirror in GPU memory), zero-copy (pinned host memory), "+
 		"gcsm, degree or khop (zero-copy plus a block of the lists the sampler's estimate, the degrees or the batch's k-hop neighbourhood pick, in GPU memory), or unified (a mirror in managed memory)")
 	fs.Int64Var(&d.mem, "gpu-mem", 0, "cap on the GPU memory gcsm uses, in `bytes`; 0 means no cap. A device or unified placement that does not fit falls back to zero-copy")
@@ -144,6 +144,13 @@ func (d *deviceFlags) open(w io.Writer, workers int) (*engine, error) {
 			return cpu, nil
 		}
 		return nil, fmt.Errorf("--device %s: %w", d.device, err)
+	}
+	if d.device == "auto" {
+		// Each query where it runs fastest, the CPU's and the GPU's at once;
+		// the graph lives in pinned memory, which both read.
+		fmt.Fprintf(w, "device: auto, each query on the cpu (%d workers) or the gpu %s (%s placement), where it runs fastest\n",
+			cpuWorkers(workers), x.Name(), opts.Placement)
+		return &engine{matcher: &incremental.Placer{CPU: cpu.matcher, GPU: x}, alloc: x.Allocator(), gpu: x}, nil
 	}
 	fmt.Fprintf(w, "device: gpu %s, %s placement\n", x.Name(), opts.Placement)
 	return &engine{matcher: x, alloc: x.Allocator(), gpu: x}, nil

@@ -1,0 +1,555 @@
+package incremental
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync"
+	"time"
+
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/query"
+)
+
+// Device says which of a Placer's two executors ran a query.
+type Device uint8
+
+// The two devices.
+const (
+	OnCPU Device = iota
+	OnGPU
+)
+
+func (d Device) String() string {
+	if d == OnGPU {
+		return "gpu"
+	}
+	return "cpu"
+}
+
+// Placer is a Matcher that runs each query, batch by batch, on the executor
+// that has been fastest for it at that batch size, both executors at once:
+// the CPU's workers on their queries while the GPU runs its own. A triangle,
+// a few microseconds a batch on the CPU, would pay the GPU's fixed cost of a
+// launch and copies; a house on a large batch runs several times faster on
+// the GPU.
+//
+// Per query and batch-size bucket (log2 of the batch's changes, rounded
+// up) it keeps an average of the seconds the query took on each device
+// (costModel). A device's call over several queries is split among them by
+// their averages; a query alone in a call is measured exactly. Each query
+// is first measured alone on each device (on the GPU first for batches of
+// more than 512 changes, on the CPU below), and again now and then
+// (Explore). It runs where it is cheaper, unless moving it to the other
+// device shortens the batch, both shares running at once. Given the same
+// timings the choices are the same.
+//
+// Static goes to the GPU: a new query has no measurements yet, and finding
+// every match of it in the whole graph is the largest batch there is.
+//
+// Match must not be called concurrently; it calls both executors at once
+// on the same graph, which they only read.
+type Placer struct {
+	// CPU and GPU are the two executors. The CPU's must say how many sink
+	// workers it uses (NumWorkers): the GPU's worker numbers are offset past
+	// them, so that a sink's per-worker buffers stay one goroutine's each.
+	CPU, GPU Matcher
+	// Explore is how many batches of a bucket pass before a query is
+	// measured alone again, on the device it does not run on (and, every
+	// other time, on the one it runs on); 0 means 64. The interval grows,
+	// up to 64 times, with the other device's cost over its own and while
+	// the measurements leave the choice as it was, so that a GPU too slow
+	// for batches of one update costs almost nothing to keep checking.
+	Explore int
+	// Now reads the clock that times each device's calls; nil means
+	// time.Now.
+	Now func() time.Time
+	// CPUBelow: a batch of fewer changes than this runs wholly on the CPU,
+	// straight through, neither measured nor explored; 0 means 16, and 1
+	// measures every size. One update at a time the GPU's fixed cost of a
+	// launch and its copies outweighs the work, and in per-update mode the
+	// model's own bookkeeping and the GPU's occasional measurement cost a
+	// fifth of the CPU's time (20 wiki-Vote-like queries on the H100).
+	CPUBelow int
+
+	model  costModel
+	stop   func(q int) bool
+	placed []Device
+	warm   [2]bool // each device has had its warm-up call
+	sides  [2]side
+}
+
+var _ Matcher = (*Placer)(nil)
+
+// stopper is an executor that can abandon a query mid-batch (CPU.SetStop).
+type stopper interface{ SetStop(stop func(q int) bool) }
+
+// workerCounter is an executor that says how many sink workers it uses.
+type workerCounter interface{ NumWorkers() int }
+
+// Follower is an executor that keeps its own copy of the graph and needs to
+// know of every batch: the Placer calls Follow, during the batch (after
+// Apply, before Reorganize), instead of Match when it gives it no query, so
+// that its next Match copies only the lists changed since, not the graph.
+type Follower interface{ Follow(g *dyngraph.Graph) }
+
+// SetStop installs stop, passed on to each executor that can stop (see
+// CPU.SetStop) with the query indices of its share mapped back to the
+// caller's.
+func (p *Placer) SetStop(stop func(q int) bool) { p.stop = stop }
+
+// Placed appends to dst, per query of the last Match, the device that ran
+// it, and returns it; nothing when that batch had no changes.
+func (p *Placer) Placed(dst []Device) []Device { return append(dst, p.placed...) }
+
+// side is one device's share of a batch: the queries of its main call
+// (caller's indices) and the query it runs alone, or -1.
+type side struct {
+	idx       []int
+	solo      int
+	main, one time.Duration
+	err       error
+}
+
+func (p *Placer) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+func (p *Placer) device(d Device) Matcher {
+	if d == OnGPU {
+		return p.GPU
+	}
+	return p.CPU
+}
+
+// Match implements Matcher.
+func (p *Placer) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, mode Mode, sink Sink) ([]Counts, error) {
+	if p.CPU == nil || p.GPU == nil {
+		return nil, errors.New("incremental: a Placer needs a CPU and a GPU executor")
+	}
+	wc, ok := p.CPU.(workerCounter)
+	if !ok {
+		return nil, errors.New("incremental: a Placer's CPU executor must say its number of workers (NumWorkers)")
+	}
+	res := make([]Counts, len(queries))
+	p.placed = p.placed[:0]
+	if len(delta) == 0 || len(queries) == 0 {
+		p.follow(g, OnCPU)
+		p.follow(g, OnGPU)
+		return res, nil
+	}
+	if len(delta) < p.cpuBelow() {
+		return p.cpuOnly(g, delta, queries, mode, sink)
+	}
+	b := bucket(len(delta))
+	home, solo, soloOn := p.model.plan(queries, b, p.explore())
+	for d := range p.sides {
+		p.sides[d] = side{idx: p.sides[d].idx[:0], solo: -1}
+	}
+	for qi, d := range home {
+		if qi == solo {
+			d = soloOn
+			p.sides[d].solo = qi
+		} else {
+			p.sides[d].idx = append(p.sides[d].idx, qi)
+		}
+		p.placed = append(p.placed, d)
+	}
+	offset := [2]int{0, wc.NumWorkers()}
+	// A device works in this batch when it has queries, or has not been
+	// warmed up yet.
+	// A device works in this batch when it has queries or is not warmed up
+	// yet; an idle one follows the batch (Follow). Syncing the idle GPU's
+	// copy in every batch of 4096 instead, alongside the CPU's matching,
+	// slowed the CPU's share by a third (alert-heavy on the H100).
+	works := func(d Device) bool { return len(p.sides[d].idx) > 0 || p.sides[d].solo >= 0 || !p.warm[d] }
+	run := func(d Device) {
+		if works(d) {
+			p.run(d, &p.sides[d], offset[d], g, delta, queries, mode, sink, res)
+		} else {
+			p.follow(g, d)
+		}
+	}
+	if works(OnCPU) && works(OnGPU) {
+		var wg sync.WaitGroup
+		wg.Go(func() { run(OnGPU) })
+		run(OnCPU)
+		wg.Wait()
+	} else {
+		run(OnCPU)
+		run(OnGPU)
+	}
+	for d := range p.sides {
+		if err := p.sides[d].err; err != nil {
+			return nil, fmt.Errorf("incremental: placer, %s: %w", Device(d), err)
+		}
+	}
+	for d := range p.sides {
+		s := &p.sides[d]
+		if len(s.idx) > 0 {
+			p.model.observe(queries, b, Device(d), s.idx, s.main.Seconds())
+		}
+		if s.solo >= 0 {
+			p.model.observe(queries, b, Device(d), []int{s.solo}, s.one.Seconds())
+		}
+	}
+	return res, nil
+}
+
+func (p *Placer) cpuBelow() int {
+	if p.CPUBelow > 0 {
+		return p.CPUBelow
+	}
+	return 16
+}
+
+// cpuOnly runs a small batch on the CPU with the caller's indices and
+// workers, while the GPU follows it.
+func (p *Placer) cpuOnly(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, mode Mode, sink Sink) ([]Counts, error) {
+	if st, ok := p.CPU.(stopper); ok {
+		st.SetStop(p.stop)
+	}
+	res, err := p.CPU.Match(g, delta, queries, mode, sink)
+	if err != nil {
+		return nil, fmt.Errorf("incremental: placer, cpu: %w", err)
+	}
+	for range queries {
+		p.placed = append(p.placed, OnCPU)
+	}
+	p.follow(g, OnGPU)
+	return res, nil
+}
+
+func (p *Placer) explore() int {
+	if p.Explore > 0 {
+		return p.Explore
+	}
+	return 64
+}
+
+// follow tells device d of the batch when it runs no query in it.
+func (p *Placer) follow(g *dyngraph.Graph, d Device) {
+	if f, ok := p.device(d).(Follower); ok && g.Pending() {
+		f.Follow(g)
+	}
+}
+
+// run makes device d's calls of the batch: at its first batch a warm-up
+// call, every query counted on the batch's first change alone (its result
+// dropped), then its main share and the query it runs alone, each timed.
+// The warm-up keeps the device's one-time costs (the GPU copies the whole
+// graph, loads its kernels, compiles each query's program) out of the
+// measurements, and runs while the other device works.
+func (p *Placer) run(d Device, s *side, offset int, g *dyngraph.Graph, delta []graph.Change, queries []*query.Query,
+	mode Mode, sink Sink, res []Counts) {
+	if !p.warm[d] {
+		if _, s.err = p.device(d).Match(g, delta[:1], queries, Count, nil); s.err != nil {
+			return
+		}
+		p.warm[d] = true
+	}
+	if len(s.idx) > 0 {
+		t0 := p.now()
+		s.err = p.call(d, s.idx, offset, g, delta, queries, mode, sink, res)
+		s.main = p.now().Sub(t0)
+	}
+	if s.solo >= 0 && s.err == nil {
+		t0 := p.now()
+		s.err = p.call(d, []int{s.solo}, offset, g, delta, queries, mode, sink, res)
+		s.one = p.now().Sub(t0)
+	}
+}
+
+// call runs the queries idx (caller's indices) on device d, with the sink's
+// worker numbers moved up by offset and query indices mapped back, and
+// stores their counts in res.
+func (p *Placer) call(d Device, idx []int, offset int, g *dyngraph.Graph, delta []graph.Change, queries []*query.Query,
+	mode Mode, sink Sink, res []Counts) error {
+	m := p.device(d)
+	// idx is ascending: of the caller's length, it is every query in order,
+	// and needs no mapping.
+	all := len(idx) == len(queries)
+	qs := queries
+	if !all {
+		qs = make([]*query.Query, len(idx))
+		for i, qi := range idx {
+			qs[i] = queries[qi]
+		}
+	}
+	if st, ok := m.(stopper); ok {
+		switch stop := p.stop; {
+		case stop == nil || all:
+			st.SetStop(stop)
+		default:
+			st.SetStop(func(q int) bool { return stop(idx[q]) })
+		}
+	}
+	mapped := sink
+	if sink != nil && (!all || offset != 0) {
+		mapped = func(worker, q int, sign graph.Sign, mv []graph.VertexID) { sink(worker+offset, idx[q], sign, mv) }
+	}
+	c, err := m.Match(g, delta, qs, mode, mapped)
+	if err != nil {
+		return err
+	}
+	for i, qi := range idx {
+		res[qi] = c[i]
+	}
+	return nil
+}
+
+// Static implements Matcher on the GPU executor.
+func (p *Placer) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink Sink) ([]int64, error) {
+	if p.GPU == nil {
+		return nil, errors.New("incremental: a Placer needs a GPU executor")
+	}
+	return p.GPU.Static(g, queries, mode, sink)
+}
+
+// bucket is a batch size's cost bucket, k for more than 2^(k-1) changes
+// and at most 2^k: 0 for one change, 1 for 2, 2 for 3-4, and so on. Batches
+// are cut at powers of two, and a full one (4096 changes) shares its bucket
+// with those a few no-ops made smaller: each bucket is measured apart.
+func bucket(n int) int { return bits.Len(uint(max(n, 1) - 1)) }
+
+// costModel keeps, per query and batch-size bucket, the average seconds
+// each device took, and chooses the device. It takes timings and returns
+// choices: nothing in it reads a clock.
+type costModel struct {
+	cells map[cellKey]*cell
+	calls uint64 // plan calls, to age out the cells of removed queries
+	home  []Device
+	cur   []*cell // the cells of the batch being planned
+}
+
+type cellKey struct {
+	q *query.Query
+	b int
+}
+
+// cell is one query's costs at one batch-size bucket.
+type cell struct {
+	est   [2]float64 // average seconds per batch on each device
+	known [2]bool    // est holds a measurement
+	home  Device     // where the query runs
+	since int        // batches since it was last measured alone
+	every int        // batches between such measurements
+	base  int        // every's least value, Placer.Explore
+	next  Device     // the device the next such measurement is on
+	ref   float64    // est[home] when the choice was last confirmed
+	seen  uint64     // the plan call that last saw it
+}
+
+const (
+	// switchBelow: a query moves only when the other device's average is
+	// under this share of its device's, so that noise does not flap it.
+	switchBelow = 0.9
+	// drift: a device's average rising past this multiple of what it was
+	// when last compared, and to more than 1/drift of the other device's,
+	// brings the next measurement on the other device forward. A graph that
+	// densifies slows both devices alike, and the other may cost 8 times
+	// as much.
+	drift = 2
+	// alphaShared weighs a new measurement from a call shared with other
+	// queries (one per batch); alphaAlone one from a call alone (rarer).
+	alphaShared, alphaAlone = 0.25, 0.5
+	// maxBackoff bounds the growth of a cell's measurement interval.
+	maxBackoff = 64
+	// gpuFirst is the first bucket (over 2^(gpuFirst-1) = 512 changes)
+	// whose queries start on the GPU until measured. A heavy query on the CPU's
+	// side of a large batch cost 8 times the GPU's on the H100, a light one
+	// on the GPU's a third more than the CPU's; batches of a few changes
+	// pay the GPU's fixed cost of copies and launches, so they start on the
+	// CPU.
+	gpuFirst = 10
+)
+
+func (m *costModel) cell(q *query.Query, b, explore int) *cell {
+	k := cellKey{q, b}
+	c := m.cells[k]
+	if c == nil {
+		if m.cells == nil {
+			m.cells = map[cellKey]*cell{}
+		}
+		c = &cell{every: explore, base: explore, home: OnCPU}
+		if b >= gpuFirst {
+			c.home = OnGPU
+		}
+		c.next = 1 - c.home
+		m.cells[k] = c
+	}
+	c.seen = m.calls
+	return c
+}
+
+// plan returns each query's device for a batch of bucket b and at most one
+// query to measure alone (solo, or -1) on device on: the first query with a
+// device not yet measured, else the first whose interval has passed or
+// whose device's average has drifted up. Each query runs where it is
+// cheaper (its cell's home), except that queries move off the device with
+// the longer expected share while that shortens the batch (balance).
+func (m *costModel) plan(queries []*query.Query, b, explore int) (home []Device, solo int, on Device) {
+	home, solo, on = m.choose(queries, b, explore)
+	m.balance(solo, on)
+	return home, solo, on
+}
+
+// balanceGain is the least share of the batch's expected time a move must
+// save, so that noise in the averages does not move queries back and forth.
+const balanceGain = 0.1
+
+// balance moves queries, in order, from the device whose share of the
+// batch is expected to take longer to the other, while a move shortens the
+// longer share by balanceGain of it: a triangle cheaper on the GPU still
+// runs on the idle CPU while the GPU matches a house. Only queries measured
+// on both devices move.
+func (m *costModel) balance(solo int, on Device) {
+	var load [2]float64
+	for qi, c := range m.cur {
+		d := m.home[qi]
+		if qi == solo {
+			d = on
+		}
+		load[d] += c.est[d]
+	}
+	for qi, c := range m.cur {
+		if qi == solo || !c.known[OnCPU] || !c.known[OnGPU] {
+			continue
+		}
+		d := m.home[qi]
+		o := 1 - d
+		long := max(load[d], load[o])
+		if load[d] < load[o] {
+			continue // already on the shorter share
+		}
+		if after := max(load[d]-c.est[d], load[o]+c.est[o]); after < (1-balanceGain)*long {
+			m.home[qi] = o
+			load[d] -= c.est[d]
+			load[o] += c.est[o]
+		}
+	}
+}
+
+// choose is plan without the balance.
+func (m *costModel) choose(queries []*query.Query, b, explore int) (home []Device, solo int, on Device) {
+	m.calls++
+	m.prune(len(queries))
+	m.home = m.home[:0]
+	m.cur = m.cur[:0]
+	solo = -1
+	for qi, q := range queries {
+		c := m.cell(q, b, explore)
+		m.cur = append(m.cur, c)
+		m.home = append(m.home, c.home)
+		c.since++
+		if solo < 0 && !c.known[c.home] {
+			solo, on = qi, c.home
+		} else if solo < 0 && !c.known[1-c.home] {
+			solo, on = qi, 1-c.home
+		}
+	}
+	if solo >= 0 {
+		return m.home, solo, on
+	}
+	for qi, c := range m.cur {
+		switch {
+		case c.ref > 0 && c.est[c.home] > drift*c.ref && drift*c.est[c.home] > c.est[1-c.home]:
+			c.since, c.ref = 0, c.est[c.home]
+			return m.home, qi, 1 - c.home
+		case c.since >= c.every:
+			on, c.next, c.since = c.next, 1-c.next, 0
+			return m.home, qi, on
+		}
+	}
+	return m.home, -1, 0
+}
+
+// prune drops, now and then, the cells of queries no plan has seen for a
+// while.
+func (m *costModel) prune(nq int) {
+	if len(m.cells) <= 64*(nq+1) {
+		return
+	}
+	for k, c := range m.cells {
+		if m.calls-c.seen > 1024 {
+			delete(m.cells, k)
+		}
+	}
+}
+
+// observe takes a call of device d over queries idx of bucket b that took
+// secs. A query alone gets the whole; several share it in proportion to
+// their averages, and only when all have one (else the shares would rest
+// on a guess).
+func (m *costModel) observe(queries []*query.Query, b int, d Device, idx []int, secs float64) {
+	if len(idx) == 1 {
+		c := m.cells[cellKey{queries[idx[0]], b}]
+		if c == nil {
+			return
+		}
+		c.update(d, secs, alphaAlone)
+		m.decide(c, d != c.home)
+		return
+	}
+	total := 0.0
+	for _, qi := range idx {
+		c := m.cells[cellKey{queries[qi], b}]
+		if c == nil || !c.known[d] {
+			return
+		}
+		total += c.est[d]
+	}
+	for _, qi := range idx {
+		c := m.cells[cellKey{queries[qi], b}]
+		share := 1 / float64(len(idx))
+		if total > 0 {
+			share = c.est[d] / total
+		}
+		c.update(d, secs*share, alphaShared)
+		m.decide(c, false)
+	}
+}
+
+// clip bounds a measurement at this multiple of the average: one batch
+// slowed by a collection or a neighbour moves the average by at most
+// alpha·(clip-1) of itself, while a lasting change still shows within a few
+// batches.
+const clip = 4
+
+func (c *cell) update(d Device, secs, alpha float64) {
+	if !c.known[d] {
+		c.est[d], c.known[d] = secs, true
+		return
+	}
+	c.est[d] += alpha * (min(secs, clip*c.est[d]) - c.est[d])
+}
+
+// decide moves the query to the other device when that one is clearly
+// cheaper. measured says the other device was just measured: a choice it
+// confirms doubles the interval to the next measurement, a switch resets
+// it.
+func (*costModel) decide(c *cell, measured bool) {
+	if !c.known[OnCPU] || !c.known[OnGPU] {
+		return
+	}
+	other := 1 - c.home
+	switch {
+	case c.est[other] < switchBelow*c.est[c.home]:
+		c.home = other
+		c.every, c.ref, c.next = c.base, c.est[other], 1-other
+	case measured:
+		// Measuring a device n times slower costs n times the query's
+		// batch: the interval grows with n, so that measuring takes about
+		// 1/Explore of the query's time, and doubles while the choice
+		// holds.
+		n := int(min(c.est[other]/max(c.est[c.home], 1e-9), maxBackoff))
+		c.every = min(max(2*c.every, n*c.base), maxBackoff*c.base)
+		c.ref = c.est[c.home]
+	case c.ref == 0:
+		c.ref = c.est[c.home]
+	}
+}

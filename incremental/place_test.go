@@ -1,0 +1,389 @@
+package incremental
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/query"
+)
+
+// placerScenarios are the first scenarios of a few configs: undirected,
+// directed and multi-label.
+func placerScenarios(t *testing.T) []*mmScenario {
+	var out []*mmScenario
+	seen := map[string]bool{}
+	for _, s := range mmScenarios(t) {
+		if !seen[s.cfg.name] && len(out) < 4 {
+			seen[s.cfg.name] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TestPlacerEqualsCPU runs a Placer whose two devices are CPU executors of
+// different worker counts, measured and explored by the real clock, and
+// checks every batch against one CPU: the same counts, and in Enumerate
+// mode the same matches, delivered to a sink whose per-worker buffers take
+// no lock (under -race, two devices sharing a worker number is a race).
+// Exploration measures every query alone on both devices, so subsets change
+// from batch to batch, and on the streams of many batches each query must
+// have run on both.
+func TestPlacerEqualsCPU(t *testing.T) {
+	const cpuW, gpuW = 2, 3
+	for _, s := range placerScenarios(t) {
+		for _, bs := range []int{1, 3, 40} {
+			p := &Placer{CPU: &CPU{Workers: cpuW}, GPU: &CPU{Workers: gpuW}, Explore: 2, CPUBelow: 1}
+			ran := make([][2]int, len(s.queries))
+			subsets := map[string]bool{}
+			s.replay(t, &CPU{Workers: 1}, bs, func(bi int, g *dyngraph.Graph, delta []graph.Change, want []Counts) {
+				where := fmt.Sprintf("%s, batch size %d, batch %d", s, bs, bi)
+				mode := Mode(bi % 2)
+				var bufs [cpuW + gpuW][]string
+				var sink Sink
+				if mode == Enumerate {
+					sink = func(worker, q int, sign graph.Sign, m []graph.VertexID) {
+						if worker < 0 || worker >= len(bufs) {
+							t.Errorf("%s: worker %d, want 0 to %d", where, worker, len(bufs)-1)
+							return
+						}
+						bufs[worker] = append(bufs[worker], fmt.Sprint(q, sign, m))
+					}
+				}
+				got, err := p.Match(g, delta, s.queries, mode, sink)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s, mode %d: placer %v, CPU %v", where, mode, got, want)
+				}
+				placed := p.Placed(nil)
+				if len(delta) > 0 && len(placed) != len(s.queries) {
+					t.Fatalf("%s: %d placements for %d queries", where, len(placed), len(s.queries))
+				}
+				for qi, d := range placed {
+					ran[qi][d]++
+				}
+				subsets[fmt.Sprint(placed)] = true
+				if mode != Enumerate {
+					return
+				}
+				wantM := map[string]int{}
+				if _, err := (&CPU{Workers: 1}).Match(g, delta, s.queries, Enumerate, func(_, q int, sign graph.Sign, m []graph.VertexID) {
+					wantM[fmt.Sprint(q, sign, m)]++
+				}); err != nil {
+					t.Fatal(err)
+				}
+				gotM := map[string]int{}
+				for _, b := range bufs {
+					for _, k := range b {
+						gotM[k]++
+					}
+				}
+				if len(gotM) != len(wantM) {
+					t.Fatalf("%s: placer enumerated %d distinct matches, CPU %d", where, len(gotM), len(wantM))
+				}
+				for k, n := range wantM {
+					if gotM[k] != n {
+						t.Fatalf("%s: placer enumerated %s %d times, CPU %d", where, k, gotM[k], n)
+					}
+				}
+			}, nil)
+			if bs > 3 {
+				continue // too few batches to measure every query on both
+			}
+			for qi, r := range ran {
+				if r[OnCPU] == 0 || r[OnGPU] == 0 {
+					t.Errorf("%s, batch size %d: query %d ran %d batches on the cpu, %d on the gpu; want both", s, bs, qi, r[OnCPU], r[OnGPU])
+				}
+			}
+			if len(subsets) < 2 {
+				t.Errorf("%s, batch size %d: one placement all along", s, bs)
+			}
+		}
+	}
+}
+
+// TestPlacerSetStop stops one query through the Placer: whichever device
+// runs it, and whatever its index in that device's share, it finds nothing,
+// and the other queries find all of theirs.
+func TestPlacerSetStop(t *testing.T) {
+	stopped := 0
+	for _, s := range placerScenarios(t) {
+		nq := len(s.queries)
+		for _, target := range []int{0, nq - 1} {
+			p := &Placer{CPU: &CPU{Workers: 2}, GPU: &CPU{Workers: 3}, Explore: 1, CPUBelow: 1}
+			p.SetStop(func(q int) bool { return q == target })
+			s.replay(t, &CPU{Workers: 1}, 11, func(bi int, g *dyngraph.Graph, delta []graph.Change, want []Counts) {
+				mode := Mode(bi % 2)
+				var sink Sink
+				if mode == Enumerate {
+					sink = func(_, q int, _ graph.Sign, _ []graph.VertexID) {
+						if q == target {
+							t.Errorf("%s batch %d: stopped query %d enumerated a match", s, bi, q)
+						}
+					}
+				}
+				got, err := p.Match(g, delta, s.queries, mode, sink)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want[target] != (Counts{}) {
+					stopped++
+				}
+				for qi := range got {
+					w := want[qi]
+					if qi == target {
+						w = Counts{}
+					}
+					if got[qi] != w {
+						t.Fatalf("%s batch %d, query %d stopped: query %d found %+v, want %+v (placed %v)", s, bi, target, qi, got[qi], w, p.Placed(nil))
+					}
+				}
+			}, nil)
+		}
+	}
+	if stopped == 0 {
+		t.Fatal("no batch had matches of a stopped query to lose")
+	}
+}
+
+// TestCostModel feeds the model timings and checks its choices: each query
+// is first measured alone on each device; then each runs where it was
+// cheaper (the triangle on the CPU, the house on the GPU), the other device
+// is measured again every Explore batches, less often while it stays
+// slower, and a query goes back once its device's costs rise.
+func TestCostModel(t *testing.T) {
+	tri, house := &query.Query{}, &query.Query{}
+	qs := []*query.Query{tri, house}
+	const b, explore = 3, 4
+	// cost is what each call takes, per query and device, in seconds.
+	cost := map[*query.Query][2]float64{tri: {1e-3, 5e-3}, house: {20e-3, 2e-3}}
+	var m costModel
+	// step plans a batch, "runs" it at the costs above and returns the
+	// plan.
+	step := func() ([]Device, int, Device) {
+		home, solo, on := m.plan(qs, b, explore)
+		home = slices.Clone(home)
+		var share [2][]int
+		for qi, d := range home {
+			if qi != solo {
+				share[d] = append(share[d], qi)
+			}
+		}
+		for d, idx := range share {
+			if len(idx) > 0 {
+				secs := 0.0
+				for _, qi := range idx {
+					secs += cost[qs[qi]][d]
+				}
+				m.observe(qs, b, Device(d), idx, secs)
+			}
+		}
+		if solo >= 0 {
+			m.observe(qs, b, on, []int{solo}, cost[qs[solo]][on])
+		}
+		return home, solo, on
+	}
+	type want struct {
+		solo int
+		on   Device
+	}
+	// The house, alone in the CPU's share of the first batch, is measured
+	// there by it.
+	for i, w := range []want{{0, OnCPU}, {0, OnGPU}, {1, OnGPU}} {
+		if _, solo, on := step(); solo != w.solo || on != w.on {
+			t.Fatalf("batch %d: measured query %d alone on the %s, want query %d on the %s", i, solo, on, w.solo, w.on)
+		}
+	}
+	home, _, _ := step()
+	if !slices.Equal(home, []Device{OnCPU, OnGPU}) {
+		t.Fatalf("after measuring: triangle and house on %v, want [cpu gpu]", home)
+	}
+	// Each query is measured again, first on the device it does not run
+	// on, then on its own; the interval is at least explore times the
+	// other device's cost over its own (5 for the triangle), and doubles
+	// when the other device is confirmed slower.
+	var at []int
+	for i := range 300 {
+		home, solo, on := step()
+		if !slices.Equal(home, []Device{OnCPU, OnGPU}) {
+			t.Fatalf("steady batch %d: placed %v, want [cpu gpu]", i, home)
+		}
+		if solo == 0 {
+			at = append(at, i)
+			if len(at) == 1 && on != OnGPU {
+				t.Fatalf("first re-measure of the triangle on the %s, want the gpu", on)
+			}
+		}
+	}
+	if len(at) < 3 {
+		t.Fatalf("triangle re-measured at %v, want at least 3 times in 300 batches", at)
+	}
+	if gap := at[1] - at[0]; gap < 5*explore {
+		t.Fatalf("triangle re-measured at %v: %d batches apart, want at least %d for a device 5 times slower", at, gap, 5*explore)
+	}
+	if gap0, gapN := at[1]-at[0], at[len(at)-1]-at[len(at)-2]; gapN <= gap0 {
+		t.Fatalf("triangle re-measured at %v: the interval did not grow", at)
+	}
+	// The GPU slows down tenfold for the house: its average drifts past
+	// twice its confirmed value, the CPU is measured, and the house moves.
+	cost[house] = [2]float64{20e-3, 40e-3}
+	moved := -1
+	for i := range 40 {
+		if home, _, _ := step(); home[1] == OnCPU {
+			moved = i
+			break
+		}
+	}
+	if moved < 0 {
+		t.Fatal("the house stayed on the gpu at twice the cpu's cost")
+	}
+	// And back when the GPU recovers: the CPU is its home now, and the GPU
+	// is measured again within the base interval after the switch.
+	cost[house] = [2]float64{20e-3, 2e-3}
+	back := -1
+	for i := range 4 * explore {
+		if home, _, _ := step(); home[1] == OnGPU {
+			back = i
+			break
+		}
+	}
+	if back < 0 {
+		t.Fatalf("the house did not go back to the gpu within %d batches", 4*explore)
+	}
+}
+
+// TestCostModelBalance: a triangle a little cheaper on the GPU runs on the
+// idle CPU while the GPU matches a house, since that shortens the batch;
+// with a cheaper house it goes back to the GPU.
+func TestCostModelBalance(t *testing.T) {
+	tri, house := &query.Query{}, &query.Query{}
+	qs := []*query.Query{tri, house}
+	var m costModel
+	const b = 12
+	measure := func(cost map[*query.Query][2]float64) []Device {
+		var home []Device
+		for range 8 {
+			var solo int
+			var on Device
+			home, solo, on = m.plan(qs, b, 64)
+			home = slices.Clone(home)
+			for qi, d := range home {
+				if qi == solo {
+					d = on
+				}
+				m.observe(qs, b, d, []int{qi}, cost[qs[qi]][d])
+			}
+		}
+		return home
+	}
+	if home := measure(map[*query.Query][2]float64{tri: {2e-3, 1.5e-3}, house: {40e-3, 10e-3}}); !slices.Equal(home, []Device{OnCPU, OnGPU}) {
+		t.Fatalf("triangle and house on %v, want [cpu gpu]", home)
+	}
+	if home := measure(map[*query.Query][2]float64{tri: {2e-3, 1.5e-3}, house: {40e-3, 0.2e-3}}); !slices.Equal(home, []Device{OnGPU, OnGPU}) {
+		t.Fatalf("with a house of 0.2ms on the gpu: triangle and house on %v, want [gpu gpu]", home)
+	}
+}
+
+// TestCostModelGPUFirst: a query's first batches of more than 512 changes
+// run on the GPU, which is measured first.
+func TestCostModelGPUFirst(t *testing.T) {
+	qs := []*query.Query{{}, {}}
+	var m costModel
+	for _, b := range []int{gpuFirst - 1, gpuFirst} {
+		home, solo, on := m.plan(qs, b, 4)
+		want := OnCPU
+		if b >= gpuFirst {
+			want = OnGPU
+		}
+		if !slices.Equal(home, []Device{want, want}) || solo != 0 || on != want {
+			t.Errorf("bucket %d: placed %v, query %d measured alone on the %s; want both on the %s, query 0 measured there", b, home, solo, on, want)
+		}
+	}
+}
+
+func TestBucket(t *testing.T) {
+	for _, c := range []struct{ n, b int }{{0, 0}, {1, 0}, {2, 1}, {3, 2}, {4, 2}, {5, 3}, {512, 9}, {513, gpuFirst}, {4000, 12}, {4096, 12}, {4097, 13}} {
+		if got := bucket(c.n); got != c.b {
+			t.Errorf("bucket(%d) = %d, want %d", c.n, got, c.b)
+		}
+	}
+}
+
+// TestCostModelDeterministic: the same timings give the same choices.
+func TestCostModelDeterministic(t *testing.T) {
+	qs := []*query.Query{{}, {}, {}}
+	run := func() []string {
+		var m costModel
+		var out []string
+		for i := range 200 {
+			b := 1 + i%3
+			home, solo, on := m.plan(qs, b, 4)
+			out = append(out, fmt.Sprint(home, solo, on))
+			for qi := range qs {
+				d := home[qi]
+				if qi == solo {
+					d = on
+				}
+				m.observe(qs, b, d, []int{qi}, float64((qi+1)*(b+int(d)*2)+i%7)*1e-4)
+			}
+		}
+		return out
+	}
+	if a, b := run(), run(); !slices.Equal(a, b) {
+		t.Fatal("two runs of the same timings chose differently")
+	}
+}
+
+// countingMatcher is a real executor that counts the batches it matched.
+type countingMatcher struct {
+	Matcher
+	calls int
+}
+
+func (c *countingMatcher) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, mode Mode, sink Sink) ([]Counts, error) {
+	c.calls++
+	return c.Matcher.Match(g, delta, queries, mode, sink)
+}
+
+// TestPlacerSmallBatchesOnCPU: batches under CPUBelow changes go to the CPU
+// alone, with the caller's worker numbers, and the GPU is never called for
+// them, not even to be measured; larger ones are placed by the model.
+func TestPlacerSmallBatchesOnCPU(t *testing.T) {
+	s := placerScenarios(t)[0]
+	gpu := &countingMatcher{Matcher: &CPU{Workers: 3}}
+	p := &Placer{CPU: &CPU{Workers: 2}, GPU: gpu, Explore: 1}
+	small := 0
+	s.replay(t, &CPU{Workers: 1}, 5, func(bi int, g *dyngraph.Graph, delta []graph.Change, want []Counts) {
+		before := gpu.calls
+		got, err := p.Match(g, delta, s.queries, Enumerate, func(worker, _ int, _ graph.Sign, _ []graph.VertexID) {
+			if len(delta) < 16 && worker >= 2 {
+				t.Errorf("batch %d of %d changes: worker %d, past the CPU's", bi, len(delta), worker)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("batch %d: placer %v, CPU %v", bi, got, want)
+		}
+		if len(delta) > 0 && len(delta) < 16 {
+			small++
+			if gpu.calls != before {
+				t.Fatalf("batch %d of %d changes called the GPU", bi, len(delta))
+			}
+			for _, d := range p.Placed(nil) {
+				if d != OnCPU {
+					t.Fatalf("batch %d of %d changes placed on %v", bi, len(delta), d)
+				}
+			}
+		}
+	}, nil)
+	if small == 0 {
+		t.Fatal("no small batch ran")
+	}
+}
