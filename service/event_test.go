@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -50,14 +52,29 @@ func eventFixture(tb testing.TB, matches int) (*Service, *batchState, map[string
 	return s, batch, all
 }
 
-// TestEventAllocs bounds the allocations of building one event: the match, the edges, the key, the
-// source, the event time and, for the canonical order, the vertices' names and their reordering.
+// eventBuilderFor returns the builder of batch's events, as build makes it on the delivery stage.
+func eventBuilderFor(s *Service, batch *batchState) *eventBuilder {
+	mt := &matched{queries: s.queries, batch: s.batch, parts: make([]int32, len(batch.msgs))}
+	for i, m := range batch.msgs {
+		mt.parts[i] = int32(m.Partition)
+	}
+	return newEventBuilder(s, batch, mt)
+}
+
+// TestEventAllocs bounds the allocations of building one event: the key alone, once the batch's
+// source message has its event time formatted; the bindings and edges come from the batch's slabs.
 func TestEventAllocs(t *testing.T) {
 	s, batch, all := eventFixture(t, 1)
+	eb := eventBuilderFor(s, batch)
 	for _, st := range s.queries {
 		m := all[st.cfg.Name][0]
-		if n := testing.AllocsPerRun(100, func() { s.event(batch, st, output.Appeared, m, false) }); n > 7 {
-			t.Errorf("%s: an event costs %v allocations, want at most 7", st.cfg.Name, n)
+		var ev output.Event
+		match, edges := make([]output.Binding, st.q.N()), make([][3]string, len(st.q.Edges))
+		if n := testing.AllocsPerRun(100, func() { eb.event(&ev, st, m, match, edges, false) }); n > 1 {
+			t.Errorf("%s: an event costs %v allocations, want at most 1", st.cfg.Name, n)
+		}
+		if ev.Source == nil || ev.EventTime == "" || ev.Key == "" {
+			t.Errorf("%s: event %+v lacks its source, time or key", st.cfg.Name, ev)
 		}
 	}
 }
@@ -68,13 +85,16 @@ func TestEventAllocs(t *testing.T) {
 func BenchmarkEvent(b *testing.B) {
 	const matches = 4096
 	s, batch, all := eventFixture(b, matches)
+	eb := eventBuilderFor(s, batch)
 	for _, st := range s.queries {
 		b.Run(st.cfg.Name, func(b *testing.B) {
 			ms := all[st.cfg.Name]
+			var ev output.Event
+			match, edges := make([]output.Binding, st.q.N()), make([][3]string, len(st.q.Edges))
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				ev := s.event(batch, st, output.Appeared, ms[i%matches], false)
+				eb.event(&ev, st, ms[i%matches], match, edges, false)
 				if ev.Source == nil {
 					b.Fatal("event without its source")
 				}
@@ -119,4 +139,159 @@ func BenchmarkFormatTime(b *testing.B) {
 	for b.Loop() {
 		formatTime(1764000000123)
 	}
+}
+
+// TestSortRefs checks the parallel sort against a plain one in the events' order (query, disappeared
+// before appeared, vertex ids), for worker counts that leave odd chunks and odd merge rounds.
+func TestSortRefs(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 4095, 4096, 10007} {
+		var want []ref
+		for range n {
+			q := r.IntN(3)
+			sign := graph.Sign(1)
+			if r.IntN(2) == 0 {
+				sign = -1
+			}
+			m := make([]graph.VertexID, 2+q)
+			for j := range m {
+				// Few ids, so that prefixes tie, of several bytes each, so that the radix sort takes several passes.
+				m[j] = graph.VertexID(r.IntN(5)) * 0x1020_3010
+			}
+			want = append(want, newRef(found{q: q, sign: sign}, m))
+		}
+		plain := func(x, y ref) int {
+			if x.q() != y.q() {
+				return x.q() - y.q()
+			}
+			xs, ys := x.pre>>32&1, y.pre>>32&1
+			if xs != ys {
+				return int(xs) - int(ys)
+			}
+			return slices.Compare(x.m, y.m)
+		}
+		// radixRefs takes matches of up to three vertices only.
+		var upTo3 []ref
+		for _, r := range want {
+			if len(r.m) <= 3 {
+				upTo3 = append(upTo3, r)
+			}
+		}
+		got := radixRefs(slices.Clone(upTo3))
+		slices.SortStableFunc(upTo3, plain)
+		for i := range got {
+			if plain(got[i], upTo3[i]) != 0 {
+				t.Fatalf("n %d, radix: ref %d is %v, want %v", n, i, got[i], upTo3[i])
+			}
+		}
+		for _, workers := range []int{1, 2, 3, 7, 16} {
+			got := sortRefs(slices.Clone(want), workers)
+			slices.SortStableFunc(want, plain)
+			if len(got) != len(want) {
+				t.Fatalf("n %d, %d workers: %d refs out", n, workers, len(got))
+			}
+			for i := range got {
+				if plain(got[i], want[i]) != 0 {
+					t.Fatalf("n %d, %d workers: ref %d is %v, want %v", n, workers, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestBuildOrder hands the build stage matches of every query and both signs, spread over worker
+// buffers in no order, more than one chunk of the parallel sort, and checks that the events come out one
+// per match in the events' order (query, disappeared before appeared, vertex ids), each the event
+// that match makes alone.
+func TestBuildOrder(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	// All of testConfig's queries sort by comparison (split has four vertices); ring3 alone, by radix.
+	t.Run("all", func(t *testing.T) { testBuildOrder(t, 0) })
+	t.Run("ring3", func(t *testing.T) { testBuildOrder(t, 1) })
+}
+
+func testBuildOrder(t *testing.T, queries int) {
+	s, batch, all := eventFixture(t, 2500)
+	if queries > 0 {
+		s.queries = s.queries[:queries]
+	}
+	c := newCollector(s.queries)
+	type match struct {
+		q    int
+		sign graph.Sign
+		m    []graph.VertexID
+	}
+	var want []match
+	r := rand.New(rand.NewPCG(5, 6))
+	for qi, st := range s.queries {
+		for i, m := range all[st.cfg.Name] {
+			// Some matches disappear, some appear, some both: the two signs' sets differ.
+			switch i % 3 {
+			case 0:
+				want = append(want, match{qi, -1, m})
+			case 1:
+				want = append(want, match{qi, 1, m})
+			default:
+				want = append(want, match{qi, 1, m}, match{qi, -1, m})
+			}
+		}
+	}
+	r.Shuffle(len(want), func(i, j int) { want[i], want[j] = want[j], want[i] })
+	for _, w := range want {
+		c.sink(r.IntN(5), w.q, w.sign, w.m)
+	}
+	s.events(batch, c, false)
+	s.build(batch)
+
+	slices.SortFunc(want, func(x, y match) int {
+		if x.q != y.q {
+			return x.q - y.q
+		}
+		if x.sign != y.sign {
+			return int(x.sign) - int(y.sign)
+		}
+		return slices.Compare(x.m, y.m)
+	})
+	if len(batch.events) != len(want) {
+		t.Fatalf("%d events from %d matches", len(batch.events), len(want))
+	}
+	eb := eventBuilderFor(s, batch)
+	for i, w := range want {
+		st := s.queries[w.q]
+		var ev output.Event
+		eb.event(&ev, st, w.m, make([]output.Binding, st.q.N()), make([][3]string, len(st.q.Edges)), w.sign < 0)
+		got := batch.events[i]
+		if string(output.AppendJSON(nil, &got)) != string(output.AppendJSON(nil, &ev)) {
+			t.Fatalf("event %d is\n%s\nwant\n%s", i, output.AppendJSON(nil, &got), output.AppendJSON(nil, &ev))
+		}
+	}
+}
+
+// BenchmarkBuild measures the build stage on a batch of 4,096 matches of each query, collected over
+// four worker buffers: gathering, the parallel sort and building the events on all cores. ns/event is
+// the wall time per event; the run loop's part of it is only the collector's hand-off.
+func BenchmarkBuild(b *testing.B) {
+	s, batch, all := eventFixture(b, 4096)
+	type match struct {
+		q int
+		m []graph.VertexID
+	}
+	var ms []match
+	for qi, st := range s.queries {
+		for _, m := range all[st.cfg.Name] {
+			ms = append(ms, match{qi, m})
+		}
+	}
+	rand.New(rand.NewPCG(7, 8)).Shuffle(len(ms), func(i, j int) { ms[i], ms[j] = ms[j], ms[i] })
+	b.ReportAllocs()
+	for b.Loop() {
+		c := newCollector(s.queries)
+		for i, m := range ms {
+			c.sink(i%4, m.q, 1, m.m)
+		}
+		batch.events = nil
+		s.events(batch, c, false)
+		s.build(batch)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ms)), "ns/event")
 }

@@ -11,13 +11,15 @@ import (
 	"github.com/gcsm/gcsm/ingest"
 )
 
-// A generation runs as three stages joined by bounded queues, so that
-// batch n+1 is decoded while n is matched and n-1 is delivered:
+// A generation runs as four stages joined by bounded queues, so that
+// batch n+1 is decoded while n is matched, n-1's events are built and
+// n-2's are delivered:
 //
 //	prepare:  cut a batch, decode its messages (in parallel), intern their
 //	          ids and labels (in order)
 //	run loop: expire, apply, match, build events, reorganize;
 //	          HTTP operations and checkpoints, which need a quiet graph
+//	build:    sort the matches and build their events (in parallel)
 //	deliver:  write events and dead letters and wait for their acks
 //
 // The run loop owns all engine state but the id and label dictionaries,
@@ -30,9 +32,10 @@ import (
 // reads (backpressure).
 
 // maxInflight bounds the batches matched but not yet acknowledged: one
-// being delivered and one waiting. Delivery is sequential to keep the
-// output's order, so a deeper queue would only hold more events in memory.
-const maxInflight = 2
+// being built, one delivered and one waiting. Delivery is sequential to
+// keep the output's order, so a deeper queue would only hold more events
+// in memory.
+const maxInflight = 3
 
 // pipeline is one generation's queues, and the run loop's count of
 // batches handed to delivery and not yet taken back.
@@ -41,7 +44,8 @@ type pipeline struct {
 	// graph stages run, which hides decoding; a deeper queue would only add
 	// its batches to every update's latency under a backlog.
 	ready    chan *batchState // decoded, to the run loop
-	out      chan *batchState // matched, to delivery
+	out      chan *batchState // matched, to the building of events
+	built    chan *batchState // events built, to delivery
 	acked    chan *batchState // delivered (or failed, err set), back to the run loop
 	free     chan *buffers    // returned by the run loop for the next batches
 	inflight int
@@ -61,10 +65,12 @@ func (s *Service) startPipeline(ctx, dctx context.Context, in <-chan ingest.Mess
 	p := &pipeline{
 		ready: make(chan *batchState),
 		out:   make(chan *batchState, maxInflight),
+		built: make(chan *batchState, maxInflight),
 		acked: make(chan *batchState, maxInflight),
 		free:  make(chan *buffers, 3),
 	}
 	p.wg.Go(func() { s.prepare(ctx, in, p) })
+	p.wg.Go(func() { s.buildAll(p) })
 	p.wg.Go(func() { s.deliverAll(dctx, p) })
 	return p
 }
@@ -115,19 +121,32 @@ func (s *Service) prepare(ctx context.Context, in <-chan ingest.Message, p *pipe
 	}
 }
 
+// buildAll builds the events of batches in order: batch n's while n-1's
+// are delivered, whose acknowledgements take a broker's round trip.
+func (s *Service) buildAll(p *pipeline) {
+	defer close(p.built)
+	for b := range p.out {
+		t0 := time.Now()
+		s.build(b)
+		b.times[stageOutput] = time.Since(t0)
+		b.queued = time.Now()
+		p.built <- b // never blocks: p.built holds maxInflight
+	}
+}
+
 // deliverAll delivers batches in order. After a failure, which only an
 // ending ctx causes (deliver retries anything else), it writes nothing
 // more: the later batches come back failed too.
 func (s *Service) deliverAll(ctx context.Context, p *pipeline) {
 	var failed error
-	for b := range p.out {
+	for b := range p.built {
 		t0 := time.Now()
 		s.met.wait.WithLabelValues("output").Observe(t0.Sub(b.queued).Seconds())
 		if failed == nil {
 			failed = s.deliver(ctx, b)
 		}
 		b.err = failed
-		b.times[stageOutput] = time.Since(t0)
+		b.times[stageOutput] += time.Since(t0)
 		p.acked <- b
 	}
 }

@@ -133,9 +133,9 @@ func TestPipelineOverlap(t *testing.T) {
 
 	sink.shut()
 	produce(t, addrs, "edges", vals[half:])
-	// One batch waits for its acknowledgement, one more waits for
-	// delivery, and the graph stages have matched a third, which they
-	// cannot hand on.
+	// maxInflight batches are handed on (one waits for its
+	// acknowledgement, the others for delivery), and the graph stages have
+	// matched one more, which they cannot hand on.
 	want := matched + maxInflight + 1
 	waitFor(t, "the graph stages to run ahead of delivery", time.Minute, func() bool {
 		return counter(t, s.Registry(), "gcsm_batches_total") >= want

@@ -152,8 +152,9 @@ const maxAutomorphisms = 5040
 
 // canonical returns the automorphic image of m whose external ids, in
 // query-vertex order, are smallest; names holds m's ids and is reordered
-// alike. It returns m itself when there is nothing to choose.
-func (st *standing) canonical(m []graph.VertexID, names []string, scratch []graph.VertexID) ([]graph.VertexID, []string) {
+// alike, into nameScratch's array when it has room. It returns m itself
+// when there is nothing to choose.
+func (st *standing) canonical(m []graph.VertexID, names []string, scratch []graph.VertexID, nameScratch []string) ([]graph.VertexID, []string) {
 	if len(st.auts) < 2 {
 		return m, names
 	}
@@ -174,10 +175,10 @@ func (st *standing) canonical(m []graph.VertexID, names []string, scratch []grap
 	}
 	p := st.auts[best]
 	out := scratch[:0]
-	outNames := make([]string, len(names))
+	outNames := nameScratch[:0]
 	for u := range p {
 		out = append(out, m[p[u]])
-		outNames[u] = names[p[u]]
+		outNames = append(outNames, names[p[u]])
 	}
 	return out, outNames
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -229,19 +230,24 @@ func serviceQueries(specs []string) ([]service.QueryConfig, error) {
 
 // serviceResult is gcsm bench service's summary, its last line of stdout.
 type serviceResult struct {
-	Mix             string         `json:"mix"`
-	Mode            string         `json:"mode"` // backlog: the stream waits in the topic; rate: produced while the service runs
-	Broker          string         `json:"broker"`
-	OutputClient    string         `json:"output_client"`
-	Compression     string         `json:"compression"`
-	Device          string         `json:"device"`
-	Updates         int            `json:"updates"`
-	Accounts        int            `json:"accounts"`
-	Batch           int            `json:"batch"`
-	Rate            int            `json:"rate,omitempty"`
-	Queries         []string       `json:"queries"`
-	LoadPerSec      float64        `json:"load_updates_per_s,omitempty"` // backlog: how fast the producer filled the topic
-	ReadPerSec      float64        `json:"read_updates_per_s,omitempty"` // backlog: how fast a bare consumer reads it back, the broker's ceiling
+	Mix          string   `json:"mix"`
+	Mode         string   `json:"mode"` // backlog: the stream waits in the topic; rate: produced while the service runs
+	Broker       string   `json:"broker"`
+	OutputClient string   `json:"output_client"`
+	Compression  string   `json:"compression"`
+	Device       string   `json:"device"`
+	Updates      int      `json:"updates"`
+	Accounts     int      `json:"accounts"`
+	Batch        int      `json:"batch"`
+	Rate         int      `json:"rate,omitempty"`
+	Queries      []string `json:"queries"`
+	LoadPerSec   float64  `json:"load_updates_per_s,omitempty"` // backlog: how fast the producer filled the topic
+	ReadPerSec   float64  `json:"read_updates_per_s,omitempty"` // backlog: how fast a bare consumer reads it back, the broker's ceiling
+	// backlog: how fast a bare client, nothing else running, produces as many records as the service's
+	// events (200,000 at least), copies of the alerts it wrote (EventBytes each, key and value, on average), with the
+	// service's producer settings: the broker's ceiling for the events/s figure.
+	EventCeiling    float64        `json:"produce_events_per_s,omitempty"`
+	EventBytes      float64        `json:"event_bytes,omitempty"`
 	Batches         int            `json:"batches"`
 	Seconds         float64        `json:"seconds"` // first batch's cut to last acknowledgement
 	UpdatesPerSec   float64        `json:"updates_per_s"`
@@ -466,6 +472,17 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 	if soak != nil {
 		res.Soak = soak.result(f.duration)
 	}
+	if res.Mode == "backlog" && res.Events > 0 {
+		c := eventCeiling{brokers: cfg.Brokers, from: cfg.Output.Topic, to: "bench-" + run + "-ceiling",
+			partitions: f.partitions, compression: f.compression, have: res.Events, n: max(res.Events, minCeilingRecords)}
+		// The service's context is done by now.
+		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		res.EventCeiling, res.EventBytes, err = c.measure(cctx)
+		ccancel()
+		if err != nil {
+			return nil, fmt.Errorf("events' ceiling: %w", err)
+		}
+	}
 	eng.warnFallback(stderr)
 	// The engine alone opens its own executor; this one goes first so the
 	// two never hold the GPU at once.
@@ -507,6 +524,91 @@ func readAll(ctx context.Context, brokers []string, topic string, n int64) (floa
 		got += int64(fs.NumRecords())
 	}
 	return float64(n) / time.Since(t0).Seconds(), nil
+}
+
+// eventCeiling measures what the broker takes of the service's output
+// with nothing else running: n records, copies of the first alerts in the
+// output topic (from), produced to a topic of their own (to) by a bare
+// client with the service's producer settings (acks from all in-sync
+// replicas, idempotent, the same compression, batch bytes and
+// partitioner), as fast as it can.
+type eventCeiling struct {
+	brokers     []string
+	from, to    string
+	partitions  int
+	compression string
+	have        int64 // records in from
+	n           int64 // records to produce
+}
+
+// minCeilingRecords is the fewest records the events' ceiling produces: a
+// sparse mix's few hundred alerts would time little but a round trip.
+const minCeilingRecords = 200_000
+
+// ceilingSample is how many alerts are read back to be copied: enough to
+// give their sizes and keys' spread, few enough to hold in memory.
+const ceilingSample = 1 << 16
+
+// measure returns records per second and the records' mean size, key and
+// value, in bytes.
+func (c *eventCeiling) measure(ctx context.Context) (float64, float64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokers...), kgo.ConsumeTopics(c.from), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return 0, 0, err
+	}
+	var sample []*kgo.Record
+	for int64(len(sample)) < min(c.have, ceilingSample) {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			cl.Close()
+			return 0, 0, fmt.Errorf("read %s back: %w", c.from, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { sample = append(sample, r) })
+	}
+	cl.Close()
+	var size int64
+	for _, r := range sample {
+		size += int64(len(r.Key) + len(r.Value))
+	}
+
+	opts, err := output.FranzOptions(output.KafkaConfig{Brokers: c.brokers, Topic: c.to, Compression: c.compression})
+	if err != nil {
+		return 0, 0, err
+	}
+	// The sink buffers one Write's records; this client, all of them but
+	// for this bound.
+	pr, err := kgo.NewClient(append(opts, kgo.DefaultProduceTopic(c.to), kgo.MaxBufferedRecords(1<<20))...)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer pr.Close()
+	if err := createTopics(ctx, pr, c.partitions, c.to); err != nil {
+		return 0, 0, err
+	}
+	var (
+		mu     sync.Mutex
+		failed error
+	)
+	done := func(_ *kgo.Record, err error) {
+		if err != nil {
+			mu.Lock()
+			failed = cmp.Or(failed, err)
+			mu.Unlock()
+		}
+	}
+	t0 := time.Now()
+	for i := range c.n {
+		r := sample[i%int64(len(sample))]
+		pr.Produce(ctx, &kgo.Record{Key: r.Key, Value: r.Value}, done)
+	}
+	if err := pr.Flush(ctx); err != nil {
+		return 0, 0, err
+	}
+	secs := time.Since(t0).Seconds()
+	if failed != nil {
+		return 0, 0, fmt.Errorf("produce to %s: %w", c.to, failed)
+	}
+	return float64(c.n) / secs, float64(size) / float64(len(sample)), nil
 }
 
 // applied is the number of input records the service has applied, all
@@ -1009,6 +1111,10 @@ func (r *serviceResult) report(w io.Writer) {
 		fmt.Fprintf(tw, "  broker ceiling\tproduce %.0f, read %.0f updates/s (a bare client, nothing else running)\t\n", r.LoadPerSec, r.ReadPerSec)
 	}
 	fmt.Fprintf(tw, "  events/s\t%.0f (%d events, %.4f per update)\t\n", r.EventsPerSec, r.Events, r.EventsPerUpdate)
+	if r.EventCeiling > 0 {
+		fmt.Fprintf(tw, "  event ceiling\tproduce %.0f events/s of %.0f bytes (a bare client copying the alerts, nothing else running); the service at %.2f of it\t\n",
+			r.EventCeiling, r.EventBytes, r.EventsPerSec/r.EventCeiling)
+	}
 	fmt.Fprintf(tw, "  alert latency ms\tp50 %.1f  p99 %.1f  max %.1f over %d alerts (input record produced to alert acknowledged)\t\n", r.AlertLatency.P50, r.AlertLatency.P99, r.AlertLatency.Max, r.AlertLatency.Count)
 	fmt.Fprintf(tw, "  batch latency ms\tp50 %.1f  p99 %.1f  max %.1f (cut to acknowledged output)\t\n", r.BatchLatency.P50, r.BatchLatency.P99, r.BatchLatency.Max)
 	var stages []string

@@ -81,8 +81,8 @@ func TestBenchServiceMixes(t *testing.T) {
 	if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
 		t.Errorf("--cpuprofile wrote no profile: %v", err)
 	}
-	if sparse.LoadPerSec <= 0 || sparse.ReadPerSec <= 0 {
-		t.Errorf("broker ceiling: produce %v, read %v updates/s", sparse.LoadPerSec, sparse.ReadPerSec)
+	if sparse.LoadPerSec <= 0 || sparse.ReadPerSec <= 0 || sparse.EventCeiling <= 0 {
+		t.Errorf("broker ceiling: produce %v, read %v updates/s, produce %v events/s", sparse.LoadPerSec, sparse.ReadPerSec, sparse.EventCeiling)
 	}
 	if sparse.OutputClient != "franz-go" || sparse.Compression != "none" {
 		t.Errorf("default output %s, compression %s; want franz-go, none", sparse.OutputClient, sparse.Compression)
@@ -103,6 +103,11 @@ func TestBenchServiceMixes(t *testing.T) {
 	checkAgainstEngine(t, heavy, 20000)
 	if heavy.OutputClient != "kafka-go" || heavy.Compression != "lz4" {
 		t.Errorf("output %s, compression %s; want kafka-go, lz4", heavy.OutputClient, heavy.Compression)
+	}
+	// The broker's ceiling for events: as many records as alerts, copies of them, which are JSON objects
+	// of a few hundred bytes with their keys.
+	if heavy.EventCeiling <= 0 || heavy.EventBytes < 100 || !strings.Contains(out, "event ceiling") {
+		t.Errorf("event ceiling %v events/s of %v bytes; table:\n%s", heavy.EventCeiling, heavy.EventBytes, out)
 	}
 	if heavy.EventsPerUpdate <= 1 {
 		t.Errorf("alert-heavy: %.4f events per update, want more than 1", heavy.EventsPerUpdate)
