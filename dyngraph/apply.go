@@ -53,10 +53,11 @@ func (g *Graph) Apply(batch []graph.Update) ([]graph.Change, []Reject, ApplyStat
 	g.state = g.state[:0]
 	g.delta = g.delta[:0]
 	nv := g.vertices
+	g.presence(batch)
 
 	for i := range batch {
 		u := &batch[i]
-		err := g.normalise(u, &st)
+		err := g.normalise(u, i, &st)
 		if err != nil {
 			if !refusal(err) {
 				return nil, nil, st, err
@@ -91,15 +92,17 @@ func (g *Graph) Apply(batch []graph.Update) ([]graph.Change, []Reject, ApplyStat
 		}
 	}
 	o := g.Order()
-	for _, t := range g.touched {
-		l := g.listOf(t)
-		s := &g.slabs[l.slab]
-		var lb []uint32
-		if s.lbls != nil {
-			lb = s.lbls[l.off+l.app : l.off+l.n]
+	g.each(len(g.touched), func(sc *scratch, lo, hi int) {
+		for _, t := range g.touched[lo:hi] {
+			l := g.listOf(t)
+			s := &g.slabs[l.slab]
+			var lb []uint32
+			if s.lbls != nil {
+				lb = s.lbls[l.off+l.app : l.off+l.n]
+			}
+			sc.sortPart(o, s.ids[l.off+l.app:l.off+l.n], lb)
 		}
-		g.sortPart(o, s.ids[l.off+l.app:l.off+l.n], lb)
-	}
+	})
 	g.pending = true
 	g.epoch++
 	return g.delta, rejects, st, nil
@@ -114,12 +117,56 @@ func refusal(err error) bool {
 	return errors.Is(err, ErrSelfLoop) || errors.As(err, &lc) || errors.Is(err, errRange)
 }
 
-// normalise admits u and folds it into the batch's per-edge state.
-func (g *Graph) normalise(u *graph.Update, st *ApplyStats) error {
+// normalise admits u, the batch's i-th update, and folds it into the
+// batch's per-edge state.
+func (g *Graph) normalise(u *graph.Update, i int, st *ApplyStats) error {
 	if err := g.admit(u); err != nil || u.Op == graph.AddVertex {
 		return err
 	}
-	return g.fold(u, st)
+	return g.fold(u, i, st)
+}
+
+// presence looks every edge update of a large batch up in the graph, in
+// parallel, before the serial fold; on small batches it leaves g.pres empty
+// and fold looks up as it goes. The answers are the fold's: lists do not
+// change during normalisation, a vertex born in the batch has no edges
+// yet, and the edge-label state that the fold may change (noteEdgeLabel)
+// only decides how present searches, not what it finds, because every edge
+// in the graph before the batch carries the single label when there is one.
+func (g *Graph) presence(batch []graph.Update) {
+	g.pres = g.pres[:0]
+	if len(batch) < g.parallelMin || g.workers() <= 1 {
+		return
+	}
+	if cap(g.pres) < len(batch) {
+		g.pres = make([]bool, len(batch))
+	} else {
+		g.pres = g.pres[:len(batch)]
+		clear(g.pres)
+	}
+	g.each(len(batch), func(_ *scratch, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			u := &batch[i]
+			if u.Op != graph.Insert && u.Op != graph.Delete {
+				continue
+			}
+			k := g.key(u)
+			// An id without a table row has no edges; checking it also
+			// keeps the order's label lookup in range.
+			if int(k.a) < len(g.vlabel) && int(k.b) < len(g.vlabel) {
+				g.pres[i] = g.present(k)
+			}
+		}
+	})
+}
+
+// key is the edge of an edge update; on undirected graphs a < b.
+func (g *Graph) key(u *graph.Update) edgeKey {
+	k := edgeKey{u.Src, u.Dst, u.Label}
+	if !g.opts.Directed && k.a > k.b {
+		k.a, k.b = k.b, k.a
+	}
+	return k
 }
 
 // admit validates u and creates the vertices it names; it refuses
@@ -166,15 +213,18 @@ func (g *Graph) admit(u *graph.Update) error {
 	return g.ensureVertex(u.Dst, u.DstLabel)
 }
 
-// fold applies an admitted edge update to the batch's state of its edge.
-func (g *Graph) fold(u *graph.Update, st *ApplyStats) error {
-	k := edgeKey{u.Src, u.Dst, u.Label}
-	if !g.opts.Directed && k.a > k.b {
-		k.a, k.b = k.b, k.a
-	}
+// fold applies an admitted edge update, the batch's i-th, to the batch's
+// state of its edge.
+func (g *Graph) fold(u *graph.Update, i int, st *ApplyStats) error {
+	k := g.key(u)
 	idx, ok := g.norm.find(k, len(g.state))
 	if !ok {
-		p := g.present(k)
+		var p bool
+		if len(g.pres) != 0 {
+			p = g.pres[i]
+		} else {
+			p = g.present(k)
+		}
 		g.state = append(g.state, normState{key: k, before: p, now: p})
 	}
 	s := &g.state[idx]
@@ -307,14 +357,36 @@ func (g *Graph) Reorganize() {
 	if !g.pending {
 		return
 	}
+	// Lists that keep their chunk merge in place, in parallel; those that
+	// shrink or empty allocate and release arena space, which is serial, in
+	// the same order as a serial pass so the arena layout does not depend
+	// on the worker count.
+	o := g.Order()
+	g.each(len(g.touched), func(sc *scratch, lo, hi int) {
+		for _, t := range g.touched[lo:hi] {
+			if l := g.listOf(t); keepsChunk(l) {
+				g.merge(sc, o, l)
+			}
+		}
+	})
+	sc := &g.scratches(1)[0]
 	for _, t := range g.touched {
-		g.merge(g.listOf(t))
+		if l := g.listOf(t); !keepsChunk(l) {
+			g.merge(sc, o, l)
+		}
 	}
 	g.touched = g.touched[:0]
 	g.pending = false
 }
 
-func (g *Graph) merge(l *list) {
+// keepsChunk tells whether merge leaves l in its chunk: whether its merged
+// length (every appended entry stays, every tombstone goes) is above a
+// quarter of its capacity. A merged list answers the same.
+func keepsChunk(l *list) bool { return l.n-l.tomb > l.cap/4 }
+
+// merge merges l's appended part into its sorted part through sc's buffers.
+// Only a list that does not keep its chunk touches the arena allocator.
+func (g *Graph) merge(sc *scratch, o Order, l *list) {
 	s := &g.slabs[l.slab]
 	ids := s.ids[l.off : l.off+l.n]
 	var lbls []uint32
@@ -322,9 +394,8 @@ func (g *Graph) merge(l *list) {
 		lbls = s.lbls[l.off : l.off+l.n]
 	}
 	sorted, app := ids[:l.app], ids[l.app:]
-	g.scratch = g.scratch[:0]
-	g.lscr = g.lscr[:0]
-	o := g.Order()
+	sc.ids = sc.ids[:0]
+	sc.lbls = sc.lbls[:0]
 	i, j := 0, 0
 	for i < len(sorted) || j < len(app) {
 		if i < len(sorted) && sorted[i]&Tombstone != 0 {
@@ -334,20 +405,20 @@ func (g *Graph) merge(l *list) {
 		takeSorted := j == len(app) ||
 			(i < len(sorted) && o.less(sorted[i], labelOr(lbls, i), app[j], labelOr(lbls, int(l.app)+j)))
 		if takeSorted {
-			g.scratch = append(g.scratch, sorted[i])
+			sc.ids = append(sc.ids, sorted[i])
 			if lbls != nil {
-				g.lscr = append(g.lscr, lbls[i])
+				sc.lbls = append(sc.lbls, lbls[i])
 			}
 			i++
 		} else {
-			g.scratch = append(g.scratch, app[j])
+			sc.ids = append(sc.ids, app[j])
 			if lbls != nil {
-				g.lscr = append(g.lscr, lbls[l.app+uint32(j)])
+				sc.lbls = append(sc.lbls, lbls[l.app+uint32(j)])
 			}
 			j++
 		}
 	}
-	n := uint32(len(g.scratch))
+	n := uint32(len(sc.ids))
 	switch {
 	case n == 0:
 		g.release(l)
@@ -361,9 +432,9 @@ func (g *Graph) merge(l *list) {
 		}
 		// On allocation failure the list simply keeps its larger chunk.
 	}
-	copy(s.ids[l.off:l.off+n], g.scratch)
+	copy(s.ids[l.off:l.off+n], sc.ids)
 	if s.lbls != nil {
-		copy(s.lbls[l.off:l.off+n], g.lscr)
+		copy(s.lbls[l.off:l.off+n], sc.lbls)
 	}
 	l.n, l.app, l.tomb = n, n, 0
 }
