@@ -91,21 +91,24 @@ func (g *Graph) Apply(batch []graph.Update) ([]graph.Change, []Reject, ApplyStat
 			g.delta = append(g.delta, graph.Change{Edge: graph.Edge{Src: s.key.a, Dst: s.key.b, Label: s.key.l}, Sign: graph.Negative})
 		}
 	}
-	o := g.Order()
-	g.each(len(g.touched), func(sc *scratch, lo, hi int) {
-		for _, t := range g.touched[lo:hi] {
-			l := g.listOf(t)
-			s := &g.slabs[l.slab]
-			var lb []uint32
-			if s.lbls != nil {
-				lb = s.lbls[l.off+l.app : l.off+l.n]
-			}
-			sc.sortPart(o, s.ids[l.off+l.app:l.off+l.n], lb)
-		}
-	})
+	g.each(len(g.touched), (*Graph).sortAppended)
 	g.pending = true
 	g.epoch++
 	return g.delta, rejects, st, nil
+}
+
+// sortAppended sorts the appended parts of touched lists lo to hi.
+func (g *Graph) sortAppended(sc *scratch, lo, hi int) {
+	o := g.Order()
+	for _, t := range g.touched[lo:hi] {
+		l := g.listOf(t)
+		s := &g.slabs[l.slab]
+		var lb []uint32
+		if s.lbls != nil {
+			lb = s.lbls[l.off+l.app : l.off+l.n]
+		}
+		sc.sortPart(o, s.ids[l.off+l.app:l.off+l.n], lb)
+	}
 }
 
 var errRange = errors.New("vertex id out of range")
@@ -144,20 +147,25 @@ func (g *Graph) presence(batch []graph.Update) {
 		g.pres = g.pres[:len(batch)]
 		clear(g.pres)
 	}
-	g.each(len(batch), func(_ *scratch, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			u := &batch[i]
-			if u.Op != graph.Insert && u.Op != graph.Delete {
-				continue
-			}
-			k := g.key(u)
-			// An id without a table row has no edges; checking it also
-			// keeps the order's label lookup in range.
-			if int(k.a) < len(g.vlabel) && int(k.b) < len(g.vlabel) {
-				g.pres[i] = g.present(k)
-			}
+	g.batch = batch
+	g.each(len(batch), (*Graph).lookUp)
+	g.batch = nil
+}
+
+// lookUp fills g.pres for updates lo to hi of g.batch.
+func (g *Graph) lookUp(_ *scratch, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		u := &g.batch[i]
+		if u.Op != graph.Insert && u.Op != graph.Delete {
+			continue
 		}
-	})
+		k := g.key(u)
+		// An id without a table row has no edges; checking it also keeps
+		// the order's label lookup in range.
+		if int(k.a) < len(g.vlabel) && int(k.b) < len(g.vlabel) {
+			g.pres[i] = g.present(k)
+		}
+	}
 }
 
 // key is the edge of an edge update; on undirected graphs a < b.
@@ -361,14 +369,8 @@ func (g *Graph) Reorganize() {
 	// shrink or empty allocate and release arena space, which is serial, in
 	// the same order as a serial pass so the arena layout does not depend
 	// on the worker count.
+	g.each(len(g.touched), (*Graph).mergeKept)
 	o := g.Order()
-	g.each(len(g.touched), func(sc *scratch, lo, hi int) {
-		for _, t := range g.touched[lo:hi] {
-			if l := g.listOf(t); keepsChunk(l) {
-				g.merge(sc, o, l)
-			}
-		}
-	})
 	sc := &g.scratches(1)[0]
 	for _, t := range g.touched {
 		if l := g.listOf(t); !keepsChunk(l) {
@@ -377,6 +379,16 @@ func (g *Graph) Reorganize() {
 	}
 	g.touched = g.touched[:0]
 	g.pending = false
+}
+
+// mergeKept merges those of touched lists lo to hi that keep their chunk.
+func (g *Graph) mergeKept(sc *scratch, lo, hi int) {
+	o := g.Order()
+	for _, t := range g.touched[lo:hi] {
+		if l := g.listOf(t); keepsChunk(l) {
+			g.merge(sc, o, l)
+		}
+	}
 }
 
 // keepsChunk tells whether merge leaves l in its chunk: whether its merged

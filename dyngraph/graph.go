@@ -136,8 +136,9 @@ type Graph struct {
 	delta   []graph.Change
 	norm    normTable // edge → index into state during Apply
 	state   []normState
-	pres    []bool    // per update of the batch: its edge was in the graph before
-	scr     []scratch // per worker
+	batch   []graph.Update // the batch being applied, for lookUp
+	pres    []bool         // per update of the batch: its edge was in the graph before
+	scr     []scratch      // per worker
 	// parallelMin is parallelMin but for tests, which lower it to run
 	// the parallel paths on small batches.
 	parallelMin int

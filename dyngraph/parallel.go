@@ -36,15 +36,16 @@ func (g *Graph) scratches(n int) []scratch {
 	return g.scr[:n]
 }
 
-// each calls f on consecutive ranges that together cover [0, n), with a
+// each calls f, a method expression so that the serial path allocates
+// nothing, on consecutive ranges that together cover [0, n), with a
 // worker's own scratch. Below g.parallelMin items, or with one worker, it is
 // one call on the calling goroutine. Otherwise the ranges are handed out in
 // small chunks as workers ask for them, because on power-law graphs the
 // cost of a list varies by orders of magnitude.
-func (g *Graph) each(n int, f func(s *scratch, lo, hi int)) {
+func (g *Graph) each(n int, f func(g *Graph, s *scratch, lo, hi int)) {
 	w := min(g.workers(), max(1, 2*n/g.parallelMin))
 	if n < g.parallelMin || w <= 1 {
-		f(&g.scratches(1)[0], 0, n)
+		f(g, &g.scratches(1)[0], 0, n)
 		return
 	}
 	chunk := max(32, n/(8*w))
@@ -60,7 +61,7 @@ func (g *Graph) each(n int, f func(s *scratch, lo, hi int)) {
 				if lo >= n {
 					return
 				}
-				f(s, lo, min(hi, n))
+				f(g, s, lo, min(hi, n))
 			}
 		})
 	}
