@@ -408,26 +408,26 @@ func (g *Graph) merge(sc *scratch, o Order, l *list) {
 	sorted, app := ids[:l.app], ids[l.app:]
 	sc.ids = sc.ids[:0]
 	sc.lbls = sc.lbls[:0]
-	i, j := 0, 0
-	for i < len(sorted) || j < len(app) {
-		if i < len(sorted) && sorted[i]&Tombstone != 0 {
-			i++
-			continue
-		}
-		takeSorted := j == len(app) ||
-			(i < len(sorted) && o.less(sorted[i], labelOr(lbls, i), app[j], labelOr(lbls, int(l.app)+j)))
-		if takeSorted {
-			sc.ids = append(sc.ids, sorted[i])
-			if lbls != nil {
+	if lbls == nil {
+		sc.mergeIDs(o, sorted, app, l.tomb)
+	} else {
+		i, j := 0, 0
+		for i < len(sorted) || j < len(app) {
+			if i < len(sorted) && sorted[i]&Tombstone != 0 {
+				i++
+				continue
+			}
+			takeSorted := j == len(app) ||
+				(i < len(sorted) && o.less(sorted[i], lbls[i], app[j], lbls[int(l.app)+j]))
+			if takeSorted {
+				sc.ids = append(sc.ids, sorted[i])
 				sc.lbls = append(sc.lbls, lbls[i])
-			}
-			i++
-		} else {
-			sc.ids = append(sc.ids, app[j])
-			if lbls != nil {
+				i++
+			} else {
+				sc.ids = append(sc.ids, app[j])
 				sc.lbls = append(sc.lbls, lbls[l.app+uint32(j)])
+				j++
 			}
-			j++
 		}
 	}
 	n := uint32(len(sc.ids))
@@ -451,9 +451,31 @@ func (g *Graph) merge(sc *scratch, o Order, l *list) {
 	l.n, l.app, l.tomb = n, n, 0
 }
 
-func labelOr(lbls []uint32, i int) graph.Label {
-	if lbls == nil {
-		return 0
+// mergeIDs merges a list without label arrays into sc.ids. Each appended
+// entry's place in the sorted part is found by binary search and the runs
+// between are copied whole, because on power-law graphs a batch adds a few
+// entries to lists of many thousands (the hubs), and copying those entry by
+// entry dominated Reorganize. tomb is the number of tombstones in sorted.
+func (sc *scratch) mergeIDs(o Order, sorted, app []uint32, tomb uint32) {
+	i := 0
+	run := func(p int) {
+		part := sorted[i:p]
+		for tomb > 0 && len(part) > 0 {
+			if part[0]&Tombstone != 0 {
+				tomb--
+			} else {
+				sc.ids = append(sc.ids, part[0])
+			}
+			part = part[1:]
+		}
+		sc.ids = append(sc.ids, part...)
+		i = p
 	}
-	return lbls[i]
+	for _, a := range app {
+		// Appended entries are never in the sorted part, tombstoned or
+		// not, so ties cannot occur.
+		run(i + o.lowerBound(sorted[i:], o.Key(a)))
+		sc.ids = append(sc.ids, a)
+	}
+	run(len(sorted))
 }
