@@ -460,13 +460,17 @@ func (sc *scratch) mergeIDs(o Order, sorted, app []uint32, tomb uint32) {
 	i := 0
 	run := func(p int) {
 		part := sorted[i:p]
-		for tomb > 0 && len(part) > 0 {
-			if part[0]&Tombstone != 0 {
-				tomb--
-			} else {
-				sc.ids = append(sc.ids, part[0])
+		for tomb > 0 {
+			k := 0
+			for k < len(part) && part[k]&Tombstone == 0 {
+				k++
 			}
-			part = part[1:]
+			if k == len(part) {
+				break
+			}
+			sc.ids = append(sc.ids, part[:k]...)
+			part = part[k+1:]
+			tomb--
 		}
 		sc.ids = append(sc.ids, part...)
 		i = p
