@@ -91,8 +91,6 @@ func (g *Graph) Apply(batch []graph.Update) ([]graph.Change, []Reject, ApplyStat
 			g.delta = append(g.delta, graph.Change{Edge: graph.Edge{Src: s.key.a, Dst: s.key.b, Label: s.key.l}, Sign: graph.Negative})
 		}
 	}
-	g.each(len(g.tombs), (*Graph).findTombs)
-	g.markTombs()
 	g.each(len(g.touched), (*Graph).sortAppended)
 	g.pending = true
 	g.epoch++
@@ -339,50 +337,19 @@ func (g *Graph) appendEntry(l *list, id uint32, label graph.Label) {
 	g.maxLen = max(g.maxLen, l.n)
 }
 
-// remove counts k's tombstones in its two lists; Apply finds them after
-// the serial pass, in parallel on large batches, because each is a binary
-// search that mostly misses the cache.
 func (g *Graph) remove(k edgeKey) {
 	g.tombstone(g.touch(k.a, false), k.b, k.l)
 	g.tombstone(g.touch(k.b, g.opts.Directed), k.a, k.l)
 }
 
-// tomb is a neighbour entry to mark deleted, and its index once found.
-type tomb struct {
-	l         *list
-	id, label uint32
-	at        int
-}
-
 func (g *Graph) tombstone(l *list, id uint32, label graph.Label) {
+	a := g.adj(l)
+	i, ok := g.Order().search(a.Sorted, a.SortedLabels, id, label)
+	if !ok || a.Sorted[i]&Tombstone != 0 {
+		panic("BUG: dyngraph deleting an edge that is not in the sorted part")
+	}
+	a.Sorted[i] |= Tombstone
 	l.tomb++
-	g.tombs = append(g.tombs, tomb{l: l, id: id, label: label})
-}
-
-// findTombs finds the entries of g.tombs lo to hi. It only reads the lists:
-// markTombs writes the bits afterwards.
-func (g *Graph) findTombs(_ *scratch, lo, hi int) {
-	o := g.Order()
-	for j := lo; j < hi; j++ {
-		t := &g.tombs[j]
-		a := g.adj(t.l)
-		i, ok := o.search(a.Sorted, a.SortedLabels, t.id, t.label)
-		if !ok {
-			panic("BUG: dyngraph deleting an edge that is not in the sorted part")
-		}
-		t.at = i
-	}
-}
-
-func (g *Graph) markTombs() {
-	for _, t := range g.tombs {
-		a := g.adj(t.l)
-		if a.Sorted[t.at]&Tombstone != 0 {
-			panic("BUG: dyngraph deleting an edge twice")
-		}
-		a.Sorted[t.at] |= Tombstone
-	}
-	g.tombs = g.tombs[:0]
 }
 
 // Reorganize ends the pending batch: each touched list drops its tombstones

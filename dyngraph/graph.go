@@ -137,7 +137,6 @@ type Graph struct {
 	norm    normTable // edge → index into state during Apply
 	state   []normState
 	batch   []graph.Update // the batch being applied, for lookUp
-	tombs   []tomb         // entries that Apply marks deleted
 	pres    []bool         // per update of the batch: its edge was in the graph before
 	scr     []scratch      // per worker
 	// parallelMin is parallelMin but for tests, which lower it to run
