@@ -53,10 +53,11 @@ func (g *Graph) Apply(batch []graph.Update) ([]graph.Change, []Reject, ApplyStat
 	g.state = g.state[:0]
 	g.delta = g.delta[:0]
 	nv := g.vertices
+	g.presence(batch)
 
 	for i := range batch {
 		u := &batch[i]
-		err := g.normalise(u, &st)
+		err := g.normalise(u, i, &st)
 		if err != nil {
 			if !refusal(err) {
 				return nil, nil, st, err
@@ -90,19 +91,24 @@ func (g *Graph) Apply(batch []graph.Update) ([]graph.Change, []Reject, ApplyStat
 			g.delta = append(g.delta, graph.Change{Edge: graph.Edge{Src: s.key.a, Dst: s.key.b, Label: s.key.l}, Sign: graph.Negative})
 		}
 	}
+	g.each(len(g.touched), (*Graph).sortAppended)
+	g.pending = true
+	g.epoch++
+	return g.delta, rejects, st, nil
+}
+
+// sortAppended sorts the appended parts of touched lists lo to hi.
+func (g *Graph) sortAppended(sc *scratch, lo, hi int) {
 	o := g.Order()
-	for _, t := range g.touched {
+	for _, t := range g.touched[lo:hi] {
 		l := g.listOf(t)
 		s := &g.slabs[l.slab]
 		var lb []uint32
 		if s.lbls != nil {
 			lb = s.lbls[l.off+l.app : l.off+l.n]
 		}
-		g.sortPart(o, s.ids[l.off+l.app:l.off+l.n], lb)
+		sc.sortPart(o, s.ids[l.off+l.app:l.off+l.n], lb)
 	}
-	g.pending = true
-	g.epoch++
-	return g.delta, rejects, st, nil
 }
 
 var errRange = errors.New("vertex id out of range")
@@ -114,12 +120,61 @@ func refusal(err error) bool {
 	return errors.Is(err, ErrSelfLoop) || errors.As(err, &lc) || errors.Is(err, errRange)
 }
 
-// normalise admits u and folds it into the batch's per-edge state.
-func (g *Graph) normalise(u *graph.Update, st *ApplyStats) error {
+// normalise admits u, the batch's i-th update, and folds it into the
+// batch's per-edge state.
+func (g *Graph) normalise(u *graph.Update, i int, st *ApplyStats) error {
 	if err := g.admit(u); err != nil || u.Op == graph.AddVertex {
 		return err
 	}
-	return g.fold(u, st)
+	return g.fold(u, i, st)
+}
+
+// presence looks every edge update of a large batch up in the graph, in
+// parallel, before the serial fold; on small batches it leaves g.pres empty
+// and fold looks up as it goes. The answers are the fold's: lists do not
+// change during normalisation, a vertex born in the batch has no edges
+// yet, and the edge-label state that the fold may change (noteEdgeLabel)
+// only decides how present searches, not what it finds, because every edge
+// in the graph before the batch carries the single label when there is one.
+func (g *Graph) presence(batch []graph.Update) {
+	g.pres = g.pres[:0]
+	if len(batch) < g.parallelMin || g.workers() <= 1 {
+		return
+	}
+	if cap(g.pres) < len(batch) {
+		g.pres = make([]bool, len(batch))
+	} else {
+		g.pres = g.pres[:len(batch)]
+		clear(g.pres)
+	}
+	g.batch = batch
+	g.each(len(batch), (*Graph).lookUp)
+	g.batch = nil
+}
+
+// lookUp fills g.pres for updates lo to hi of g.batch.
+func (g *Graph) lookUp(_ *scratch, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		u := &g.batch[i]
+		if u.Op != graph.Insert && u.Op != graph.Delete {
+			continue
+		}
+		k := g.key(u)
+		// An id without a table row has no edges; checking it also keeps
+		// the order's label lookup in range.
+		if int(k.a) < len(g.vlabel) && int(k.b) < len(g.vlabel) {
+			g.pres[i] = g.present(k)
+		}
+	}
+}
+
+// key is the edge of an edge update; on undirected graphs a < b.
+func (g *Graph) key(u *graph.Update) edgeKey {
+	k := edgeKey{u.Src, u.Dst, u.Label}
+	if !g.opts.Directed && k.a > k.b {
+		k.a, k.b = k.b, k.a
+	}
+	return k
 }
 
 // admit validates u and creates the vertices it names; it refuses
@@ -166,15 +221,18 @@ func (g *Graph) admit(u *graph.Update) error {
 	return g.ensureVertex(u.Dst, u.DstLabel)
 }
 
-// fold applies an admitted edge update to the batch's state of its edge.
-func (g *Graph) fold(u *graph.Update, st *ApplyStats) error {
-	k := edgeKey{u.Src, u.Dst, u.Label}
-	if !g.opts.Directed && k.a > k.b {
-		k.a, k.b = k.b, k.a
-	}
+// fold applies an admitted edge update, the batch's i-th, to the batch's
+// state of its edge.
+func (g *Graph) fold(u *graph.Update, i int, st *ApplyStats) error {
+	k := g.key(u)
 	idx, ok := g.norm.find(k, len(g.state))
 	if !ok {
-		p := g.present(k)
+		var p bool
+		if len(g.pres) != 0 {
+			p = g.pres[i]
+		} else {
+			p = g.present(k)
+		}
 		g.state = append(g.state, normState{key: k, before: p, now: p})
 	}
 	s := &g.state[idx]
@@ -307,14 +365,40 @@ func (g *Graph) Reorganize() {
 	if !g.pending {
 		return
 	}
+	// Lists that keep their chunk merge in place, in parallel; those that
+	// shrink or empty allocate and release arena space, which is serial, in
+	// the same order as a serial pass so the arena layout does not depend
+	// on the worker count.
+	g.each(len(g.touched), (*Graph).mergeKept)
+	o := g.Order()
+	sc := &g.scratches(1)[0]
 	for _, t := range g.touched {
-		g.merge(g.listOf(t))
+		if l := g.listOf(t); !keepsChunk(l) {
+			g.merge(sc, o, l)
+		}
 	}
 	g.touched = g.touched[:0]
 	g.pending = false
 }
 
-func (g *Graph) merge(l *list) {
+// mergeKept merges those of touched lists lo to hi that keep their chunk.
+func (g *Graph) mergeKept(sc *scratch, lo, hi int) {
+	o := g.Order()
+	for _, t := range g.touched[lo:hi] {
+		if l := g.listOf(t); keepsChunk(l) {
+			g.merge(sc, o, l)
+		}
+	}
+}
+
+// keepsChunk tells whether merge leaves l in its chunk: whether its merged
+// length (every appended entry stays, every tombstone goes) is above a
+// quarter of its capacity. A merged list answers the same.
+func keepsChunk(l *list) bool { return l.n-l.tomb > l.cap/4 }
+
+// merge merges l's appended part into its sorted part through sc's buffers.
+// Only a list that does not keep its chunk touches the arena allocator.
+func (g *Graph) merge(sc *scratch, o Order, l *list) {
 	s := &g.slabs[l.slab]
 	ids := s.ids[l.off : l.off+l.n]
 	var lbls []uint32
@@ -322,32 +406,31 @@ func (g *Graph) merge(l *list) {
 		lbls = s.lbls[l.off : l.off+l.n]
 	}
 	sorted, app := ids[:l.app], ids[l.app:]
-	g.scratch = g.scratch[:0]
-	g.lscr = g.lscr[:0]
-	o := g.Order()
-	i, j := 0, 0
-	for i < len(sorted) || j < len(app) {
-		if i < len(sorted) && sorted[i]&Tombstone != 0 {
-			i++
-			continue
-		}
-		takeSorted := j == len(app) ||
-			(i < len(sorted) && o.less(sorted[i], labelOr(lbls, i), app[j], labelOr(lbls, int(l.app)+j)))
-		if takeSorted {
-			g.scratch = append(g.scratch, sorted[i])
-			if lbls != nil {
-				g.lscr = append(g.lscr, lbls[i])
+	sc.ids = sc.ids[:0]
+	sc.lbls = sc.lbls[:0]
+	if lbls == nil {
+		sc.mergeIDs(o, sorted, app, l.tomb)
+	} else {
+		i, j := 0, 0
+		for i < len(sorted) || j < len(app) {
+			if i < len(sorted) && sorted[i]&Tombstone != 0 {
+				i++
+				continue
 			}
-			i++
-		} else {
-			g.scratch = append(g.scratch, app[j])
-			if lbls != nil {
-				g.lscr = append(g.lscr, lbls[l.app+uint32(j)])
+			takeSorted := j == len(app) ||
+				(i < len(sorted) && o.less(sorted[i], lbls[i], app[j], lbls[int(l.app)+j]))
+			if takeSorted {
+				sc.ids = append(sc.ids, sorted[i])
+				sc.lbls = append(sc.lbls, lbls[i])
+				i++
+			} else {
+				sc.ids = append(sc.ids, app[j])
+				sc.lbls = append(sc.lbls, lbls[l.app+uint32(j)])
+				j++
 			}
-			j++
 		}
 	}
-	n := uint32(len(g.scratch))
+	n := uint32(len(sc.ids))
 	switch {
 	case n == 0:
 		g.release(l)
@@ -361,16 +444,42 @@ func (g *Graph) merge(l *list) {
 		}
 		// On allocation failure the list simply keeps its larger chunk.
 	}
-	copy(s.ids[l.off:l.off+n], g.scratch)
+	copy(s.ids[l.off:l.off+n], sc.ids)
 	if s.lbls != nil {
-		copy(s.lbls[l.off:l.off+n], g.lscr)
+		copy(s.lbls[l.off:l.off+n], sc.lbls)
 	}
 	l.n, l.app, l.tomb = n, n, 0
 }
 
-func labelOr(lbls []uint32, i int) graph.Label {
-	if lbls == nil {
-		return 0
+// mergeIDs merges a list without label arrays into sc.ids. Each appended
+// entry's place in the sorted part is found by binary search and the runs
+// between are copied whole, because on power-law graphs a batch adds a few
+// entries to lists of many thousands (the hubs), and copying those entry by
+// entry dominated Reorganize. tomb is the number of tombstones in sorted.
+func (sc *scratch) mergeIDs(o Order, sorted, app []uint32, tomb uint32) {
+	i := 0
+	run := func(p int) {
+		part := sorted[i:p]
+		for tomb > 0 {
+			k := 0
+			for k < len(part) && part[k]&Tombstone == 0 {
+				k++
+			}
+			if k == len(part) {
+				break
+			}
+			sc.ids = append(sc.ids, part[:k]...)
+			part = part[k+1:]
+			tomb--
+		}
+		sc.ids = append(sc.ids, part...)
+		i = p
 	}
-	return lbls[i]
+	for _, a := range app {
+		// Appended entries are never in the sorted part, tombstoned or
+		// not, so ties cannot occur.
+		run(i + o.lowerBound(sorted[i:], o.Key(a)))
+		sc.ids = append(sc.ids, a)
+	}
+	run(len(sorted))
 }

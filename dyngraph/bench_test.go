@@ -3,6 +3,7 @@ package dyngraph
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gcsm/gcsm/graph"
@@ -127,3 +128,55 @@ func BenchmarkHasEdge(b *testing.B) {
 		b.Fatalf("found %d of %d lookups, at least half are of present edges", found, b.N)
 	}
 }
+
+// BenchmarkStream measures Apply+Reorganize as the service runs them on a
+// large sparse graph (bench service's alert-sparse: a million accounts,
+// batches of 4,096): an R-MAT graph of 2^21 edge draws on 2^20 vertices,
+// then batches that insert half their size in fresh R-MAT edges and delete
+// those of the batch before. workers=1 is the serial path; workers=max uses
+// GOMAXPROCS; batch=2 is per-update mode, which must stay serial and cheap.
+// Loading the graph takes a few seconds.
+func BenchmarkStream(b *testing.B) {
+	const scale, nedges = 20, 1 << 21
+	r := rand.New(rand.NewPCG(4, 4))
+	edges := rmatEdges(r, scale, nedges)
+	g, err := New(Options{Alloc: hostmem.Mmap{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	load(b, g, edges, benchBatch)
+	for _, bc := range []struct {
+		size, workers int
+	}{{4096, 1}, {4096, 0}, {2, 1}, {2, 0}} {
+		c := newChurn(r, withoutLoops(rmatEdges(r, scale, 8*bc.size/2+bc.size)), bc.size/2, []graph.Label{0})
+		c.prime(b, g)
+		setWorkers(g, bc.workers)
+		for range len(c.batches) {
+			c.next(b, g)
+		}
+		w := fmt.Sprint(bc.workers)
+		if bc.workers == 0 {
+			w = "max"
+		}
+		b.Run(fmt.Sprintf("batch=%d/workers=%s", bc.size, w), func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				c.next(b, g)
+			}
+			b.ReportMetric(float64(b.N*len(c.batches[0]))/b.Elapsed().Seconds(), "updates/s")
+		})
+		// Take the last batch's insertions out again.
+		last := c.sets[(c.i+len(c.sets)-1)%len(c.sets)]
+		del := slices.Clone(last)
+		for i := range del {
+			del[i].Op = graph.Delete
+		}
+		if _, _, _, err := g.Apply(del); err != nil {
+			b.Fatal(err)
+		}
+		g.Reorganize()
+	}
+}
+
+func setWorkers(g *Graph, n int) { g.opts.Workers = n }

@@ -119,7 +119,7 @@ func (g *Graph) sortDedup(o Order, l *list) {
 	if s.lbls != nil {
 		lbls = s.lbls[l.off : l.off+l.n]
 	}
-	g.sortPart(o, ids, lbls)
+	g.scratches(1)[0].sortPart(o, ids, lbls)
 	w := 0
 	for r := range ids {
 		if r > 0 && ids[r] == ids[w-1] && (lbls == nil || lbls[r] == lbls[w-1]) {

@@ -50,6 +50,9 @@ type Options struct {
 	// DefaultVertexLabel is the label of a vertex first seen in an edge
 	// update that gives no label.
 	DefaultVertexLabel graph.Label
+	// Workers bounds the goroutines that Apply and Reorganize use on large
+	// batches; zero means GOMAXPROCS.
+	Workers int
 }
 
 // DefaultOptions returns the options of an undirected graph on mmap'd arenas.
@@ -66,6 +69,9 @@ func (o *Options) validate() error {
 	}
 	if o.SlabEntries < 1024 || o.SlabEntries > 1<<30 || o.SlabEntries&(o.SlabEntries-1) != 0 {
 		return fmt.Errorf("dyngraph: SlabEntries %d must be a power of two in [2^10, 2^30]", o.SlabEntries)
+	}
+	if o.Workers < 0 {
+		return fmt.Errorf("dyngraph: Workers %d is negative", o.Workers)
 	}
 	if o.DefaultVertexLabel >= graph.NoLabel {
 		return errors.New("dyngraph: DefaultVertexLabel must be a concrete label")
@@ -130,10 +136,12 @@ type Graph struct {
 	delta   []graph.Change
 	norm    normTable // edge → index into state during Apply
 	state   []normState
-	pairs   pairs    // sortPart's sorter, kept to avoid an allocation
-	keys    []uint64 // sortPart's key buffer
-	scratch []uint32 // Reorganize merge buffer
-	lscr    []uint32
+	batch   []graph.Update // the batch being applied, for lookUp
+	pres    []bool         // per update of the batch: its edge was in the graph before
+	scr     []scratch      // per worker
+	// parallelMin is parallelMin but for tests, which lower it to run
+	// the parallel paths on small batches.
+	parallelMin int
 }
 
 type loc struct{ slab, off uint32 }
@@ -148,7 +156,7 @@ func New(opts Options) (*Graph, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	return &Graph{opts: opts, oneVLabel: true}, nil
+	return &Graph{opts: opts, oneVLabel: true, parallelMin: parallelMin}, nil
 }
 
 // Close returns the arenas to the allocator. The graph is unusable after.

@@ -107,9 +107,9 @@ func (o Order) less(a uint32, la graph.Label, b uint32, lb graph.Label) bool {
 }
 
 // sortPart sorts a list part in list order. The pair sorter lives in the
-// graph because sort.Sort on a fresh value allocates it on the heap, once
+// scratch because sort.Sort on a fresh value allocates it on the heap, once
 // per touched list.
-func (g *Graph) sortPart(o Order, ids []uint32, lbls []graph.Label) {
+func (sc *scratch) sortPart(o Order, ids []uint32, lbls []graph.Label) {
 	if lbls == nil {
 		if o.one {
 			slices.Sort(ids)
@@ -117,7 +117,7 @@ func (g *Graph) sortPart(o Order, ids []uint32, lbls []graph.Label) {
 		}
 		// Sorting the composite keys themselves is about twice as fast as
 		// sorting ids with a comparator that looks labels up.
-		keys := g.keys[:0]
+		keys := sc.keys[:0]
 		for _, id := range ids {
 			keys = append(keys, o.Key(id))
 		}
@@ -125,12 +125,12 @@ func (g *Graph) sortPart(o Order, ids []uint32, lbls []graph.Label) {
 		for i, k := range keys {
 			ids[i] = uint32(k)
 		}
-		g.keys = keys
+		sc.keys = keys
 		return
 	}
-	g.pairs = pairs{o, ids, lbls}
-	sort.Sort(&g.pairs)
-	g.pairs = pairs{}
+	sc.pairs = pairs{o, ids, lbls}
+	sort.Sort(&sc.pairs)
+	sc.pairs = pairs{}
 }
 
 // pairs sorts parallel id and label arrays together.
