@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/gcsm/gcsm/graph"
 )
@@ -30,6 +31,25 @@ type Resolver struct {
 	// DefaultEdgeLabel is the label name of edges read without one. CSM files
 	// label their edges "0", so "0" lets SNAP edges match CSM queries.
 	DefaultEdgeLabel string
+
+	// recent are the last labels interned: a stream names a few labels
+	// over and over, and the dictionary takes a lock per lookup.
+	recent [4]recentLabel
+	next   int
+}
+
+type recentLabel struct {
+	name  string
+	label graph.Label
+	set   bool
+}
+
+// Known are a record's endpoint ids looked up beforehand (graph.IDs.Lookup,
+// which may run on many goroutines while nothing interns): ID[i] is valid
+// where OK[i] is, for Src (0) and Dst (1).
+type Known struct {
+	ID [2]graph.VertexID
+	OK [2]bool
 }
 
 // Resolve turns rec into an Update. Edge updates must name both endpoints
@@ -40,16 +60,23 @@ type Resolver struct {
 // Resolve checks rec before interning anything, so a record refused for what
 // it says adds no vertex or label.
 func (r *Resolver) Resolve(rec Record) (graph.Update, error) {
+	return r.ResolveKnown(rec, Known{})
+}
+
+// ResolveKnown is Resolve for a record whose endpoints may have been looked
+// up already: those are not looked up again. The ids must still be the
+// names' (nothing released them since).
+func (r *Resolver) ResolveKnown(rec Record, k Known) (graph.Update, error) {
 	switch rec.Op {
 	case graph.AddVertex:
 		if rec.Src == "" || rec.SrcLabel == "" {
 			return graph.Update{}, recordError(rec, nil, "vertex record needs an id and a label")
 		}
-		id, err := r.vertex(rec, rec.Src)
+		id, err := r.vertex(rec, rec.Src, k, 0)
 		if err != nil {
 			return graph.Update{}, err
 		}
-		return graph.Update{Op: rec.Op, Src: id, SrcLabel: r.Labels.Intern(rec.SrcLabel), DstLabel: graph.NoLabel}, nil
+		return graph.Update{Op: rec.Op, Src: id, SrcLabel: r.label(rec.SrcLabel), DstLabel: graph.NoLabel}, nil
 	case graph.Insert, graph.Delete:
 		if rec.Src == "" || rec.Dst == "" {
 			return graph.Update{}, recordError(rec, nil, "edge record needs both endpoints")
@@ -59,11 +86,11 @@ func (r *Resolver) Resolve(rec Record) (graph.Update, error) {
 		if rec.Src == rec.Dst {
 			return graph.Update{}, recordError(rec, ErrSelfLoop, "self-loop on vertex %q", rec.Src)
 		}
-		src, err := r.vertex(rec, rec.Src)
+		src, err := r.vertex(rec, rec.Src, k, 0)
 		if err != nil {
 			return graph.Update{}, err
 		}
-		dst, err := r.vertex(rec, rec.Dst)
+		dst, err := r.vertex(rec, rec.Dst, k, 1)
 		if err != nil {
 			return graph.Update{}, err
 		}
@@ -75,7 +102,7 @@ func (r *Resolver) Resolve(rec Record) (graph.Update, error) {
 			Op:       rec.Op,
 			Src:      src,
 			Dst:      dst,
-			Label:    r.Labels.Intern(label),
+			Label:    r.label(label),
 			SrcLabel: r.vertexLabel(rec.SrcLabel),
 			DstLabel: r.vertexLabel(rec.DstLabel),
 		}, nil
@@ -83,7 +110,10 @@ func (r *Resolver) Resolve(rec Record) (graph.Update, error) {
 	return graph.Update{}, recordError(rec, nil, "unknown op %v", rec.Op)
 }
 
-func (r *Resolver) vertex(rec Record, name string) (graph.VertexID, error) {
+func (r *Resolver) vertex(rec Record, name string, k Known, i int) (graph.VertexID, error) {
+	if k.OK[i] {
+		return k.ID[i], nil
+	}
 	id, _, err := r.IDs.Intern(name)
 	if err != nil {
 		return 0, recordError(rec, err, "%v", err)
@@ -95,7 +125,20 @@ func (r *Resolver) vertexLabel(name string) graph.Label {
 	if name == "" {
 		return graph.NoLabel
 	}
-	return r.Labels.Intern(name)
+	return r.label(name)
+}
+
+// label interns a label name, from the recent ones when it is one of them.
+func (r *Resolver) label(name string) graph.Label {
+	for i := range r.recent {
+		if c := &r.recent[i]; c.set && c.name == name {
+			return c.label
+		}
+	}
+	l := r.Labels.Intern(name)
+	r.recent[r.next] = recentLabel{name: strings.Clone(name), label: l, set: true}
+	r.next = (r.next + 1) % len(r.recent)
+	return l
 }
 
 func recordError(rec Record, class error, format string, args ...any) *LineError {

@@ -400,6 +400,7 @@ func (s *Service) countGPU() {
 type decoded struct {
 	rec        ingest.Record
 	err        error // decoding's
+	known      ingest.Known // its endpoints' ids, where the dictionary had them
 	u          graph.Update
 	resolveErr error // interning's (ingest.Resolver.Resolve)
 }
@@ -420,13 +421,30 @@ func (s *Service) internAll(b *batchState) {
 		r.seq++
 		b.seq = r.seq
 	}
+	skip := func(d *decoded) bool {
+		return d.err != nil || (windowed && d.rec.Op != graph.AddVertex && d.rec.Time == 0)
+	}
+	// Looking names up costs a few cache misses each on a dictionary of
+	// millions, so the batch's known names are looked up on all cores
+	// first, while nothing interns; only new names are interned in order.
+	parallel(len(b.buf.dec), func(i int) {
+		d := &b.buf.dec[i]
+		d.known = ingest.Known{}
+		if skip(d) {
+			return
+		}
+		d.known.ID[0], d.known.OK[0] = s.ids.Lookup(d.rec.Src)
+		if d.rec.Op != graph.AddVertex {
+			d.known.ID[1], d.known.OK[1] = s.ids.Lookup(d.rec.Dst)
+		}
+	})
 	for i := range b.buf.dec {
 		d := &b.buf.dec[i]
 		d.u, d.resolveErr = graph.Update{}, nil
-		if d.err != nil || (windowed && d.rec.Op != graph.AddVertex && d.rec.Time == 0) {
+		if skip(d) {
 			continue
 		}
-		d.u, d.resolveErr = s.resolver.Resolve(d.rec)
+		d.u, d.resolveErr = s.resolver.ResolveKnown(d.rec, d.known)
 		if r != nil && d.resolveErr == nil {
 			r.named(d.u.Src)
 			if d.u.Op != graph.AddVertex {
