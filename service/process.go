@@ -399,7 +399,7 @@ func (s *Service) countGPU() {
 // decoded is one message's decoding and its interned update.
 type decoded struct {
 	rec        ingest.Record
-	err        error // decoding's
+	err        error        // decoding's
 	known      ingest.Known // its endpoints' ids, where the dictionary had them
 	u          graph.Update
 	resolveErr error // interning's (ingest.Resolver.Resolve)
