@@ -160,8 +160,6 @@ func (p *Placer) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query
 		p.placed = append(p.placed, d)
 	}
 	offset := [2]int{0, wc.NumWorkers()}
-	// A device works in this batch when it has queries, or has not been
-	// warmed up yet.
 	// A device works in this batch when it has queries or is not warmed up
 	// yet; an idle one follows the batch (Follow). Syncing the idle GPU's
 	// copy in every batch of 4096 instead, alongside the CPU's matching,
