@@ -9,7 +9,8 @@ type placer interface {
 }
 
 // countPlacement adds the batch to query_batches_total, per query, on the
-// device that ran it: the Placer's choice, or the one executor's device.
+// device that ran it (the Placer's choice, or the one executor's device),
+// and notes that device for GET /queries.
 func (s *Service) countPlacement() {
 	var placed []incremental.Device
 	if p, ok := s.matcher.(placer); ok {
@@ -25,6 +26,7 @@ func (s *Service) countPlacement() {
 			d = placed[i]
 		}
 		s.met.queryBatches.WithLabelValues(st.cfg.Name, d.String()).Inc()
+		st.device = d.String()
 	}
 }
 

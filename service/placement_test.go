@@ -82,4 +82,13 @@ func TestPlacerService(t *testing.T) {
 			t.Errorf("query %s: query_batches_total %v, want both devices, 12 batches in all", qc.Name, r)
 		}
 	}
+	// GET /queries names the device of each query's last batch.
+	s.mu.Lock()
+	infos := slices.Clone(s.infos)
+	s.mu.Unlock()
+	for _, qi := range infos {
+		if qi.Device != "cpu" && qi.Device != "gpu" {
+			t.Errorf("query %s: device %q in /queries", qi.Name, qi.Device)
+		}
+	}
 }

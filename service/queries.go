@@ -34,6 +34,7 @@ type standing struct {
 	Appeared, Disappeared int64
 	LimitHits             int64
 	LastLimit             string // what the last hit limit was, for /queries
+	device                string // where its last batch ran, for /queries
 }
 
 // compileQuery parses and compiles c against the service's labels. A new
@@ -193,12 +194,15 @@ type queryInfo struct {
 	Disappeared int64  `json:"disappeared"`
 	LimitHits   int64  `json:"limit_hits"`
 	LastLimit   string `json:"last_limit,omitempty"`
+	// Device ran the query's last batch: cpu or gpu.
+	Device string `json:"device,omitempty"`
 }
 
 func (st *standing) info() queryInfo {
 	qi := queryInfo{
 		QueryConfig: st.cfg, Vertices: st.q.N(), Edges: len(st.q.Edges),
 		Appeared: st.Appeared, Disappeared: st.Disappeared, LimitHits: st.LimitHits, LastLimit: st.LastLimit,
+		Device: st.device,
 	}
 	if st.cfg.MaxTime > 0 {
 		qi.MaxTime = st.cfg.MaxTime.String()
