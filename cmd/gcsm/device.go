@@ -28,7 +28,7 @@ type deviceFlags struct {
 }
 
 func (d *deviceFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&d.device, "device", "auto", "auto (with a GPU, each query on the CPU or the GPU, wherever it has been fastest at the batch's size, both at once; without one, the CPU), cpu or gpu (every query there)")
+	fs.StringVar(&d.device, "device", "auto", "auto (the GPU when one is present, the CPU otherwise; on a stream's batches each query runs where it has been fastest at that batch size, both at once), cpu or gpu (every query there)")
 	fs.StringVar(&d.placement, "gpu-placement", "device", "where the GPU reads neighbour lists: device (a mirror in GPU memory), zero-copy (pinned host memory), "+
 		"gcsm, degree or khop (zero-copy plus a block of the lists the sampler's estimate, the degrees or the batch's k-hop neighbourhood pick, in GPU memory), or unified (a mirror in managed memory)")
 	fs.Int64Var(&d.mem, "gpu-mem", 0, "cap on the GPU memory gcsm uses, in `bytes`; 0 means no cap. A device or unified placement that does not fit falls back to zero-copy")
