@@ -206,7 +206,7 @@ func runBenchStatic(args []string, stdout, stderr io.Writer) error {
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 	human := humanOut(out, stderr, jsonOut)
-	printStatic(human, &sum, answersPath)
+	printStatic(human, &sum, answersPath, timeout)
 	if jsonOut {
 		b, err := json.Marshal(sum)
 		if err != nil {
@@ -338,7 +338,7 @@ func summarize(sum *staticSummary) {
 }
 
 // printStatic writes the table and the totals.
-func printStatic(w io.Writer, sum *staticSummary, answersPath string) {
+func printStatic(w io.Writer, sum *staticSummary, answersPath string, timeout time.Duration) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprint(tw, "query\tcount\t")
 	for _, n := range sum.Engines {
@@ -380,7 +380,7 @@ func printStatic(w io.Writer, sum *staticSummary, answersPath string) {
 	line(fmt.Sprintf("heavy half (%d queries, slowest by %s):", len(sum.HeavyHalf.Queries), sum.Engines[0]), sum.HeavyHalf.Seconds)
 	for _, n := range sum.Engines {
 		if k := sum.TimedOut[n]; k > 0 {
-			fmt.Fprintf(w, "timed out: %s %d of %d, each counted at %v\n", n, k, len(sum.Queries), time.Duration(sum.Timeout*float64(time.Second)))
+			fmt.Fprintf(w, "timed out: %s %d of %d, each counted at %v\n", n, k, len(sum.Queries), timeout)
 		}
 	}
 	if answersPath != "" {
