@@ -24,7 +24,8 @@ type CPU struct {
 // several goroutines at once) with a query's index; once it returns true for
 // a query, Match stops looking for that query's matches for the rest of the
 // call, so its counts and enumerated matches are then partial. The service
-// uses it to enforce per-query limits. nil removes it; Static ignores it.
+// uses it to enforce per-query limits, and Static honours it too (bench
+// static's --timeout). nil removes it.
 func (c *CPU) SetStop(stop func(q int) bool) { c.stop = stop }
 
 var _ Matcher = (*CPU)(nil)

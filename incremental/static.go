@@ -53,12 +53,13 @@ func (c *CPU) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink 
 		var wg sync.WaitGroup
 		for _, w := range ws {
 			wg.Go(func() {
+				w.stop = c.stop
 				w.setUnit(qi, q, &plan, graph.Positive)
 				w.allowed = f.Sets
 				w.count = 0
 				for {
 					r0 := next.Add(unitChunk) - unitChunk
-					if r0 >= int64(len(roots)) {
+					if r0 >= int64(len(roots)) || w.stopped {
 						break
 					}
 					for _, v := range roots[r0:min(r0+unitChunk, int64(len(roots)))] {

@@ -74,3 +74,57 @@ func TestSetStop(t *testing.T) {
 		t.Fatal("no batch had matches of query 0 to stop")
 	}
 }
+
+// TestStaticStop: Static honours SetStop as Match does. A query stopped from
+// the start finds nothing, one stopped later at most its full count, and the
+// others exactly theirs.
+func TestStaticStop(t *testing.T) {
+	scenarios := mmScenarios(t)
+	if len(scenarios) > 3 {
+		scenarios = scenarios[:3]
+	}
+	lost := 0
+	for _, s := range scenarios {
+		if len(s.queries) < 3 {
+			continue
+		}
+		g := s.load(t)
+		full, err := (&CPU{Workers: 2}).Static(g, s.queries, Count, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var asked atomic.Int64
+		cpu := &CPU{Workers: 2}
+		cpu.SetStop(func(q int) bool {
+			switch q {
+			case 0:
+				return true
+			case 1:
+				return asked.Add(1) > 2
+			}
+			return false
+		})
+		got, err := cpu.Static(g, s.queries, Count, nil)
+		g.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if full[0] > 0 {
+			lost++
+		}
+		if got[0] != 0 {
+			t.Errorf("%s: query 0 stopped from the start found %d of %d", s, got[0], full[0])
+		}
+		if got[1] > full[1] {
+			t.Errorf("%s: stopped query 1 found %d, more than its full %d", s, got[1], full[1])
+		}
+		for qi := 2; qi < len(got); qi++ {
+			if got[qi] != full[qi] {
+				t.Errorf("%s: query %d, never stopped, found %d, want %d", s, qi, got[qi], full[qi])
+			}
+		}
+	}
+	if lost == 0 {
+		t.Fatal("no scenario's query 0 had matches to lose; the test checks nothing")
+	}
+}

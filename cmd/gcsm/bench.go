@@ -25,6 +25,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "service" {
 		return runBenchService(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "static" {
+		return runBenchStatic(args[1:], stdout, stderr)
+	}
 	var (
 		scale, factor, vlabels, perSize, workers         int
 		skew, cacheFraction                              float64

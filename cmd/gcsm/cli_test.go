@@ -124,10 +124,33 @@ func gcsmOut(t *testing.T, args ...string) (stdout, stderr string) {
 	return out, errs
 }
 
-// matchJSON runs gcsm match --json with args and returns the summary.
+// matchJSON runs gcsm match --json with args and returns the summary,
+// having checked that each query has its own time, within the total.
 func matchJSON(t *testing.T, args ...string) matchSummary {
 	t.Helper()
-	return lastJSON[matchSummary](t, gcsmOK(t, append([]string{"match", "--json"}, args...)...))
+	type timed struct {
+		Name    string   `json:"name"`
+		Matches int64    `json:"matches"`
+		Seconds *float64 `json:"seconds"`
+	}
+	v := lastJSON[struct {
+		Queries []timed `json:"queries"`
+		Skipped int     `json:"skipped"`
+		Seconds float64 `json:"seconds"`
+	}](t, gcsmOK(t, append([]string{"match", "--json"}, args...)...))
+	s := matchSummary{Skipped: v.Skipped, Seconds: v.Seconds}
+	sum := 0.0
+	for _, q := range v.Queries {
+		if q.Seconds == nil || *q.Seconds <= 0 {
+			t.Fatalf("match --json %v: query %s has no time of its own", args, q.Name)
+		}
+		sum += *q.Seconds
+		s.Queries = append(s.Queries, matchQuery{q.Name, q.Matches})
+	}
+	if sum > v.Seconds {
+		t.Fatalf("match --json %v: the queries' times add up to %.6fs, more than the total %.6fs", args, sum, v.Seconds)
+	}
+	return s
 }
 
 // queryArgs returns "-q path" for each path.
@@ -457,8 +480,8 @@ func TestMatchTiny(t *testing.T) {
 	dir, data, _ := tinyFiles(t)
 	out := gcsmOK(t, "match", "-d", data, "-q", triQuery, "-q", abQuery)
 	rows := tableRows(out, "query")
-	if !slices.Equal(rows["tri"], []string{"tri", "6"}) || !slices.Equal(rows["ab"], []string{"ab", "2"}) {
-		t.Errorf("match table %v, want tri 6, ab 2\n%s", rows, out)
+	if len(rows["tri"]) != 3 || len(rows["ab"]) != 3 || !slices.Equal(rows["tri"][:2], []string{"tri", "6"}) || !slices.Equal(rows["ab"][:2], []string{"ab", "2"}) {
+		t.Errorf("match table %v, want tri 6, ab 2, each with its seconds\n%s", rows, out)
 	}
 	for _, args := range [][]string{nil, {"--count-only"}} {
 		s := matchJSON(t, append([]string{"-d", data, "-q", triQuery, "-q", abQuery}, args...)...)
@@ -474,7 +497,8 @@ func TestMatchTiny(t *testing.T) {
 	// --emit lists every embedding: the 6 orders of 1 2 3, and ab's 1 3, 2 3.
 	out = gcsmOK(t, "match", "-d", data, "-q", triQuery, "-q", abQuery, "--emit")
 	var tri, ab []string
-	for _, line := range strings.Split(out, "\n") {
+	emits, _, _ := strings.Cut(out, "\nquery ") // the table of counts and times follows the matches
+	for _, line := range strings.Split(emits, "\n") {
 		f := strings.Fields(line)
 		switch {
 		case len(f) == 4 && f[0] == "tri":
@@ -733,7 +757,7 @@ func TestMatchSkipBadReportsSkipped(t *testing.T) {
 	dir := t.TempDir()
 	data := writeFile(t, dir, "bad.graph", "v 1 0\nv 2 0\nv 3 0\ne 1 2 0\ne 2 3 0\ne 3 1 0\ne 1 x 0\ne 2 2 0\n")
 	out := gcsmOK(t, "match", "-d", data, "-q", triQuery, "--skip-bad")
-	if !slices.Equal(tableRows(out, "query")["tri"], []string{"tri", "6"}) {
+	if row := tableRows(out, "query")["tri"]; len(row) != 3 || !slices.Equal(row[:2], []string{"tri", "6"}) {
 		t.Errorf("match --skip-bad: want tri 6\n%s", out)
 	}
 	if !strings.Contains(out, "skipped: 2") {

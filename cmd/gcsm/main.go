@@ -10,6 +10,7 @@
 //	gcsm tail   [--config F] [--dlq] [--follow]             print the alerts (or dead letters) gcsm wrote
 //	gcsm broker [--listen ADDR] [--data DIR]                the embedded Kafka broker in its own process
 //	gcsm bench service [--mix alert-sparse|alert-heavy]     time the service end to end through Kafka
+//	gcsm bench static -d DATA --queries DIR [--answers F]   time the static matcher query by query, checking counts
 //
 // Run "gcsm COMMAND -h" for a command's flags, "gcsm COMMAND --help-all" for
 // its GPU tuning flags too, and "gcsm --version" for the build.
@@ -34,7 +35,7 @@ func commands() []command {
 		{"demo", "run the service on a generated transfer stream and print its alerts", runDemo},
 		{"replay", "replay a stream file against standing queries, batch by batch", runReplay},
 		{"match", "find all matches of queries in a graph (the static matcher)", runMatch},
-		{"bench", "time the CPU and GPU engines side by side on a generated R-MAT workload ('gcsm bench service': the service end to end through Kafka)", runBench},
+		{"bench", "time the CPU and GPU engines side by side on a generated R-MAT workload ('gcsm bench service': the service end to end through Kafka; 'gcsm bench static': the static matcher on a query set)", runBench},
 		{"produce", "publish a stream file to a Kafka topic as JSON events", runProduce},
 		{"tail", "print the match events (alerts) or dead letters on the output topics", runTail},
 		{"broker", "run the embedded Kafka-protocol broker in a process of its own", runBroker},
