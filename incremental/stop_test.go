@@ -37,17 +37,8 @@ func TestSetStop(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					var asked atomic.Int64
 					cpu := &CPU{Workers: 3}
-					cpu.SetStop(func(q int) bool {
-						switch q {
-						case 0:
-							return true
-						case 1:
-							return asked.Add(1) > 2
-						}
-						return false
-					})
+					cpu.SetStop(stopFirstTwo())
 					got, err := cpu.Match(g, delta, s.queries, mode, sink)
 					if err != nil {
 						t.Fatal(err)
@@ -93,17 +84,8 @@ func TestStaticStop(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var asked atomic.Int64
 		cpu := &CPU{Workers: 2}
-		cpu.SetStop(func(q int) bool {
-			switch q {
-			case 0:
-				return true
-			case 1:
-				return asked.Add(1) > 2
-			}
-			return false
-		})
+		cpu.SetStop(stopFirstTwo())
 		got, err := cpu.Static(g, s.queries, Count, nil)
 		g.Close()
 		if err != nil {
@@ -126,5 +108,20 @@ func TestStaticStop(t *testing.T) {
 	}
 	if lost == 0 {
 		t.Fatal("no scenario's query 0 had matches to lose; the test checks nothing")
+	}
+}
+
+// stopFirstTwo stops query 0 from the start and query 1 after it has been
+// asked twice; the others run to the end.
+func stopFirstTwo() func(q int) bool {
+	var asked atomic.Int64
+	return func(q int) bool {
+		switch q {
+		case 0:
+			return true
+		case 1:
+			return asked.Add(1) > 2
+		}
+		return false
 	}
 }

@@ -30,19 +30,7 @@ func TestGrowingGraphEqualsCPU(t *testing.T) {
 
 func growingVsCPU(t *testing.T, x *GPU, seed uint64, directed bool, where string) {
 	r := rand.New(rand.NewPCG(seed, 91))
-	d := graph.NewDict()
-	vl, el := []string{"A", "B"}, []string{"x"}
-	for _, s := range append(slices.Clone(vl), el...) {
-		d.Intern(s)
-	}
-	var qs []*query.Query
-	for len(qs) < 3 {
-		qs = append(qs, randomQuery(r, d, directed, query.Embeddings, append(slices.Clone(vl), ""), []string{"x", ""}))
-	}
-	g, err := dyngraph.New(dyngraph.Options{Directed: directed, Alloc: x.Allocator(), SlabEntries: 1 << 12})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, vl, qs, g := streamSetup(t, x, r, directed)
 	defer g.Close()
 	nv := 0
 	vertex := func() uint32 { // an old vertex, or now and then a new one
@@ -107,4 +95,25 @@ func growingVsCPU(t *testing.T, x *GPU, seed uint64, directed bool, where string
 	if nv < 200 {
 		t.Fatalf("%s: the stream made only %d vertices", where, nv)
 	}
+}
+
+// streamSetup is the growing and recycling tests' start: vertex labels A
+// and B, edge label x, three random queries over them (wildcards too), and
+// an empty graph on x's memory.
+func streamSetup(t *testing.T, x *GPU, r *rand.Rand, directed bool) (*graph.Dict, []string, []*query.Query, *dyngraph.Graph) {
+	t.Helper()
+	d := graph.NewDict()
+	vl := []string{"A", "B"}
+	for _, s := range append(slices.Clone(vl), "x") {
+		d.Intern(s)
+	}
+	var qs []*query.Query
+	for len(qs) < 3 {
+		qs = append(qs, randomQuery(r, d, directed, query.Embeddings, append(slices.Clone(vl), ""), []string{"x", ""}))
+	}
+	g, err := dyngraph.New(dyngraph.Options{Directed: directed, Alloc: x.Allocator(), SlabEntries: 1 << 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, vl, qs, g
 }

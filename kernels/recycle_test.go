@@ -6,10 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
-	"github.com/gcsm/gcsm/query"
 )
 
 // TestRecycledVerticesEqualCPU streams edges whose vertices leave the graph
@@ -31,19 +29,7 @@ func TestRecycledVerticesEqualCPU(t *testing.T) {
 
 func recycledVsCPU(t *testing.T, x *GPU, seed uint64, directed bool, where string) {
 	r := rand.New(rand.NewPCG(seed, 92))
-	d := graph.NewDict()
-	vl := []string{"A", "B"}
-	for _, s := range append(slices.Clone(vl), "x") {
-		d.Intern(s)
-	}
-	var qs []*query.Query
-	for len(qs) < 3 {
-		qs = append(qs, randomQuery(r, d, directed, query.Embeddings, append(slices.Clone(vl), ""), []string{"x", ""}))
-	}
-	g, err := dyngraph.New(dyngraph.Options{Directed: directed, Alloc: x.Allocator(), SlabEntries: 1 << 12})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, vl, qs, g := streamSetup(t, x, r, directed)
 	defer g.Close()
 	label := map[uint32]graph.Label{} // of the live vertices
 	var live, free []uint32
