@@ -63,6 +63,9 @@ type Update struct {
 	Label    Label // edge label
 	SrcLabel Label
 	DstLabel Label
+	// Tx is the event's id, time and properties, for deployments whose
+	// queries read them (package bundle); nil otherwise.
+	Tx *Transfer
 }
 
 // Edge is a data edge. On undirected graphs (Src, Dst) is unordered.
