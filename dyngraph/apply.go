@@ -14,6 +14,22 @@ type normState struct {
 	key         edgeKey
 	before, now bool
 	flipped     bool // the state changed at least once inside the batch
+	renewed     bool // present before and after, with other parallel edges: see Folder
+}
+
+// Folder decides what edge updates do to their pairs when a pair of vertices
+// may carry several parallel edges (package bundle's transfers). The graph
+// keeps one entry per pair and label; the folder keeps the parallel edges.
+type Folder interface {
+	// Fold folds an admitted edge update into the folder's state of its
+	// pair and says whether the pair is present after it. An error refuses
+	// the update, which must then have changed nothing.
+	Fold(u *graph.Update, f Folding) (bool, error)
+	// Renewed says whether pair e, present before and after the batch,
+	// changed its parallel edges. It then enters ΔE twice, deleted and
+	// inserted, so that the engine finds the matches through it in the old
+	// and the new graph: the bound edges, not the pair, tell them apart.
+	Renewed(e graph.Edge) bool
 }
 
 // ApplyStats counts what a batch did (docs/architecture.md, Batch normalisation).
@@ -24,6 +40,7 @@ type ApplyStats struct {
 	Refreshed int // insertions of an edge present at that point
 	Missing   int // deletions of an edge absent at that point
 	Cancelled int // edges whose operations changed them and then changed them back
+	Renewed   int // pairs present before and after whose parallel edges changed: in ΔE twice
 	Vertices  int // vertices that did not exist before the batch
 	Rejected  int // updates refused: see Rejects
 }
@@ -44,6 +61,12 @@ type Reject struct {
 // rest of the batch is applied. An error is returned only when memory for the
 // arenas cannot be had, and then the graph must be discarded.
 func (g *Graph) Apply(batch []graph.Update) ([]graph.Change, []Reject, ApplyStats, error) {
+	return g.ApplyFolded(batch, nil)
+}
+
+// ApplyFolded is Apply with f deciding each edge update's effect on its
+// pair (see Folder); a nil f is Apply.
+func (g *Graph) ApplyFolded(batch []graph.Update, f Folder) ([]graph.Change, []Reject, ApplyStats, error) {
 	if g.pending {
 		panic("BUG: dyngraph.Apply called before Reorganize")
 	}
@@ -55,6 +78,8 @@ func (g *Graph) Apply(batch []graph.Update) ([]graph.Change, []Reject, ApplyStat
 	nv := g.vertices
 	g.presence(batch)
 
+	g.folder = f
+	defer func() { g.folder = nil }()
 	for i := range batch {
 		u := &batch[i]
 		err := g.normalise(u, i, &st)
@@ -67,6 +92,12 @@ func (g *Graph) Apply(batch []graph.Update) ([]graph.Change, []Reject, ApplyStat
 	}
 	st.Rejected = len(rejects)
 	st.Vertices = g.vertices - nv
+	if f != nil {
+		for i := range g.state {
+			s := &g.state[i]
+			s.renewed = s.before && s.now && f.Renewed(graph.Edge{Src: s.key.a, Dst: s.key.b, Label: s.key.l})
+		}
+	}
 
 	if err := g.reserve(); err != nil {
 		return nil, nil, st, err
@@ -74,6 +105,12 @@ func (g *Graph) Apply(batch []graph.Update) ([]graph.Change, []Reject, ApplyStat
 	for i := range g.state {
 		s := &g.state[i]
 		switch {
+		case s.renewed:
+			g.remove(s.key)
+			g.insert(s.key)
+			st.Renewed++
+			e := graph.Edge{Src: s.key.a, Dst: s.key.b, Label: s.key.l}
+			g.delta = append(g.delta, graph.Change{Edge: e, Sign: graph.Negative}, graph.Change{Edge: e, Sign: graph.Positive})
 		case s.before == s.now:
 			if s.flipped {
 				st.Cancelled++
@@ -117,8 +154,15 @@ var errRange = errors.New("vertex id out of range")
 // a failure of the graph (out of memory), which ends the batch.
 func refusal(err error) bool {
 	var lc *LabelConflictError
-	return errors.Is(err, ErrSelfLoop) || errors.As(err, &lc) || errors.Is(err, errRange)
+	var r refused
+	return errors.Is(err, ErrSelfLoop) || errors.As(err, &lc) || errors.Is(err, errRange) || errors.As(err, &r)
 }
+
+// refused is a Folder's refusal of one update.
+type refused struct{ err error }
+
+func (r refused) Error() string { return r.err.Error() }
+func (r refused) Unwrap() error { return r.err }
 
 // normalise admits u, the batch's i-th update, and folds it into the
 // batch's per-edge state.
@@ -236,6 +280,9 @@ func (g *Graph) fold(u *graph.Update, i int, st *ApplyStats) error {
 		g.state = append(g.state, normState{key: k, before: p, now: p})
 	}
 	s := &g.state[idx]
+	if g.folder != nil {
+		return g.foldPair(s, u)
+	}
 	if u.Op == graph.Insert {
 		if s.now {
 			st.Refreshed++
@@ -253,6 +300,42 @@ func (g *Graph) fold(u *graph.Update, i int, st *ApplyStats) error {
 	}
 	s.now, s.flipped = false, true
 	return nil
+}
+
+// Folding is what the graph tells a Folder about an update.
+type Folding struct {
+	Pair   graph.Edge // the update's edge; on undirected graphs Src < Dst
+	Before bool       // the pair was present before the batch
+	// Bare says, for the update's Src and Dst, that the vertex had no edges
+	// before the batch: no match of the old graph passes through it.
+	Bare [2]bool
+}
+
+// foldPair is fold when a Folder decides the pair's presence.
+func (g *Graph) foldPair(s *normState, u *graph.Update) error {
+	now, err := g.folder.Fold(u, Folding{
+		Pair:   graph.Edge{Src: s.key.a, Dst: s.key.b, Label: s.key.l},
+		Before: s.before,
+		Bare:   [2]bool{g.bare(u.Src), g.bare(u.Dst)},
+	})
+	if err != nil {
+		return refused{err}
+	}
+	if now && !s.now {
+		if err := g.noteEdgeLabel(s.key.l); err != nil {
+			return err
+		}
+	}
+	if now != s.now {
+		s.now, s.flipped = now, true
+	}
+	return nil
+}
+
+// bare says whether v had no edges before the batch; it runs during
+// normalisation, when the lists still hold the graph before the batch.
+func (g *Graph) bare(v graph.VertexID) bool {
+	return g.out[v].n == 0 && (!g.opts.Directed || g.in[v].n == 0)
 }
 
 // present looks k up in the graph before the batch. It runs during
@@ -301,7 +384,7 @@ func (g *Graph) reserve() error {
 		l.want++
 	}
 	for i := range g.state {
-		if s := &g.state[i]; s.now && !s.before {
+		if s := &g.state[i]; (s.now && !s.before) || s.renewed {
 			want(s.key.a, false)
 			want(s.key.b, g.opts.Directed)
 		}

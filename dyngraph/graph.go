@@ -136,6 +136,7 @@ type Graph struct {
 	delta   []graph.Change
 	norm    normTable // edge → index into state during Apply
 	state   []normState
+	folder  Folder         // during ApplyFolded
 	batch   []graph.Update // the batch being applied, for lookUp
 	pres    []bool         // per update of the batch: its edge was in the graph before
 	scr     []scratch      // per worker
