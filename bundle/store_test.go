@@ -9,7 +9,7 @@ import (
 	"github.com/gcsm/gcsm/graph"
 )
 
-func newGraph(t *testing.T) (*dyngraph.Graph, *bundle.Store) {
+func newGraph(t testing.TB) (*dyngraph.Graph, *bundle.Store) {
 	t.Helper()
 	g, err := dyngraph.New(dyngraph.Options{Directed: true})
 	if err != nil {
@@ -50,7 +50,7 @@ func view(s *bundle.Store, e graph.Edge, v bundle.View) []string {
 	return out
 }
 
-func step(t *testing.T, g *dyngraph.Graph, s *bundle.Store, batch ...graph.Update) ([]graph.Change, []dyngraph.Reject) {
+func step(t testing.TB, g *dyngraph.Graph, s *bundle.Store, batch ...graph.Update) ([]graph.Change, []dyngraph.Reject) {
 	t.Helper()
 	delta, rej, _, err := g.ApplyFolded(batch, s)
 	if err != nil {
