@@ -95,6 +95,13 @@ func (q *Query) AutomorphismList(limit int) [][]int {
 		return nil
 	}
 	n := q.N()
+	if q.Automorphisms == 1 { // also when predicates leave only the identity
+		id := make([]int, n)
+		for i := range id {
+			id[i] = i
+		}
+		return [][]int{id}
+	}
 	s := &autSearch{q: q, kinds: pairKinds(q), img: make([]int, n), used: make([]bool, n)}
 	for i := range s.img {
 		s.img[i] = -1

@@ -72,6 +72,12 @@ type Query struct {
 	Labels []graph.Label // per query vertex; graph.Wildcard for wildcards
 	Edges  []QEdge       // deduplicated; the term order e_1..e_m of the delta rules (docs/architecture.md)
 
+	// Bindings holds the transfers a match binds, one per pattern edge
+	// less duplicates (see Binding).
+	Bindings []Binding
+	// Pred is the pattern's WHERE and WITHIN, nil when it has neither.
+	Pred *Predicates
+
 	// Less holds the symmetry-breaking conditions f(u) < f(v) under
 	// Instances semantics; empty under Embeddings.
 	Less [][2]int
@@ -113,8 +119,9 @@ func Compile(p *Pattern, labels *graph.Dict, directed bool, sem Semantics) (*Que
 		}
 		q.Labels = append(q.Labels, l)
 	}
-	seen := make(map[QEdge]bool)
-	for _, e := range p.Edges {
+	seen := make(map[QEdge]int)
+	edgeOf := make([]int, len(p.Edges))
+	for i, e := range p.Edges {
 		ce := QEdge{A: e.From, B: e.To, Label: graph.Wildcard, Directed: directed && e.Directed}
 		if !e.Wildcard {
 			ce.Label = labels.Intern(e.Label)
@@ -122,13 +129,28 @@ func Compile(p *Pattern, labels *graph.Dict, directed bool, sem Semantics) (*Que
 		if !ce.Directed && ce.A > ce.B {
 			ce.A, ce.B = ce.B, ce.A
 		}
-		if seen[ce] {
-			continue // e.g. CSM files that list each edge in both directions
+		j, dup := seen[ce]
+		if !dup { // duplicates come e.g. from CSM files that list each edge in both directions
+			j = len(q.Edges)
+			seen[ce] = j
+			q.Edges = append(q.Edges, ce)
 		}
-		seen[ce] = true
-		q.Edges = append(q.Edges, ce)
+		edgeOf[i] = j
 	}
-	q.Automorphisms, q.symLess = symmetryBreaking(q)
+	byName, first, parallel, err := q.bindings(p, edgeOf)
+	if err != nil {
+		return nil, err
+	}
+	if err := q.predicates(p, byName, first); err != nil {
+		return nil, err
+	}
+	// A WHERE can tell apart the maps that an automorphism relates, and so
+	// can parallel Bindings of one Edge, so then only the identity is a
+	// symmetry. WITHIN reads every edge alike and keeps the group.
+	q.Automorphisms = 1
+	if p.Where == nil && !parallel {
+		q.Automorphisms, q.symLess = symmetryBreaking(q)
+	}
 	if sem == Instances {
 		q.Less = q.symLess
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -167,14 +168,21 @@ func formatCypher(p *Pattern) string {
 		}
 	}
 	for _, e := range p.Edges {
-		rel := "-[]-"
+		rel := "-[" + e.Name + "]-"
 		if !e.Wildcard {
-			rel = "-[" + quote(e.Label) + "]-"
+			rel = "-[" + e.Name + quote(e.Label) + "]-"
 		}
 		if e.Directed {
 			rel += ">"
 		}
 		parts = append(parts, "("+p.Vertices[e.From].Name+")"+rel+"("+p.Vertices[e.To].Name+")")
 	}
-	return strings.Join(parts, ",\n")
+	text := strings.Join(parts, ",\n")
+	if p.Where != nil {
+		text += "\nWHERE " + p.Where.String()
+	}
+	if p.Within != 0 {
+		text += "\nWITHIN " + strconv.FormatFloat(p.Within.Seconds()*1000, 'g', -1, 64) + "ms"
+	}
+	return text
 }

@@ -34,6 +34,7 @@ import (
 // *Error (see Validate).
 func ParseCypher(source, text string) (*Pattern, error) {
 	c := &cypherParser{
+		all:      stripBOM(text),
 		src:      stripBOM(text),
 		line:     1,
 		col:      1,
@@ -52,6 +53,7 @@ func ParseCypher(source, text string) (*Pattern, error) {
 const endOfInput = -1
 
 type cypherParser struct {
+	all       string // the whole input, for the source text of expressions
 	src       string // the unread input
 	line, col int    // the position of src's first rune
 	p         *Pattern
@@ -73,16 +75,13 @@ func (c *cypherParser) parse() *Error {
 			return err
 		}
 		c.skipSpace()
-		if c.src == "" {
-			break
-		}
 		if !c.accept(',') {
-			return c.unexpected("',' or the end of the pattern")
+			break
 		}
 		c.skipSpace()
 	}
 	c.nameAnonymous()
-	return nil
+	return c.clauses()
 }
 
 // path parses a node followed by any number of relationship-node pairs.
@@ -195,6 +194,7 @@ func (c *cypherParser) relationship() (Edge, bool, *Error) {
 				return e, false, &Error{Pos: at, Reason: name + " is already a vertex"}
 			}
 			c.rels[name] = true
+			e.Name = name
 		}
 		c.skipSpace()
 		if c.accept(':') {
@@ -237,7 +237,11 @@ func (c *cypherParser) variable() (string, Pos, *Error) {
 func (c *cypherParser) label() (string, *Error) {
 	at := c.pos()
 	if c.peek() == '`' {
-		return c.quoted()
+		label, err := c.quoted("label")
+		if err == nil && label == "" {
+			err = &Error{Pos: at, Reason: "empty label: leave the label out to match any"}
+		}
+		return label, err
 	}
 	w := c.word()
 	if w == "" {
@@ -251,15 +255,16 @@ func (c *cypherParser) label() (string, *Error) {
 
 func isNotDigit(r rune) bool { return !unicode.IsDigit(r) }
 
-// quoted parses a backquoted label. It slices the input rather than decoding
-// it, so that the label keeps its bytes even where they are not valid UTF-8.
-func (c *cypherParser) quoted() (string, *Error) {
+// quoted parses a backquoted label or property name ("what"). It slices the
+// input rather than decoding it, so that the text keeps its bytes even where
+// they are not valid UTF-8.
+func (c *cypherParser) quoted(what string) (string, *Error) {
 	open := c.pos()
 	c.advance()
 	start := c.src
 	for !strings.HasPrefix(c.src, "`") || strings.HasPrefix(c.src, "``") {
 		if c.src == "" {
-			return "", &Error{Pos: open, Reason: "unterminated label: expected a closing backquote"}
+			return "", &Error{Pos: open, Reason: "unterminated " + what + ": expected a closing backquote"}
 		}
 		if strings.HasPrefix(c.src, "``") {
 			c.advance()
@@ -268,9 +273,6 @@ func (c *cypherParser) quoted() (string, *Error) {
 	}
 	label := strings.ReplaceAll(start[:len(start)-len(c.src)], "``", "`")
 	c.advance()
-	if label == "" {
-		return "", &Error{Pos: open, Reason: "empty label: leave the label out to match any"}
-	}
 	return label, nil
 }
 

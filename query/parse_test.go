@@ -30,7 +30,27 @@ func withoutPos(p *Pattern) *Pattern {
 		x.Pos = Pos{}
 		q.Edges = append(q.Edges, x)
 	}
+	q.Where, q.Within = withoutText(p.Where), p.Within
 	return q
+}
+
+// withoutText returns a copy of e with every Pos and Text zeroed.
+func withoutText(e *Expr) *Expr {
+	if e == nil {
+		return nil
+	}
+	c := *e
+	c.Pos, c.Text, c.Args = Pos{}, "", nil
+	for _, a := range e.Args {
+		c.Args = append(c.Args, withoutText(a))
+	}
+	return &c
+}
+
+// named returns e with the relationship variable name.
+func named(e Edge, name string) Edge {
+	e.Name = name
+	return e
 }
 
 // csmChain returns a CSM path of n vertices.
@@ -221,14 +241,14 @@ func TestParseCypher(t *testing.T) {
 			vertices: []Vertex{vtx("a", ""), vtx("b", ""), vtx("c", ""), vtx("d", ""), vtx("e", ""), vtx("f", ""), vtx("g", ""), vtx("h", ""), vtx("i", ""), vtx("j", "")},
 			edges: []Edge{
 				edg(0, 1, "", false), edg(1, 2, "", true), edg(3, 2, "", true), edg(3, 4, "", false), edg(4, 5, "L", false),
-				edg(5, 6, "L", true), edg(7, 6, "L", true), edg(7, 8, "", true), edg(9, 8, "L", true),
+				edg(5, 6, "L", true), edg(7, 6, "L", true), named(edg(7, 8, "", true), "r"), named(edg(9, 8, "L", true), "s"),
 			},
 		},
 		{
 			name:     "MATCH, newlines, comments and spaces inside tokens",
 			text:     "match\n  // the fork\n  ( a : A ) - [ r : T ] -> ( b ),\n\t(a) < - - (c:C) // done\r\n",
 			vertices: []Vertex{vtx("a", "A"), vtx("b", ""), vtx("c", "C")},
-			edges:    []Edge{edg(0, 1, "T", true), edg(2, 0, "", true)},
+			edges:    []Edge{named(edg(0, 1, "T", true), "r"), edg(2, 0, "", true)},
 		},
 		{
 			name:     "MATCH without a space",
@@ -320,7 +340,7 @@ func TestParseCypherErrors(t *testing.T) {
 		{"half an arrow", "(a)->(b)", Pos{1, 5}, "unexpected '>': expected '-'"},
 		{"lone left arrow", "(a)<(b)", Pos{1, 5}, "unexpected '(': expected '-'"},
 		{"both ways", "(a)<-->(b)", Pos{1, 4}, "cannot point both ways"},
-		{"trailing clause", "(a)-->(b) RETURN a", Pos{1, 11}, `unexpected "RETURN": expected ',' or the end of the pattern`},
+		{"trailing clause", "(a)-->(b) RETURN a", Pos{1, 11}, `unexpected "RETURN": expected ',', WHERE, WITHIN or the end of the pattern`},
 		{"trailing comma", "(a)-->(b),", Pos{1, 11}, "unexpected end of input: expected '('"},
 		{"junk in a node", "(a b)", Pos{1, 4}, `unexpected "b": expected ')'`},
 		{"junk in a relationship", "(a)-[r;]->(b)", Pos{1, 7}, `unexpected ';': expected ']'`},

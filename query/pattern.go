@@ -7,7 +7,10 @@
 // which is what the matchers execute.
 package query
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // MaxVertices is the largest pattern gcsm accepts. Matchers keep a pattern's
 // vertex set in a 32-bit mask, so this is a hard limit.
@@ -44,6 +47,7 @@ type Vertex struct {
 // matches a data edge in either direction.
 type Edge struct {
 	From, To int
+	Name     string // the relationship variable, "" if none
 	Label    string // empty when Wildcard
 	Wildcard bool
 	Directed bool
@@ -60,6 +64,14 @@ type Pattern struct {
 	// an undirected graph ignores that direction, while it refuses arrows
 	// (see CheckUndirected).
 	ImpliedDirection bool
+
+	// Where is the condition every match must satisfy, nil if none (see
+	// Expr). A pattern with one binds each edge to one concrete transfer.
+	Where *Expr
+	// Within bounds the span of a match's event times: the latest "ts" of
+	// its edges minus the earliest is at most Within. 0 means no bound.
+	Within    time.Duration
+	WithinPos Pos
 }
 
 // Error is a rejected query: where and why.

@@ -98,7 +98,7 @@ func (p *Pattern) validate() *Error {
 			return &Error{Pos: v.Pos, Reason: fmt.Sprintf("disconnected: vertex %s is not reachable from %s", v.Name, p.Vertices[0].Name)}
 		}
 	}
-	return nil
+	return p.checkWhere()
 }
 
 // labelProblem says what is wrong with a label and its Wildcard flag, or ""
