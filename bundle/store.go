@@ -358,6 +358,17 @@ func (s *Store) Fold(u *graph.Update, f dyngraph.Folding) (bool, error) {
 	if old != noSlot {
 		s.kill(old)
 	}
+	// A transfer deleted earlier in the batch and inserted again as it was
+	// has not changed: the batch's net effect on it is nothing.
+	for t := s.pairs[p].head; t != noSlot; t = s.next[t] {
+		if s.state[t] == dead && s.ids[t] == id && s.same(t, tx) {
+			s.state[t] = alive
+			if id != "" {
+				s.byID[id] = t
+			}
+			return true, nil
+		}
+	}
 	var ts int64
 	if tx != nil && s.keepTime {
 		ts = tx.Time

@@ -1,0 +1,417 @@
+package incremental
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/gcsm/gcsm/bundle"
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/query"
+)
+
+// BoundSink receives the matches of a Binder: m maps each query vertex to its
+// data vertex, tx each of the query's Bindings to its transfer (the store's
+// slot, bundle.Implicit for a pair without a record, or NoTransfer where the
+// query edge binds its pair, not a transfer). Both are valid only during the
+// call, and a slot's id and values are readable from the store until the
+// batch settles. It is called concurrently, as a Sink is.
+type BoundSink func(worker, q int, sign graph.Sign, m []graph.VertexID, tx []bundle.Tx)
+
+// NoTransfer marks a binding of a query edge that binds its pair, not a
+// transfer: a wildcard-labelled edge, or an undirected one on a directed
+// graph. Such an edge can stand for several data edges, and the delta rules
+// there rest on the pair (dyngraph.Graph.StandsForFlip), so its transfers
+// are not told apart.
+const NoTransfer bundle.Tx = bundle.Implicit - 1
+
+// Binder matches queries whose edges bind transfers: the parallel edges of
+// package bundle, with their event times and properties, filtered by the
+// queries' predicates (WHERE, WITHIN). Matcher finds the vertex-level matches
+// on the graph of pairs; the Binder expands each into its transfer-level
+// matches.
+//
+// Exactness: the store renews every pair whose transfers changed (it enters
+// ΔE deleted and inserted), so every vertex map whose transfer-level matches
+// changed is reported by Matcher with sign - (it held before) and + (it holds
+// after). For sign + the Binder emits the assignments of transfers present
+// after the batch that satisfy the predicates and include at least one
+// transfer the batch inserted; for sign -, those present before with at least
+// one the batch deleted. Those are exactly ΔM+ and ΔM- restricted to the
+// vertex map: a match of the old and the new graph binds only transfers
+// present throughout. Count mode enumerates the vertex maps and counts their
+// expansions.
+type Binder struct {
+	Matcher Matcher
+	Store   *bundle.Store
+
+	mu   sync.Mutex
+	exps []*expander // per sink worker
+}
+
+// Match computes the transfer-level ΔM+ and ΔM- of every query, as Matcher.Match
+// does for vertex maps. g must have applied the batch through
+// ApplyFolded(batch, b.Store), and the store must not have settled yet.
+func (b *Binder) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, mode Mode, sink BoundSink) ([]Counts, error) {
+	plans, err := b.plan(g, queries)
+	if err != nil {
+		return nil, err
+	}
+	res := make([][2]int64, len(queries))
+	var mu sync.Mutex
+	inner := func(worker, q int, sign graph.Sign, m []graph.VertexID) {
+		x := b.expander(worker)
+		n := x.expand(g, plans[q], sign, false, m, func(tx []bundle.Tx) {
+			if mode == Enumerate {
+				sink(worker, q, sign, m, tx)
+			}
+		})
+		if n == 0 {
+			return
+		}
+		mu.Lock()
+		if sign > 0 {
+			res[q][0] += n
+		} else {
+			res[q][1] += n
+		}
+		mu.Unlock()
+	}
+	if _, err := b.Matcher.Match(g, delta, queries, Enumerate, inner); err != nil {
+		return nil, err
+	}
+	out := make([]Counts, len(queries))
+	for i, r := range res {
+		out[i] = Counts{Positive: r[0], Negative: r[1]}
+	}
+	return out, nil
+}
+
+// Static finds every transfer-level match of each query in g, which must not
+// be pending.
+func (b *Binder) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink BoundSink) ([]int64, error) {
+	plans, err := b.plan(g, queries)
+	if err != nil {
+		return nil, err
+	}
+	res := make([]int64, len(queries))
+	var mu sync.Mutex
+	inner := func(worker, q int, sign graph.Sign, m []graph.VertexID) {
+		x := b.expander(worker)
+		n := x.expand(g, plans[q], sign, true, m, func(tx []bundle.Tx) {
+			if mode == Enumerate {
+				sink(worker, q, sign, m, tx)
+			}
+		})
+		mu.Lock()
+		res[q] += n
+		mu.Unlock()
+	}
+	if _, err := b.Matcher.Static(g, queries, Enumerate, inner); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// Register makes the store keep what queries read: the properties they
+// name, and event times when one reads ts. Register queries before the
+// events they should see: a transfer stored earlier has Null for a property
+// kept later.
+func (b *Binder) Register(queries []*query.Query) {
+	for _, q := range queries {
+		if q.Pred == nil {
+			continue
+		}
+		for _, ref := range q.Pred.Props {
+			switch {
+			case !ref.OnEdge:
+				b.Store.VertexColumn(ref.Name)
+			case ref.Name == "ts":
+				b.Store.KeepTime()
+			case ref.Name != "id":
+				b.Store.EdgeColumn(ref.Name)
+			}
+		}
+	}
+}
+
+func (b *Binder) expander(worker int) *expander {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for len(b.exps) <= worker {
+		b.exps = append(b.exps, &expander{})
+	}
+	return b.exps[worker]
+}
+
+// bindPlan is a query prepared for expansion.
+type bindPlan struct {
+	q      *query.Query
+	store  *bundle.Store
+	binds  []bindInfo
+	vprops []vprop // vertex properties the predicates read
+	// pre are the conjuncts that read no binding; at[k] those whose last
+	// binding is k (multi-binding ones; a single-binding one filters k's
+	// candidates).
+	pre, at [][]int
+	nprops  int
+	// ordered: parallel bindings of one edge take transfers in increasing
+	// slot order, so that an instance is reported once (Instances, no
+	// predicates).
+	ordered bool
+}
+
+type bindInfo struct {
+	edge     int
+	bindable bool
+	props    []eprop
+	filter   []int // single-binding conjuncts
+	same     []int // earlier bindings on the same query edge
+}
+
+type eprop struct {
+	prop int // index into Pred.Props and vals
+	col  int // store column, or colTime / colID
+}
+
+type vprop struct {
+	prop, vertex, col int
+}
+
+const (
+	colTime = -1
+	colID   = -2
+)
+
+func (b *Binder) plan(g *dyngraph.Graph, queries []*query.Query) ([]*bindPlan, error) {
+	plans := make([]*bindPlan, len(queries))
+	for qi, q := range queries {
+		p := &bindPlan{q: q, store: b.Store}
+		if len(q.Bindings) == 0 {
+			return nil, fmt.Errorf("query %s: compiled without bindings", q.Name)
+		}
+		p.ordered = q.Pred == nil && q.Semantics == query.Instances
+		p.at = make([][]int, len(q.Bindings))
+		for k, bd := range q.Bindings {
+			e := q.Edges[bd.Edge]
+			bi := bindInfo{edge: bd.Edge, bindable: e.Label != graph.Wildcard && (e.Directed || !q.Directed)}
+			for j := 0; j < k && bi.bindable; j++ {
+				if q.Bindings[j].Edge == bd.Edge {
+					bi.same = append(bi.same, j)
+				}
+			}
+			p.binds = append(p.binds, bi)
+		}
+		if pr := q.Pred; pr != nil {
+			p.nprops = len(pr.Props)
+			for i, ref := range pr.Props {
+				if !ref.OnEdge {
+					p.vprops = append(p.vprops, vprop{prop: i, vertex: ref.Index, col: b.Store.VertexColumn(ref.Name)})
+					continue
+				}
+				col := colTime
+				switch ref.Name {
+				case "ts":
+				case "id":
+					col = colID
+				default:
+					col = b.Store.EdgeColumn(ref.Name)
+				}
+				bi := &p.binds[ref.Index]
+				if !bi.bindable {
+					return nil, fmt.Errorf("query %s: property %s of a query edge that binds no transfer", q.Name, ref.Name)
+				}
+				bi.props = append(bi.props, eprop{prop: i, col: col})
+			}
+			for ci, c := range pr.Conjuncts {
+				switch {
+				case c.Bindings == 0:
+					p.pre = append(p.pre, []int{ci})
+				case c.Bindings&(c.Bindings-1) == 0:
+					k := trailing(c.Bindings)
+					p.binds[k].filter = append(p.binds[k].filter, ci)
+				default:
+					k := 63 - leading(c.Bindings)
+					p.at[k] = append(p.at[k], ci)
+				}
+			}
+		}
+		plans[qi] = p
+	}
+	return plans, nil
+}
+
+func trailing(x uint64) int {
+	n := 0
+	for x&1 == 0 {
+		x >>= 1
+		n++
+	}
+	return n
+}
+
+func leading(x uint64) int {
+	n := 0
+	for x&(1<<63) == 0 {
+		x <<= 1
+		n++
+	}
+	return n
+}
+
+// expander is one worker's state for expanding vertex maps.
+type expander struct {
+	p       *bindPlan
+	g       *dyngraph.Graph
+	m       []graph.VertexID
+	vals    []graph.Value
+	cand    [][]bundle.Tx
+	changed [][]bool
+	tx      []bundle.Tx
+	emit    func([]bundle.Tx)
+	need    bool // at least one changed transfer is required
+	n       int64
+}
+
+// expand emits the transfer-level matches of vertex map m with sign (static:
+// every assignment in the current graph) and returns their number.
+func (x *expander) expand(g *dyngraph.Graph, p *bindPlan, sign graph.Sign, static bool, m []graph.VertexID, emit func([]bundle.Tx)) int64 {
+	x.p, x.g, x.m, x.emit, x.n = p, g, m, emit, 0
+	x.need = !static
+	nb := len(p.binds)
+	if cap(x.vals) < p.nprops {
+		x.vals = make([]graph.Value, p.nprops)
+	}
+	x.vals = x.vals[:p.nprops]
+	for len(x.cand) < nb {
+		x.cand = append(x.cand, nil)
+		x.changed = append(x.changed, nil)
+	}
+	x.tx = append(x.tx[:0], make([]bundle.Tx, nb)...)
+	for _, vp := range p.vprops {
+		x.vals[vp.prop] = p.store.VertexValue(m[vp.vertex], vp.col)
+	}
+	for _, cs := range p.pre {
+		if !p.q.Pred.Conjuncts[cs[0]].Eval(x.vals) {
+			return 0
+		}
+	}
+	view := bundle.After
+	if sign < 0 {
+		view = bundle.Before
+	}
+	anyChanged := false
+	for k := range p.binds {
+		x.cand[k], x.changed[k] = x.candidates(k, view, sign, x.cand[k][:0], x.changed[k][:0])
+		if len(x.cand[k]) == 0 {
+			return 0
+		}
+		for _, c := range x.changed[k] {
+			anyChanged = anyChanged || c
+		}
+	}
+	if x.need && !anyChanged {
+		return 0
+	}
+	x.walk(0, false)
+	return x.n
+}
+
+// candidates lists binding k's transfers in view that pass its own
+// predicates, and whether the batch changed each.
+func (x *expander) candidates(k int, view bundle.View, sign graph.Sign, out []bundle.Tx, chg []bool) ([]bundle.Tx, []bool) {
+	p := x.p
+	bi := &p.binds[k]
+	e := p.q.Edges[bi.edge]
+	src, dst := x.m[e.A], x.m[e.B]
+	if !bi.bindable {
+		return append(out, NoTransfer), append(chg, x.pairChanged(e, src, dst, sign))
+	}
+	p.store.Each(graph.Edge{Src: src, Dst: dst, Label: e.Label}, view, func(t bundle.Tx, changed bool) bool {
+		x.load(bi, t)
+		for _, ci := range bi.filter {
+			if !p.q.Pred.Conjuncts[ci].Eval(x.vals) {
+				return true
+			}
+		}
+		out = append(out, t)
+		chg = append(chg, changed)
+		return true
+	})
+	return out, chg
+}
+
+// pairChanged says whether the batch flipped the pair-level truth of query
+// edge e between src and dst: absent before for sign +, after for sign -.
+func (x *expander) pairChanged(e query.QEdge, src, dst graph.VertexID, sign graph.Sign) bool {
+	if !x.need {
+		return false
+	}
+	o := x.g.Order()
+	var inOld, inNew bool
+	lists := []dyngraph.Adj{x.g.Out(src)}
+	if x.p.q.Directed && !e.Directed {
+		lists = append(lists, x.g.In(src))
+	}
+	for i := range lists {
+		a, b := o.Probe(&lists[i], dst, e.Label)
+		inOld, inNew = inOld || a, inNew || b
+	}
+	if sign > 0 {
+		return !inOld
+	}
+	return !inNew
+}
+
+// load puts transfer t's values of binding bi into vals.
+func (x *expander) load(bi *bindInfo, t bundle.Tx) {
+	s := x.p.store
+	for _, ep := range bi.props {
+		var v graph.Value
+		switch ep.col {
+		case colTime:
+			if ms := s.Time(t); ms != 0 {
+				v = graph.TimeValue(ms)
+			}
+		case colID:
+			if id := s.ID(t); id != "" {
+				v = graph.StringValue(id)
+			}
+		default:
+			v = s.Value(t, ep.col)
+		}
+		x.vals[ep.prop] = v
+	}
+}
+
+// walk assigns bindings k onwards; changed says whether an earlier binding
+// took a transfer the batch changed.
+func (x *expander) walk(k int, changed bool) {
+	p := x.p
+	if k == len(p.binds) {
+		if changed || !x.need {
+			x.n++
+			x.emit(x.tx)
+		}
+		return
+	}
+	bi := &p.binds[k]
+next:
+	for i, t := range x.cand[k] {
+		for _, j := range bi.same {
+			if x.tx[j] == t || (p.ordered && t < x.tx[j]) {
+				continue next
+			}
+		}
+		x.tx[k] = t
+		if bi.bindable {
+			x.load(bi, t)
+		}
+		for _, ci := range p.at[k] {
+			if !p.q.Pred.Conjuncts[ci].Eval(x.vals) {
+				continue next
+			}
+		}
+		x.walk(k+1, changed || x.changed[k][i])
+	}
+}

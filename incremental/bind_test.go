@@ -1,0 +1,461 @@
+package incremental_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gcsm/gcsm/bundle"
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/incremental"
+	"github.com/gcsm/gcsm/query"
+)
+
+// The transfer oracle: a brute-force model of a multigraph of transfers
+// with ids, times and properties, and of the matches of queries that bind
+// transfers and filter them by predicates. It shares nothing with package
+// bundle or the Binder but the compiled queries (their Bindings and the
+// Eval of their conjuncts, which package query tests on its own).
+
+type oTransfer struct {
+	id     string
+	a, b   graph.VertexID // the pair as the graph keys it (undirected: a < b)
+	label  graph.Label
+	ts     int64
+	amount graph.Value
+}
+
+// content identifies a transfer's version for comparing match sets.
+func (t *oTransfer) content() string {
+	return fmt.Sprintf("%s@%d-%d/%d/%d/%s", t.id, t.a, t.b, t.label, t.ts, t.amount)
+}
+
+type oracle struct {
+	directed bool
+	keepTime bool
+	labels   []graph.Label // vertex labels
+	txs      []*oTransfer
+	country  map[graph.VertexID]graph.Value
+}
+
+func (o *oracle) pairKey(u *graph.Update) (graph.VertexID, graph.VertexID) {
+	a, b := u.Src, u.Dst
+	if !o.directed && a > b {
+		a, b = b, a
+	}
+	return a, b
+}
+
+func (o *oracle) degree(v graph.VertexID) int {
+	n := 0
+	for _, t := range o.txs {
+		if t.a == v || t.b == v {
+			n++
+		}
+	}
+	return n
+}
+
+// apply applies a batch in order and returns the indexes it refused.
+func (o *oracle) apply(batch []graph.Update) map[int]bool {
+	refused := map[int]bool{}
+	bare := map[graph.VertexID]bool{}
+	for _, u := range batch {
+		for _, v := range []graph.VertexID{u.Src, u.Dst} {
+			if _, ok := bare[v]; !ok {
+				bare[v] = o.degree(v) == 0
+			}
+		}
+	}
+	for i := range batch {
+		u := &batch[i]
+		a, b := o.pairKey(u)
+		id := ""
+		if u.Tx != nil {
+			id = u.Tx.ID
+		}
+		onPair := func(t *oTransfer) bool { return t.a == a && t.b == b && t.label == u.Label }
+		if u.Op == graph.Delete {
+			o.txs = slices.DeleteFunc(o.txs, func(t *oTransfer) bool {
+				return onPair(t) && (id == "" || t.id == id)
+			})
+			continue
+		}
+		nt := &oTransfer{id: id, a: a, b: b, label: u.Label}
+		if u.Tx != nil {
+			if o.keepTime {
+				nt.ts = u.Tx.Time
+			}
+			for _, p := range u.Tx.Props {
+				if p.Name == "amount" {
+					nt.amount = p.Value
+				}
+			}
+		}
+		old := -1
+		for j, t := range o.txs {
+			if (id != "" && t.id == id) || (id == "" && onPair(t) && t.id == "") {
+				old = j
+			}
+		}
+		if old >= 0 && !onPair(o.txs[old]) {
+			refused[i] = true
+			continue
+		}
+		for k, props := range [2][]graph.Prop{txProps(u, 0), txProps(u, 1)} {
+			v := [2]graph.VertexID{u.Src, u.Dst}[k]
+			for _, p := range props {
+				if _, set := o.country[v]; !set && bare[v] && p.Name == "country" && p.Value.Kind != graph.Null {
+					o.country[v] = p.Value
+				}
+			}
+		}
+		if old >= 0 {
+			if o.txs[old].content() == nt.content() {
+				continue
+			}
+			o.txs = slices.Delete(o.txs, old, old+1)
+		}
+		o.txs = append(o.txs, nt)
+	}
+	return refused
+}
+
+func txProps(u *graph.Update, end int) []graph.Prop {
+	if u.Tx == nil {
+		return nil
+	}
+	if end == 0 {
+		return u.Tx.SrcProps
+	}
+	return u.Tx.DstProps
+}
+
+// matches lists every match of q as a string: the vertex map and the
+// content of each bound transfer.
+func (o *oracle) matches(q *query.Query) map[string]int {
+	out := map[string]int{}
+	n := q.N()
+	m := make([]graph.VertexID, n)
+	used := map[graph.VertexID]bool{}
+	var place func(u int)
+	place = func(u int) {
+		if u == n {
+			o.bind(q, m, out)
+			return
+		}
+		for v := range graph.VertexID(len(o.labels)) {
+			if used[v] || (q.Labels[u] != graph.Wildcard && q.Labels[u] != o.labels[v]) {
+				continue
+			}
+			used[v], m[u] = true, v
+			place(u + 1)
+			used[v] = false
+		}
+	}
+	place(0)
+	return out
+}
+
+func (o *oracle) transfersOf(q *query.Query, e query.QEdge, m []graph.VertexID) []*oTransfer {
+	a, b := m[e.A], m[e.B]
+	if !q.Directed && a > b {
+		a, b = b, a
+	}
+	var out []*oTransfer
+	for _, t := range o.txs {
+		if t.a == a && t.b == b && t.label == e.Label {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (o *oracle) bind(q *query.Query, m []graph.VertexID, out map[string]int) {
+	nb := len(q.Bindings)
+	cands := make([][]*oTransfer, nb)
+	for k, bd := range q.Bindings {
+		cands[k] = o.transfersOf(q, q.Edges[bd.Edge], m)
+		if len(cands[k]) == 0 {
+			return
+		}
+	}
+	pick := make([]*oTransfer, nb)
+	var rec func(k int)
+	rec = func(k int) {
+		if k == nb {
+			if !o.holds(q, m, pick) {
+				return
+			}
+			var sb strings.Builder
+			fmt.Fprint(&sb, m)
+			for _, t := range pick {
+				sb.WriteString(" " + t.content())
+			}
+			out[sb.String()]++
+			return
+		}
+	next:
+		for _, t := range cands[k] {
+			for j := 0; j < k; j++ {
+				if pick[j] == t {
+					continue next // parallel bindings take distinct transfers
+				}
+			}
+			pick[k] = t
+			rec(k + 1)
+		}
+	}
+	rec(0)
+}
+
+func (o *oracle) holds(q *query.Query, m []graph.VertexID, pick []*oTransfer) bool {
+	if q.Pred == nil {
+		return true
+	}
+	vals := make([]graph.Value, len(q.Pred.Props))
+	for i, r := range q.Pred.Props {
+		switch {
+		case !r.OnEdge:
+			vals[i] = o.country[m[r.Index]]
+		case r.Name == "ts":
+			if ts := pick[r.Index].ts; ts != 0 {
+				vals[i] = graph.TimeValue(ts)
+			}
+		case r.Name == "id":
+			if id := pick[r.Index].id; id != "" {
+				vals[i] = graph.StringValue(id)
+			}
+		case r.Name == "amount":
+			vals[i] = pick[r.Index].amount
+		}
+	}
+	for _, c := range q.Pred.Conjuncts {
+		if !c.Eval(vals) {
+			return false
+		}
+	}
+	return true
+}
+
+// boundKey renders a Binder match as the oracle does.
+func boundKey(s *bundle.Store, q *query.Query, m []graph.VertexID, tx []bundle.Tx, amount int) string {
+	var sb strings.Builder
+	fmt.Fprint(&sb, m)
+	for k, t := range tx {
+		e := q.Edges[q.Bindings[k].Edge]
+		a, b := m[e.A], m[e.B]
+		if !q.Directed && a > b {
+			a, b = b, a
+		}
+		ot := oTransfer{id: s.ID(t), a: a, b: b, label: e.Label, ts: s.Time(t)}
+		if t != bundle.Implicit {
+			ot.amount = s.Value(t, amount)
+		}
+		sb.WriteString(" " + ot.content())
+	}
+	return sb.String()
+}
+
+func diff(after, before map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, n := range after {
+		if d := n - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+var transferQueries = []string{
+	// A time-ordered ring with a large first transfer.
+	`(a:A)-[t1:T]->(b:A)-[t2:T]->(c:A)-[t3:T]->(a) WHERE t1.amount > 2 AND t1.ts < t2.ts AND t2.ts < t3.ts`,
+	// A bare path: every pair of transfers.
+	`(a)-[t1:T]->(b)-[t2:T]->(c)`,
+	// Two parallel transfers, the second larger, within a span.
+	`(a)-[t1:T]->(b), (a)-[t2:T]->(b) WHERE t2.amount > t1.amount WITHIN 5s`,
+	// A vertex property and an id.
+	`(a)-[t:T]->(b:B) WHERE a.country = 'DE' AND t.id <> 'x3'`,
+	// OR and arithmetic across two bindings.
+	`(a)-[t1:T]->(b)<-[t2:T]-(c) WHERE t1.amount + t2.amount >= 7 OR NOT t1.amount < 4`,
+}
+
+// randomTransfers makes a stream over few vertices and ids, so that
+// parallel transfers, replacements, refreshes, moved ids and deletions of
+// one of several transfers all occur.
+func randomTransfers(rng *rand.Rand, n int, labels []graph.Label) []graph.Update {
+	var out []graph.Update
+	countries := []string{"DE", "FR", ""}
+	for range n {
+		src := graph.VertexID(rng.IntN(len(labels)))
+		dst := graph.VertexID(rng.IntN(len(labels)))
+		if src == dst {
+			dst = (dst + 1) % graph.VertexID(len(labels))
+		}
+		u := graph.Update{Op: graph.Insert, Src: src, Dst: dst, Label: 0, SrcLabel: labels[src], DstLabel: labels[dst]}
+		if rng.IntN(4) == 0 {
+			u.Op = graph.Delete
+		}
+		if rng.IntN(5) != 0 {
+			u.Tx = &graph.Transfer{Time: int64(1000 * (1 + rng.IntN(8)))}
+			if rng.IntN(5) != 0 {
+				u.Tx.ID = fmt.Sprintf("x%d", rng.IntN(8))
+			}
+			if rng.IntN(4) != 0 {
+				u.Tx.Props = []graph.Prop{{Name: "amount", Value: graph.NumberValue(float64(rng.IntN(6)))}}
+			}
+			if c := countries[rng.IntN(3)]; c != "" {
+				u.Tx.SrcProps = []graph.Prop{{Name: "country", Value: graph.StringValue(c)}}
+			}
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+func TestBinderAgainstOracle(t *testing.T) {
+	for _, directed := range []bool{true, false} {
+		for seed := range uint64(12) {
+			t.Run(fmt.Sprintf("directed=%v/seed=%d", directed, seed), func(t *testing.T) {
+				checkBinder(t, directed, seed)
+			})
+		}
+	}
+}
+
+func checkBinder(t *testing.T, directed bool, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	dict := graph.NewDict()
+	if dict.Intern("T") != 0 {
+		t.Fatal("edge label T must be 0 for the generator")
+	}
+	labels := make([]graph.Label, 6)
+	for i := range labels {
+		labels[i] = dict.Intern([]string{"A", "B"}[rng.IntN(2)])
+	}
+	var queries []*query.Query
+	for i, text := range transferQueries {
+		p, err := query.ParseCypher(fmt.Sprintf("q%d", i), text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sem := range []query.Semantics{query.Embeddings, query.Instances} {
+			q, err := query.Compile(p, dict, directed, sem)
+			if err != nil {
+				t.Fatal(err)
+			}
+			queries = append(queries, q)
+		}
+	}
+	g, err := dyngraph.New(dyngraph.Options{Directed: directed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	store := bundle.New(directed)
+	b := &incremental.Binder{Matcher: &incremental.CPU{Workers: 3}, Store: store}
+	b.Register(queries)
+	amount := store.EdgeColumn("amount")
+	o := &oracle{directed: directed, keepTime: store.KeepsTime(), labels: labels, country: map[graph.VertexID]graph.Value{}}
+
+	before := make([]map[string]int, len(queries))
+	for i, q := range queries {
+		before[i] = o.matches(q)
+	}
+	totals := make([][2]int64, len(queries))
+	for batch := range 30 {
+		upd := randomTransfers(rng, 1+rng.IntN(8), labels)
+		refused := o.apply(upd)
+		delta, rejects, _, err := g.ApplyFolded(upd, store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rejects) != len(refused) {
+			t.Fatalf("batch %d: graph refused %v, oracle %v", batch, rejects, refused)
+		}
+		got := make([][2]map[string]int, len(queries))
+		for i := range got {
+			got[i] = [2]map[string]int{{}, {}}
+		}
+		var mu = make(chan struct{}, 1)
+		sink := func(_, qi int, sign graph.Sign, m []graph.VertexID, tx []bundle.Tx) {
+			mu <- struct{}{}
+			k := boundKey(store, queries[qi], m, tx, amount)
+			if sign > 0 {
+				got[qi][0][k]++
+			} else {
+				got[qi][1][k]++
+			}
+			<-mu
+		}
+		counts, err := b.Match(g, delta, queries, incremental.Enumerate, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc, err := b.Match(g, delta, queries, incremental.Count, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		store.Settle()
+		g.Reorganize()
+		for i, q := range queries {
+			after := o.matches(q)
+			plus, minus := diff(after, before[i]), diff(before[i], after)
+			if q.Semantics == query.Instances && q.Pred == nil {
+				// Instances report one map per automorphism class: the
+				// embeddings (the query before) are |Aut| times as many.
+				if a := int64(q.Automorphisms); counts[i].Positive*a != counts[i-1].Positive || counts[i].Negative*a != counts[i-1].Negative {
+					t.Fatalf("batch %d %s: instances %v × %d automorphisms, embeddings %v", batch, q.Name, counts[i], a, counts[i-1])
+				}
+				before[i] = after
+				continue
+			}
+			if fmt.Sprint(plus) != fmt.Sprint(got[i][0]) || fmt.Sprint(minus) != fmt.Sprint(got[i][1]) {
+				t.Fatalf("batch %d %s (%v): \nΔM+ got  %v\n     want %v\nΔM- got  %v\n     want %v\nupdates %s",
+					batch, q.Name, q.Semantics, got[i][0], plus, got[i][1], minus, show(upd))
+			}
+			if counts[i] != cc[i] || counts[i].Positive != int64(sum(plus)) || counts[i].Negative != int64(sum(minus)) {
+				t.Fatalf("batch %d %s: counts %v (count mode %v), want +%d -%d", batch, q.Name, counts[i], cc[i], sum(plus), sum(minus))
+			}
+			before[i] = after
+			totals[i][0] += counts[i].Positive
+			totals[i][1] += counts[i].Negative
+		}
+	}
+	t.Logf("ΔM+ and ΔM- per query over the stream: %v", totals)
+	// The static matcher finds the oracle's matches of the final graph.
+	static, err := b.Static(g, queries, incremental.Count, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range queries {
+		if q.Semantics == query.Instances && q.Pred == nil {
+			continue
+		}
+		if want := sum(o.matches(q)); static[i] != int64(want) {
+			t.Errorf("static %s: %d matches, want %d", q.Name, static[i], want)
+		}
+	}
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, c := range m {
+		n += c
+	}
+	return n
+}
+
+func show(us []graph.Update) string {
+	var sb strings.Builder
+	for _, u := range us {
+		fmt.Fprintf(&sb, "\n  %v %d->%d", u.Op, u.Src, u.Dst)
+		if u.Tx != nil {
+			fmt.Fprintf(&sb, " %+v", *u.Tx)
+		}
+	}
+	return sb.String()
+}
