@@ -23,12 +23,22 @@ type Source struct {
 // Binding is one query vertex's name and the external id of the data vertex it matched.
 type Binding struct{ Var, ID string }
 
+// Transfer is the edge a query edge's variable bound, for queries over
+// parallel transfers (package bundle): the variable, the transfer's id ("" for
+// an edge sent without one) and its event time ("" when unknown).
+type Transfer struct {
+	Var  string `json:"var"`
+	ID   string `json:"id"`
+	Time string `json:"ts,omitempty"`
+}
+
 // Event is one match delta, as docs/operations.md ("Kafka") describes it.
 type Event struct {
 	Query     string
 	Change    string      // Appeared or Disappeared
 	Match     []Binding   // in query-vertex order; marshalled as a JSON object in this order
 	Edges     [][3]string // [src id, dst id, edge label] per query edge, in query-edge order
+	Transfers []Transfer  // per binding of a query over transfers; nil omits the field
 	Batch     uint64
 	EventTime string  // RFC 3339 (UTC, millisecond precision), "" omits the field
 	Source    *Source // nil omits the field (e.g. deletions made by window expiry)
@@ -43,8 +53,8 @@ func (e Event) MarshalJSON() ([]byte, error) {
 }
 
 // AppendJSON appends e as one JSON object, without a newline, to dst and returns the extended buffer. The
-// keys come in the order "query", "change", "match", "edges", "batch", "event_time", "source", "initial",
-// "key"; "event_time", "source" and "initial" are left out when empty. Match is an object whose members keep
+// keys come in the order "query", "change", "match", "edges", "transfers", "batch", "event_time", "source",
+// "initial", "key"; "transfers", "event_time", "source" and "initial" are left out when empty. Match is an object whose members keep
 // the order of e.Match. Strings are escaped as encoding/json escapes them with SetEscapeHTML(false): invalid
 // UTF-8 becomes U+FFFD, so the output is always valid JSON.
 //
@@ -78,7 +88,27 @@ func AppendJSON(dst []byte, e *Event) []byte {
 		dst = jsonstr.Append(dst, edge[2])
 		dst = append(dst, ']')
 	}
-	dst = append(dst, `],"batch":`...)
+	dst = append(dst, ']')
+	if len(e.Transfers) > 0 {
+		dst = append(dst, `,"transfers":[`...)
+		for i := range e.Transfers {
+			t := &e.Transfers[i]
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"var":`...)
+			dst = jsonstr.Append(dst, t.Var)
+			dst = append(dst, `,"id":`...)
+			dst = jsonstr.Append(dst, t.ID)
+			if t.Time != "" {
+				dst = append(dst, `,"ts":`...)
+				dst = jsonstr.Append(dst, t.Time)
+			}
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	dst = append(dst, `,"batch":`...)
 	dst = strconv.AppendUint(dst, e.Batch, 10)
 	if e.EventTime != "" {
 		dst = append(dst, `,"event_time":`...)

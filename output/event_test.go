@@ -14,6 +14,7 @@ type wireEvent struct {
 	Change    string       `json:"change"`
 	Match     orderedMatch `json:"match"`
 	Edges     [][3]string  `json:"edges"`
+	Transfers []Transfer   `json:"transfers"`
 	Batch     uint64       `json:"batch"`
 	EventTime string       `json:"event_time"`
 	Source    *Source      `json:"source"`
@@ -81,6 +82,9 @@ func wantWire(e *Event) wireEvent {
 	}
 	for _, ed := range e.Edges {
 		w.Edges = append(w.Edges, [3]string{sanitize(ed[0]), sanitize(ed[1]), sanitize(ed[2])})
+	}
+	for _, t := range e.Transfers {
+		w.Transfers = append(w.Transfers, Transfer{sanitize(t.Var), sanitize(t.ID), sanitize(t.Time)})
 	}
 	if e.Source != nil {
 		s := *e.Source
@@ -255,6 +259,10 @@ func FuzzAppendJSON(f *testing.F) {
 		}
 		if hasSource {
 			e.Source = &Source{Topic: topic, Partition: partition, FromOffset: from, ToOffset: to}
+		}
+		if initial {
+			// Reuse the fuzzed strings for the transfers of a query over them.
+			e.Transfers = []Transfer{{Var: var1, ID: id1, Time: eventTime}, {Var: var2, ID: id2}}
 		}
 		checkRoundTrip(t, &e)
 	})

@@ -10,7 +10,7 @@ import (
 // UnmarshalJSON decodes the object that AppendJSON writes, for consumers of the output topic such as gcsm
 // tail. "query", "change", "match" and "key" are required, and "match" must keep its members' order, which
 // a Go map would lose; members that this version does not know are ignored, so that an older reader can
-// read a newer writer's events. An empty "edges" decodes as nil, so that decoding what AppendJSON wrote
+// read a newer writer's events. An empty "edges" or "transfers" decodes as nil, so that decoding what AppendJSON wrote
 // gives back an equal Event.
 func (e *Event) UnmarshalJSON(data []byte) error {
 	var w struct {
@@ -18,6 +18,7 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 		Change    *string         `json:"change"`
 		Match     json.RawMessage `json:"match"`
 		Edges     [][3]string     `json:"edges"`
+		Transfers []Transfer      `json:"transfers"`
 		Batch     uint64          `json:"batch"`
 		EventTime string          `json:"event_time"`
 		Source    *Source         `json:"source"`
@@ -42,8 +43,11 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 	if len(w.Edges) == 0 {
 		w.Edges = nil
 	}
+	if len(w.Transfers) == 0 {
+		w.Transfers = nil
+	}
 	*e = Event{
-		Query: *w.Query, Change: *w.Change, Match: match, Edges: w.Edges, Batch: w.Batch,
+		Query: *w.Query, Change: *w.Change, Match: match, Edges: w.Edges, Transfers: w.Transfers, Batch: w.Batch,
 		EventTime: w.EventTime, Source: w.Source, Initial: w.Initial, Key: *w.Key,
 	}
 	return nil
