@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"unicode/utf8"
 
@@ -328,8 +329,25 @@ func appendValue(dst []byte, v graph.Value) []byte {
 		return strconv.AppendBool(dst, v.Num != 0)
 	case graph.Number, graph.Time:
 		if f := v.Num; f-f == 0 { // neither NaN nor infinite
-			return strconv.AppendFloat(dst, f, 'g', -1, 64)
+			return appendNumber(dst, f)
 		}
 	}
 	return append(dst, "null"...)
+}
+
+// appendNumber writes f as encoding/json does: the shortest decimal that
+// reads back as f, with an exponent only below 1e-6 and from 1e21 on, so
+// that amounts read as people write them.
+func appendNumber(dst []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if n := len(dst); format == 'e' && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+		// e-07 becomes e-7.
+		dst[n-2] = dst[n-1]
+		dst = dst[:n-1]
+	}
+	return dst
 }
