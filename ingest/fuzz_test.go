@@ -24,6 +24,8 @@ var fuzzSeeds = []struct {
 	{"1,2,-1,5\n,\n", FormatSNAP},
 	{`{"op":"+","src":1,"dst":"b","ts":"2024-06-01T12:00:00Z"}` + "\n" + `{"op":"vertex","id":2,"label":3}`, FormatJSON},
 	{`{"op":"-","src":"\u00e9","dst":2,"ts":5}` + "\n[]\n{\n", FormatAuto},
+	{`{"op":"+","src":1,"dst":2,"id":"t","props":{"a":1,"a":null}}` + "\n" + `{"op":"+","src":1,"dst":2,"src_props":{"c":true}}` +
+		"\n" + `{"op":"vertex","id":3,"label":"A","props":{"a":"DE"}}` + "\n" + `{"op":"+","src":1,"dst":2,"props":{"n":[1]}}`, FormatJSON},
 	{"\xef\xbb\xbf% x\n\n1 1\n", FormatAuto},
 }
 
@@ -84,7 +86,7 @@ func FuzzReader(f *testing.F) {
 		f.Add(s.data, int(s.format))
 	}
 	f.Fuzz(func(t *testing.T, data string, format int) {
-		opts := Options{Format: Format(uint(format) % uint(FormatJSON+1)), File: "fuzz", MaxLineBytes: 64}
+		opts := Options{Format: Format(uint(format) % uint(FormatJSON+1)), File: "fuzz", MaxLineBytes: 64, Keep: fuzzKeep}
 		want, _ := readResults(t, data, opts, bufSize)
 		got, _ := readResults(t, data, opts, 16)
 		if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -119,17 +121,19 @@ func FuzzReader(f *testing.F) {
 }
 
 // FuzzResolve resolves arbitrary records: the update must name what the
-// record does, and a refused record must leave the dictionaries alone.
+// record does, and a refused record must leave the dictionaries alone. An
+// edge update has a Tx exactly when the record has an ID or KeepTime is
+// set.
 func FuzzResolve(f *testing.F) {
-	f.Add(uint8(graph.Insert), "1", "2", "", "", "")
-	f.Add(uint8(graph.Delete), "a", "07", "x", "A", "B")
-	f.Add(uint8(graph.Insert), "5", "5", "0", "", "")
-	f.Add(uint8(graph.AddVertex), "3", "", "", "L", "")
-	f.Add(uint8(graph.AddVertex), "3", "", "", "", "")
-	f.Add(uint8(0), "1", "2", "", "", "")
-	f.Fuzz(func(t *testing.T, op uint8, src, dst, label, srcLabel, dstLabel string) {
-		res := &Resolver{IDs: graph.NewIDs(), Labels: graph.NewDict(), DefaultEdgeLabel: "def"}
-		rec := Record{Op: graph.Op(op), Src: src, Dst: dst, Label: label, SrcLabel: srcLabel, DstLabel: dstLabel, Line: 1}
+	f.Add(uint8(graph.Insert), "1", "2", "", "", "", "", false)
+	f.Add(uint8(graph.Delete), "a", "07", "x", "A", "B", "tx-1", false)
+	f.Add(uint8(graph.Insert), "5", "5", "0", "", "", "", true)
+	f.Add(uint8(graph.AddVertex), "3", "", "", "L", "", "", true)
+	f.Add(uint8(graph.AddVertex), "3", "", "", "", "", "", false)
+	f.Add(uint8(0), "1", "2", "", "", "", "", false)
+	f.Fuzz(func(t *testing.T, op uint8, src, dst, label, srcLabel, dstLabel, id string, keepTime bool) {
+		res := &Resolver{IDs: graph.NewIDs(), Labels: graph.NewDict(), DefaultEdgeLabel: "def", KeepTime: keepTime}
+		rec := Record{Op: graph.Op(op), Src: src, Dst: dst, Label: label, SrcLabel: srcLabel, DstLabel: dstLabel, ID: id, Time: 9, Line: 1}
 		u, err := res.Resolve(rec)
 		edge := rec.Op == graph.Insert || rec.Op == graph.Delete
 		if loop := edge && src != "" && src == dst; loop != errors.Is(err, ErrSelfLoop) {
@@ -155,7 +159,13 @@ func FuzzResolve(f *testing.F) {
 			t.Fatalf("Resolve(%+v) = %+v", rec, u)
 		}
 		if !edge {
+			if u.Tx != nil {
+				t.Fatalf("Resolve(%+v): a Tx for a vertex without properties", rec)
+			}
 			return
+		}
+		if want := id != "" || keepTime; (u.Tx != nil) != want || want && (u.Tx.ID != id || u.Tx.Time != 9) {
+			t.Fatalf("Resolve(%+v) with KeepTime %v: Tx %+v", rec, keepTime, u.Tx)
 		}
 		wantLabel := label
 		if wantLabel == "" {

@@ -3,7 +3,6 @@ package ingest
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -33,10 +32,13 @@ const (
 	keySrcLabel
 	keyDstLabel
 	keyTS
+	keyProps
+	keySrcProps
+	keyDstProps
 	numKeys
 )
 
-var jsonKeys = [numKeys]string{"op", "id", "src", "dst", "label", "src_label", "dst_label", "ts"}
+var jsonKeys = [numKeys]string{"op", "id", "src", "dst", "label", "src_label", "dst_label", "ts", "props", "src_props", "dst_props"}
 
 // maxScanDepth bounds the nesting the scanner follows in values gcsm
 // ignores; deeper input goes to encoding/json, which allows 10000 levels.
@@ -56,6 +58,9 @@ type jsonRaw struct {
 	SrcLabel json.RawMessage `json:"src_label"`
 	DstLabel json.RawMessage `json:"dst_label"`
 	TS       json.RawMessage `json:"ts"`
+	Props    json.RawMessage `json:"props"`
+	SrcProps json.RawMessage `json:"src_props"`
+	DstProps json.RawMessage `json:"dst_props"`
 }
 
 // jsonLine parses objects of FormatJSON. One is kept from line to line, so
@@ -75,6 +80,8 @@ type jsonLine struct {
 	// text gathers the decoded strings of a record, to be copied out in one
 	// allocation.
 	text []byte
+	// pending are the kept properties of the record.
+	pending []pendingProp
 }
 
 // absent reports whether a field was left out or set to null.
@@ -82,7 +89,7 @@ func absent(raw []byte) bool { return len(raw) == 0 || string(raw) == "null" }
 
 // parseJSON reads a line of FormatJSON.
 func (r *Reader) parseJSON(line []byte) (Record, bool, *LineError) {
-	rec, err := r.js.parse(line)
+	rec, err := r.js.parse(line, r.opts.Keep)
 	if err != nil {
 		return Record{}, false, r.errorf("%s", err.Detail)
 	}
@@ -90,9 +97,9 @@ func (r *Reader) parseJSON(line []byte) (Record, bool, *LineError) {
 	return rec, true, nil
 }
 
-// parse parses one trimmed, non-blank line holding a JSON object. The
-// record has Line 0.
-func (j *jsonLine) parse(line []byte) (Record, *DecodeError) {
+// parse parses one trimmed, non-blank line holding a JSON object, keeping
+// the properties that keep names. The record has Line 0.
+func (j *jsonLine) parse(line []byte, keep *PropFilter) (Record, *DecodeError) {
 	if line[0] != '{' {
 		return Record{}, decodeErrorf(ReasonJSON, "expected a JSON object, got %s", quote(line))
 	}
@@ -101,7 +108,7 @@ func (j *jsonLine) parse(line []byte) (Record, *DecodeError) {
 			return Record{}, err
 		}
 	}
-	rec, err := j.record()
+	rec, err := j.record(keep)
 	j.buf = nil // let the caller's buffer go
 	return rec, err
 }
@@ -112,12 +119,13 @@ func (j *jsonLine) unmarshal(line []byte) *DecodeError {
 	r := &j.raw
 	r.Op, r.ID, r.Src, r.Dst = r.Op[:0], r.ID[:0], r.Src[:0], r.Dst[:0]
 	r.Label, r.SrcLabel, r.DstLabel, r.TS = r.Label[:0], r.SrcLabel[:0], r.DstLabel[:0], r.TS[:0]
+	r.Props, r.SrcProps, r.DstProps = r.Props[:0], r.SrcProps[:0], r.DstProps[:0]
 	if err := json.Unmarshal(line, r); err != nil {
 		return decodeErrorf(ReasonJSON, "invalid JSON: %v", err)
 	}
 	j.slow = j.slow[:0]
 	j.plain = [numKeys]bool{}
-	for k, v := range [numKeys][]byte{r.Op, r.ID, r.Src, r.Dst, r.Label, r.SrcLabel, r.DstLabel, r.TS} {
+	for k, v := range [numKeys][]byte{r.Op, r.ID, r.Src, r.Dst, r.Label, r.SrcLabel, r.DstLabel, r.TS, r.Props, r.SrcProps, r.DstProps} {
 		start := len(j.slow)
 		j.slow = append(j.slow, v...)
 		j.val[k] = span{start, len(j.slow)}
@@ -129,7 +137,7 @@ func (j *jsonLine) unmarshal(line []byte) *DecodeError {
 func (j *jsonLine) value(k int) []byte { return j.buf[j.val[k].start:j.val[k].end] }
 
 // record makes a Record of the values found by scan or unmarshal.
-func (j *jsonLine) record() (Record, *DecodeError) {
+func (j *jsonLine) record(keep *PropFilter) (Record, *DecodeError) {
 	var rec Record
 	switch op := j.value(keyOp); string(op) {
 	case `"+"`, `"insert"`:
@@ -154,8 +162,8 @@ func (j *jsonLine) record() (Record, *DecodeError) {
 	}
 	// The names, in the order in which they are checked, and where they go.
 	var (
-		names [5]span
-		dsts  [5]*string
+		names [6]span
+		dsts  [6]*string
 		n     int
 	)
 	add := func(sp span, dst *string) { names[n], dsts[n] = sp, dst; n++ }
@@ -171,7 +179,7 @@ func (j *jsonLine) record() (Record, *DecodeError) {
 		add(src, &rec.Src)
 		add(label, &rec.SrcLabel)
 	} else {
-		var src, dst, label, srcLabel, dstLabel span
+		var src, dst, label, srcLabel, dstLabel, id span
 		if src, err = j.required(keySrc, "src"); err == nil {
 			dst, err = j.required(keyDst, "dst")
 		}
@@ -184,11 +192,18 @@ func (j *jsonLine) record() (Record, *DecodeError) {
 		if err == nil {
 			dstLabel, err = j.name(keyDstLabel, "dst_label")
 		}
+		if err == nil {
+			id, err = j.name(keyID, "id")
+		}
 		add(src, &rec.Src)
 		add(dst, &rec.Dst)
 		add(label, &rec.Label)
 		add(srcLabel, &rec.SrcLabel)
 		add(dstLabel, &rec.DstLabel)
+		add(id, &rec.ID)
+	}
+	if err == nil {
+		err = j.props(rec.Op, keep)
 	}
 	if err != nil {
 		// A bad time is reported first, as encoding/json's order of keys
@@ -210,6 +225,7 @@ func (j *jsonLine) record() (Record, *DecodeError) {
 	for i, sp := range names[:n] {
 		*dsts[i] = s[sp.start:sp.end]
 	}
+	j.takeProps(&rec, s)
 	return rec, nil
 }
 
@@ -256,21 +272,26 @@ func (j *jsonLine) name(k int, key string) (span, *DecodeError) {
 
 // appendString decodes the JSON string literal of key k into j.text.
 func (j *jsonLine) appendString(k int, key string) (span, *DecodeError) {
+	return j.appendLiteral(j.value(k), j.plain[k], valueRef{key: key})
+}
+
+// appendLiteral decodes the JSON string literal raw, of the value ref, into
+// j.text; plain says that raw is known to be ASCII without escapes.
+func (j *jsonLine) appendLiteral(raw []byte, plain bool, ref valueRef) (span, *DecodeError) {
 	start := len(j.text)
-	raw := j.value(k)
 	// Most strings have no escapes: copy them without a trip through the
 	// decoder. (The syntax has been checked already.)
-	if body := raw[1 : len(raw)-1]; j.plain[k] || bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+	if body := raw[1 : len(raw)-1]; plain || bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
 		j.text = append(j.text, body...)
 		return span{start, len(j.text)}, nil
 	}
 	// encoding/json would make U+FFFD of what is not UTF-8; refuse it here.
-	if err := checkJSONString(key, raw[1:len(raw)-1]); err != nil {
+	if err := checkJSONString(ref, raw[1:len(raw)-1]); err != nil {
 		return span{}, err
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return span{}, decodeErrorf(ReasonJSON, "field %q: %v", key, err)
+		return span{}, decodeErrorf(ReasonJSON, "%v: %v", ref, err)
 	}
 	j.text = append(j.text, s...)
 	return span{start, len(j.text)}, nil
@@ -282,10 +303,10 @@ func (j *jsonLine) appendString(k int, key string) (span, *DecodeError) {
 // and low pair. RFC 8259 leaves lone surrogates to the implementation;
 // gcsm refuses them because encoding/json decodes each to U+FFFD, and
 // "a\ud800" and "a\udbff" would then be one vertex.
-func checkJSONString(key string, body []byte) *DecodeError {
+func checkJSONString(ref valueRef, body []byte) *DecodeError {
 	// Escapes are ASCII, so bytes that are not UTF-8 are raw ones.
 	if !utf8.Valid(body) {
-		return checkUTF8(fmt.Sprintf("field %q", key), body)
+		return checkUTF8(ref.String(), body)
 	}
 	for i := 0; i < len(body); i++ {
 		if body[i] != '\\' {
@@ -306,7 +327,7 @@ func checkJSONString(key string, body []byte) *DecodeError {
 				continue
 			}
 		}
-		return decodeErrorf(ReasonInvalidUTF8, "field %q is not valid UTF-8: \\u%04x is half of a surrogate pair", key, r)
+		return decodeErrorf(ReasonInvalidUTF8, "%v is not valid UTF-8: \\u%04x is half of a surrogate pair", ref, r)
 	}
 	return nil
 }
@@ -439,6 +460,12 @@ func keyIndex(key []byte) int {
 		return keyDstLabel
 	case "ts":
 		return keyTS
+	case "props":
+		return keyProps
+	case "src_props":
+		return keySrcProps
+	case "dst_props":
+		return keyDstProps
 	}
 	for _, name := range jsonKeys {
 		// Both are ASCII, so EqualFold's Unicode folding is ASCII's.

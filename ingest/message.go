@@ -29,12 +29,15 @@ const (
 	ReasonUnknownOp = "unknown_op"
 	// ReasonBadTime: "ts" is neither an RFC 3339 string nor an integer.
 	ReasonBadTime = "bad_time"
-	// ReasonBadValue: an id or a label is neither a string nor an integer.
+	// ReasonBadValue: an id or a label is neither a string nor an integer,
+	// or a property value is not a number (within a float64's range), a
+	// string, a boolean or null, or a property field is not an object.
 	ReasonBadValue = "bad_value"
 	// ReasonCSM: the value is not a CSM line (e, +e, -e or v).
 	ReasonCSM = "csm"
-	// ReasonInvalidUTF8: an id, a label, the op or the time is not valid
-	// UTF-8, or is a JSON string with a \u escape of half a surrogate pair.
+	// ReasonInvalidUTF8: an id, a label, the op, the time or a property's
+	// name or string value is not valid UTF-8, or is a JSON string with a
+	// \u escape of half a surrogate pair.
 	// Such names are refused, not repaired: encoding/json would turn every
 	// bad sequence into U+FFFD and so make one vertex of distinct ids.
 	ReasonInvalidUTF8 = "invalid_utf8"
@@ -84,6 +87,10 @@ type Decoder struct {
 	// MaxBytes is the longest value accepted; 0 means 1 MiB. Longer values
 	// are refused with ReasonOversized before they are looked at.
 	MaxBytes int
+	// Keep names the properties that records keep; nil keeps none. It is
+	// read at each Decode, so a service may set it before each batch from
+	// the filter of its current queries.
+	Keep *PropFilter
 
 	fields []span
 	js     jsonLine
@@ -91,7 +98,8 @@ type Decoder struct {
 
 // Decode decodes one value. A failure is a *DecodeError. The Record has
 // Line 0; its strings share one allocation (a CSM line with leading zeros
-// in an id takes another) and none refers to value.
+// in an id takes another), its kept properties' lists share a second, and
+// none refers to value.
 //
 // Decode checks syntax only, like the Reader: self-loops and deletions of
 // absent edges are for the consumer to judge.
@@ -127,7 +135,7 @@ func (d *Decoder) decode(value []byte) (Record, *DecodeError) {
 	}
 	switch format {
 	case FormatJSON:
-		return d.js.parse(line)
+		return d.js.parse(line, d.Keep)
 	case FormatCSM:
 		rec, ok, err := parseCSM(line, &d.fields)
 		if err == nil && !ok {
@@ -154,10 +162,13 @@ func trimValue(b []byte) []byte {
 // AppendEvent appends rec to dst as one JSON input event, without a
 // newline, and returns the extended slice. It is the inverse of Decode:
 // for every Record r that Decode returns, Decode(AppendEvent(nil, r))
-// returns r again. Ids and labels are written as strings, labels only when
-// given, "ts" as unix milliseconds when rec.Time is not 0. A vertex record
-// is {"op":"vertex","id":…,"label":…}. Bytes of rec's strings that are not
-// UTF-8 become U+FFFD, as they do in encoding/json.
+// returns r again (with the Decoder's PropFilter). Ids and labels are
+// written as strings, labels and the edge's "id" only when given, "ts" as
+// unix milliseconds when rec.Time is not 0, and each list of properties as
+// an object when it is not empty. A vertex record is
+// {"op":"vertex","id":…,"label":…}, with its SrcProps as "props". Bytes of
+// rec's strings that are not UTF-8 become U+FFFD, as they do in
+// encoding/json.
 func AppendEvent(dst []byte, rec Record) []byte {
 	dst = append(dst, `{"op":`...)
 	switch rec.Op {
@@ -166,7 +177,9 @@ func AppendEvent(dst []byte, rec Record) []byte {
 		dst = jsonstr.Append(dst, rec.Src)
 		dst = append(dst, `,"label":`...)
 		dst = jsonstr.Append(dst, rec.SrcLabel)
-		return appendTS(dst, rec.Time)
+		dst = appendTS(dst, rec.Time)
+		dst = appendProps(dst, "props", rec.SrcProps)
+		return append(dst, '}')
 	case graph.Insert:
 		dst = append(dst, `"+"`...)
 	case graph.Delete:
@@ -180,21 +193,25 @@ func AppendEvent(dst []byte, rec Record) []byte {
 	dst = append(dst, `,"dst":`...)
 	dst = jsonstr.Append(dst, rec.Dst)
 	for _, f := range [...]struct{ key, val string }{
-		{`,"label":`, rec.Label}, {`,"src_label":`, rec.SrcLabel}, {`,"dst_label":`, rec.DstLabel},
+		{`,"label":`, rec.Label}, {`,"src_label":`, rec.SrcLabel}, {`,"dst_label":`, rec.DstLabel}, {`,"id":`, rec.ID},
 	} {
 		if f.val != "" {
 			dst = append(dst, f.key...)
 			dst = jsonstr.Append(dst, f.val)
 		}
 	}
-	return appendTS(dst, rec.Time)
+	dst = appendTS(dst, rec.Time)
+	dst = appendProps(dst, "props", rec.Props)
+	dst = appendProps(dst, "src_props", rec.SrcProps)
+	dst = appendProps(dst, "dst_props", rec.DstProps)
+	return append(dst, '}')
 }
 
-// appendTS ends an event: its "ts" when it has one, then the brace.
+// appendTS writes an event's "ts" when it has one.
 func appendTS(dst []byte, ms int64) []byte {
 	if ms != 0 {
 		dst = append(dst, `,"ts":`...)
 		dst = strconv.AppendInt(dst, ms, 10)
 	}
-	return append(dst, '}')
+	return dst
 }

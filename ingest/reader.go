@@ -44,7 +44,23 @@ const (
 	// JSON strings or integers. A string with bytes that are not UTF-8, or
 	// with a \u escape of a lone surrogate, is refused: encoding/json would
 	// make U+FFFD of either. ts is optional: an RFC 3339 string or an
-	// integer of unix milliseconds. Other fields are ignored.
+	// integer of unix milliseconds.
+	//
+	// An edge event may name its own edge with "id" (a string or an
+	// integer), one of many parallel edges between its endpoints, and give
+	// properties: "props" are the edge's, "src_props" and "dst_props" its
+	// endpoints', and a vertex event's "props" are the vertex's:
+	//
+	//	{"op":"+","src":"acct:1","dst":"acct:2","label":"TRANSFER","id":"tx-981","ts":"2026-11-20T10:00:00Z","props":{"amount":12000,"currency":"EUR"},"src_props":{"country":"DE"}}
+	//
+	// Each is an object whose values are numbers (float64s, which hold
+	// integers exactly up to 2^53), strings and booleans; null is no value.
+	// A nested object or array, a number beyond the range of a float64 and
+	// a string that is not UTF-8 are refused, whether or not the property
+	// is kept (Options.Keep), so that which events are refused does not
+	// depend on the standing queries. A property named twice in an object
+	// keeps its last value, as a key given twice in the event does. Other
+	// fields are ignored.
 	FormatJSON
 )
 
@@ -74,6 +90,9 @@ type Options struct {
 	// MaxLineBytes is the longest line accepted, its terminator excluded;
 	// 0 means 1 MiB. Longer lines are malformed.
 	MaxLineBytes int
+	// Keep names the properties of FormatJSON events that records keep;
+	// nil keeps none.
+	Keep *PropFilter
 }
 
 const (

@@ -18,8 +18,16 @@ type Record struct {
 	Label    string // edge label
 	SrcLabel string // for AddVertex, the vertex's label
 	DstLabel string
-	Time     int64 // unix milliseconds; 0 if the input has no time
-	Line     int   // 1-based line in the source
+	// ID names an edge event's own edge, one of the parallel edges of its
+	// endpoints; empty if the event gives none. Vertex events have none.
+	ID   string
+	Time int64 // unix milliseconds; 0 if the input has no time
+	Line int   // 1-based line in the source
+	// Props are the edge's properties and SrcProps and DstProps its
+	// endpoints' (for AddVertex, SrcProps are the vertex's), in the order
+	// given: those that the reader's PropFilter keeps, each named once and
+	// none Null. They are nil when there are none.
+	Props, SrcProps, DstProps []graph.Prop
 }
 
 // Resolver interns the strings of Records into a graph's dictionaries. IDs and
@@ -31,6 +39,10 @@ type Resolver struct {
 	// DefaultEdgeLabel is the label name of edges read without one. CSM files
 	// label their edges "0", so "0" lets SNAP edges match CSM queries.
 	DefaultEdgeLabel string
+	// KeepTime gives every edge update a Tx with the record's Time, for
+	// queries that read an edge's ts. Without it, an update has a Tx only
+	// when its record has an ID or properties.
+	KeepTime bool
 
 	// recent are the last labels interned: a stream names a few labels
 	// over and over, and the dictionary takes a lock per lookup.
@@ -57,6 +69,11 @@ type Known struct {
 // update must name the vertex and its label. Errors are *LineError with the
 // record's Line and no File, which the caller knows and may fill in.
 //
+// The update's Tx holds the record's ID, Time and properties when it has an
+// ID or properties (a vertex record: properties), or, for an edge, when
+// KeepTime is set; it is nil otherwise. Tx shares rec's strings and
+// property lists.
+//
 // Resolve checks rec before interning anything, so a record refused for what
 // it says adds no vertex or label.
 func (r *Resolver) Resolve(rec Record) (graph.Update, error) {
@@ -76,7 +93,11 @@ func (r *Resolver) ResolveKnown(rec Record, k Known) (graph.Update, error) {
 		if err != nil {
 			return graph.Update{}, err
 		}
-		return graph.Update{Op: rec.Op, Src: id, SrcLabel: r.label(rec.SrcLabel), DstLabel: graph.NoLabel}, nil
+		u := graph.Update{Op: rec.Op, Src: id, SrcLabel: r.label(rec.SrcLabel), DstLabel: graph.NoLabel}
+		if len(rec.SrcProps) > 0 {
+			u.Tx = &graph.Transfer{Time: rec.Time, SrcProps: rec.SrcProps}
+		}
+		return u, nil
 	case graph.Insert, graph.Delete:
 		if rec.Src == "" || rec.Dst == "" {
 			return graph.Update{}, recordError(rec, nil, "edge record needs both endpoints")
@@ -105,9 +126,18 @@ func (r *Resolver) ResolveKnown(rec Record, k Known) (graph.Update, error) {
 			Label:    r.label(label),
 			SrcLabel: r.vertexLabel(rec.SrcLabel),
 			DstLabel: r.vertexLabel(rec.DstLabel),
+			Tx:       r.transfer(rec),
 		}, nil
 	}
 	return graph.Update{}, recordError(rec, nil, "unknown op %v", rec.Op)
+}
+
+// transfer returns the Tx of an edge record, nil when it needs none.
+func (r *Resolver) transfer(rec Record) *graph.Transfer {
+	if rec.ID == "" && len(rec.Props) == 0 && len(rec.SrcProps) == 0 && len(rec.DstProps) == 0 && !r.KeepTime {
+		return nil
+	}
+	return &graph.Transfer{ID: rec.ID, Time: rec.Time, Props: rec.Props, SrcProps: rec.SrcProps, DstProps: rec.DstProps}
 }
 
 func (r *Resolver) vertex(rec Record, name string, k Known, i int) (graph.VertexID, error) {

@@ -75,7 +75,9 @@ func runProduce(args []string, stdout, stderr io.Writer) error {
 	if len(brokers) == 0 {
 		return errors.New("--brokers names no broker")
 	}
-	opts := ingest.Options{Format: format, SkipBad: f.skipBad}
+	// Events are passed on whole: which properties matter is for the
+	// service's queries to say.
+	opts := ingest.Options{Format: format, SkipBad: f.skipBad, Keep: ingest.AllProps()}
 
 	// A first pass reads the whole file before anything is published, so
 	// that a bad line fails the run before half the file is on the topic,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -70,7 +71,7 @@ func produceReadTopic(t *testing.T, broker, topic string) []producedEvent {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out []producedEvent
-	var d ingest.Decoder
+	d := ingest.Decoder{Keep: ingest.AllProps()}
 	for p := range producePartitions {
 		conn, err := kafka.DialLeader(ctx, "tcp", broker, topic, p)
 		if err != nil {
@@ -126,7 +127,7 @@ func produceCheckTopic(t *testing.T, got []producedEvent, want []ingest.Record) 
 		wantBySrc[rec.Src] = append(wantBySrc[rec.Src], rec)
 	}
 	for src, recs := range wantBySrc {
-		if !slices.Equal(gotBySrc[src], recs) {
+		if !slices.EqualFunc(gotBySrc[src], recs, func(a, b ingest.Record) bool { return reflect.DeepEqual(a, b) }) {
 			t.Errorf("vertex %s:\n got %+v\nwant %+v", src, gotBySrc[src], recs)
 		}
 	}
@@ -167,6 +168,8 @@ func TestProduce(t *testing.T) {
 {"op":"delete","src":"acct:17","dst":"acct:42","label":"TRANSFER","ts":"2026-11-21T10:00:00.5+01:00"}
 {"op":"insert","src":5,"dst":"acct:\"q\"\u00e9","label":3}
 {"op":"-","src":"acct:9","dst":"acct:17"}
+{"op":"+","src":"acct:1","dst":"acct:2","label":"TRANSFER","id":"tx-981","ts":"2026-11-20T10:00:00Z","props":{"amount":12000.5,"currency":"EUR","flagged":false},"src_props":{"country":"DE"}}
+{"op":"vertex","id":"acct:3","label":"Account","props":{"country":"FR","since":2019}}
 `
 	csv := "src,dst,time\na,b,60\nb,c,61\na,c,62\n"
 	for _, tt := range []struct {
@@ -180,7 +183,8 @@ func TestProduce(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := writeFile(t, t.TempDir(), tt.file, tt.content)
 			topic := "edges-" + tt.name
-			want := produceFileRecords(t, path, ingest.Options{})
+			// Every property is published, whatever a query will read.
+			want := produceFileRecords(t, path, ingest.Options{Keep: ingest.AllProps()})
 			stdout, _ := produceOK(t, "-u", path, "--topic", topic, "--brokers", broker, "--format", tt.format)
 			m := produceSummaryRE.FindStringSubmatch(stdout)
 			if m == nil || m[1] != fmt.Sprint(len(want)) || m[2] != topic {
@@ -311,15 +315,17 @@ func TestProduceBrokerGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c2.Close()
-	kept := map[ingest.Record]int{}
+	// Records hold property lists, so their events stand for them as keys.
+	kept := map[string]int{}
 	for _, e := range produceReadTopic(t, c2.ListenAddrs()[0], "gone") {
-		kept[e.rec]++
+		kept[string(ingest.AppendEvent(nil, e.rec))]++
 	}
 	for i, rec := range want[:acked] {
-		if kept[rec] == 0 {
+		ev := string(ingest.AppendEvent(nil, rec))
+		if kept[ev] == 0 {
 			t.Fatalf("event %d of the acknowledged %d (%+v) is not on the topic", i, acked, rec)
 		}
-		kept[rec]--
+		kept[ev]--
 	}
 
 	// The resume command publishes exactly the rest.
