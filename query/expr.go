@@ -234,6 +234,9 @@ func (t types) String() string {
 // kinds, or 0 where the operation is undefined. The same table decides the
 // static check and the run-time result, so that the two cannot disagree.
 func binaryType(op Op, l, r types) types {
+	if l == 0 || r == 0 {
+		return 0 // null, or a kind that no operator takes
+	}
 	switch op {
 	case OpAnd, OpOr:
 		if l == tBool && r == tBool {
