@@ -81,6 +81,16 @@ func (e *Expr) String() string {
 }
 
 func (e *Expr) format(b *strings.Builder) {
+	if e == nil {
+		b.WriteString("?") // in a malformed tree built in code, which check refuses
+		return
+	}
+	arg := func(i int) *Expr {
+		if i < len(e.Args) {
+			return e.Args[i]
+		}
+		return nil
+	}
 	switch e.Op {
 	case OpLit:
 		switch e.Lit.Kind {
@@ -108,28 +118,28 @@ func (e *Expr) format(b *strings.Builder) {
 		if e.Op == OpNot {
 			b.WriteByte(' ')
 		}
-		e.Args[0].format(b)
+		arg(0).format(b)
 		b.WriteString(")")
 	case OpIsNull, OpNotNull:
 		b.WriteString("(")
-		e.Args[0].format(b)
+		arg(0).format(b)
 		b.WriteString(" " + e.Op.String() + ")")
 	case OpIn:
 		b.WriteString("(")
-		e.Args[0].format(b)
+		arg(0).format(b)
 		b.WriteString(" IN [")
-		for i, a := range e.Args[1:] {
-			if i > 0 {
+		for i := 1; i < len(e.Args); i++ {
+			if i > 1 {
 				b.WriteString(", ")
 			}
-			a.format(b)
+			arg(i).format(b)
 		}
 		b.WriteString("])")
 	default:
 		b.WriteString("(")
-		e.Args[0].format(b)
+		arg(0).format(b)
 		b.WriteString(" " + e.Op.String() + " ")
-		e.Args[1].format(b)
+		arg(1).format(b)
 		b.WriteString(")")
 	}
 }
@@ -224,6 +234,9 @@ func (t types) String() string {
 // kinds, or 0 where the operation is undefined. The same table decides the
 // static check and the run-time result, so that the two cannot disagree.
 func binaryType(op Op, l, r types) types {
+	if l == 0 || r == 0 {
+		return 0 // null, or a kind that no operator takes
+	}
 	switch op {
 	case OpAnd, OpOr:
 		if l == tBool && r == tBool {

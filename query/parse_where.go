@@ -158,12 +158,23 @@ func (c *cypherParser) not() (*Expr, *Error) {
 }
 
 // keyword returns the length of the keyword k if the input starts with it,
-// in any case, or 0.
+// in any case, or 0. A word followed by a dot is a variable, as in not.x,
+// so that a vertex or relationship may have any name.
 func (c *cypherParser) keyword(k string) int {
-	if w := leadingWord(c.src); strings.EqualFold(w, k) {
+	if w := leadingWord(c.src); strings.EqualFold(w, k) && !c.dotAfter(len(w)) {
 		return len(w)
 	}
 	return 0
+}
+
+// dotAfter says whether the first thing after the next n bytes, spaces and
+// comments aside, is a dot.
+func (c *cypherParser) dotAfter(n int) bool {
+	m := c.mark()
+	defer c.reset(m)
+	c.advanceBytes(n)
+	c.skipSpace()
+	return c.peek() == '.'
 }
 
 // comparison returns the comparison operator at the start of the input and
@@ -338,6 +349,7 @@ func (c *cypherParser) primary() (*Expr, *Error) {
 	switch {
 	case w == "":
 		return nil, c.unexpected("a value: a number, a duration, a 'string', true, false, a property such as t1.amount, or '('")
+	case c.dotAfter(len(w)):
 	case strings.EqualFold(w, "TRUE"), strings.EqualFold(w, "FALSE"):
 		c.word()
 		e := c.build(OpLit, start, at)
@@ -355,10 +367,13 @@ func (c *cypherParser) primary() (*Expr, *Error) {
 	}
 	c.skipSpace()
 	var name string
-	if c.peek() == '`' {
+	if nameAt := c.pos(); c.peek() == '`' {
 		var err *Error
 		if name, err = c.quoted("property name"); err != nil {
 			return nil, err
+		}
+		if name == "" {
+			return nil, &Error{Pos: nameAt, Reason: "empty property name"}
 		}
 	} else {
 		name = c.word()
