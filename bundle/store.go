@@ -181,6 +181,20 @@ func (s *Store) VertexColumn(name string) int {
 	return len(s.vcols) - 1
 }
 
+// EdgeColumns and VertexColumns name the properties kept.
+func (s *Store) EdgeColumns() []string { return names(s.cols) }
+
+// VertexColumns names the vertex properties kept.
+func (s *Store) VertexColumns() []string { return names(s.vcols) }
+
+func names(cs []column) []string {
+	out := make([]string, len(cs))
+	for i := range cs {
+		out[i] = cs[i].name
+	}
+	return out
+}
+
 // Kept says whether an edge property (vertex false) or a vertex property
 // (vertex true) is kept.
 func (s *Store) Kept(name string, vertex bool) bool {

@@ -4,13 +4,16 @@ import "github.com/gcsm/gcsm/graph"
 
 // Probe reports whether list a holds neighbour w, with an edge label that
 // label accepts (graph.Wildcard accepts any), before the pending batch
-// (inOld) and after it (inNew). With no label array (a single-label graph)
+// (inOld) and after it (inNew), and whether such an entry is kept: in the
+// list before and after the batch, untouched. An entry can be in the list
+// before and after without being kept when the batch renewed it (deleted
+// and inserted again, dyngraph.Folder): the old and the new edge differ. With no label array (a single-label graph)
 // the label is not checked here: the caller checks it once for the whole
 // graph.
 //
 // Entries of one neighbour are adjacent (lists are sorted by id, then label),
 // so a multi-label run is scanned after one binary search.
-func (o Order) Probe(a *Adj, w uint32, label graph.Label) (inOld, inNew bool) {
+func (o Order) Probe(a *Adj, w uint32, label graph.Label) (inOld, inNew, kept bool) {
 	s := a.Sorted
 	if len(s) > 0 {
 		i, _ := o.Search(s, w)
@@ -20,7 +23,7 @@ func (o Order) Probe(a *Adj, w uint32, label graph.Label) (inOld, inNew bool) {
 			}
 			inOld = true
 			if s[i]&Tombstone == 0 {
-				inNew = true
+				inNew, kept = true, true
 			}
 		}
 	}
@@ -34,7 +37,7 @@ func (o Order) Probe(a *Adj, w uint32, label graph.Label) (inOld, inNew bool) {
 			}
 		}
 	}
-	return inOld, inNew
+	return inOld, inNew, kept
 }
 
 // StandsForFlip decides, for a query edge whose truth between x and y can
@@ -54,7 +57,7 @@ func (g *Graph) StandsForFlip(ch *graph.Change, x, y graph.VertexID, label graph
 	}
 	var inOld, inNew bool
 	for k := 0; k < n; k++ {
-		old, nw := o.Probe(&lists[k], y, label)
+		old, nw, _ := o.Probe(&lists[k], y, label)
 		inOld, inNew = inOld || old, inNew || nw
 	}
 	if (ch.Sign > 0 && inOld) || (ch.Sign < 0 && inNew) {

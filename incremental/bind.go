@@ -354,7 +354,7 @@ func (x *expander) pairChanged(e query.QEdge, src, dst graph.VertexID, sign grap
 		lists = append(lists, x.g.In(src))
 	}
 	for i := range lists {
-		a, b := o.Probe(&lists[i], dst, e.Label)
+		a, b, _ := o.Probe(&lists[i], dst, e.Label)
 		inOld, inNew = inOld || a, inNew || b
 	}
 	if sign > 0 {

@@ -279,6 +279,9 @@ var transferQueries = []string{
 	`(a)-[t1:T]->(b), (a)-[t2:T]->(b) WHERE t2.amount > t1.amount WITHIN 5s`,
 	// A vertex property and an id.
 	`(a)-[t:T]->(b:B) WHERE a.country = 'DE' AND t.id <> 'x3'`,
+	// A bare ring: every map through renewed pairs must be found in both
+	// views.
+	`(a)-[x:T]->(b)-[y:T]->(c)-[z:T]->(a)`,
 	// OR and arithmetic across two bindings.
 	`(a)-[t1:T]->(b)<-[t2:T]-(c) WHERE t1.amount + t2.amount >= 7 OR NOT t1.amount < 4`,
 }

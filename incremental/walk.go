@@ -111,9 +111,12 @@ func (w *walker) loadLists(d int) {
 // check applies constraint i of level d to candidate v.
 func (w *walker) check(d, i int, v uint32) bool {
 	c := &w.plan.Levels[d].Cons[i]
+	if w.nadj[d][i] == 1 && (!w.multi || c.Label != graph.Wildcard) {
+		return w.views[d][i].HoldsEntry(w.ord.Probe(&w.adj[d][i][0], v, c.Label))
+	}
 	var inOld, inNew bool
 	for k := 0; k < w.nadj[d][i]; k++ {
-		o, n := w.ord.Probe(&w.adj[d][i][k], v, c.Label)
+		o, n, _ := w.ord.Probe(&w.adj[d][i][k], v, c.Label)
 		inOld, inNew = inOld || o, inNew || n
 	}
 	return w.views[d][i].Holds(inOld, inNew)
@@ -216,7 +219,7 @@ func (w *walker) countLast(d int) int64 {
 			if lv.Label != graph.Wildcard && w.vl[v] != lv.Label {
 				continue
 			}
-			if o, nw := w.ord.Probe(a, v, graph.Wildcard); vw.Holds(o, nw) {
+			if vw.HoldsEntry(w.ord.Probe(a, v, graph.Wildcard)) {
 				n--
 			}
 		}

@@ -220,8 +220,9 @@ __device__ void label_range(const Graph& g, const uint32_t* ids, uint32_t lo, ui
 }
 
 // probe: does a hold w with an edge label the filter accepts, before the
-// batch (old) and after it (nw)? (incremental/views.go probe)
-__device__ void probe(const Graph& g, const Adj& a, uint32_t w, uint32_t label, bool* old, bool* nw)
+// batch (old) and after it (nw), and untouched by it (kept)? An entry the
+// batch renewed is in both but not kept. (dyngraph/probe.go Probe)
+__device__ void probe(const Graph& g, const Adj& a, uint32_t w, uint32_t label, bool* old, bool* nw, bool* kept)
 {
     if (a.app > 0) {
         uint32_t i = search(g, a.ids, 0, a.app, w);
@@ -230,7 +231,7 @@ __device__ void probe(const Graph& g, const Adj& a, uint32_t w, uint32_t label, 
                 continue;
             *old = true;
             if ((a.ids[i] & TOMB) == 0)
-                *nw = true;
+                *nw = *kept = true;
         }
     }
     if (!*nw && a.n > a.app) {
@@ -244,13 +245,17 @@ __device__ void probe(const Graph& g, const Adj& a, uint32_t w, uint32_t label, 
     }
 }
 
-__device__ __forceinline__ bool holds(uint32_t view, bool old, bool nw)
+// holds applies a view to a probe. A query edge that one data edge stands
+// for (simple) is stable only where that edge is kept; one that several can
+// stand for is stable where some edge is there before and after.
+// (query/views.go Holds, HoldsEntry)
+__device__ __forceinline__ bool holds(uint32_t view, bool old, bool nw, bool kept, bool simple)
 {
     if (view == V_OLD)
         return old;
     if (view == V_NEW)
         return nw;
-    return old && nw;
+    return simple ? kept : old && nw;
 }
 
 struct Walk {
@@ -272,20 +277,25 @@ __device__ __forceinline__ uint32_t cons_view(const Walk& w, const uint32_t* c)
     return w.sign > 0 ? c[C_VPOS] : c[C_VNEG];
 }
 
+__device__ __forceinline__ bool simple_cons(const Walk& w, const uint32_t* c)
+{
+    return c[C_DIR] != D_ANY && (!w.g->multi || c[C_LABEL] != WILDCARD);
+}
+
 __device__ bool check_cons(const Walk& w, const uint32_t* c, uint32_t v)
 {
     uint32_t x = w.m[c[C_FROM]];
-    bool old = false, nw = false;
+    bool old = false, nw = false, kept = false;
     uint32_t dir = c[C_DIR];
     if (dir == D_OUT || dir == D_ANY) {
         Adj a = get_adj(*w.g, x, 0);
-        probe(*w.g, a, v, c[C_LABEL], &old, &nw);
+        probe(*w.g, a, v, c[C_LABEL], &old, &nw, &kept);
     }
     if (dir == D_IN || dir == D_ANY) {
         Adj a = get_adj(*w.g, x, w.g->directed ? 1 : 0);
-        probe(*w.g, a, v, c[C_LABEL], &old, &nw);
+        probe(*w.g, a, v, c[C_LABEL], &old, &nw, &kept);
     }
-    return holds(cons_view(w, c), old, nw);
+    return holds(cons_view(w, c), old, nw, kept, simple_cons(w, c));
 }
 
 // vertex checks of level d: label, injectivity, symmetry breaking
@@ -309,10 +319,6 @@ __device__ bool admissible(const Walk& w, uint32_t d, uint32_t v)
     return true;
 }
 
-__device__ __forceinline__ bool simple_cons(const Walk& w, const uint32_t* c)
-{
-    return c[C_DIR] != D_ANY && (!w.g->multi || c[C_LABEL] != WILDCARD);
-}
 
 __device__ uint32_t list_len(const Walk& w, const uint32_t* c)
 {
@@ -508,9 +514,9 @@ __device__ unsigned long long count_last(const Walk& w, uint32_t d, uint32_t lan
         if (lane < d) {
             uint32_t v = w.m[lane];
             if (lv[L_LABEL] == WILDCARD || w.g->vlabel[v] == lv[L_LABEL]) {
-                bool old = false, nw = false;
-                probe(*w.g, a, v, WILDCARD, &old, &nw);
-                if (holds(view, old, nw))
+                bool old = false, nw = false, kept = false;
+                probe(*w.g, a, v, WILDCARD, &old, &nw, &kept);
+                if (holds(view, old, nw, kept, true))
                     n--;
             }
         }
@@ -582,9 +588,9 @@ __device__ bool flips_here(const Walk& w, uint32_t elabel, bool any, uint32_t sr
         lists[1] = get_adj(g, x, 1);
         n = 2;
     }
-    bool old = false, nw = false;
+    bool old = false, nw = false, kept = false;
     for (uint32_t k = 0; k < n; k++)
-        probe(g, lists[k], y, elabel, &old, &nw);
+        probe(g, lists[k], y, elabel, &old, &nw, &kept);
     if ((w.sign > 0 && old) || (w.sign < 0 && nw))
         return false;
     uint32_t mine = (g.directed && src != x) ? 1 : 0;

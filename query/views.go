@@ -33,6 +33,11 @@ func TermView(j, i int, sign graph.Sign) View {
 // wildcard edge on a multi-label graph is "some edge before and some edge
 // after", not "one edge that stayed": the delta rules need the predicate of
 // the query edge, not the identity of the data edge.
+//
+// A query edge that one data edge stands for (a concrete label, or any label
+// on a single-label graph, and one direction) is stable only where that edge
+// is kept, which Holds cannot tell from inOld and inNew when the batch
+// renewed the edge: see HoldsEntry.
 func (v View) Holds(inOld, inNew bool) bool {
 	switch v {
 	case ViewOld:
@@ -41,4 +46,13 @@ func (v View) Holds(inOld, inNew bool) bool {
 		return inNew
 	}
 	return inOld && inNew
+}
+
+// HoldsEntry is Holds for a query edge that one data edge stands for: kept
+// says the probe found that edge untouched by the batch (dyngraph's Probe).
+func (v View) HoldsEntry(inOld, inNew, kept bool) bool {
+	if v == ViewStable {
+		return kept
+	}
+	return v.Holds(inOld, inNew)
 }

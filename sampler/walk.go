@@ -371,7 +371,7 @@ func (w *walker) check(lv, i int, v uint32) bool {
 	con := &w.plan.Levels[lv].Cons[i]
 	var inOld, inNew bool
 	for k := 0; k < int(w.nadj[lv][i]); k++ {
-		o, n := w.c.ord.Probe(&w.adj[lv][i][k], v, con.Label)
+		o, n, _ := w.c.ord.Probe(&w.adj[lv][i][k], v, con.Label)
 		inOld, inNew = inOld || o, inNew || n
 	}
 	return w.views[lv][i].Holds(inOld, inNew)

@@ -1,9 +1,11 @@
 package service
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,7 +41,7 @@ func (s *Service) events(b *batchState, c *collector, initial bool) {
 		}
 	}
 	if kept > 0 {
-		mt := &matched{c: c, queries: slices.Clone(s.queries), batch: s.batch, initial: initial, n: kept,
+		mt := &matched{c: c, queries: slices.Clone(s.queries), batch: s.batch, initial: initial, n: kept, bound: s.binder != nil,
 			parts: make([]int32, len(b.msgs))}
 		for _, st := range s.queries {
 			mt.maxN = max(mt.maxN, st.q.N())
@@ -87,6 +89,7 @@ type matched struct {
 	queries []*standing // the service's queries when the batch was matched, indexed like found.q
 	batch   uint64
 	initial bool
+	bound   bool    // the matches bind transfers
 	n       int     // matches kept
 	maxN    int     // the most vertices of a query
 	parts   []int32 // per message of the batch: its partition (the messages go back to the reader)
@@ -98,10 +101,11 @@ type matched struct {
 type ref struct {
 	pre, pre2 uint64
 	m         []graph.VertexID
+	tx        []transfer // the bound transfers of a query over transfers
 }
 
-func newRef(f found, m []graph.VertexID) ref {
-	r := ref{pre: uint64(f.q) << 33, m: m}
+func newRef(f found, m []graph.VertexID, tx []transfer) ref {
+	r := ref{pre: uint64(f.q) << 33, m: m, tx: tx}
 	if f.sign > 0 { // disappeared before appeared
 		r.pre |= 1 << 32
 	}
@@ -120,9 +124,21 @@ func newRef(f found, m []graph.VertexID) ref {
 // q is the query's index.
 func (r ref) q() int { return int(r.pre >> 33) }
 
-// compareRefs orders matches by query, disappeared before appeared, then
-// vertex ids.
+// compareRefs orders matches by query, disappeared before appeared, vertex
+// ids, then bound transfers.
 func compareRefs(x, y ref) int {
+	if c := compareVertices(x, y); c != 0 || x.tx == nil {
+		return c
+	}
+	return slices.CompareFunc(x.tx, y.tx, func(a, b transfer) int {
+		if c := strings.Compare(a.id, b.id); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ms, b.ms)
+	})
+}
+
+func compareVertices(x, y ref) int {
 	if x.pre != y.pre {
 		if x.pre < y.pre {
 			return -1
@@ -155,7 +171,7 @@ func (s *Service) build(b *batchState) {
 	}
 	b.matched = nil
 	refs := mt.gather()
-	if mt.maxN <= 3 {
+	if mt.maxN <= 3 && !mt.bound {
 		refs = radixRefs(refs)
 	} else {
 		refs = sortRefs(refs, runtime.GOMAXPROCS(0))
@@ -186,7 +202,7 @@ func (s *Service) build(b *batchState) {
 		bindings, edges = bindings[len(bs):], edges[len(es):]
 		parallel(hi-lo, func(i int) {
 			r := refs[lo+i]
-			eb.event(&events[lo+i], st, r.m, bs[i*nv:(i+1)*nv:(i+1)*nv], es[i*nq:(i+1)*nq:(i+1)*nq], r.pre&(1<<32) == 0)
+			eb.event(&events[lo+i], st, r.m, r.tx, bs[i*nv:(i+1)*nv:(i+1)*nv], es[i*nq:(i+1)*nq:(i+1)*nq], r.pre&(1<<32) == 0)
 		})
 		lo = hi
 	}
@@ -208,8 +224,14 @@ func (mt *matched) gather() []ref {
 		at += len(w.found)
 		wg.Go(func() {
 			for i, f := range w.found {
-				n := mt.queries[f.q].q.N()
-				out[i] = newRef(f, w.verts[f.at:f.at+n:f.at+n])
+				q := mt.queries[f.q].q
+				n := q.N()
+				var tx []transfer
+				if f.tx >= 0 {
+					nb := len(q.Bindings)
+					tx = w.txs[f.tx : f.tx+nb : f.tx+nb]
+				}
+				out[i] = newRef(f, w.verts[f.at:f.at+n:f.at+n], tx)
 			}
 		})
 	}
@@ -342,7 +364,7 @@ func newEventBuilder(s *Service, b *batchState, mt *matched) *eventBuilder {
 // event builds the event of one match into ev, its bindings into match and
 // its edges into edges, sized by the caller for st. It allocates only the
 // key, and a message's event time the first time an event names it.
-func (eb *eventBuilder) event(ev *output.Event, st *standing, m []graph.VertexID, match []output.Binding, edges [][3]string, disappeared bool) {
+func (eb *eventBuilder) event(ev *output.Event, st *standing, m []graph.VertexID, tx []transfer, match []output.Binding, edges [][3]string, disappeared bool) {
 	s, b, mt := eb.s, eb.b, eb.mt
 	*ev = output.Event{Query: st.cfg.Name, Change: output.Appeared, Batch: mt.batch, Initial: mt.initial}
 	if disappeared {
@@ -373,7 +395,11 @@ func (eb *eventBuilder) event(ev *output.Event, st *standing, m []graph.VertexID
 		}
 	}
 	ev.Edges = edges
-	ev.Key = output.Key(st.cfg.Name, ev.Match)
+	if tx == nil {
+		ev.Key = output.Key(st.cfg.Name, ev.Match)
+	} else {
+		eb.transfers(ev, st, tx)
+	}
 	if src >= 0 {
 		ev.Source = eb.sources[mt.parts[src]]
 		if t := b.msgTime[src]; t != 0 {
@@ -386,6 +412,25 @@ func (eb *eventBuilder) event(ev *output.Event, st *standing, m []graph.VertexID
 			ev.EventTime = *p
 		}
 	}
+}
+
+// transfers names the bound transfers of ev, and keys ev by its vertices
+// and its transfers' ids: a transfer-level match is its own alert. The key
+// lists the ids as a set, so that it does not depend on which automorphic
+// map the engine reported.
+func (eb *eventBuilder) transfers(ev *output.Event, st *standing, tx []transfer) {
+	ev.Transfers = make([]output.Transfer, len(tx))
+	kb := make([]output.Binding, 0, len(ev.Match)+len(tx))
+	kb = append(kb, ev.Match...)
+	for k, t := range tx {
+		ev.Transfers[k] = output.Transfer{Var: st.bindVars[k], ID: t.id}
+		if t.ms != 0 {
+			ev.Transfers[k].Time = formatTime(t.ms)
+		}
+		// "-" cannot begin a vertex variable, so these never meet one.
+		kb = append(kb, output.Binding{Var: "-", ID: t.id})
+	}
+	ev.Key = output.Key(st.cfg.Name, kb)
 }
 
 // edgeKeys are the data edges that can stand for query edge e between a and

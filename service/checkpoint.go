@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
+	"github.com/gcsm/gcsm/bundle"
 	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
@@ -27,6 +29,7 @@ import (
 //	"GCSMCKPT" 1          magic and version
 //	meta                  uvarint length, then JSON: batch, positions, queries, settings
 //	labels, ids, window   uvarint length, then each one's binary encoding
+//	bundles               the same, when meta's transfers is set
 //	graph                 dyngraph's encoding, to the end
 const ckptMagic = "GCSMCKPT\x01"
 
@@ -36,6 +39,9 @@ type ckptMeta struct {
 	Queries  []QueryConfig    `json:"queries"`
 	Directed bool             `json:"directed"`
 	Written  time.Time        `json:"written"`
+	// Transfers says that a "bundles" section (package bundle's encoding)
+	// follows "window".
+	Transfers bool `json:"transfers,omitempty"`
 }
 
 // restore loads the newest valid checkpoint, or sets up an empty state when
@@ -151,6 +157,16 @@ func (s *Service) readCheckpoint(r io.Reader) error {
 			}
 		}
 	}
+	var store *bundle.Store
+	if meta.Transfers {
+		bb, err := section("bundles")
+		if err != nil {
+			return err
+		}
+		if store, err = bundle.Decode(bb); err != nil {
+			return fmt.Errorf("bundles: %w", err)
+		}
+	}
 	s.labels, s.ids = labels, ids
 	if err := s.setup(br); err != nil {
 		return fmt.Errorf("graph: %w", err)
@@ -164,12 +180,19 @@ func (s *Service) readCheckpoint(r io.Reader) error {
 		s.position[pi] = o
 	}
 	s.ckptPos, s.uncommitted = maps.Clone(s.position), true
+	s.bundles, s.binder = nil, nil
+	if store != nil {
+		s.startTransfers(store)
+	}
 	for _, c := range meta.Queries {
 		st, err := s.compileQuery(c, false)
 		if err != nil {
 			return fmt.Errorf("query %q: %w", c.Name, err)
 		}
 		s.queries = append(s.queries, st)
+	}
+	if s.bundles != nil || slices.ContainsFunc(s.queries, func(st *standing) bool { return needsTransfers(st.q) }) {
+		s.keepTransfers()
 	}
 	s.lastCkpt = meta.Written
 	s.publishQueries()
@@ -179,7 +202,8 @@ func (s *Service) readCheckpoint(r io.Reader) error {
 // checkpoint writes the state now. The graph must not be pending.
 func (s *Service) checkpoint() error {
 	t0 := time.Now()
-	meta := ckptMeta{Batch: s.batch, Position: map[string]int64{}, Directed: s.cfg.Graph.Directed, Written: t0.UTC()}
+	meta := ckptMeta{Batch: s.batch, Position: map[string]int64{}, Directed: s.cfg.Graph.Directed, Written: t0.UTC(),
+		Transfers: s.bundles != nil}
 	for p, o := range s.position {
 		meta.Position[strconv.Itoa(p)] = o
 	}
@@ -201,7 +225,15 @@ func (s *Service) checkpoint() error {
 		if err != nil {
 			return err
 		}
-		for _, b := range [][]byte{mb, s.labels.AppendBinary(nil), ids, win} {
+		sections := [][]byte{mb, s.labels.AppendBinary(nil), ids, win}
+		if s.bundles != nil {
+			bb, err := s.bundles.AppendBinary(nil)
+			if err != nil {
+				return err
+			}
+			sections = append(sections, bb)
+		}
+		for _, b := range sections {
 			bw.Write(binary.AppendUvarint(nil, uint64(len(b))))
 			bw.Write(b)
 		}
@@ -301,8 +333,16 @@ func (s *Service) emitInitial(ctx context.Context, st *standing) error {
 	defer func() { s.queries = s.queries[:len(s.queries)-1] }()
 	qi := len(s.queries) - 1
 	c := newCollector(s.queries)
-	sink := func(worker, _ int, sign graph.Sign, m []graph.VertexID) { c.sink(worker, qi, sign, m) }
-	if _, err := s.matcher.Static(s.g, []*query.Query{st.q}, incremental.Enumerate, sink); err != nil {
+	var err error
+	if s.binder != nil {
+		bs := c.boundSink(s.bundles)
+		_, err = s.binder.Static(s.g, []*query.Query{st.q}, incremental.Enumerate,
+			func(worker, _ int, sign graph.Sign, m []graph.VertexID, tx []bundle.Tx) { bs(worker, qi, sign, m, tx) })
+	} else {
+		_, err = s.matcher.Static(s.g, []*query.Query{st.q}, incremental.Enumerate,
+			func(worker, _ int, sign graph.Sign, m []graph.VertexID) { c.sink(worker, qi, sign, m) })
+	}
+	if err != nil {
 		return err
 	}
 	b := &batchState{}

@@ -189,6 +189,7 @@ type outEvent struct {
 	Change    string            `json:"change"`
 	Match     map[string]string `json:"match"`
 	Edges     [][3]string       `json:"edges"`
+	Transfers []output.Transfer `json:"transfers"`
 	Batch     uint64            `json:"batch"`
 	EventTime string            `json:"event_time"`
 	Source    *output.Source    `json:"source"`

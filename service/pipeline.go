@@ -102,6 +102,10 @@ func (s *Service) prepare(ctx context.Context, in <-chan ingest.Message, p *pipe
 		if len(msgs) > 0 {
 			b := newBatchState(buf)
 			buf.dec = slices.Grow(buf.dec[:0], len(msgs))[:len(msgs)]
+			keep := s.keep.Load()
+			for _, d := range decs {
+				d.Keep = keep
+			}
 			decodeAll(msgs, buf.dec, decs)
 			s.internAll(b)
 			b.times[stageDecode] = time.Since(b.cut)

@@ -26,9 +26,16 @@ func (s *Service) process(b *batchState) error {
 		return err
 	}
 	s.resolve(b)
+	if s.bundles == nil && hasID(b.updates) {
+		s.keepTransfers()
+	}
 	t1 := time.Now()
 
-	delta, rejects, stats, err := s.g.Apply(b.updates)
+	var folder dyngraph.Folder
+	if s.bundles != nil {
+		folder = s.bundles
+	}
+	delta, rejects, stats, err := s.g.ApplyFolded(b.updates, folder)
 	if err != nil {
 		return fmt.Errorf("apply: %w", err)
 	}
@@ -47,6 +54,9 @@ func (s *Service) process(b *batchState) error {
 		return fmt.Errorf("match: %w", err)
 	}
 	t3 := time.Now()
+	if s.bundles != nil {
+		s.bundles.Settle()
+	}
 	s.g.Reorganize()
 	if s.recycle != nil {
 		s.leftAlone(b, delta)
@@ -249,6 +259,7 @@ type found struct {
 	q    int
 	sign graph.Sign
 	at   int // offset of its vertices in the worker's buffer
+	tx   int // offset of its transfers in the worker's buffer; -1: none
 }
 
 // collector gathers matches per worker without locks. It also enforces
@@ -268,6 +279,7 @@ type collector struct {
 type workerBuf struct {
 	found []found
 	verts []graph.VertexID
+	txs   []transfer
 	count [][2]int64 // per query: appeared, disappeared
 }
 
@@ -291,13 +303,27 @@ func newCollector(queries []*standing) *collector {
 }
 
 func (c *collector) sink(worker, q int, sign graph.Sign, m []graph.VertexID) {
-	w := &c.overflow
-	if worker < len(c.workers) {
-		w = &c.workers[worker]
-	} else {
-		c.mu.Lock()
-		defer c.mu.Unlock()
+	w, unlock := c.buf(worker)
+	defer unlock()
+	if !c.count(w, q, sign) {
+		return
 	}
+	w.found = append(w.found, found{q: q, sign: sign, at: len(w.verts), tx: -1})
+	w.verts = append(w.verts, m...)
+}
+
+// buf is worker's buffer, and what to call when done with it.
+func (c *collector) buf(worker int) (*workerBuf, func()) {
+	if worker < len(c.workers) {
+		return &c.workers[worker], func() {}
+	}
+	c.mu.Lock()
+	return &c.overflow, c.mu.Unlock
+}
+
+// count counts a match of query q into w and says whether to keep it: not
+// once the query has hit a limit.
+func (c *collector) count(w *workerBuf, q int, sign graph.Sign) bool {
 	if w.count == nil {
 		w.count = make([][2]int64, len(c.limits))
 	}
@@ -308,20 +334,19 @@ func (c *collector) sink(worker, q int, sign graph.Sign, m []graph.VertexID) {
 	}
 	if l := &c.limits[q]; l.max > 0 || l.maxTime > 0 {
 		if l.hit.Load() != 0 {
-			return
+			return false
 		}
 		n := l.seen.Add(1)
 		switch {
 		case l.max > 0 && n > l.max:
 			l.hit.CompareAndSwap(0, 1)
-			return
+			return false
 		case l.maxTime > 0 && n%1024 == 0 && time.Since(c.start) > l.maxTime:
 			l.hit.CompareAndSwap(0, 2)
-			return
+			return false
 		}
 	}
-	w.found = append(w.found, found{q: q, sign: sign, at: len(w.verts)})
-	w.verts = append(w.verts, m...)
+	return true
 }
 
 // stoppable is an executor that can abandon a query mid-batch (the CPU
@@ -363,7 +388,13 @@ func (s *Service) match(b *batchState, delta []graph.Change) error {
 		st.SetStop(c.stop)
 		defer st.SetStop(nil)
 	}
-	if _, err := s.matcher.Match(s.g, delta, s.compiled(), incremental.Enumerate, c.sink); err != nil {
+	var err error
+	if s.binder != nil {
+		_, err = s.binder.Match(s.g, delta, s.compiled(), incremental.Enumerate, c.boundSink(s.bundles))
+	} else {
+		_, err = s.matcher.Match(s.g, delta, s.compiled(), incremental.Enumerate, c.sink)
+	}
+	if err != nil {
 		return err
 	}
 	s.countGPU()
@@ -414,6 +445,7 @@ type decoded struct {
 func (s *Service) internAll(b *batchState) {
 	s.interning.Lock()
 	defer s.interning.Unlock()
+	s.resolver.KeepTime = s.keepTime.Load()
 	windowed := s.cfg.Window.Size > 0
 	r := s.recycle
 	if r != nil {

@@ -18,6 +18,9 @@ type standing struct {
 	// edgeLabels are the names of the query edges' labels; "*" for a
 	// wildcard, whose data edge may carry any label.
 	edgeLabels []string
+	// bindVars name the query's Bindings in an event's transfers: the
+	// pattern's variables, _t1, _t2 and so on for unnamed edges.
+	bindVars []string
 	// auts are the pattern's automorphisms under Instances semantics. The
 	// engine reports each instance by the map its symmetry breaking keeps,
 	// which depends on internal vertex ids, that is on arrival order; the
@@ -72,6 +75,13 @@ func (s *Service) compileQuery(c QueryConfig, fresh bool) (*standing, error) {
 	}
 	for _, v := range p.Vertices {
 		st.vars = append(st.vars, v.Name)
+	}
+	for k, b := range q.Bindings {
+		name := b.Name
+		if name == "" {
+			name = fmt.Sprintf("_t%d", k+1)
+		}
+		st.bindVars = append(st.bindVars, name)
 	}
 	for _, e := range q.Edges {
 		if e.Label == graph.Wildcard {

@@ -126,8 +126,8 @@ func (s *Service) forget(vs []graph.VertexID) error {
 			continue // forgotten by forgetOutstanding
 		}
 		delete(r.outstanding, v)
-		if err := s.g.Forget(v); err != nil {
-			return fmt.Errorf("recycling vertex %d: %w", v, err)
+		if err := s.forgetVertex(v); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -145,10 +145,22 @@ func (s *Service) forgetOutstanding() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for v := range r.outstanding {
-		if err := s.g.Forget(v); err != nil {
-			return fmt.Errorf("recycling vertex %d: %w", v, err)
+		if err := s.forgetVertex(v); err != nil {
+			return err
 		}
 		delete(r.outstanding, v)
+	}
+	return nil
+}
+
+// forgetVertex clears vertex v, isolated, for its id's reuse: its label in
+// the graph and its properties in the bundles.
+func (s *Service) forgetVertex(v graph.VertexID) error {
+	if err := s.g.Forget(v); err != nil {
+		return fmt.Errorf("recycling vertex %d: %w", v, err)
+	}
+	if s.bundles != nil {
+		s.bundles.Forget(v)
 	}
 	return nil
 }

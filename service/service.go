@@ -8,11 +8,13 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/gcsm/gcsm/bundle"
 	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
@@ -84,6 +86,15 @@ type Service struct {
 	resolver *ingest.Resolver
 	g        *dyngraph.Graph
 	expiry   *ingest.Expiry // nil without a window
+	// bundles keeps the parallel transfers of each pair and what the
+	// queries read of them; nil until needed (keepTransfers). binder
+	// matches over them.
+	bundles *bundle.Store
+	binder  *incremental.Binder
+	// keep and keepTime are what the decoding stage keeps of events: the
+	// properties the store keeps, and event times when a query reads them.
+	keep     atomic.Pointer[ingest.PropFilter]
+	keepTime atomic.Bool
 	recycle  *recycler      // nil without a window
 	// interning is held by the decoding stage while it interns a batch,
 	// and by a checkpoint while it encodes the dictionary.
@@ -489,6 +500,9 @@ func (s *Service) addQuery(ctx context.Context, c QueryConfig) error {
 	st, err := s.compileQuery(c, true)
 	if err != nil {
 		return err
+	}
+	if s.bundles != nil || needsTransfers(st.q) {
+		s.keepTransfers(st.q)
 	}
 	for _, w := range st.warnings {
 		s.log.Warn().Str("query", c.Name).Msg(w)

@@ -1,0 +1,83 @@
+package service
+
+import (
+	"github.com/gcsm/gcsm/bundle"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/incremental"
+	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/query"
+)
+
+// needsTransfers says whether q reads what only the bundles keep: a
+// property, an event time or an id in its predicates, or two parallel
+// transfers of one pair.
+func needsTransfers(q *query.Query) bool {
+	return q.Pred != nil || len(q.Bindings) > len(q.Edges)
+}
+
+// keepTransfers starts keeping the parallel transfers of each pair (package
+// bundle), if it has not yet, and what the standing queries read of them.
+// It runs on the loop, between batches: when a query needs transfers, and
+// when a batch first carries an event with an id, as such an event is an
+// edge of its own. From then on every query binds transfers; pairs from
+// before have one implicit transfer each.
+func (s *Service) keepTransfers(more ...*query.Query) {
+	if s.bundles == nil {
+		s.startTransfers(bundle.New(s.cfg.Graph.Directed))
+		s.log.Info().Msg("keeping parallel transfers: events with ids are edges of their own, and queries bind transfers")
+	}
+	s.binder.Register(append(s.compiled(), more...))
+	s.publishKeep()
+}
+
+// startTransfers matches over store from now on.
+func (s *Service) startTransfers(store *bundle.Store) {
+	s.bundles = store
+	s.binder = &incremental.Binder{Matcher: s.matcher, Store: store}
+	s.publishKeep()
+}
+
+// publishKeep tells the decoding stage which properties and times to keep:
+// those the store keeps. A batch decoded before sees the old set.
+func (s *Service) publishKeep() {
+	s.keep.Store(ingest.NewPropFilter(s.bundles.EdgeColumns(), s.bundles.VertexColumns()))
+	s.keepTime.Store(s.bundles.KeepsTime())
+}
+
+// hasID says whether a batch has an edge update that carries an id.
+func hasID(us []graph.Update) bool {
+	for i := range us {
+		if us[i].Tx != nil && us[i].Tx.ID != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// transfer is a bound transfer as an event names it, read from the store
+// while the batch is pending.
+type transfer struct {
+	id string
+	ms int64 // event time; 0 when unknown
+}
+
+// boundSink is the collector's sink for a Binder: the match, and its
+// transfers after its vertices.
+func (c *collector) boundSink(store *bundle.Store) incremental.BoundSink {
+	return func(worker, q int, sign graph.Sign, m []graph.VertexID, tx []bundle.Tx) {
+		w, unlock := c.buf(worker)
+		defer unlock()
+		if !c.count(w, q, sign) {
+			return
+		}
+		w.found = append(w.found, found{q: q, sign: sign, at: len(w.verts), tx: len(w.txs)})
+		w.verts = append(w.verts, m...)
+		for _, t := range tx {
+			var x transfer
+			if t != incremental.NoTransfer {
+				x = transfer{id: store.ID(t), ms: store.Time(t)}
+			}
+			w.txs = append(w.txs, x)
+		}
+	}
+}
