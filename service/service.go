@@ -95,7 +95,7 @@ type Service struct {
 	// properties the store keeps, and event times when a query reads them.
 	keep     atomic.Pointer[ingest.PropFilter]
 	keepTime atomic.Bool
-	recycle  *recycler      // nil without a window
+	recycle  *recycler // nil without a window
 	// interning is held by the decoding stage while it interns a batch,
 	// and by a checkpoint while it encodes the dictionary.
 	interning sync.Mutex
