@@ -52,6 +52,7 @@ const (
 	saltSplit
 	saltTransfers
 	saltWalk
+	saltAmounts
 )
 
 // Validate reports whether r describes a graph that Generate can produce.

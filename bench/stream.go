@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/ingest"
 )
 
 // SplitStream turns a static graph into a dynamic one by the protocol of the
@@ -66,6 +67,26 @@ type TransferEvent struct {
 	Label              string   // "TRANSFER"
 	SrcLabel, DstLabel string   // "Account" or "Merchant"
 	Time               int64    // milliseconds since the Unix epoch, strictly increasing
+	// ID names the transfer, "tx-<n>", unique in the stream; a reversal
+	// carries the id of the transfer it undoes.
+	ID string
+	// Amount is the transfer's amount in EUR, in whole cents; a reversal
+	// carries the amount of the transfer it undoes.
+	Amount float64
+}
+
+// AmountProp is the property under which Record passes a transfer's amount.
+const AmountProp = "amount"
+
+// Record is the event as gcsm's input reads it: a transfer carries its id
+// and its amount (property "amount"); a reversal names its transfer by id
+// alone, since a delete by id needs nothing else.
+func (e TransferEvent) Record() ingest.Record {
+	r := ingest.Record{Op: e.Op, Src: e.Src, Dst: e.Dst, Label: e.Label, SrcLabel: e.SrcLabel, DstLabel: e.DstLabel, ID: e.ID, Time: e.Time}
+	if e.Op == graph.Insert {
+		r.Props = []graph.Prop{{Name: AmountProp, Value: graph.NumberValue(e.Amount)}}
+	}
+	return r
 }
 
 const (
@@ -81,6 +102,21 @@ const (
 	// legs of a ring or a fan-in follow one another within a second, as
 	// money moved by one hand would.
 	transferGapMillis = 200
+
+	// Ordinary amounts are log-normal around a median of 150 EUR, cut to
+	// [10, 50000]: about one transfer in 250 is over the 10,000 that a
+	// layering ring's first leg exceeds.
+	amountMedian, amountSigma = 150, 1.3
+	amountMin, amountMax      = 10, 50_000
+	// A ring's first leg is over ringFirstMin; every later leg keeps 90.5
+	// to 99% of the one before, the rest taken as fees, the layering a
+	// "t2.amount >= 0.9 * t1.amount" predicate looks for. The lower end
+	// stays above 90% so that rounding to cents cannot cross it.
+	ringFirstMin, ringFirstMax = 10_000, 50_000
+	ringKeepMin, ringKeepMax   = 0.905, 0.99
+	// Fan-in legs stay just under the 10,000 that banks must report:
+	// structuring.
+	fanInMin, fanInMax = 9_000, 9_999.99
 )
 
 // Transfers returns a stream of n events among accounts accounts and a few
@@ -92,12 +128,18 @@ const (
 // are payments to merchants. Planted among them, so that a demonstration
 // finds matches, are:
 //   - rings of three and of four distinct accounts, a→b→c(→d)→a, about one
-//     of each kind for every 200 and 400 events;
+//     of each kind for every 200 and 400 events: layering, whose legs
+//     follow one another within a second each, the first over 10,000 EUR
+//     and each later one 90.5 to 99% of the one before;
 //   - fan-ins, five to eight accounts paying one account (a money mule),
-//     about one for every 400 events;
+//     about one for every 400 events, each just under 10,000 EUR;
 //   - reversals, about one event in a hundred: a Delete of an earlier
 //     ordinary transfer. A reversal never removes an edge of a ring or a
 //     fan-in, so every planted pattern is still in the graph at the end.
+//
+// Every transfer has its own id and amount. Amounts come from a random
+// stream of their own, so the rest of each event is what it was before
+// streams had amounts.
 //
 // A stream of at least 3 events among at least 3 accounts has a ring of
 // three. Transfers panics if n > 0 and accounts < 2.
@@ -125,6 +167,7 @@ func TransfersHead(accounts int, n int, seed uint64, head float64) []TransferEve
 	rng := rand.New(rand.NewPCG(seed, saltTransfers))
 	t := &transfers{
 		rng:       rng,
+		amounts:   rand.New(rand.NewPCG(seed, saltAmounts)),
 		accounts:  accounts,
 		merchants: max(1, accounts/50),
 		// An exponent near 1 with an offset of 100 keeps the head of the
@@ -171,6 +214,7 @@ type planned struct {
 // accounts first, then merchants.
 type transfers struct {
 	rng                 *rand.Rand
+	amounts             *rand.Rand // draws amounts only, so rng draws as it did before amounts
 	zipf                *rand.Zipf
 	accounts, merchants int
 	now                 int64
@@ -185,6 +229,8 @@ type transfers struct {
 	// protected holds the pairs of planted patterns, which a reversal must
 	// not delete.
 	protected map[[2]int]bool
+	// inserted counts the transfers emitted: the next one's id.
+	inserted int
 }
 
 // transferRef is an event of the stream, with its vertices as numbers.
@@ -232,7 +278,8 @@ func (t *transfers) ordinary() {
 		}
 	}
 	t.reversible = append(t.reversible, transferRef{len(t.events), src, dst})
-	t.emit(src, dst, 1+int64(t.rng.ExpFloat64()*transferGapMillis))
+	amount := cents(min(max(amountMedian*math.Exp(amountSigma*t.amounts.NormFloat64()), amountMin), amountMax))
+	t.emit(src, dst, 1+int64(t.rng.ExpFloat64()*transferGapMillis), amount)
 }
 
 // ring emits a cycle of transfers among size distinct accounts. Ring members
@@ -240,8 +287,12 @@ func (t *transfers) ordinary() {
 // otherwise quiet accounts.
 func (t *transfers) ring(size int) {
 	members := t.distinctAccounts(size)
+	amount := cents(ringFirstMin + 0.01 + t.amounts.Float64()*(ringFirstMax-ringFirstMin-0.01))
 	for i, src := range members {
-		t.plant(src, members[(i+1)%size])
+		if i > 0 {
+			amount = cents(amount * (ringKeepMin + t.amounts.Float64()*(ringKeepMax-ringKeepMin)))
+		}
+		t.plant(src, members[(i+1)%size], amount)
 	}
 }
 
@@ -249,7 +300,7 @@ func (t *transfers) ring(size int) {
 func (t *transfers) fanIn(size int) {
 	members := t.distinctAccounts(size + 1)
 	for _, src := range members[1:] {
-		t.plant(src, members[0])
+		t.plant(src, members[0], cents(fanInMin+t.amounts.Float64()*(fanInMax-fanInMin)))
 	}
 }
 
@@ -276,14 +327,14 @@ func (t *transfers) reversal() {
 }
 
 // plant emits one leg of a planted pattern and protects it from reversal.
-func (t *transfers) plant(src, dst int) {
+func (t *transfers) plant(src, dst int, amount float64) {
 	t.protected[[2]int{src, dst}] = true
-	t.emit(src, dst, 1+int64(t.rng.IntN(1000)))
+	t.emit(src, dst, 1+int64(t.rng.IntN(1000)), amount)
 }
 
-// emit appends a transfer from src to dst, gap milliseconds after the last
-// event.
-func (t *transfers) emit(src, dst int, gap int64) {
+// emit appends a transfer of amount from src to dst, gap milliseconds after
+// the last event, with the next id.
+func (t *transfers) emit(src, dst int, gap int64, amount float64) {
 	t.present[[2]int{src, dst}] = true
 	t.now += gap
 	t.events = append(t.events, TransferEvent{
@@ -294,8 +345,14 @@ func (t *transfers) emit(src, dst int, gap int64) {
 		SrcLabel: t.label(src),
 		DstLabel: t.label(dst),
 		Time:     t.now,
+		ID:       "tx-" + strconv.Itoa(t.inserted),
+		Amount:   amount,
 	})
+	t.inserted++
 }
+
+// cents rounds an amount to whole cents.
+func cents(x float64) float64 { return math.Round(x*100) / 100 }
 
 // account returns a Zipf-distributed account: account 0 is the busiest.
 func (t *transfers) account() int { return int(t.zipf.Uint64()) }
