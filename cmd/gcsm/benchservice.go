@@ -26,6 +26,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gcsm/gcsm/bench"
+	"github.com/gcsm/gcsm/bundle"
+	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/ingest"
@@ -45,6 +47,14 @@ type serviceMix struct {
 	// accounts (bench.TransfersHead), so that no dense core of hubs closes
 	// cycles on every update.
 	flat bool
+	// transfers streams events with ids and amounts (bench.TransferEvent's
+	// Record), so that every transfer is an edge of its own and queries
+	// bind transfers. The other mixes stream bare pairs, as their figures
+	// were taken on.
+	transfers bool
+	// pairs names queries reported side by side: a bare pattern and its
+	// predicated form.
+	pairs [][2]string
 }
 
 // head is the Zipf offset of the mix's stream among accounts accounts.
@@ -74,12 +84,34 @@ var serviceMixes = map[string]serviceMix{
 		accounts: 20_000, updates: 1_000_000, minEvents: 1,
 		summary: "triangles, among few accounts",
 	},
+	"rings-where": {
+		queries: []string{
+			"ring3=(a:Account)-[t1:TRANSFER]->(b:Account)-[t2:TRANSFER]->(c:Account)-[t3:TRANSFER]->(a)",
+			"ring3w=(a:Account)-[t1:TRANSFER]->(b:Account)-[t2:TRANSFER]->(c:Account)-[t3:TRANSFER]->(a)" + layering3,
+			"ring4=(a:Account)-[t1:TRANSFER]->(b:Account)-[t2:TRANSFER]->(c:Account)-[t3:TRANSFER]->(d:Account)-[t4:TRANSFER]->(a)",
+			"ring4w=(a:Account)-[t1:TRANSFER]->(b:Account)-[t2:TRANSFER]->(c:Account)-[t3:TRANSFER]->(d:Account)-[t4:TRANSFER]->(a)" + layering4,
+		},
+		accounts: 100_000, updates: 1_000_000, flat: true, transfers: true,
+		pairs:   [][2]string{{"ring3", "ring3w"}, {"ring4", "ring4w"}},
+		summary: "3- and 4-rings over transfers with ids and amounts, bare and as layering (time-ordered within 1h, first leg over 10,000, each leg at least 90% of the one before)",
+	},
 }
+
+// layering3 and layering4 are the predicates of rings-where's layering
+// rings: money moved on through the ring in order, within an hour, from a
+// large first transfer, each hop keeping at least 90% (the rest fees).
+const (
+	layering3 = " WHERE t1.amount > 10000 AND t1.ts < t2.ts AND t2.ts < t3.ts AND t3.ts - t1.ts < 1h" +
+		" AND t2.amount >= 0.9 * t1.amount AND t3.amount >= 0.9 * t2.amount"
+	layering4 = " WHERE t1.amount > 10000 AND t1.ts < t2.ts AND t2.ts < t3.ts AND t3.ts < t4.ts AND t4.ts - t1.ts < 1h" +
+		" AND t2.amount >= 0.9 * t1.amount AND t3.amount >= 0.9 * t2.amount AND t4.amount >= 0.9 * t3.amount"
+)
 
 // benchServiceFlags are gcsm bench service's flags.
 type benchServiceFlags struct {
 	mix               string
 	queries           queryFlags
+	only              string // --select: names of the mix's queries to run
 	updates, accounts int
 	batch, workers    int
 	partitions        int
@@ -90,6 +122,7 @@ type benchServiceFlags struct {
 	compression       string // output.compression
 	seed              uint64
 	head              float64 // the stream's Zipf offset, from the mix
+	transfers         bool    // the stream's events carry ids and amounts, from the mix
 	jsonOut, engine   bool
 	cpuprofile        string
 	dev               deviceFlags
@@ -101,8 +134,9 @@ type benchServiceFlags struct {
 func runBenchService(args []string, stdout, stderr io.Writer) error {
 	var f benchServiceFlags
 	fs := flag.NewFlagSet("bench service", flag.ContinueOnError)
-	fs.StringVar(&f.mix, "mix", "alert-sparse", "standard workload: alert-sparse (4- and 5-account fraud patterns, under 0.01 alerts per update) or alert-heavy (triangles among few accounts, over one alert per update)")
-	fs.Var(&f.queries, "q", "query instead of the mix's: an inline pattern or NAME=PATTERN (repeatable)")
+	fs.StringVar(&f.mix, "mix", "alert-sparse", "standard workload: alert-sparse (4- and 5-account fraud patterns, under 0.01 alerts per update), alert-heavy (triangles among few accounts, over one alert per update) or rings-where (3- and 4-rings over transfers with ids and amounts, bare beside layering predicates)")
+	fs.Var(&f.queries, "q", "query instead of the mix's: an inline pattern or NAME=PATTERN (repeatable); the stream is still the mix's")
+	fs.StringVar(&f.only, "select", "", "run only the mix's queries of these comma-separated `names`: with rings-where, ring3,ring4 against ring3w,ring4w compares bare and predicated throughput")
 	fs.IntVar(&f.updates, "updates", 0, "updates in the stream; 0: the mix's (1,000,000)")
 	fs.IntVar(&f.accounts, "accounts", 0, "accounts among which the transfers flow; 0: the mix's")
 	fs.IntVar(&f.batch, "batch", 4096, "updates per batch at most, for the service and the engine alone")
@@ -130,7 +164,7 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 		defer stop()
 	}
 	err := badFlags(
-		choice("mix", f.mix, "alert-sparse", "alert-heavy"),
+		choice("mix", f.mix, "alert-sparse", "alert-heavy", "rings-where"),
 		choice("output-client", f.client, "franz-go", "kafka-go"),
 		choice("compression", f.compression, "none", "gzip", "snappy", "lz4", "zstd"),
 		intIn("updates", int64(f.updates), 0, math.MaxInt32),
@@ -155,9 +189,18 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 		return badFlags(errors.New("--accounts and --updates: want 3 or more each (a ring needs three accounts and three transfers)"))
 	}
 	f.head = mix.head(f.accounts)
+	f.transfers = mix.transfers
 	specs := []string(f.queries)
 	if len(specs) == 0 {
 		specs = mix.queries
+	}
+	if f.only != "" {
+		if len(f.queries) > 0 {
+			return badFlags(errors.New("--select picks among the mix's queries; -q replaces them: give one or the other"))
+		}
+		if specs, err = mix.selected(f.mix, f.only); err != nil {
+			return badFlags(err)
+		}
 	}
 	qcfg, err := serviceQueries(specs)
 	if err != nil {
@@ -165,17 +208,24 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 	}
 	human := humanOut(stdout, stderr, f.jsonOut)
 	name := f.mix
-	if len(f.queries) > 0 {
+	switch {
+	case len(f.queries) > 0:
 		name = "custom"
-	} else {
+	case f.only != "":
+		name = f.mix + " (" + f.only + ")"
+		fmt.Fprintf(human, "mix %s: %s; only %s\n", f.mix, mix.summary, f.only)
+	default:
 		fmt.Fprintf(human, "mix %s: %s\n", f.mix, mix.summary)
 	}
 	res, err := benchService(&f, name, qcfg, human, stderr)
 	if err != nil {
 		return err
 	}
+	if len(f.queries) == 0 {
+		res.pair(mix.pairs)
+	}
 	res.report(human)
-	if len(f.queries) == 0 && f.duration == 0 {
+	if len(f.queries) == 0 && f.only == "" && f.duration == 0 {
 		epu := res.EventsPerUpdate
 		if mix.maxEvents > 0 && epu >= mix.maxEvents || mix.minEvents > 0 && epu <= mix.minEvents {
 			fmt.Fprintf(human, "note: %.4f alerts per update is outside what %s is meant to have at these sizes\n", epu, f.mix)
@@ -214,6 +264,31 @@ func windowFlag(w, d time.Duration, fs *flag.FlagSet) error {
 	return nil
 }
 
+// selected returns the mix's query specs named in the comma-separated list
+// only, in the mix's order.
+func (m serviceMix) selected(mix, only string) ([]string, error) {
+	var names []string
+	for _, q := range m.queries {
+		name, _, _ := strings.Cut(q, "=")
+		names = append(names, name)
+	}
+	want := map[string]bool{}
+	for _, n := range strings.Split(only, ",") {
+		n = strings.TrimSpace(n)
+		if !slices.Contains(names, n) {
+			return nil, fmt.Errorf("--select %q: mix %s has no query %q; its queries are %s", only, mix, n, strings.Join(names, ", "))
+		}
+		want[n] = true
+	}
+	var out []string
+	for i, q := range m.queries {
+		if want[names[i]] {
+			out = append(out, q)
+		}
+	}
+	return out, nil
+}
+
 // serviceQueries turns -q specs (NAME=PATTERN or a bare pattern, named qN)
 // into the service's query configuration, checking that each parses.
 func serviceQueries(specs []string) ([]service.QueryConfig, error) {
@@ -241,8 +316,11 @@ type serviceResult struct {
 	Batch        int      `json:"batch"`
 	Rate         int      `json:"rate,omitempty"`
 	Queries      []string `json:"queries"`
-	LoadPerSec   float64  `json:"load_updates_per_s,omitempty"` // backlog: how fast the producer filled the topic
-	ReadPerSec   float64  `json:"read_updates_per_s,omitempty"` // backlog: how fast a bare consumer reads it back, the broker's ceiling
+	// Transfers says that the stream's events carried ids and amounts, so
+	// that queries bound transfers, not pairs.
+	Transfers  bool    `json:"transfers,omitempty"`
+	LoadPerSec float64 `json:"load_updates_per_s,omitempty"` // backlog: how fast the producer filled the topic
+	ReadPerSec float64 `json:"read_updates_per_s,omitempty"` // backlog: how fast a bare consumer reads it back, the broker's ceiling
 	// backlog: how fast a bare client, nothing else running, produces as many records as the service's
 	// events (200,000 at least), copies of the alerts it wrote (EventBytes each, key and value, on average), with the
 	// service's producer settings: the broker's ceiling for the events/s figure.
@@ -258,9 +336,46 @@ type serviceResult struct {
 	BatchLatency    latencySummary `json:"batch_latency_ms"` // batch cut → its output acknowledged, per batch
 	Stages          []stageShare   `json:"stages"`
 	Matches         []queryMatches `json:"matches"`
-	Engine          *engineResult  `json:"engine,omitempty"`
-	Ratio           float64        `json:"service_over_engine,omitempty"`
-	Soak            *soakResult    `json:"soak,omitempty"`
+	// Pairs sets each bare pattern of the mix beside its predicated form.
+	Pairs  []queryPair   `json:"pairs,omitempty"`
+	Engine *engineResult `json:"engine,omitempty"`
+	Ratio  float64       `json:"service_over_engine,omitempty"`
+	Soak   *soakResult   `json:"soak,omitempty"`
+}
+
+// queryPair is a bare pattern's alerts beside its predicated form's, as the
+// service found them.
+type queryPair struct {
+	Bare          string `json:"bare"`
+	Where         string `json:"where"`
+	BareAppeared  int64  `json:"bare_appeared"`
+	WhereAppeared int64  `json:"where_appeared"`
+	// Kept is the predicated form's appeared matches over the bare one's:
+	// the share of alerts that the predicates leave.
+	Kept float64 `json:"kept"`
+}
+
+// pair fills r.Pairs from the mix's pairs whose queries both ran.
+func (r *serviceResult) pair(pairs [][2]string) {
+	find := func(name string) *queryMatches {
+		for i := range r.Matches {
+			if r.Matches[i].Query == name {
+				return &r.Matches[i]
+			}
+		}
+		return nil
+	}
+	for _, p := range pairs {
+		b, w := find(p[0]), find(p[1])
+		if b == nil || w == nil {
+			continue
+		}
+		qp := queryPair{Bare: b.Query, Where: w.Query, BareAppeared: b.Appeared, WhereAppeared: w.Appeared}
+		if b.Appeared > 0 {
+			qp.Kept = float64(w.Appeared) / float64(b.Appeared)
+		}
+		r.Pairs = append(r.Pairs, qp)
+	}
 }
 
 type latencySummary struct {
@@ -315,7 +430,7 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 	}
 	defer os.RemoveAll(state)
 	res := &serviceResult{Mix: mix, Mode: "backlog", Updates: f.updates, Accounts: f.accounts, Batch: f.batch, Rate: f.rate,
-		OutputClient: f.client, Compression: f.compression}
+		OutputClient: f.client, Compression: f.compression, Transfers: f.transfers}
 	if f.rate > 0 {
 		res.Mode = "rate"
 	}
@@ -404,7 +519,7 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 		sink.Close()
 		return nil, err
 	}
-	p := &streamProducer{cl: cl, arr: arr}
+	p := &streamProducer{cl: cl, arr: arr, transfers: f.transfers}
 	var stream []bench.TransferEvent
 	if f.duration == 0 {
 		stream = bench.TransfersHead(f.accounts, f.updates, f.seed, f.head)
@@ -705,8 +820,9 @@ func (a *arrivals) get(p int, off int64) (int64, bool) {
 // streamProducer writes the stream to the input topic and notes each record's
 // arrival.
 type streamProducer struct {
-	cl  *kgo.Client
-	arr *arrivals
+	cl        *kgo.Client
+	arr       *arrivals
+	transfers bool // events carry their ids and amounts
 
 	mu    sync.Mutex
 	acked int64
@@ -747,8 +863,7 @@ func (p *streamProducer) produce(ctx context.Context, evs []bench.TransferEvent,
 			time.Sleep(time.Until(start.Add(time.Duration(float64(lo) / float64(rate) * float64(time.Second)))))
 		}
 		for _, ev := range evs[lo:min(lo+chunk, len(evs))] {
-			buf = ingest.AppendEvent(buf[:0], ingest.Record{Op: ev.Op, Src: ev.Src, Dst: ev.Dst, Label: ev.Label,
-				SrcLabel: ev.SrcLabel, DstLabel: ev.DstLabel, Time: ev.Time})
+			buf = ingest.AppendEvent(buf[:0], transferRecord(ev, p.transfers))
 			// Keyed by the sender, so a reversal lands on its transfer's
 			// partition after it, whatever --partitions is.
 			p.cl.Produce(ctx, &kgo.Record{Key: []byte(ev.Src), Value: slices.Clone(buf)}, p.done)
@@ -765,6 +880,16 @@ func (p *streamProducer) produce(ctx context.Context, evs []bench.TransferEvent,
 	return p.err
 }
 
+// transferRecord is ev as an input record: with its id and amount when
+// transfers is set, else the bare pair, as the stream was before transfers
+// had ids.
+func transferRecord(ev bench.TransferEvent, transfers bool) ingest.Record {
+	if transfers {
+		return ev.Record()
+	}
+	return ingest.Record{Op: ev.Op, Src: ev.Src, Dst: ev.Dst, Label: ev.Label, SrcLabel: ev.SrcLabel, DstLabel: ev.DstLabel, Time: ev.Time}
+}
+
 // soak produces at rate for d: transfers among the same accounts, a
 // generated chunk at a time with event times running on, so that the graph
 // fills up to the accounts' reach and then stays near that size.
@@ -776,6 +901,8 @@ func (p *streamProducer) soak(ctx context.Context, accounts int, seed uint64, he
 		evs := bench.TransfersHead(accounts, chunk, seed+k, head)
 		for i := range evs {
 			evs[i].Time += shift
+			// Every chunk numbers its transfers from tx-0.
+			evs[i].ID = strconv.FormatUint(k, 10) + "/" + evs[i].ID
 		}
 		shift = evs[len(evs)-1].Time + 1 - evs[0].Time + shift
 		// Whole seconds of the chunk, so that the run ends near d.
@@ -1032,16 +1159,6 @@ func engineAlone(f *benchServiceFlags, evs []bench.TransferEvent, qcfg []service
 	// The service's graph: unlabelled vertices are Accounts, edges
 	// TRANSFERs; every event here names its labels.
 	s.resolver.DefaultEdgeLabel = "TRANSFER"
-	st := &stream{file: "bench"}
-	for i, ev := range evs {
-		u, err := s.resolver.Resolve(ingest.Record{Op: ev.Op, Src: ev.Src, Dst: ev.Dst, Label: ev.Label,
-			SrcLabel: ev.SrcLabel, DstLabel: ev.DstLabel, Time: ev.Time, Line: i + 1})
-		if err != nil {
-			return nil, err
-		}
-		st.updates = append(st.updates, u)
-		st.lines = append(st.lines, i+1)
-	}
 	specs := make([]string, len(qcfg))
 	for i, q := range qcfg {
 		specs[i] = q.Name + "=" + q.Pattern
@@ -1049,6 +1166,32 @@ func engineAlone(f *benchServiceFlags, evs []bench.TransferEvent, qcfg []service
 	qs, err := loadQueries(specs, s.labels, true, "", query.Instances, false)
 	if err != nil {
 		return nil, err
+	}
+	// As the service does, keep transfers when the events have ids (from
+	// the first batch on) or a query reads them, and then bind them in
+	// every query.
+	var (
+		store  *bundle.Store
+		binder *incremental.Binder
+		folder dyngraph.Folder
+	)
+	if f.transfers || slices.ContainsFunc(qs, readsTransfers) {
+		store = bundle.New(true)
+		binder = &incremental.Binder{Matcher: eng.matcher, Store: store}
+		binder.Register(qs)
+		s.resolver.KeepTime = store.KeepsTime()
+		folder = store
+	}
+	st := &stream{file: "bench"}
+	for i, ev := range evs {
+		rec := transferRecord(ev, f.transfers)
+		rec.Line = i + 1
+		u, err := s.resolver.Resolve(rec)
+		if err != nil {
+			return nil, err
+		}
+		st.updates = append(st.updates, u)
+		st.lines = append(st.lines, i+1)
 	}
 	counts := make([]incremental.Counts, len(qs))
 	ran := make([]queryMatches, len(qs))
@@ -1060,16 +1203,28 @@ func engineAlone(f *benchServiceFlags, evs []bench.TransferEvent, qcfg []service
 	var placed []incremental.Device
 	var spent time.Duration
 	sink := func(int, int, graph.Sign, []graph.VertexID) {}
+	boundSink := func(int, int, graph.Sign, []graph.VertexID, []bundle.Tx) {}
 	for lo := 0; lo < len(st.updates); lo += f.batch {
 		hi := min(lo+f.batch, len(st.updates))
 		t0 := time.Now()
-		delta, _, err := s.apply(st, lo, hi)
+		delta, rejects, _, err := s.g.ApplyFolded(st.updates[lo:hi], folder)
+		if err == nil {
+			err = s.refused(st, lo, rejects)
+		}
 		if err != nil {
 			return nil, err
 		}
-		c, err := eng.matcher.Match(s.g, delta, qs, incremental.Enumerate, sink)
+		var c []incremental.Counts
+		if binder != nil {
+			c, err = binder.Match(s.g, delta, qs, incremental.Enumerate, boundSink)
+		} else {
+			c, err = eng.matcher.Match(s.g, delta, qs, incremental.Enumerate, sink)
+		}
 		if err != nil {
 			return nil, err
+		}
+		if store != nil {
+			store.Settle()
 		}
 		s.g.Reorganize()
 		spent += time.Since(t0)
@@ -1100,6 +1255,13 @@ func engineAlone(f *benchServiceFlags, evs []bench.TransferEvent, qcfg []service
 		r.MatchesPerSec = float64(total) / r.Seconds
 	}
 	return r, nil
+}
+
+// readsTransfers says whether q reads what only the bundles keep: a
+// property, an event time or an id in its predicates, or two parallel
+// transfers of one pair. The service keeps bundles for such a query.
+func readsTransfers(q *query.Query) bool {
+	return q.Pred != nil || len(q.Bindings) > len(q.Edges)
 }
 
 // report writes the human table.
@@ -1145,6 +1307,14 @@ func (r *serviceResult) report(w io.Writer) {
 		fmt.Fprintln(tw, line)
 	}
 	tw.Flush()
+	if len(r.Pairs) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "bare\tappeared\tpredicated\tappeared\tkept\t")
+		for _, p := range r.Pairs {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%.4f\t\n", p.Bare, p.BareAppeared, p.Where, p.WhereAppeared, p.Kept)
+		}
+		tw.Flush()
+	}
 	if r.Soak != nil {
 		r.Soak.report(w)
 	}
