@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/gcsm/gcsm/bench"
 )
 
 // benchServiceJSON runs gcsm bench service with --json and returns its
@@ -167,7 +169,9 @@ func TestBenchServiceFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--mix", "alert-medium"}, `--mix "alert-medium": want alert-sparse or alert-heavy`},
+		{[]string{"--mix", "alert-medium"}, `--mix "alert-medium": want alert-sparse, alert-heavy or rings-where`},
+		{[]string{"--mix", "rings-where", "--select", "ring3,ring5"}, `--select "ring3,ring5": mix rings-where has no query "ring5"; its queries are ring3, ring3w, ring4, ring4w`},
+		{[]string{"--mix", "rings-where", "--select", "ring3", "-q", "(a)-[:X]->(b)"}, "--select picks among the mix's queries; -q replaces them"},
 		{[]string{"--duration", "10s"}, "--duration 10s needs --rate"},
 		{[]string{"--batch", "0"}, "--batch 0: want 1"},
 		{[]string{"--output-client", "sarama"}, `--output-client "sarama": want franz-go or kafka-go`},
@@ -177,6 +181,66 @@ func TestBenchServiceFlags(t *testing.T) {
 		_, errs, code := gcsm(t, append([]string{"bench", "service"}, tc.args...)...)
 		if code == 0 || !strings.Contains(errs, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want an error with %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+// TestBenchServiceRingsWhere runs the predicated ring mix: the stream's
+// transfers carry ids and amounts, the service and the engine alone agree,
+// and the layering rings find exactly the planted rings, which the bare
+// rings find among others.
+func TestBenchServiceRingsWhere(t *testing.T) {
+	const updates = 20000
+	out := gcsmOK(t, "bench", "service", "--device", "cpu", "--mix", "rings-where", "--updates", "20000", "--accounts", "3000", "--batch", "2048")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	r := lastJSON[serviceResult](t, lines[len(lines)-1]+"\n")
+	checkAgainstEngine(t, r, updates)
+	if !r.Transfers || r.Mix != "rings-where" {
+		t.Errorf("mix %q with transfers %v, want rings-where with transfers", r.Mix, r.Transfers)
+	}
+	// bench.Transfers plants a 3-ring for every 200 events and a 4-ring
+	// for every 400, one more of each.
+	planted := map[string]int64{"ring3w": updates/200 + 1, "ring4w": updates/400 + 1}
+	if len(r.Pairs) != 2 {
+		t.Fatalf("pairs %+v, want ring3 beside ring3w and ring4 beside ring4w", r.Pairs)
+	}
+	for _, p := range r.Pairs {
+		if p.Where != p.Bare+"w" || p.WhereAppeared != planted[p.Where] || p.BareAppeared <= p.WhereAppeared ||
+			p.Kept != float64(p.WhereAppeared)/float64(p.BareAppeared) {
+			t.Errorf("pair %+v: want the predicated ring to find the %d planted rings, the bare one more", p, planted[p.Where])
+		}
+	}
+	if !strings.Contains(out, "bare   appeared  predicated  appeared  kept") {
+		t.Errorf("no table of bare beside predicated rings:\n%s", out)
+	}
+
+	// --select runs some of the mix's queries on the same stream.
+	w := benchServiceJSON(t, "--mix", "rings-where", "--updates", "20000", "--accounts", "3000", "--batch", "2048", "--select", "ring4w, ring3w")
+	checkAgainstEngine(t, w, updates)
+	if w.Mix != "rings-where (ring4w, ring3w)" || len(w.Matches) != 2 || w.Matches[0].Query != "ring3w" || w.Matches[1].Query != "ring4w" || len(w.Pairs) != 0 {
+		t.Errorf("--select ring4w, ring3w: mix %q, matches %+v, pairs %+v", w.Mix, w.Matches, w.Pairs)
+	}
+	for i, m := range w.Matches {
+		if m.Appeared != r.Matches[2*i+1].Appeared {
+			t.Errorf("%s alone found %d, with the whole mix %d", m.Query, m.Appeared, r.Matches[2*i+1].Appeared)
+		}
+	}
+}
+
+// The mixes taken before transfers had ids stream bare pairs: no id, no
+// amount, so their figures stay comparable.
+func TestBenchServiceBareStream(t *testing.T) {
+	for name, m := range serviceMixes {
+		if m.transfers != (name == "rings-where") {
+			t.Errorf("mix %s streams transfers: %v", name, m.transfers)
+		}
+	}
+	for _, ev := range bench.Transfers(100, 500, 1) {
+		if r := transferRecord(ev, false); r.ID != "" || r.Props != nil || r.Src != ev.Src || r.Time != ev.Time {
+			t.Fatalf("%+v as a bare record: %+v", ev, r)
+		}
+		if r := transferRecord(ev, true); r.ID != ev.ID || r.ID == "" {
+			t.Fatalf("%+v as a transfer: %+v", ev, r)
 		}
 	}
 }
