@@ -59,6 +59,7 @@ type cypherParser struct {
 	p         *Pattern
 	vertices  map[string]int  // vertex index by name
 	rels      map[string]bool // relationship variables seen
+	depth     int             // how deep the condition being parsed nests
 }
 
 func (c *cypherParser) parse() *Error {

@@ -135,7 +135,25 @@ func (c *cypherParser) binary(next func() (*Expr, *Error), op func() (Op, int)) 
 	}
 }
 
+// maxNesting bounds how deep parentheses, lists, NOT and minus may nest,
+// so that a hostile query cannot exhaust the stack of the parser, the
+// checks or the evaluation, which all recurse.
+const maxNesting = 200
+
+// nest enters one level of nesting at the next token; the caller defers
+// c.depth--.
+func (c *cypherParser) nest() *Error {
+	if c.depth++; c.depth > maxNesting {
+		return &Error{Pos: c.pos(), Reason: fmt.Sprintf("the condition nests deeper than %d levels", maxNesting)}
+	}
+	return nil
+}
+
 func (c *cypherParser) or() (*Expr, *Error) {
+	if err := c.nest(); err != nil {
+		return nil, err
+	}
+	defer func() { c.depth-- }()
 	return c.binary(c.and, func() (Op, int) { return OpOr, c.keyword("OR") })
 }
 
@@ -146,6 +164,10 @@ func (c *cypherParser) and() (*Expr, *Error) {
 func (c *cypherParser) not() (*Expr, *Error) {
 	start, at := c.offset(), c.pos()
 	if n := c.keyword("NOT"); n > 0 {
+		if err := c.nest(); err != nil {
+			return nil, err
+		}
+		defer func() { c.depth-- }()
 		c.advanceBytes(n)
 		c.skipSpace()
 		e, err := c.not()
@@ -303,9 +325,14 @@ func (c *cypherParser) product() (*Expr, *Error) {
 
 func (c *cypherParser) unary() (*Expr, *Error) {
 	start, at := c.offset(), c.pos()
-	if !c.accept('-') {
+	if c.peek() != '-' {
 		return c.primary()
 	}
+	if err := c.nest(); err != nil {
+		return nil, err
+	}
+	defer func() { c.depth-- }()
+	c.advance()
 	c.skipSpace()
 	e, err := c.unary()
 	if err != nil {

@@ -223,6 +223,10 @@ func TestParseWhereErrors(t *testing.T) {
 		{"WITHIN zero", ring + " WITHIN 0s", Pos{1, 93}, "WITHIN 0s: the bound must be positive"},
 		{"WITHIN too long", ring + " WITHIN 300000d", Pos{1, 93}, "WITHIN 300000d: the bound is too long"},
 		{"WITHIN an expression", ring + " WITHIN t1.ts", Pos{1, 93}, `unexpected "t1": expected a duration`},
+		{"nesting too deep", ring + " WHERE " + strings.Repeat("(", 199) + "a.x" + strings.Repeat(")", 199) + " = 1", Pos{}, ""},
+		{"parentheses too deep", ring + " WHERE " + strings.Repeat("(", 200) + "a.x" + strings.Repeat(")", 200) + " = 1", Pos{1, 292}, "the condition nests deeper than 200 levels"},
+		{"NOT too deep", ring + " WHERE " + strings.Repeat("NOT ", 200) + "a.x", Pos{1, 888}, "the condition nests deeper than 200 levels"},
+		{"minus too deep", ring + " WHERE a.x = " + strings.Repeat("-", 200) + "1", Pos{1, 297}, "the condition nests deeper than 200 levels"},
 		{"error on a later line", ring + "\nWHERE t1.amount > 1\n  AND t2.ts > 'x'", Pos{3, 7}, "t2.ts > 'x': cannot apply >"},
 		{"relationship variable is a vertex", "(a)-[t:T]->(b), (b)-[t2:T]->(a) WHERE a.x = 1", Pos{}, ""},
 	}
