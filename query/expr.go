@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gcsm/gcsm/graph"
 )
@@ -144,6 +145,31 @@ func (e *Expr) format(b *strings.Builder) {
 	}
 }
 
+// formatDuration writes d in the units of the WHERE syntax, largest first,
+// as in 1h30m or 2d; a part below a millisecond makes the last part a
+// fraction, as in 1.5ms.
+func formatDuration(d time.Duration) string {
+	if d <= 0 {
+		return d.String()
+	}
+	var b strings.Builder
+	ms := int64(d / time.Millisecond)
+	frac := d % time.Millisecond
+	for _, u := range []struct {
+		name string
+		ms   int64
+	}{{"d", 86400e3}, {"h", 3600e3}, {"m", 60e3}, {"s", 1e3}} {
+		if n := ms / u.ms; n > 0 {
+			b.WriteString(strconv.FormatInt(n, 10) + u.name)
+			ms -= n * u.ms
+		}
+	}
+	if ms > 0 || frac > 0 {
+		b.WriteString(strconv.FormatFloat(float64(ms)+float64(frac)/1e6, 'f', -1, 64) + "ms")
+	}
+	return b.String()
+}
+
 // writeString writes s as a single-quoted string literal.
 func writeString(b *strings.Builder, s string) {
 	b.WriteByte('\'')
@@ -189,7 +215,7 @@ const (
 	tProp = tNumber | tString | tBool | tTime
 )
 
-// kindTypes maps the run-time kinds to their type.
+// kindType maps a run-time kind to its type; null has none.
 func kindType(k graph.Kind) types {
 	switch k {
 	case graph.Number:

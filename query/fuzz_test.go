@@ -6,7 +6,6 @@ import (
 	"math"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -290,7 +289,7 @@ func formatCypher(p *Pattern) string {
 		text += "\nWHERE " + p.Where.String()
 	}
 	if p.Within != 0 {
-		text += "\nWITHIN " + strconv.FormatFloat(float64(p.Within)/1e6, 'g', -1, 64) + "ms"
+		text += "\nWITHIN " + formatDuration(p.Within)
 	}
 	return text
 }

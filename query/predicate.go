@@ -154,7 +154,7 @@ func (c *predCompiler) conjunct(e *Expr) *Error {
 // within adds the conjunct of WITHIN: the latest event time of the bound
 // transfers minus the earliest is at most the bound.
 func (c *predCompiler) within() *Error {
-	c.cur = &Conjunct{Text: "WITHIN " + c.p.Within.String(), Pos: c.p.WithinPos}
+	c.cur = &Conjunct{Text: "WITHIN " + formatDuration(c.p.Within), Pos: c.p.WithinPos}
 	var idx []int
 	for b := range c.q.Bindings {
 		if why := c.unbindable(c.first[b]); why != "" {

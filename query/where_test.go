@@ -139,6 +139,31 @@ func TestParseWithin(t *testing.T) {
 	}
 }
 
+func TestFormatDuration(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{time.Hour, "1h"}, {90 * time.Minute, "1h30m"}, {48 * time.Hour, "2d"}, {500 * time.Millisecond, "500ms"},
+		{time.Second + 500*time.Microsecond, "1s0.5ms"}, {time.Nanosecond, "0.000001ms"},
+		{25*time.Hour + time.Minute + time.Second + time.Millisecond, "1d1h1m1s1ms"}, {0, "0s"},
+	} {
+		if got := formatDuration(tc.d); got != tc.want {
+			t.Errorf("formatDuration(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+		if tc.d <= 0 {
+			continue
+		}
+		p, err := ParseCypher("q", "(a)-[:T]->(b) WITHIN "+tc.want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Within != tc.d {
+			t.Errorf("WITHIN %s parsed as %v, want %v", tc.want, p.Within, tc.d)
+		}
+	}
+}
+
 func TestParseWherePositions(t *testing.T) {
 	p, err := ParseCypher("q", "(a)-[t:T]->(b)\nWHERE t.x > 1 AND\n  (a.y = 'é' OR NOT b.z)")
 	if err != nil {
