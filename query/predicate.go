@@ -12,7 +12,8 @@ import (
 // Pattern edges that compile to the same query edge share a Binding when
 // they have the same variable (or none, as in CSM files that list an edge
 // twice); with different variables they are two Bindings of one Edge, two
-// parallel transfers between the same pair of vertices.
+// parallel transfers between the same pair of vertices, which a match binds
+// to two distinct transfers.
 type Binding struct {
 	Edge int    // index into Query.Edges
 	Name string // the relationship variable, or ""
