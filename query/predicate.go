@@ -156,15 +156,15 @@ func (c *predCompiler) conjunct(e *Expr) *Error {
 // transfers minus the earliest is at most the bound.
 func (c *predCompiler) within() *Error {
 	c.cur = &Conjunct{Text: "WITHIN " + formatDuration(c.p.Within), Pos: c.p.WithinPos}
+	if len(c.q.Bindings) > MaxBindings {
+		return &Error{Pos: c.p.WithinPos, Reason: fmt.Sprintf("WITHIN reads the time of each of %d edges; predicates read at most %d", len(c.q.Bindings), MaxBindings)}
+	}
 	var idx []int
 	for b := range c.q.Bindings {
 		if why := c.unbindable(c.first[b]); why != "" {
 			return &Error{Pos: c.p.WithinPos, Reason: "WITHIN reads the time of every edge, and " + why}
 		}
 		idx = append(idx, c.ref(PropRef{OnEdge: true, Index: b, Name: PropTime}))
-	}
-	if len(c.q.Bindings) > MaxBindings {
-		return &Error{Pos: c.p.WithinPos, Reason: fmt.Sprintf("WITHIN reads the time of each of %d edges; predicates read at most %d", len(c.q.Bindings), MaxBindings)}
 	}
 	limit := float64(c.p.Within) / 1e6 // milliseconds
 	c.cur.Eval = func(vals []graph.Value) bool {
