@@ -2,6 +2,7 @@ package query
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -518,4 +519,32 @@ func isKeyword(w string) bool {
 		}
 	}
 	return false
+}
+
+// Properties returns the distinct property names p's WHERE reads on its
+// vertices and, apart, on its edges, each in the order they first appear:
+// what ingest must keep of an event for this pattern. An edge's ts and id
+// are not among them, since every transfer carries them.
+func (p *Pattern) Properties() (vertex, edge []string) {
+	s := p.scope()
+	var walk func(e *Expr)
+	walk = func(e *Expr) {
+		if e == nil {
+			return
+		}
+		if e.Op == OpProp {
+			if _, ok := s.vertices[e.Var]; ok {
+				if !slices.Contains(vertex, e.Name) {
+					vertex = append(vertex, e.Name)
+				}
+			} else if e.Name != PropTime && e.Name != PropID && !slices.Contains(edge, e.Name) {
+				edge = append(edge, e.Name)
+			}
+		}
+		for _, a := range e.Args {
+			walk(a)
+		}
+	}
+	walk(p.Where)
+	return vertex, edge
 }

@@ -308,3 +308,24 @@ func TestValidateWhere(t *testing.T) {
 		})
 	}
 }
+
+func TestPatternProperties(t *testing.T) {
+	p, err := ParseCypher("q", ring+" WHERE t1.amount > 1 AND t1.ts < t2.ts AND t2.id <> t3.id AND (a.country = c.country OR b.risk IN [t3.currency, t1.amount]) WITHIN 1h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vertex, edge := p.Properties()
+	if want := []string{"country", "risk"}; !reflect.DeepEqual(vertex, want) {
+		t.Errorf("vertex properties %q, want %q", vertex, want)
+	}
+	if want := []string{"amount", "currency"}; !reflect.DeepEqual(edge, want) {
+		t.Errorf("edge properties %q, want %q", edge, want)
+	}
+	p, err = ParseCypher("q", ring+" WITHIN 1h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vertex, edge := p.Properties(); vertex != nil || edge != nil {
+		t.Errorf("WITHIN alone reads properties %q and %q", vertex, edge)
+	}
+}
