@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -110,18 +111,97 @@ func FuzzParseWhere(f *testing.F) {
 		if !reflect.DeepEqual(q1.Pred.Props, q2.Pred.Props) || len(q1.Pred.Conjuncts) != len(q2.Pred.Conjuncts) {
 			t.Fatalf("%q and its round trip compile to different predicates:\n%+v\n%+v", text, q1.Pred, q2.Pred)
 		}
-		in := make([]graph.Value, len(q1.Pred.Props))
-		for round := range 8 {
+		// The negation tells false from unknown, which the condition alone
+		// cannot: neither holds.
+		neg := *p
+		neg.Where, neg.Within = &Expr{Op: OpNot, Args: []*Expr{p.Where}}, 0
+		qn, err := Compile(&neg, graph.NewDict(), true, Embeddings)
+		if err != nil {
+			t.Fatalf("NOT (%s) does not compile: %v", p.Where, err)
+		}
+		r := rand.New(rand.NewPCG(uint64(len(text)), 1))
+		for range 16 {
+			in := make([]graph.Value, len(q1.Pred.Props))
 			for i := range in {
-				in[i] = vals[(i*7+round*3+i*round)%len(vals)]
+				in[i] = vals[r.IntN(len(vals))]
 			}
+			holds := true
 			for i, c := range q1.Pred.Conjuncts {
 				if c.Eval(in) != q2.Pred.Conjuncts[i].Eval(in) {
 					t.Fatalf("conjunct %s of %q and of its round trip disagree on %v", c.Text, text, in)
 				}
+				holds = holds && c.Eval(in)
 			}
+			if want := refHolds(q1, in); holds != want {
+				t.Fatalf("%q on %v: the conjuncts give %v, the reference interpreter %v", text, in, holds, want)
+			}
+			checkConjuncts(t, q1, in)
+			checkConjuncts(t, qn, permute(q1, qn, in))
 		}
 	})
+}
+
+// refHolds says whether the reference interpreter finds q's WHERE and
+// WITHIN true for a match whose properties Predicates.Props have values in.
+func refHolds(q *Query, in []graph.Value) bool {
+	p, prop := q.Pattern, refProps(q, in)
+	if p.Where != nil && refEval(p.Where, prop) != true {
+		return false
+	}
+	if p.Within == 0 {
+		return true
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, b := range q.Bindings {
+		ts, ok := prop(b.Name, PropTime).(refTime)
+		if !ok {
+			return false
+		}
+		lo, hi = min(lo, float64(ts)), max(hi, float64(ts))
+	}
+	return hi-lo <= float64(p.Within)/1e6
+}
+
+// checkConjuncts checks each conjunct of q's WHERE against the reference
+// interpreter; a conjunct that the compiler dropped must be always true.
+func checkConjuncts(t *testing.T, q *Query, in []graph.Value) {
+	t.Helper()
+	prop := refProps(q, in)
+	for _, e := range splitAnd(q.Pattern.Where, nil) {
+		want := refEval(e, prop) == true
+		i := slices.IndexFunc(q.Pred.Conjuncts, func(c Conjunct) bool { return c.Text == e.source() })
+		switch {
+		case i < 0 && !want:
+			t.Fatalf("the compiler dropped %s, which is not true on %v", e.source(), in)
+		case i >= 0 && q.Pred.Conjuncts[i].Eval(in) != want:
+			t.Fatalf("%s on %v: the conjunct gives %v, the reference interpreter %v", e.source(), in, !want, want)
+		}
+	}
+}
+
+// permute gives the values in, which are those of q's Props, in the order
+// of to's Props, which must be among them.
+func permute(q, to *Query, in []graph.Value) []graph.Value {
+	out := make([]graph.Value, len(to.Pred.Props))
+	for i, r := range to.Pred.Props {
+		out[i] = in[slices.Index(q.Pred.Props, r)]
+	}
+	return out
+}
+
+// refProps looks up the properties of q's match whose Props have values in.
+func refProps(q *Query, in []graph.Value) func(v, name string) any {
+	return func(v, name string) any {
+		for i, r := range q.Pred.Props {
+			if r.Name != name {
+				continue
+			}
+			if (r.OnEdge && q.Bindings[r.Index].Name == v) || (!r.OnEdge && q.Pattern.Vertices[r.Index].Name == v) {
+				return refValue(in[i])
+			}
+		}
+		panic("the compiler did not list property " + v + "." + name)
+	}
 }
 
 // wherePool is the values FuzzParseWhere evaluates conditions on.
@@ -129,7 +209,7 @@ func wherePool() []graph.Value {
 	return []graph.Value{
 		{}, graph.NumberValue(0), graph.NumberValue(10000), graph.NumberValue(-1.5), graph.StringValue("EUR"),
 		graph.StringValue(""), graph.BoolValue(true), graph.BoolValue(false), graph.TimeValue(0),
-		graph.TimeValue(3600000), graph.TimeValue(1700000000000), graph.NumberValue(math.Inf(1)),
+		graph.TimeValue(1800000), graph.TimeValue(3600000), graph.TimeValue(1700000000000), graph.NumberValue(math.Inf(1)),
 	}
 }
 
