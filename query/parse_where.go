@@ -15,6 +15,7 @@ import (
 // clauses parses what may follow the pattern: WHERE <condition> and
 // WITHIN <duration>, each at most once, in either order.
 func (c *cypherParser) clauses() *Error {
+	want := "',', WHERE, WITHIN or the end of the pattern"
 	for {
 		c.skipSpace()
 		if c.src == "" {
@@ -33,6 +34,7 @@ func (c *cypherParser) clauses() *Error {
 				return err
 			}
 			c.p.Where = e
+			want = "an operator, WITHIN or the end of the query"
 		case strings.EqualFold(w, "WITHIN"):
 			if c.p.Within != 0 {
 				return &Error{Pos: at, Reason: "a second WITHIN: a pattern has one time bound"}
@@ -41,11 +43,8 @@ func (c *cypherParser) clauses() *Error {
 			if err := c.within(at); err != nil {
 				return err
 			}
+			want = "WHERE or the end of the query"
 		default:
-			want := "',', WHERE, WITHIN or the end of the pattern"
-			if c.p.Where != nil || c.p.Within != 0 {
-				want = "an operator, WHERE, WITHIN or the end of the query"
-			}
 			return c.unexpected(want)
 		}
 	}
