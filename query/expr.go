@@ -60,10 +60,12 @@ func (o Op) String() string {
 // Expr is a node of a WHERE condition.
 //
 // Values are three-valued, as in Cypher: a property that a vertex or edge
-// lacks is null, and so is an operation on null or on operands of the wrong
-// kinds at run time; a comparison with null is unknown, NOT unknown is
-// unknown, and a match satisfies the condition only when it is true.
-// Mistakes certain before any data arrives (t1.ts > 'x') are errors.
+// lacks is null, and so is an operation on null, on kinds it does not take
+// (a property may hold any kind), or a division by zero. A comparison with
+// null is unknown; NOT unknown is unknown, false AND unknown is false and
+// true OR unknown is true; x IS NULL is never unknown. A match satisfies
+// the condition only when it is true. Mistakes certain before any data
+// arrives (t1.ts > 'x', a.x + 'y') are errors.
 type Expr struct {
 	Op   Op
 	Args []*Expr     // the operands; for OpIn the value, then the list
