@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -242,42 +243,107 @@ func FuzzDecode(f *testing.F) {
 		f.Add([]byte(s), uint8(FormatAuto))
 	}
 	f.Fuzz(func(t *testing.T, value []byte, format uint8) {
-		fuzzDecoder.Format = Format(format % uint8(FormatJSON+2))
-		fuzzDecoder.MaxBytes = 512
-		fuzzDecoder.Keep = fuzzKeep
-		rec, err := fuzzDecoder.Decode(value)
-		fresh := Decoder{Format: fuzzDecoder.Format, MaxBytes: 512, Keep: fuzzKeep}
-		rec2, err2 := fresh.Decode(value)
-		if !reflect.DeepEqual(rec, rec2) || (err == nil) != (err2 == nil) || err != nil && err.Error() != err2.Error() {
-			t.Fatalf("a used Decoder gives %+v, %v; a fresh one %+v, %v", rec, err, rec2, err2)
+		checkDecode(t, value, Format(format%uint8(FormatJSON+2)))
+	})
+}
+
+// checkDecode is FuzzDecode of one value, and returns what the Decoder
+// with AllProps made of it.
+func checkDecode(t *testing.T, value []byte, format Format) (Record, error) {
+	fuzzDecoder.Format = format
+	fuzzDecoder.MaxBytes = 512
+	fuzzDecoder.Keep = fuzzKeep
+	rec, err := fuzzDecoder.Decode(value)
+	fresh := Decoder{Format: fuzzDecoder.Format, MaxBytes: 512, Keep: fuzzKeep}
+	rec2, err2 := fresh.Decode(value)
+	if !reflect.DeepEqual(rec, rec2) || (err == nil) != (err2 == nil) || err != nil && err.Error() != err2.Error() {
+		t.Fatalf("a used Decoder gives %+v, %v; a fresh one %+v, %v", rec, err, rec2, err2)
+	}
+	var all Record
+	for _, keep := range []*PropFilter{nil, AllProps()} {
+		other := Decoder{Format: fuzzDecoder.Format, MaxBytes: 512, Keep: keep}
+		rec2, err2 := other.Decode(value)
+		// The record of the smaller filter is the other's, filtered.
+		got, want := rec2, filterProps(rec, nil)
+		if keep != nil {
+			got, want = filterProps(rec2, fuzzKeep), rec
 		}
-		for _, keep := range []*PropFilter{nil, AllProps()} {
-			other := Decoder{Format: fuzzDecoder.Format, MaxBytes: 512, Keep: keep}
-			rec2, err2 := other.Decode(value)
-			// The record of the smaller filter is the other's, filtered.
-			got, want := rec2, filterProps(rec, nil)
-			if keep != nil {
-				got, want = filterProps(rec2, fuzzKeep), rec
-			}
-			if (err == nil) != (err2 == nil) || err != nil && err.Error() != err2.Error() || err == nil && !reflect.DeepEqual(got, want) {
-				t.Fatalf("Decode(%q) with filter %v: %+v, %v; with fuzzKeep %+v, %v", value, keep, rec2, err2, rec, err)
-			}
-			if keep != nil && err == nil {
-				roundTrip(t, value, rec2, keep)
-			}
+		if (err == nil) != (err2 == nil) || err != nil && err.Error() != err2.Error() || err == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("Decode(%q) with filter %v: %+v, %v; with fuzzKeep %+v, %v", value, keep, rec2, err2, rec, err)
 		}
-		checkScan(t, trimValue(value))
+		if keep != nil && err == nil {
+			roundTrip(t, value, rec2, keep)
+			all = rec2
+		}
+	}
+	checkScan(t, trimValue(value))
+	if err != nil {
+		var de *DecodeError
+		if !errors.As(err, &de) || !knownReason(de.Reason) || de.Detail == "" {
+			t.Fatalf("Decode(%q): %#v, want a *DecodeError with a known reason", value, err)
+		}
+		return Record{}, err
+	}
+	rec.Line = 1
+	checkRecord(t, rec)
+	rec.Line = 0
+	roundTrip(t, value, rec, fuzzKeep)
+	return all, nil
+}
+
+// FuzzDecodeProps decodes an edge event whose "props" are arbitrary: as
+// FuzzDecode, and the properties kept must be those that encoding/json
+// reads, the last value of each name.
+func FuzzDecodeProps(f *testing.F) {
+	for _, s := range []string{`{"amount":12000,"currency":"EUR","flagged":false}`, `{}`, `null`, `{"a":1,"a":null}`,
+		`{"a":{"b":1}}`, `{"n":1e400}`, `{"\u0061":"\ud83d\ude00","b":-0.0,"c":9007199254740993}`, `{"a":"\ud800"}`, `[1]`, `{"A":1,"a":2}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, props []byte) {
+		value := append([]byte(`{"op":"+","src":1,"dst":2,"props":`), props...)
+		value = append(value, '}')
+		rec, err := checkDecode(t, value, FormatJSON)
 		if err != nil {
-			var de *DecodeError
-			if !errors.As(err, &de) || !knownReason(de.Reason) || de.Detail == "" {
-				t.Fatalf("Decode(%q): %#v, want a *DecodeError with a known reason", value, err)
-			}
 			return
 		}
-		rec.Line = 1
-		checkRecord(t, rec)
-		rec.Line = 0
-		roundTrip(t, value, rec, fuzzKeep)
+		// props may close the object and give "props" again: the event as
+		// a whole says what they are.
+		var ev struct {
+			Props map[string]any `json:"props"`
+		}
+		d := json.NewDecoder(bytes.NewReader(value))
+		d.UseNumber()
+		if err := d.Decode(&ev); err != nil {
+			t.Fatalf("Decode(%s) keeps %+v, encoding/json: %v", value, rec.Props, err)
+		}
+		n := 0
+		for name, v := range ev.Props {
+			var want graph.Value
+			switch v := v.(type) {
+			case nil:
+				continue
+			case string:
+				want = graph.StringValue(v)
+			case bool:
+				want = graph.BoolValue(v)
+			case json.Number:
+				f, err := v.Float64()
+				if err != nil {
+					t.Fatalf("Decode(%s) keeps %+v; encoding/json reads %s: %v", value, rec.Props, v, err)
+				}
+				want = graph.NumberValue(f)
+			default:
+				t.Fatalf("Decode(%s) keeps %+v; encoding/json reads %s = %v", value, rec.Props, name, v)
+			}
+			n++
+			i := slices.IndexFunc(rec.Props, func(p graph.Prop) bool { return p.Name == name })
+			if i < 0 || !rec.Props[i].Value.Equal(want) {
+				t.Fatalf("Decode(%s) keeps %+v; encoding/json reads %s = %v", value, rec.Props, name, want)
+			}
+		}
+		if n != len(rec.Props) {
+			t.Fatalf("Decode(%s) keeps %+v; encoding/json reads %v", value, rec.Props, ev.Props)
+		}
 	})
 }
 
