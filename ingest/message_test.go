@@ -382,11 +382,17 @@ func checkScan(t *testing.T, line []byte) {
 	}
 }
 
-// decodeBench are the values of BenchmarkDecode.
-var decodeBench = []struct{ name, value string }{
-	{"json", designEvent},
-	{"json-int-ids", `{"op":"+","src":1234567,"dst":7654321,"label":"7","ts":1795255200000}`},
-	{"csm", "e 1234567 7654321 7"},
+// decodeBench are the values of BenchmarkDecode, and the properties kept:
+// "props-unread" is a transfer whose properties no query reads.
+var decodeBench = []struct {
+	name, value string
+	keep        *PropFilter
+}{
+	{"json", designEvent, nil},
+	{"json-int-ids", `{"op":"+","src":1234567,"dst":7654321,"label":"7","ts":1795255200000}`, nil},
+	{"csm", "e 1234567 7654321 7", nil},
+	{"json-props", issueEvent, testKeep},
+	{"json-props-unread", issueEvent, nil},
 }
 
 // BenchmarkDecode decodes the documented input event and kin; "fallback" is the
@@ -399,7 +405,7 @@ var decodeBench = []struct{ name, value string }{
 func BenchmarkDecode(b *testing.B) {
 	for _, bb := range decodeBench {
 		b.Run(bb.name, func(b *testing.B) {
-			var d Decoder
+			d := Decoder{Keep: bb.keep}
 			value := []byte(bb.value)
 			b.SetBytes(int64(len(value)))
 			b.ReportAllocs()
@@ -419,7 +425,8 @@ func BenchmarkDecode(b *testing.B) {
 			if err := j.unmarshal(value); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := j.record(nil); err != nil {
+			var rec Record
+			if err := j.record(nil, &rec); err != nil {
 				b.Fatal(err)
 			}
 		}
