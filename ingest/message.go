@@ -78,7 +78,8 @@ func decodeErrorf(reason, format string, args ...any) *DecodeError {
 // mistake as a malformed one.
 //
 // A Decoder is not safe for concurrent use; use one per goroutine. The zero
-// value detects the format of each value and accepts values of up to 1 MiB.
+// value detects the format of each value, accepts values of up to 1 MiB and
+// keeps no property.
 type Decoder struct {
 	// Format is FormatAuto (JSON if the value starts with '{' after white
 	// space, else CSM), FormatJSON or FormatCSM. Others are refused with

@@ -109,7 +109,8 @@ type pendingProp struct {
 // standing queries, but only kept ones are decoded.
 func (j *jsonLine) props(op graph.Op, keep *PropFilter) *DecodeError {
 	j.pending = j.pending[:0]
-	if v := &j.val; v[keyProps] == v[keySrcProps] && v[keyProps] == v[keyDstProps] && v[keyProps].start == v[keyProps].end {
+	if v := &j.val; v[keyProps].start == v[keyProps].end && v[keySrcProps].start == v[keySrcProps].end &&
+		v[keyDstProps].start == v[keyDstProps].end {
 		return nil // the common event, without properties
 	}
 	if op == graph.AddVertex {
