@@ -232,8 +232,9 @@ func (j *jsonLine) propValue(raw []byte, i int, key string, name []byte, kept bo
 	case c == '-' || isDigit(c):
 		end = scanNumber(raw, i)
 		num := raw[i:end]
-		// An integer, the common amount, converts exactly as ParseFloat
-		// would round it, and four times faster.
+		// An integer, the common amount, rounds to the float64 that
+		// ParseFloat would give (-0 aside, which equals 0), without
+		// ParseFloat's general parse.
 		f, ok := 0.0, false
 		if n, isInt := parseInt(num); isInt {
 			f, ok = float64(n), true
