@@ -7,6 +7,9 @@
 // events as read, with vertex ids and labels still strings. Both parse with
 // the same code, so a line means the same in a file and in a message, and
 // AppendEvent writes any Record back as the JSON event that decodes to it.
+// Events may name their own edge (an id, one of several parallel edges) and
+// carry properties; a PropFilter says which properties records keep, so
+// that memory holds what the standing queries read, not all that is sent.
 // A Resolver then interns Records into a graph.Update. The split keeps the
 // parsers free of shared state, so several can parse in parallel while one
 // goroutine owns the dictionaries.

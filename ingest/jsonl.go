@@ -89,28 +89,29 @@ func absent(raw []byte) bool { return len(raw) == 0 || string(raw) == "null" }
 
 // parseJSON reads a line of FormatJSON.
 func (r *Reader) parseJSON(line []byte) (Record, bool, *LineError) {
-	rec, err := r.js.parse(line, r.opts.Keep)
-	if err != nil {
+	var rec Record
+	if err := r.js.parse(line, r.opts.Keep, &rec); err != nil {
 		return Record{}, false, r.errorf("%s", err.Detail)
 	}
 	rec.Line = r.line
 	return rec, true, nil
 }
 
-// parse parses one trimmed, non-blank line holding a JSON object, keeping
-// the properties that keep names. The record has Line 0.
-func (j *jsonLine) parse(line []byte, keep *PropFilter) (Record, *DecodeError) {
+// parse parses one trimmed, non-blank line holding a JSON object into
+// *rec, a zero Record, keeping the properties that keep names. The record
+// has Line 0; on an error, *rec is to be dropped.
+func (j *jsonLine) parse(line []byte, keep *PropFilter, rec *Record) *DecodeError {
 	if line[0] != '{' {
-		return Record{}, decodeErrorf(ReasonJSON, "expected a JSON object, got %s", quote(line))
+		return decodeErrorf(ReasonJSON, "expected a JSON object, got %s", quote(line))
 	}
 	if !j.scan(line) {
 		if err := j.unmarshal(line); err != nil {
-			return Record{}, err
+			return err
 		}
 	}
-	rec, err := j.record(keep)
+	err := j.record(keep, rec)
 	j.buf = nil // let the caller's buffer go
-	return rec, err
+	return err
 }
 
 // unmarshal is scan done by encoding/json: slower, but it takes every
@@ -136,9 +137,10 @@ func (j *jsonLine) unmarshal(line []byte) *DecodeError {
 
 func (j *jsonLine) value(k int) []byte { return j.buf[j.val[k].start:j.val[k].end] }
 
-// record makes a Record of the values found by scan or unmarshal.
-func (j *jsonLine) record(keep *PropFilter) (Record, *DecodeError) {
-	var rec Record
+// record makes *rec, a zero Record, of the values found by scan or
+// unmarshal; on an error, *rec is to be dropped. (Records are 200 bytes:
+// filling the caller's spares copies that take a tenth of Decode.)
+func (j *jsonLine) record(keep *PropFilter, rec *Record) *DecodeError {
 	switch op := j.value(keyOp); string(op) {
 	case `"+"`, `"insert"`:
 		rec.Op = graph.Insert
@@ -148,17 +150,17 @@ func (j *jsonLine) record(keep *PropFilter) (Record, *DecodeError) {
 		rec.Op = graph.AddVertex
 	default:
 		if absent(op) {
-			return Record{}, decodeErrorf(ReasonMissingField, `missing field "op"`)
+			return decodeErrorf(ReasonMissingField, `missing field "op"`)
 		}
 		if err := checkUTF8(`field "op"`, bytes.Trim(op, `"`)); err != nil {
-			return Record{}, err
+			return err
 		}
-		return Record{}, decodeErrorf(ReasonUnknownOp, "unknown op %s", clip(op))
+		return decodeErrorf(ReasonUnknownOp, "unknown op %s", clip(op))
 	}
 	j.text = j.text[:0]
 	ms, ts, isText, err := j.time()
 	if err != nil {
-		return Record{}, err
+		return err
 	}
 	// The names, in the order in which they are checked, and where they go.
 	var (
@@ -210,23 +212,23 @@ func (j *jsonLine) record(keep *PropFilter) (Record, *DecodeError) {
 		// would have it; its check only waited for the string below.
 		if isText {
 			if _, terr := parseRFC3339(string(j.text[ts.start:ts.end])); terr != nil {
-				return Record{}, terr
+				return terr
 			}
 		}
-		return Record{}, err
+		return err
 	}
 	s := string(j.text)
 	rec.Time = ms
 	if isText {
 		if rec.Time, err = parseRFC3339(s[ts.start:ts.end]); err != nil {
-			return Record{}, err
+			return err
 		}
 	}
 	for i, sp := range names[:n] {
 		*dsts[i] = s[sp.start:sp.end]
 	}
-	j.takeProps(&rec, s)
-	return rec, nil
+	j.takeProps(rec, s)
+	return nil
 }
 
 // required is name of a field that must be given and not empty.
@@ -272,19 +274,30 @@ func (j *jsonLine) name(k int, key string) (span, *DecodeError) {
 
 // appendString decodes the JSON string literal of key k into j.text.
 func (j *jsonLine) appendString(k int, key string) (span, *DecodeError) {
-	return j.appendLiteral(j.value(k), j.plain[k], valueRef{key: key})
+	raw := j.value(k)
+	if sp, ok := j.appendPlain(raw, j.plain[k]); ok {
+		return sp, nil
+	}
+	return j.appendEscaped(raw, valueRef{key: key})
 }
 
-// appendLiteral decodes the JSON string literal raw, of the value ref, into
-// j.text; plain says that raw is known to be ASCII without escapes.
-func (j *jsonLine) appendLiteral(raw []byte, plain bool, ref valueRef) (span, *DecodeError) {
+// appendPlain copies the body of the JSON string literal raw into j.text
+// when it needs no decoding: it has no escapes and is UTF-8, as most
+// strings are (plain says that it is known to be ASCII without escapes).
+// Its syntax has been checked already.
+func (j *jsonLine) appendPlain(raw []byte, plain bool) (span, bool) {
 	start := len(j.text)
-	// Most strings have no escapes: copy them without a trip through the
-	// decoder. (The syntax has been checked already.)
 	if body := raw[1 : len(raw)-1]; plain || bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
 		j.text = append(j.text, body...)
-		return span{start, len(j.text)}, nil
+		return span{start, len(j.text)}, true
 	}
+	return span{}, false
+}
+
+// appendEscaped decodes the JSON string literal raw, of the value ref, into
+// j.text, the slow way.
+func (j *jsonLine) appendEscaped(raw []byte, ref valueRef) (span, *DecodeError) {
+	start := len(j.text)
 	// encoding/json would make U+FFFD of what is not UTF-8; refuse it here.
 	if err := checkJSONString(ref, raw[1:len(raw)-1]); err != nil {
 		return span{}, err

@@ -78,7 +78,8 @@ func decodeErrorf(reason, format string, args ...any) *DecodeError {
 // mistake as a malformed one.
 //
 // A Decoder is not safe for concurrent use; use one per goroutine. The zero
-// value detects the format of each value and accepts values of up to 1 MiB.
+// value detects the format of each value, accepts values of up to 1 MiB and
+// keeps no property.
 type Decoder struct {
 	// Format is FormatAuto (JSON if the value starts with '{' after white
 	// space, else CSM), FormatJSON or FormatCSM. Others are refused with
@@ -103,28 +104,29 @@ type Decoder struct {
 //
 // Decode checks syntax only, like the Reader: self-loops and deletions of
 // absent edges are for the consumer to judge.
-func (d *Decoder) Decode(value []byte) (Record, error) {
-	rec, err := d.decode(value)
-	if err != nil {
-		return Record{}, err
+func (d *Decoder) Decode(value []byte) (rec Record, err error) {
+	if derr := d.decode(value, &rec); derr != nil {
+		return Record{}, derr
 	}
 	return rec, nil
 }
 
-func (d *Decoder) decode(value []byte) (Record, *DecodeError) {
+// decode decodes value into *rec, a zero Record; on an error, *rec is to be
+// dropped.
+func (d *Decoder) decode(value []byte, rec *Record) *DecodeError {
 	limit := d.MaxBytes
 	if limit <= 0 {
 		limit = defaultMaxLineBytes
 	}
 	if len(value) > limit {
-		return Record{}, decodeErrorf(ReasonOversized, "value is %d bytes, over the limit of %d", len(value), limit)
+		return decodeErrorf(ReasonOversized, "value is %d bytes, over the limit of %d", len(value), limit)
 	}
 	line := trimValue(value)
 	if isComment(line) {
 		if len(line) == 0 {
-			return Record{}, decodeErrorf(ReasonEmpty, "value is blank")
+			return decodeErrorf(ReasonEmpty, "value is blank")
 		}
-		return Record{}, decodeErrorf(ReasonEmpty, "value is a comment, not an event: %s", quote(line))
+		return decodeErrorf(ReasonEmpty, "value is a comment, not an event: %s", quote(line))
 	}
 	format := d.Format
 	if format == FormatAuto {
@@ -135,15 +137,19 @@ func (d *Decoder) decode(value []byte) (Record, *DecodeError) {
 	}
 	switch format {
 	case FormatJSON:
-		return d.js.parse(line, d.Keep)
+		return d.js.parse(line, d.Keep, rec)
 	case FormatCSM:
-		rec, ok, err := parseCSM(line, &d.fields)
+		var (
+			ok  bool
+			err *DecodeError
+		)
+		*rec, ok, err = parseCSM(line, &d.fields)
 		if err == nil && !ok {
 			err = decodeErrorf(ReasonEmpty, `value is a CSM "t" header, not an event`)
 		}
-		return rec, err
+		return err
 	}
-	return Record{}, decodeErrorf(ReasonFormat, "a Decoder decodes JSON and CSM, not %v", format)
+	return decodeErrorf(ReasonFormat, "a Decoder decodes JSON and CSM, not %v", format)
 }
 
 // trimValue drops a leading byte order mark and surrounding blanks and
@@ -201,9 +207,11 @@ func AppendEvent(dst []byte, rec Record) []byte {
 		}
 	}
 	dst = appendTS(dst, rec.Time)
-	dst = appendProps(dst, "props", rec.Props)
-	dst = appendProps(dst, "src_props", rec.SrcProps)
-	dst = appendProps(dst, "dst_props", rec.DstProps)
+	if len(rec.Props)+len(rec.SrcProps)+len(rec.DstProps) > 0 {
+		dst = appendProps(dst, "props", rec.Props)
+		dst = appendProps(dst, "src_props", rec.SrcProps)
+		dst = appendProps(dst, "dst_props", rec.DstProps)
+	}
 	return append(dst, '}')
 }
 

@@ -109,6 +109,10 @@ type pendingProp struct {
 // standing queries, but only kept ones are decoded.
 func (j *jsonLine) props(op graph.Op, keep *PropFilter) *DecodeError {
 	j.pending = j.pending[:0]
+	if v := &j.val; v[keyProps].start == v[keyProps].end && v[keySrcProps].start == v[keySrcProps].end &&
+		v[keyDstProps].start == v[keyDstProps].end {
+		return nil // the common event, without properties
+	}
 	if op == graph.AddVertex {
 		return j.propObject(keyProps, slotSrcProps, keep, true)
 	}
@@ -219,13 +223,18 @@ func (j *jsonLine) propValue(raw []byte, i int, key string, name []byte, kept bo
 			}
 			return end, v, str, err
 		}
-		str, err = j.appendLiteral(raw[i:end], plain, ref)
-		return end, graph.Value{Kind: graph.String}, str, err
+		v.Kind = graph.String
+		if str, ok := j.appendPlain(raw[i:end], plain); ok {
+			return end, v, str, nil
+		}
+		str, err = j.appendEscaped(raw[i:end], ref)
+		return end, v, str, err
 	case c == '-' || isDigit(c):
 		end = scanNumber(raw, i)
 		num := raw[i:end]
-		// An integer, the common amount, converts exactly as ParseFloat
-		// would round it, and four times faster.
+		// An integer, the common amount, rounds to the float64 that
+		// ParseFloat would give (-0 aside, which equals 0), without
+		// ParseFloat's general parse.
 		f, ok := 0.0, false
 		if n, isInt := parseInt(num); isInt {
 			f, ok = float64(n), true

@@ -105,8 +105,12 @@ func (q *Query) N() int { return len(q.Labels) }
 
 // Compile binds p to a label dictionary (query labels are interned, so a
 // label no data vertex has yet simply matches nothing until one arrives) and
-// to the graph's direction, removes duplicate edges, finds the automorphisms
-// and builds one matching plan per query edge.
+// to the graph's direction, removes duplicate edges, gives each pattern edge
+// its Binding, compiles WHERE and WITHIN into Pred, finds the automorphisms
+// (only the identity once a WHERE or parallel Bindings tell automorphic maps
+// apart) and builds one matching plan per query edge. Predicates may read
+// only the edges that the matcher binds transfers on: labelled ones and, on
+// a directed graph, directed ones.
 func Compile(p *Pattern, labels *graph.Dict, directed bool, sem Semantics) (*Query, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err

@@ -2,8 +2,10 @@ package query
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gcsm/gcsm/graph"
 )
@@ -58,10 +60,12 @@ func (o Op) String() string {
 // Expr is a node of a WHERE condition.
 //
 // Values are three-valued, as in Cypher: a property that a vertex or edge
-// lacks is null, and so is an operation on null or on operands of the wrong
-// kinds at run time; a comparison with null is unknown, NOT unknown is
-// unknown, and a match satisfies the condition only when it is true.
-// Mistakes certain before any data arrives (t1.ts > 'x') are errors.
+// lacks is null, and so is an operation on null, on kinds it does not take
+// (a property may hold any kind), or a division by zero. A comparison with
+// null is unknown; NOT unknown is unknown, false AND unknown is false and
+// true OR unknown is true; x IS NULL is never unknown. A match satisfies
+// the condition only when it is true. Mistakes certain before any data
+// arrives (t1.ts > 'x', a.x + 'y') are errors.
 type Expr struct {
 	Op   Op
 	Args []*Expr     // the operands; for OpIn the value, then the list
@@ -144,6 +148,31 @@ func (e *Expr) format(b *strings.Builder) {
 	}
 }
 
+// formatDuration writes d in the units of the WHERE syntax, largest first,
+// as in 1h30m or 2d; a part below a millisecond makes the last part a
+// fraction, as in 1.5ms.
+func formatDuration(d time.Duration) string {
+	if d <= 0 {
+		return d.String()
+	}
+	var b strings.Builder
+	ms := int64(d / time.Millisecond)
+	frac := d % time.Millisecond
+	for _, u := range []struct {
+		name string
+		ms   int64
+	}{{"d", 86400e3}, {"h", 3600e3}, {"m", 60e3}, {"s", 1e3}} {
+		if n := ms / u.ms; n > 0 {
+			b.WriteString(strconv.FormatInt(n, 10) + u.name)
+			ms -= n * u.ms
+		}
+	}
+	if ms > 0 || frac > 0 {
+		b.WriteString(strconv.FormatFloat(float64(ms)+float64(frac)/1e6, 'f', -1, 64) + "ms")
+	}
+	return b.String()
+}
+
 // writeString writes s as a single-quoted string literal.
 func writeString(b *strings.Builder, s string) {
 	b.WriteByte('\'')
@@ -189,7 +218,7 @@ const (
 	tProp = tNumber | tString | tBool | tTime
 )
 
-// kindTypes maps the run-time kinds to their type.
+// kindType maps a run-time kind to its type; null has none.
 func kindType(k graph.Kind) types {
 	switch k {
 	case graph.Number:
@@ -492,4 +521,32 @@ func isKeyword(w string) bool {
 		}
 	}
 	return false
+}
+
+// Properties returns the distinct property names p's WHERE reads on its
+// vertices and, apart, on its edges, each in the order they first appear:
+// what ingest must keep of an event for this pattern. An edge's ts and id
+// are not among them, since every transfer carries them.
+func (p *Pattern) Properties() (vertex, edge []string) {
+	s := p.scope()
+	var walk func(e *Expr)
+	walk = func(e *Expr) {
+		if e == nil {
+			return
+		}
+		if e.Op == OpProp {
+			if _, ok := s.vertices[e.Var]; ok {
+				if !slices.Contains(vertex, e.Name) {
+					vertex = append(vertex, e.Name)
+				}
+			} else if e.Name != PropTime && e.Name != PropID && !slices.Contains(edge, e.Name) {
+				edge = append(edge, e.Name)
+			}
+		}
+		for _, a := range e.Args {
+			walk(a)
+		}
+	}
+	walk(p.Where)
+	return vertex, edge
 }

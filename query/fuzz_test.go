@@ -3,11 +3,15 @@ package query
 import (
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/gcsm/gcsm/graph"
 )
 
 // The fuzz targets check that the parsers never panic, that whatever they
@@ -53,6 +57,9 @@ func FuzzParseCypher(f *testing.F) {
 		"(a)-->(a)",
 		"(a:A)-->(b), (b)-->(a:B)",
 		"(a)-[r:T]->(b)-[r]->(c)",
+		ring + " WHERE t1.amount > 10000 AND t1.ts < t2.ts AND t3.ts - t1.ts < 1h AND t2.amount >= 0.9 * t1.amount",
+		"(a)-[t:T]->(b) WITHIN 1h30m WHERE a.country IN ['FR', \"DE\"] OR NOT t.`x y` IS NULL",
+		"(a)-[t:T]->(b) WHERE t.ts > 'x'",
 	} {
 		f.Add(s)
 	}
@@ -62,14 +69,194 @@ func FuzzParseCypher(f *testing.F) {
 			return
 		}
 		checkArrows(t, p)
-		again, err := ParseCypher("fuzz", formatCypher(p))
-		if err != nil {
-			t.Fatalf("%v\nwhen parsing %q written out as\n%s", err, text, formatCypher(p))
+		roundTrip(t, text, p)
+	})
+}
+
+// FuzzParseWhere fuzzes the condition after WHERE (and a WITHIN after it).
+// Beyond FuzzParseCypher, it checks that every node's Pos and Text point at
+// its source, and that a condition and its round trip compile to conjuncts
+// that agree on every match.
+func FuzzParseWhere(f *testing.F) {
+	for _, s := range []string{
+		"t1.amount > 10000 AND t1.ts < t2.ts AND t2.ts < t3.ts AND t3.ts - t1.ts < 1h AND t2.amount >= 0.9 * t1.amount",
+		"(a.country = c.country OR NOT b.vip) AND t1.currency IN ['EUR', \"USD\", t2.currency]",
+		"t1.note = 'it\\'s\\n' AND t2.`odd name` <> -1.5e3 / 2",
+		"t1.fee IS NULL OR t1.fee IS NOT NULL AND a.x != 007",
+		"t3.ts - t1.ts <= 1h30m AND 2 * (t2.ts - t1.ts) > 500ms WITHIN 2d",
+		"true WITHIN 1.5h",
+		"t1.ts > 'x'",
+		"a.x < 1 < 2",
+		"NOT not.x",
+	} {
+		f.Add(s)
+	}
+	vals := wherePool()
+	f.Fuzz(func(t *testing.T, where string) {
+		text := ring + " WHERE " + where
+		p, err := ParseCypher("fuzz", text)
+		if !checkParsed(t, p, err) {
+			return
 		}
-		if !reflect.DeepEqual(withoutPos(again), withoutPos(p)) {
-			t.Fatalf("round trip of %q\ngave %+v\nwant %+v", text, again, p)
+		checkSource(t, text, p.Where)
+		again := roundTrip(t, text, p)
+		q1, err := Compile(p, graph.NewDict(), true, Embeddings)
+		if err != nil {
+			t.Fatalf("%q parsed but does not compile: %v", text, err)
+		}
+		q2, err := Compile(again, graph.NewDict(), true, Embeddings)
+		if err != nil {
+			t.Fatalf("the round trip of %q does not compile: %v", text, err)
+		}
+		if !reflect.DeepEqual(q1.Pred.Props, q2.Pred.Props) || len(q1.Pred.Conjuncts) != len(q2.Pred.Conjuncts) {
+			t.Fatalf("%q and its round trip compile to different predicates:\n%+v\n%+v", text, q1.Pred, q2.Pred)
+		}
+		// The negation tells false from unknown, which the condition alone
+		// cannot: neither holds.
+		neg := *p
+		neg.Where, neg.Within = &Expr{Op: OpNot, Args: []*Expr{p.Where}}, 0
+		qn, err := Compile(&neg, graph.NewDict(), true, Embeddings)
+		if err != nil {
+			t.Fatalf("NOT (%s) does not compile: %v", p.Where, err)
+		}
+		r := rand.New(rand.NewPCG(uint64(len(text)), 1))
+		for range 16 {
+			in := make([]graph.Value, len(q1.Pred.Props))
+			for i := range in {
+				in[i] = vals[r.IntN(len(vals))]
+			}
+			holds := true
+			for i, c := range q1.Pred.Conjuncts {
+				if c.Eval(in) != q2.Pred.Conjuncts[i].Eval(in) {
+					t.Fatalf("conjunct %s of %q and of its round trip disagree on %v", c.Text, text, in)
+				}
+				holds = holds && c.Eval(in)
+			}
+			if want := refHolds(q1, in); holds != want {
+				t.Fatalf("%q on %v: the conjuncts give %v, the reference interpreter %v", text, in, holds, want)
+			}
+			checkConjuncts(t, q1, in)
+			checkConjuncts(t, qn, permute(q1, qn, in))
 		}
 	})
+}
+
+// refHolds says whether the reference interpreter finds q's WHERE and
+// WITHIN true for a match whose properties Predicates.Props have values in.
+func refHolds(q *Query, in []graph.Value) bool {
+	p, prop := q.Pattern, refProps(q, in)
+	if p.Where != nil && refEval(p.Where, prop) != true {
+		return false
+	}
+	if p.Within == 0 {
+		return true
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, b := range q.Bindings {
+		ts, ok := prop(b.Name, PropTime).(refTime)
+		if !ok {
+			return false
+		}
+		lo, hi = min(lo, float64(ts)), max(hi, float64(ts))
+	}
+	return hi-lo <= float64(p.Within)/1e6
+}
+
+// checkConjuncts checks each conjunct of q's WHERE against the reference
+// interpreter; a conjunct that the compiler dropped must be always true.
+func checkConjuncts(t *testing.T, q *Query, in []graph.Value) {
+	t.Helper()
+	prop := refProps(q, in)
+	for _, e := range splitAnd(q.Pattern.Where, nil) {
+		want := refEval(e, prop) == true
+		i := slices.IndexFunc(q.Pred.Conjuncts, func(c Conjunct) bool { return c.Text == e.source() })
+		switch {
+		case i < 0 && !want:
+			t.Fatalf("the compiler dropped %s, which is not true on %v", e.source(), in)
+		case i >= 0 && q.Pred.Conjuncts[i].Eval(in) != want:
+			t.Fatalf("%s on %v: the conjunct gives %v, the reference interpreter %v", e.source(), in, !want, want)
+		}
+	}
+}
+
+// permute gives the values in, which are those of q's Props, in the order
+// of to's Props, which must be among them.
+func permute(q, to *Query, in []graph.Value) []graph.Value {
+	out := make([]graph.Value, len(to.Pred.Props))
+	for i, r := range to.Pred.Props {
+		out[i] = in[slices.Index(q.Pred.Props, r)]
+	}
+	return out
+}
+
+// refProps looks up the properties of q's match whose Props have values in.
+func refProps(q *Query, in []graph.Value) func(v, name string) any {
+	return func(v, name string) any {
+		for i, r := range q.Pred.Props {
+			if r.Name != name {
+				continue
+			}
+			if (r.OnEdge && q.Bindings[r.Index].Name == v) || (!r.OnEdge && q.Pattern.Vertices[r.Index].Name == v) {
+				return refValue(in[i])
+			}
+		}
+		panic("the compiler did not list property " + v + "." + name)
+	}
+}
+
+// wherePool is the values FuzzParseWhere evaluates conditions on.
+func wherePool() []graph.Value {
+	return []graph.Value{
+		{}, graph.NumberValue(0), graph.NumberValue(10000), graph.NumberValue(-1.5), graph.StringValue("EUR"),
+		graph.StringValue(""), graph.BoolValue(true), graph.BoolValue(false), graph.TimeValue(0),
+		graph.TimeValue(1800000), graph.TimeValue(3600000), graph.TimeValue(1700000000000), graph.NumberValue(math.Inf(1)),
+	}
+}
+
+// roundTrip checks that p, parsed from text, survives being written out
+// and parsed again, and returns what the second parse gave.
+func roundTrip(t *testing.T, text string, p *Pattern) *Pattern {
+	t.Helper()
+	again, err := ParseCypher("fuzz", formatCypher(p))
+	if err != nil {
+		t.Fatalf("%v\nwhen parsing %q written out as\n%s", err, text, formatCypher(p))
+	}
+	// WITHIN is written in milliseconds, which may round the nanoseconds
+	// of a bound longer than about 26 days.
+	if d := again.Within - p.Within; d > p.Within>>50+1 || -d > p.Within>>50+1 {
+		t.Fatalf("round trip of %q gave WITHIN %v, want %v", text, again.Within, p.Within)
+	}
+	w, aw := withoutPos(p), withoutPos(again)
+	aw.Within = w.Within
+	if !reflect.DeepEqual(aw, w) {
+		t.Fatalf("round trip of %q\ngave %+v\nwant %+v", text, aw, w)
+	}
+	return again
+}
+
+// checkSource checks that each node of e starts at its Pos in text with
+// its Text.
+func checkSource(t *testing.T, text string, e *Expr) {
+	t.Helper()
+	if e == nil {
+		return
+	}
+	lines := strings.SplitAfter(text, "\n")
+	if e.Pos.Line < 1 || e.Pos.Line > len(lines) || e.Pos.Col < 1 || e.Text == "" {
+		t.Fatalf("%s is at %v with text %q in %q", e, e.Pos, e.Text, text)
+	}
+	rest := lines[e.Pos.Line-1]
+	for range e.Pos.Col - 1 {
+		_, n := utf8.DecodeRuneInString(rest)
+		rest = rest[n:]
+	}
+	rest += strings.Join(lines[e.Pos.Line:], "")
+	if !strings.HasPrefix(rest, e.Text) {
+		t.Fatalf("%s: the source at %v is %q, not its text %q", e, e.Pos, rest, e.Text)
+	}
+	for _, a := range e.Args {
+		checkSource(t, text, a)
+	}
 }
 
 func FuzzParse(f *testing.F) {
@@ -182,7 +369,7 @@ func formatCypher(p *Pattern) string {
 		text += "\nWHERE " + p.Where.String()
 	}
 	if p.Within != 0 {
-		text += "\nWITHIN " + strconv.FormatFloat(p.Within.Seconds()*1000, 'g', -1, 64) + "ms"
+		text += "\nWITHIN " + formatDuration(p.Within)
 	}
 	return text
 }

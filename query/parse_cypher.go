@@ -23,12 +23,30 @@ import (
 // where the variable r and the type are both optional. -- is undirected;
 // --> points From the left node To the right one and <-- the other way. The
 // type is the edge label; no type is a Wildcard. A relationship variable
-// matters only in that it must be unique.
+// must be unique; it names the transfer that the edge binds, for WHERE.
 //
 // Comma-separated paths form one pattern, and a name that appears again
 // stands for the same vertex, so (a)-->(b), (a)-->(c) is a fork. The label
 // may be given at any one appearance, or repeated. Whitespace, newlines and
 // // comments may come between any two tokens.
+//
+// The pattern may be followed by WHERE <condition> and WITHIN <duration>,
+// each at most once, in either order:
+//
+//	MATCH (a:Account)-[t1:TRANSFER]->(b:Account)-[t2:TRANSFER]->(a)
+//	WHERE t1.amount > 10000 AND t1.ts < t2.ts AND t2.amount >= 0.9 * t1.amount
+//	WITHIN 1h
+//
+// A condition reads properties (t1.amount, a.country, t1.`odd name`; an
+// edge's ts is its event time and id its transfer id) and literals:
+// numbers (12, 0.9, 1e6), strings ('EUR' or "EUR", with \\ \' \" \n \t
+// \r escapes), true, false and durations (500ms, 30s, 15m, 1h, 2d, 1h30m).
+// Its operators, loosest first: OR; AND; NOT; comparisons (= <> != < <= >
+// >=), x IN [list], x IS NULL and x IS NOT NULL; + and -; * and /; unary -.
+// Times and durations combine as time - time = duration, time ± duration =
+// time and number * duration = duration. Keywords are case-insensitive.
+// WITHIN d bounds the latest ts of the match's edges minus the earliest by
+// d. See Expr for the three-valued logic.
 //
 // The pattern is named source. A malformed or invalid pattern gives an
 // *Error (see Validate).
@@ -59,6 +77,7 @@ type cypherParser struct {
 	p         *Pattern
 	vertices  map[string]int  // vertex index by name
 	rels      map[string]bool // relationship variables seen
+	depth     int             // how deep the condition being parsed nests
 }
 
 func (c *cypherParser) parse() *Error {

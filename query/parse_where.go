@@ -15,6 +15,7 @@ import (
 // clauses parses what may follow the pattern: WHERE <condition> and
 // WITHIN <duration>, each at most once, in either order.
 func (c *cypherParser) clauses() *Error {
+	want := "',', WHERE, WITHIN or the end of the pattern"
 	for {
 		c.skipSpace()
 		if c.src == "" {
@@ -33,6 +34,7 @@ func (c *cypherParser) clauses() *Error {
 				return err
 			}
 			c.p.Where = e
+			want = "an operator, WITHIN or the end of the query"
 		case strings.EqualFold(w, "WITHIN"):
 			if c.p.Within != 0 {
 				return &Error{Pos: at, Reason: "a second WITHIN: a pattern has one time bound"}
@@ -41,11 +43,8 @@ func (c *cypherParser) clauses() *Error {
 			if err := c.within(at); err != nil {
 				return err
 			}
+			want = "WHERE or the end of the query"
 		default:
-			want := "',', WHERE, WITHIN or the end of the pattern"
-			if c.p.Where != nil || c.p.Within != 0 {
-				want = "an operator, WHERE, WITHIN or the end of the query"
-			}
 			return c.unexpected(want)
 		}
 	}
@@ -135,7 +134,25 @@ func (c *cypherParser) binary(next func() (*Expr, *Error), op func() (Op, int)) 
 	}
 }
 
+// maxNesting bounds how deep parentheses, lists, NOT and minus may nest,
+// so that a hostile query cannot exhaust the stack of the parser, the
+// checks or the evaluation, which all recurse.
+const maxNesting = 200
+
+// nest enters one level of nesting at the next token; the caller defers
+// c.depth--.
+func (c *cypherParser) nest() *Error {
+	if c.depth++; c.depth > maxNesting {
+		return &Error{Pos: c.pos(), Reason: fmt.Sprintf("the condition nests deeper than %d levels", maxNesting)}
+	}
+	return nil
+}
+
 func (c *cypherParser) or() (*Expr, *Error) {
+	if err := c.nest(); err != nil {
+		return nil, err
+	}
+	defer func() { c.depth-- }()
 	return c.binary(c.and, func() (Op, int) { return OpOr, c.keyword("OR") })
 }
 
@@ -146,6 +163,10 @@ func (c *cypherParser) and() (*Expr, *Error) {
 func (c *cypherParser) not() (*Expr, *Error) {
 	start, at := c.offset(), c.pos()
 	if n := c.keyword("NOT"); n > 0 {
+		if err := c.nest(); err != nil {
+			return nil, err
+		}
+		defer func() { c.depth-- }()
 		c.advanceBytes(n)
 		c.skipSpace()
 		e, err := c.not()
@@ -303,9 +324,14 @@ func (c *cypherParser) product() (*Expr, *Error) {
 
 func (c *cypherParser) unary() (*Expr, *Error) {
 	start, at := c.offset(), c.pos()
-	if !c.accept('-') {
+	if c.peek() != '-' {
 		return c.primary()
 	}
+	if err := c.nest(); err != nil {
+		return nil, err
+	}
+	defer func() { c.depth-- }()
+	c.advance()
 	c.skipSpace()
 	e, err := c.unary()
 	if err != nil {

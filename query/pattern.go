@@ -66,7 +66,7 @@ type Pattern struct {
 	ImpliedDirection bool
 
 	// Where is the condition every match must satisfy, nil if none (see
-	// Expr). A pattern with one binds each edge to one concrete transfer.
+	// Expr); it names edges by their variables (Edge.Name).
 	Where *Expr
 	// Within bounds the span of a match's event times: the latest "ts" of
 	// its edges minus the earliest is at most Within. 0 means no bound.

@@ -12,7 +12,8 @@ import (
 // Pattern edges that compile to the same query edge share a Binding when
 // they have the same variable (or none, as in CSM files that list an edge
 // twice); with different variables they are two Bindings of one Edge, two
-// parallel transfers between the same pair of vertices.
+// parallel transfers between the same pair of vertices, which a match binds
+// to two distinct transfers.
 type Binding struct {
 	Edge int    // index into Query.Edges
 	Name string // the relationship variable, or ""
@@ -154,16 +155,16 @@ func (c *predCompiler) conjunct(e *Expr) *Error {
 // within adds the conjunct of WITHIN: the latest event time of the bound
 // transfers minus the earliest is at most the bound.
 func (c *predCompiler) within() *Error {
-	c.cur = &Conjunct{Text: "WITHIN " + c.p.Within.String(), Pos: c.p.WithinPos}
+	c.cur = &Conjunct{Text: "WITHIN " + formatDuration(c.p.Within), Pos: c.p.WithinPos}
+	if len(c.q.Bindings) > MaxBindings {
+		return &Error{Pos: c.p.WithinPos, Reason: fmt.Sprintf("WITHIN reads the time of each of %d edges; predicates read at most %d", len(c.q.Bindings), MaxBindings)}
+	}
 	var idx []int
 	for b := range c.q.Bindings {
 		if why := c.unbindable(c.first[b]); why != "" {
 			return &Error{Pos: c.p.WithinPos, Reason: "WITHIN reads the time of every edge, and " + why}
 		}
 		idx = append(idx, c.ref(PropRef{OnEdge: true, Index: b, Name: PropTime}))
-	}
-	if len(c.q.Bindings) > MaxBindings {
-		return &Error{Pos: c.p.WithinPos, Reason: fmt.Sprintf("WITHIN reads the time of each of %d edges; predicates read at most %d", len(c.q.Bindings), MaxBindings)}
 	}
 	limit := float64(c.p.Within) / 1e6 // milliseconds
 	c.cur.Eval = func(vals []graph.Value) bool {
@@ -288,6 +289,9 @@ func (c *predCompiler) expr(e *Expr) (evalFn, *Error) {
 		f, g, op := args[0], args[1], e.Op
 		return func(vals []graph.Value) graph.Value { return arith(op, f(vals), g(vals)) }, nil
 	case OpIn:
+		if set, ok := literalSet(e.Args[1:]); ok && len(e.Args) > 1+linearIn {
+			return set.in(args[0]), nil
+		}
 		return in(args[0], args[1:]), nil
 	}
 	panic("BUG: query: unchecked operator " + e.Op.String())
@@ -400,9 +404,9 @@ func arith(op Op, l, r graph.Value) graph.Value {
 	return graph.Value{Kind: k, Num: l.Num / r.Num}
 }
 
-// in is true if the value equals an element of the list, false if it
-// equals none and neither it nor any element is unknown, and unknown
-// otherwise, as in Cypher; so x IN [] is false.
+// in is true if the value equals an element of the list, false if it is
+// unequal to every element, and unknown otherwise: when it or an element is
+// null or of another kind. So x IN [] is false.
 func in(f evalFn, list []evalFn) evalFn {
 	return func(vals []graph.Value) graph.Value {
 		v := f(vals)
@@ -416,6 +420,66 @@ func in(f evalFn, list []evalFn) evalFn {
 			}
 		}
 		if unknown {
+			return null
+		}
+		return graph.BoolValue(false)
+	}
+}
+
+// linearIn is the longest list of literals that IN scans; a longer one, such
+// as a watch list of account ids, is looked up in a set.
+const linearIn = 8
+
+// valueSet is a list of literals for IN, as sets by kind.
+type valueSet struct {
+	strs  map[string]bool
+	nums  map[graph.Kind]map[float64]bool // Number, Bool and durations
+	kinds map[graph.Kind]bool             // the kinds of the elements
+}
+
+// literalSet returns the set of list's elements if they are all literals.
+func literalSet(list []*Expr) (valueSet, bool) {
+	s := valueSet{strs: make(map[string]bool), nums: make(map[graph.Kind]map[float64]bool), kinds: make(map[graph.Kind]bool)}
+	for _, e := range list {
+		v := e.Lit
+		switch e.Op {
+		case OpLit:
+		case OpDuration:
+			v.Kind = durationKind
+		default:
+			return valueSet{}, false
+		}
+		s.kinds[v.Kind] = true
+		if v.Kind == graph.String {
+			s.strs[v.Str] = true
+			continue
+		}
+		if s.nums[v.Kind] == nil {
+			s.nums[v.Kind] = make(map[float64]bool)
+		}
+		s.nums[v.Kind][v.Num] = true
+	}
+	return s, true
+}
+
+// in is the function in over a non-empty list of literals, with the same
+// results: an element of another kind than the value's compares as unknown.
+func (s valueSet) in(f evalFn) evalFn {
+	return func(vals []graph.Value) graph.Value {
+		v := f(vals)
+		var found bool
+		switch v.Kind {
+		case graph.Null:
+			return null
+		case graph.String:
+			found = s.strs[v.Str]
+		default:
+			found = s.nums[v.Kind][v.Num] // a NaN is in no set, as it equals nothing
+		}
+		switch {
+		case found:
+			return graph.BoolValue(true)
+		case len(s.kinds) > 1 || !s.kinds[v.Kind]:
 			return null
 		}
 		return graph.BoolValue(false)

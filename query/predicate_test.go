@@ -2,6 +2,7 @@ package query
 
 import (
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -134,7 +135,7 @@ WITHIN 2h`, true, Embeddings)
 		{Bindings: 0b101, Props: []int{3, 1}, Text: "t3.ts - t1.ts < 1h", Pos: Pos{2, 65}},
 		{Bindings: 0b011, Props: []int{4, 0}, Text: "t2.amount >= 0.9 * t1.amount", Pos: Pos{3, 7}},
 		{Vertices: 0b111, Props: []int{5, 6, 7}, Text: "(a.country = c.country OR b.risk IN ['high'])", Pos: Pos{3, 40}},
-		{Bindings: 0b111, Props: []int{1, 2, 3}, Text: "WITHIN 2h0m0s", Pos: Pos{5, 1}},
+		{Bindings: 0b111, Props: []int{1, 2, 3}, Text: "WITHIN 2h", Pos: Pos{5, 1}},
 	}
 	if len(q.Pred.Conjuncts) != len(want) {
 		t.Fatalf("got %d conjuncts, want %d (the constant 1 < 2 dropped)", len(q.Pred.Conjuncts), len(want))
@@ -355,6 +356,16 @@ func TestEval(t *testing.T) {
 		{"t1.currency IN [1]", unknown},
 		{"t1.amount IN [t2.amount + 1000, 5]", isTrueV},
 		{"NOT t1.currency IN ['GBP']", isTrueV},
+		// Lists longer than linearIn, which a set looks up.
+		{"t1.currency IN ['A', 'B', 'C', 'D', 'E', 'F', 'G', 'H', 'I', 'EUR']", isTrueV},
+		{"t1.currency IN ['A', 'B', 'C', 'D', 'E', 'F', 'G', 'H', 'I', 'J']", isFalseV},
+		{"t1.currency IN ['A', 'B', 'C', 'D', 'E', 'F', 'G', 'H', 'I', 1]", unknown},
+		{"t1.currency IN [1, 'B', 'C', 'D', 'E', 'F', 'G', 'H', 'I', 'EUR']", isTrueV},
+		{"t1.fee IN ['A', 'B', 'C', 'D', 'E', 'F', 'G', 'H', 'I', 'J']", unknown},
+		{"t1.amount IN [1, 2, 3, 4, 5, 6, 7, 8, 9, 12000]", isTrueV},
+		{"t1.amount IN [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]", isFalseV},
+		{"t2.ts - t1.ts IN [1s, 2s, 3s, 4s, 5s, 6s, 7s, 8s, 9s, 20m]", isTrueV},
+		{"a.vip IN [false, false, false, false, false, false, false, false, false, true]", isTrueV},
 		// IS NULL never is unknown.
 		{"t1.fee IS NULL", isTrueV},
 		{"t1.amount IS NULL", isFalseV},
@@ -415,7 +426,7 @@ func TestEvalAllocs(t *testing.T) {
 	q := compileText(t, ring+`
 WHERE t1.amount > 10000 AND t1.ts < t2.ts AND t3.ts - t1.ts < 1h AND t2.amount >= 0.9 * t1.amount
   AND (a.country = c.country OR t1.currency IN ['EUR', 'USD', t2.currency]) AND NOT t1.fee IS NULL
-  AND -t1.amount / 2 < 0
+  AND -t1.amount / 2 < 0 AND t2.currency IN ['A', 'B', 'C', 'D', 'E', 'F', 'G', 'H', 'I', 'EUR']
 WITHIN 1h`, true, Embeddings)
 	vals := make([]graph.Value, len(q.Pred.Props))
 	for i, r := range q.Pred.Props {
@@ -455,5 +466,43 @@ func TestEvalNaN(t *testing.T) {
 		if got := compare(tc.op, nan, graph.NumberValue(1)); !isTrue(got) != !tc.want || got.Kind != graph.Bool {
 			t.Errorf("NaN %s 1 = %v, want %v", tc.op, got, tc.want)
 		}
+	}
+}
+
+// TestInSet checks that IN over a long list of literals, looked up in a set,
+// gives what the scan of the list gives.
+func TestInSet(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	pool := []graph.Value{
+		{}, graph.NumberValue(0), graph.NumberValue(math.Copysign(0, -1)), graph.NumberValue(1), graph.NumberValue(math.NaN()),
+		graph.StringValue(""), graph.StringValue("a"), graph.StringValue("1"), graph.BoolValue(true), graph.BoolValue(false),
+		{Kind: durationKind, Num: 1}, graph.TimeValue(1),
+	}
+	literal := func(v graph.Value) *Expr {
+		if v.Kind == durationKind {
+			return &Expr{Op: OpDuration, Lit: graph.NumberValue(v.Num)}
+		}
+		return &Expr{Op: OpLit, Lit: v}
+	}
+	for range 2000 {
+		var list []*Expr
+		var scan []evalFn
+		for range 1 + r.IntN(12) {
+			v := pool[1+r.IntN(len(pool)-2)] // literals: neither null nor a time
+			list = append(list, literal(v))
+			scan = append(scan, func([]graph.Value) graph.Value { return v })
+		}
+		set, ok := literalSet(list)
+		if !ok {
+			t.Fatal("a list of literals is not a set")
+		}
+		x := pool[r.IntN(len(pool))]
+		f := func([]graph.Value) graph.Value { return x }
+		if got, want := set.in(f)(nil), in(f, scan)(nil); !got.Equal(want) {
+			t.Fatalf("%v IN %v: the set gives %v, the scan %v", x, list, got, want)
+		}
+	}
+	if _, ok := literalSet([]*Expr{{Op: OpProp, Var: "a", Name: "x"}}); ok {
+		t.Error("a property is a literal")
 	}
 }

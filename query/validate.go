@@ -7,7 +7,9 @@ import "fmt"
 // non-empty names; at least one edge; edges between two distinct vertices in
 // range; labels consistent with the Wildcard flags; and one connected
 // component, since a matcher extends partial matches along edges and could
-// never reach a vertex that no edge leads to.
+// never reach a vertex that no edge leads to; a WHERE whose variables are
+// the pattern's and whose operations some kinds of values satisfy; and a
+// WITHIN that is not negative.
 //
 // The error, if any, is an *Error whose Pos is that of the offending vertex
 // or edge when the pattern came from a parser.

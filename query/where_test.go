@@ -139,6 +139,31 @@ func TestParseWithin(t *testing.T) {
 	}
 }
 
+func TestFormatDuration(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{time.Hour, "1h"}, {90 * time.Minute, "1h30m"}, {48 * time.Hour, "2d"}, {500 * time.Millisecond, "500ms"},
+		{time.Second + 500*time.Microsecond, "1s0.5ms"}, {time.Nanosecond, "0.000001ms"},
+		{25*time.Hour + time.Minute + time.Second + time.Millisecond, "1d1h1m1s1ms"}, {0, "0s"},
+	} {
+		if got := formatDuration(tc.d); got != tc.want {
+			t.Errorf("formatDuration(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+		if tc.d <= 0 {
+			continue
+		}
+		p, err := ParseCypher("q", "(a)-[:T]->(b) WITHIN "+tc.want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Within != tc.d {
+			t.Errorf("WITHIN %s parsed as %v, want %v", tc.want, p.Within, tc.d)
+		}
+	}
+}
+
 func TestParseWherePositions(t *testing.T) {
 	p, err := ParseCypher("q", "(a)-[t:T]->(b)\nWHERE t.x > 1 AND\n  (a.y = 'é' OR NOT b.z)")
 	if err != nil {
@@ -177,7 +202,8 @@ func TestParseWhereErrors(t *testing.T) {
 		{"empty WHERE", ring + " WHERE", Pos{1, 91}, "unexpected end of input: expected a value"},
 		{"WHERE twice", ring + " WHERE a.x = 1 WHERE a.y = 1", Pos{1, 100}, "a second WHERE: join the conditions with AND"},
 		{"WITHIN twice", ring + " WITHIN 1h WITHIN 2h", Pos{1, 96}, "a second WITHIN"},
-		{"junk after WHERE", ring + " WHERE a.x = 1 RETURN a", Pos{1, 100}, `unexpected "RETURN": expected an operator, WHERE, WITHIN or the end of the query`},
+		{"junk after WHERE", ring + " WHERE a.x = 1 RETURN a", Pos{1, 100}, `unexpected "RETURN": expected an operator, WITHIN or the end of the query`},
+		{"junk after WITHIN", ring + " WITHIN 1h + 1s", Pos{1, 96}, `unexpected '+': expected WHERE or the end of the query`},
 		{"junk after a value", ring + " WHERE a.x = 1 b.x", Pos{1, 100}, `unexpected "b": expected an operator`},
 		{"unknown variable", ring + " WHERE d.x = 1", Pos{1, 92}, "d.x: unknown variable d"},
 		{"variable alone", ring + " WHERE a = 1", Pos{1, 92}, "a alone is not a value: name one of its properties, as in a.amount"},
@@ -223,6 +249,10 @@ func TestParseWhereErrors(t *testing.T) {
 		{"WITHIN zero", ring + " WITHIN 0s", Pos{1, 93}, "WITHIN 0s: the bound must be positive"},
 		{"WITHIN too long", ring + " WITHIN 300000d", Pos{1, 93}, "WITHIN 300000d: the bound is too long"},
 		{"WITHIN an expression", ring + " WITHIN t1.ts", Pos{1, 93}, `unexpected "t1": expected a duration`},
+		{"nesting too deep", ring + " WHERE " + strings.Repeat("(", 199) + "a.x" + strings.Repeat(")", 199) + " = 1", Pos{}, ""},
+		{"parentheses too deep", ring + " WHERE " + strings.Repeat("(", 200) + "a.x" + strings.Repeat(")", 200) + " = 1", Pos{1, 292}, "the condition nests deeper than 200 levels"},
+		{"NOT too deep", ring + " WHERE " + strings.Repeat("NOT ", 200) + "a.x", Pos{1, 888}, "the condition nests deeper than 200 levels"},
+		{"minus too deep", ring + " WHERE a.x = " + strings.Repeat("-", 200) + "1", Pos{1, 297}, "the condition nests deeper than 200 levels"},
 		{"error on a later line", ring + "\nWHERE t1.amount > 1\n  AND t2.ts > 'x'", Pos{3, 7}, "t2.ts > 'x': cannot apply >"},
 		{"relationship variable is a vertex", "(a)-[t:T]->(b), (b)-[t2:T]->(a) WHERE a.x = 1", Pos{}, ""},
 	}
@@ -277,5 +307,26 @@ func TestValidateWhere(t *testing.T) {
 				t.Errorf("got %v, want %q", err, tc.reason)
 			}
 		})
+	}
+}
+
+func TestPatternProperties(t *testing.T) {
+	p, err := ParseCypher("q", ring+" WHERE t1.amount > 1 AND t1.ts < t2.ts AND t2.id <> t3.id AND (a.country = c.country OR b.risk IN [t3.currency, t1.amount]) WITHIN 1h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vertex, edge := p.Properties()
+	if want := []string{"country", "risk"}; !reflect.DeepEqual(vertex, want) {
+		t.Errorf("vertex properties %q, want %q", vertex, want)
+	}
+	if want := []string{"amount", "currency"}; !reflect.DeepEqual(edge, want) {
+		t.Errorf("edge properties %q, want %q", edge, want)
+	}
+	p, err = ParseCypher("q", ring+" WITHIN 1h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vertex, edge := p.Properties(); vertex != nil || edge != nil {
+		t.Errorf("WITHIN alone reads properties %q and %q", vertex, edge)
 	}
 }

@@ -39,11 +39,8 @@ var demoQueries = []string{
 }
 
 // loadDemo generates the demo stream into the session (its graph starts
-// empty) and sets the demo's queries unless the user gave some.
+// empty).
 func (s *session) loadDemo(f *replayFlags) (*stream, error) {
-	if len(f.queries) == 0 {
-		f.queries = demoQueries
-	}
 	st := &stream{file: "demo"}
 	for i, ev := range bench.Transfers(demoAccounts, demoEvents, demoSeed) {
 		u, err := s.resolver.Resolve(ingest.Record{

@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/json"
 
+	"github.com/gcsm/gcsm/bundle"
 	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/incremental"
 )
 
 // emitJSON is a match as --emit --json writes it: one JSON line.
@@ -11,6 +13,9 @@ type emitJSON struct {
 	Sign  string   `json:"sign,omitempty"` // "+" or "-" in replay; none in match
 	Query string   `json:"query"`
 	Match []string `json:"match"` // external vertex ids, in query vertex order
+	// Transfers are the ids of the transfers a match over transfers binds,
+	// in the order of the query's edge variables; "" for one sent without.
+	Transfers []string `json:"transfers,omitempty"`
 }
 
 // matchJSON formats one match for --emit --json, the JSON form of
@@ -19,6 +24,24 @@ func (s *session) matchJSON(sign, query string, m []graph.VertexID) string {
 	e := emitJSON{Sign: sign, Query: query, Match: make([]string, len(m))}
 	for i, v := range m {
 		e.Match[i] = s.ids.Name(v)
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		panic("BUG: a match does not marshal: " + err.Error())
+	}
+	return string(b) + "\n"
+}
+
+// matchJSONTx is matchJSON for a match over transfers.
+func (s *session) matchJSONTx(sign, query string, m []graph.VertexID, tx []bundle.Tx) string {
+	e := emitJSON{Sign: sign, Query: query, Match: make([]string, len(m)), Transfers: make([]string, len(tx))}
+	for i, v := range m {
+		e.Match[i] = s.ids.Name(v)
+	}
+	for i, t := range tx {
+		if t != incremental.NoTransfer {
+			e.Transfers[i] = s.store.ID(t)
+		}
 	}
 	b, err := json.Marshal(e)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gcsm/gcsm/bundle"
 	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/ingest"
@@ -23,8 +24,12 @@ type session struct {
 	ids      *graph.IDs
 	g        *dyngraph.Graph
 	resolver *ingest.Resolver
-	skipBad  bool
-	skipped  int // bad lines and refused updates skipped under --skip-bad
+	// store keeps parallel transfers when a query or an event needs them
+	// (keepTransfers); keep is what readers keep of events' properties.
+	store   *bundle.Store
+	keep    *ingest.PropFilter
+	skipBad bool
+	skipped int // bad lines and refused updates skipped under --skip-bad
 }
 
 func newSession(directed, skipBad bool, alloc hostmem.Allocator) (*session, error) {
@@ -54,7 +59,7 @@ type stream struct {
 // records that Resolve refuses stop the read with an error naming file and
 // line, or are counted and skipped under --skip-bad.
 func (s *session) read(path string) (*stream, error) {
-	r, c, err := ingest.Open(path, ingest.Options{SkipBad: s.skipBad})
+	r, c, err := ingest.Open(path, ingest.Options{SkipBad: s.skipBad, Keep: s.keep})
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +95,9 @@ func (s *session) read(path string) (*stream, error) {
 		st.lines = append(st.lines, rec.Line)
 	}
 	s.skipped += r.Skipped()
+	if hasID(st.updates) {
+		s.keepTransfers()
+	}
 	return st, nil
 }
 
@@ -97,12 +105,12 @@ func (s *session) read(path string) (*stream, error) {
 // number of updates refused. Updates the graph refuses (label conflicts) are
 // an error naming their line, or skipped under --skip-bad.
 func (s *session) apply(st *stream, lo, hi int) ([]graph.Change, int, error) {
-	delta, rejects, _, err := s.g.Apply(st.updates[lo:hi])
+	delta, rejects, _, err := s.g.ApplyFolded(st.updates[lo:hi], s.folder())
 	if err != nil {
 		return nil, 0, err
 	}
 	if err := s.refused(st, lo, rejects); err != nil {
-		s.g.Reorganize()
+		s.reorganize()
 		return nil, 0, err
 	}
 	return delta, len(rejects), nil
@@ -135,14 +143,22 @@ func (s *session) describeReject(err error) string {
 // bounds the normalisation map, not the graph.
 const loadBatch = 1 << 16
 
+// reorganize ends a batch: the bundles settle, and the graph reorganizes.
+func (s *session) reorganize() {
+	if s.store != nil {
+		s.store.Settle()
+	}
+	s.g.Reorganize()
+}
+
 // loadGraph reads a data graph file into the session's graph: with Build
-// when the file only adds, with Apply when it also deletes.
+// when the file only adds and no transfers are kept, else with Apply.
 func (s *session) loadGraph(path string) error {
 	st, err := s.read(path)
 	if err != nil {
 		return err
 	}
-	if !slices.ContainsFunc(st.updates, func(u graph.Update) bool { return u.Op == graph.Delete }) {
+	if s.store == nil && !slices.ContainsFunc(st.updates, func(u graph.Update) bool { return u.Op == graph.Delete }) {
 		rejects, _, err := s.g.Build(st.updates)
 		if err != nil {
 			return err
@@ -154,7 +170,7 @@ func (s *session) loadGraph(path string) error {
 		if _, _, err := s.apply(st, lo, hi); err != nil {
 			return err
 		}
-		s.g.Reorganize()
+		s.reorganize()
 	}
 	return nil
 }
@@ -251,6 +267,13 @@ func (s *session) matchLine(prefix, query string, m []graph.VertexID) string {
 	}
 	b.WriteByte('\n')
 	return b.String()
+}
+
+// matchLineTx is matchLine for a match over transfers: the transfer ids
+// follow in brackets.
+func (s *session) matchLineTx(prefix, query string, m []graph.VertexID, tx []bundle.Tx) string {
+	line := s.matchLine(prefix, query, m)
+	return line[:len(line)-1] + " " + s.transfersText(tx) + "\n"
 }
 
 // input is a file given to a flag, for messages.

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/gcsm/gcsm/bundle"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/query"
@@ -65,6 +66,7 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer s.g.Close()
+	s.keepTransfersFor(previewQueries(queries, directed, sem, unlabeled))
 	if err := s.loadGraph(data); err != nil {
 		return err
 	}
@@ -74,11 +76,12 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	s.warnUnknownLabels(stderr, "match", qs, known, "the data graph")
+	s.keepTransfersFor(qs)
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 	mode, sink := incremental.Count, incremental.Sink(nil)
+	var mu sync.Mutex
 	if !countOnly {
-		var mu sync.Mutex
 		mode = incremental.Enumerate
 		sink = func(_, qi int, _ graph.Sign, m []graph.VertexID) {
 			if !emit {
@@ -103,7 +106,25 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 			one = func(w, _ int, sign graph.Sign, m []graph.VertexID) { sink(w, i, sign, m) }
 		}
 		t := time.Now()
-		c, err := eng.matcher.Static(s.g, qs[i:i+1], mode, one)
+		var c []int64
+		if s.store != nil {
+			b := &incremental.Binder{Matcher: eng.matcher, Store: s.store}
+			var bs incremental.BoundSink
+			if emit {
+				bs = func(_, _ int, _ graph.Sign, m []graph.VertexID, tx []bundle.Tx) {
+					line := s.matchLineTx("", qs[i].Name, m, tx)
+					if jsonOut {
+						line = s.matchJSONTx("", qs[i].Name, m, tx)
+					}
+					mu.Lock()
+					out.WriteString(line)
+					mu.Unlock()
+				}
+			}
+			c, err = b.Static(s.g, qs[i:i+1], mode, bs)
+		} else {
+			c, err = eng.matcher.Static(s.g, qs[i:i+1], mode, one)
+		}
 		if err != nil {
 			return err
 		}

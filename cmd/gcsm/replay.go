@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/gcsm/gcsm/bundle"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/query"
@@ -104,6 +105,10 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	defer s.g.Close()
 
 	t0 := time.Now()
+	if f.demo && len(f.queries) == 0 {
+		f.queries = demoQueries
+	}
+	s.keepTransfersFor(previewQueries(f.queries, f.directed, sem, false))
 	var st *stream
 	if f.demo {
 		if f.data != "" || f.updates != "" {
@@ -131,6 +136,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	s.warnUnknownLabels(stderr, "replay", qs, known, "the data graph or the stream")
+	s.keepTransfersFor(qs)
 	loadTime := time.Since(t0)
 	gs := s.g.Stats()
 	// Ctrl-C stops the replay between batches and reports the counts so
@@ -202,6 +208,19 @@ func (r *replayer) run(ctx context.Context, bar *progress) (replayResult, error)
 			sink = r.emit
 		}
 	}
+	match := func(delta []graph.Change) ([]incremental.Counts, error) {
+		return r.matcher.Match(r.s.g, delta, r.queries, mode, sink)
+	}
+	if r.s.store != nil {
+		b := &incremental.Binder{Matcher: r.matcher, Store: r.s.store}
+		var bsink incremental.BoundSink
+		if r.flags.emit {
+			bsink = r.emitBound
+		}
+		match = func(delta []graph.Change) ([]incremental.Counts, error) {
+			return b.Match(r.s.g, delta, r.queries, mode, bsink)
+		}
+	}
 	n := len(r.st.updates)
 	for lo := 0; lo < n; lo += r.flags.batch {
 		if ctx.Err() != nil {
@@ -215,12 +234,12 @@ func (r *replayer) run(ctx context.Context, bar *progress) (replayResult, error)
 			return res, err
 		}
 		t1 := time.Now()
-		counts, err := r.matcher.Match(r.s.g, delta, r.queries, mode, sink)
+		counts, err := match(delta)
 		if err != nil {
 			return res, err
 		}
 		t2 := time.Now()
-		r.s.g.Reorganize()
+		r.s.reorganize()
 		t3 := time.Now()
 		res.apply += t1.Sub(t0)
 		res.match += t2.Sub(t1)
@@ -248,6 +267,17 @@ func (r *replayer) emit(_ int, qi int, sign graph.Sign, m []graph.VertexID) {
 	line := r.s.matchLine(sign.String(), r.queries[qi].Name, m)
 	if r.flags.jsonOut {
 		line = r.s.matchJSON(sign.String(), r.queries[qi].Name, m)
+	}
+	r.mu.Lock()
+	r.out.WriteString(line)
+	r.mu.Unlock()
+}
+
+// emitBound is emit for a match over transfers: the transfer ids follow.
+func (r *replayer) emitBound(_ int, qi int, sign graph.Sign, m []graph.VertexID, tx []bundle.Tx) {
+	line := r.s.matchLineTx(sign.String(), r.queries[qi].Name, m, tx)
+	if r.flags.jsonOut {
+		line = r.s.matchJSONTx(sign.String(), r.queries[qi].Name, m, tx)
 	}
 	r.mu.Lock()
 	r.out.WriteString(line)

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/gcsm/gcsm/bundle"
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/incremental"
+	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/query"
+)
+
+// previewQueries compiles the -q arguments against a scratch dictionary, so
+// that what they read of events is known before any file is: the
+// properties and times to keep while reading.
+func previewQueries(specs []string, directed bool, sem query.Semantics, unlabeled bool) []*query.Query {
+	qs, err := loadQueries(specs, graph.NewDict(), directed, "", sem, unlabeled)
+	if err != nil {
+		return nil // the real load reports it
+	}
+	return qs
+}
+
+// needsTransfers says whether q reads what only bundles keep: a property,
+// an event time or an id in its predicates, or two parallel transfers.
+func needsTransfers(q *query.Query) bool {
+	return q.Pred != nil || len(q.Bindings) > len(q.Edges)
+}
+
+// keepTransfersFor starts keeping transfers when some query needs them,
+// and makes the readers keep what the queries read.
+func (s *session) keepTransfersFor(qs []*query.Query) {
+	for _, q := range qs {
+		if needsTransfers(q) {
+			s.keepTransfers()
+			break
+		}
+	}
+	if s.store == nil {
+		return
+	}
+	b := &incremental.Binder{Store: s.store}
+	b.Register(qs)
+	s.keep = ingest.NewPropFilter(s.store.EdgeColumns(), s.store.VertexColumns())
+	s.resolver.KeepTime = s.store.KeepsTime()
+}
+
+// keepTransfers starts keeping the parallel transfers of each pair: a
+// query needs them, or an event carries an id and so is an edge of its own.
+func (s *session) keepTransfers() {
+	if s.store == nil {
+		s.store = bundle.New(s.g.Directed())
+	}
+}
+
+// hasID says whether some update carries a transfer id.
+func hasID(us []graph.Update) bool {
+	for i := range us {
+		if us[i].Tx != nil && us[i].Tx.ID != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// folder is the session's store as the graph's Folder, or nil.
+func (s *session) folder() dyngraph.Folder {
+	if s.store == nil {
+		return nil
+	}
+	return s.store
+}
+
+// transfersText lists a match's transfer ids for --emit: "[tx-1 tx-2]",
+// with "-" for a transfer sent without an id.
+func (s *session) transfersText(tx []bundle.Tx) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, t := range tx {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		id := s.store.ID(t)
+		if id == "" || t == incremental.NoTransfer {
+			id = "-"
+		}
+		b.WriteString(id)
+	}
+	b.WriteByte(']')
+	return b.String()
+}
