@@ -27,7 +27,6 @@ import (
 
 	"github.com/gcsm/gcsm/bench"
 	"github.com/gcsm/gcsm/bundle"
-	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/ingest"
@@ -1170,17 +1169,13 @@ func engineAlone(f *benchServiceFlags, evs []bench.TransferEvent, qcfg []service
 	// As the service does, keep transfers when the events have ids (from
 	// the first batch on) or a query reads them, and then bind them in
 	// every query.
-	var (
-		store  *bundle.Store
-		binder *incremental.Binder
-		folder dyngraph.Folder
-	)
-	if f.transfers || slices.ContainsFunc(qs, readsTransfers) {
-		store = bundle.New(true)
-		binder = &incremental.Binder{Matcher: eng.matcher, Store: store}
-		binder.Register(qs)
-		s.resolver.KeepTime = store.KeepsTime()
-		folder = store
+	if f.transfers {
+		s.keepTransfers()
+	}
+	s.keepTransfersFor(qs)
+	var binder *incremental.Binder
+	if s.store != nil {
+		binder = &incremental.Binder{Matcher: eng.matcher, Store: s.store}
 	}
 	st := &stream{file: "bench"}
 	for i, ev := range evs {
@@ -1207,10 +1202,7 @@ func engineAlone(f *benchServiceFlags, evs []bench.TransferEvent, qcfg []service
 	for lo := 0; lo < len(st.updates); lo += f.batch {
 		hi := min(lo+f.batch, len(st.updates))
 		t0 := time.Now()
-		delta, rejects, _, err := s.g.ApplyFolded(st.updates[lo:hi], folder)
-		if err == nil {
-			err = s.refused(st, lo, rejects)
-		}
+		delta, _, err := s.apply(st, lo, hi)
 		if err != nil {
 			return nil, err
 		}
@@ -1223,10 +1215,7 @@ func engineAlone(f *benchServiceFlags, evs []bench.TransferEvent, qcfg []service
 		if err != nil {
 			return nil, err
 		}
-		if store != nil {
-			store.Settle()
-		}
-		s.g.Reorganize()
+		s.reorganize()
 		spent += time.Since(t0)
 		if placer != nil {
 			placed = placer.Placed(placed[:0])
@@ -1255,13 +1244,6 @@ func engineAlone(f *benchServiceFlags, evs []bench.TransferEvent, qcfg []service
 		r.MatchesPerSec = float64(total) / r.Seconds
 	}
 	return r, nil
-}
-
-// readsTransfers says whether q reads what only the bundles keep: a
-// property, an event time or an id in its predicates, or two parallel
-// transfers of one pair. The service keeps bundles for such a query.
-func readsTransfers(q *query.Query) bool {
-	return q.Pred != nil || len(q.Bindings) > len(q.Edges)
 }
 
 // report writes the human table.
