@@ -145,6 +145,9 @@ func (s *Service) key(e graph.Edge) edgeKey {
 func (s *Service) resolve(b *batchState) {
 	if s.expiry != nil {
 		n := len(b.updates)
+		if cut, ok := s.expiry.Cutoff(); ok && s.bundles != nil {
+			b.updates = s.bundles.Expire(cut, b.updates)
+		}
 		b.updates = s.expiry.Expire(b.updates)
 		for range b.updates[n:] {
 			b.origin = append(b.origin, -1)
