@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gcsm/gcsm/bundle"
 	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
@@ -195,9 +196,12 @@ func (s *Service) resolve(b *batchState) {
 
 func rejectReason(err error) string {
 	var lc *dyngraph.LabelConflictError
+	var moved *bundle.MovedError
 	switch {
 	case errors.As(err, &lc):
 		return "label_conflict"
+	case errors.As(err, &moved):
+		return "transfer_moved"
 	case errors.Is(err, dyngraph.ErrSelfLoop):
 		return "self_loop"
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/ingest"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // transferRecords is a stream of transfers with ids, amounts and times
@@ -173,6 +174,10 @@ func TestTransfers(t *testing.T) {
 		}
 	}
 	t.Logf("%d events; final matches per query %v", len(events), perQuery)
+	var moved dto.Metric
+	if err := r2.s.met.rejects.WithLabelValues("transfer_moved").Write(&moved); err != nil || moved.GetCounter().GetValue() == 0 {
+		t.Error("no transfer id was refused for naming another pair; the stream reuses ids across pairs")
+	}
 }
 
 // TestTransfersWindow checks that a window expires parallel transfers one
