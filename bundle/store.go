@@ -520,27 +520,60 @@ func (s *Store) Settle() {
 }
 
 // Each calls f with every transfer of pair e in view v, and with whether the
-// pending batch inserted (view After) or deleted (view Before) it. A pair the
-// graph holds and the store has no record of has one transfer, Implicit.
-// The caller must know that the graph holds e in view v.
+// pending batch inserted (view After) or deleted (view Before) it, until f
+// returns false. A pair the graph holds and the store has no record of has
+// one transfer, Implicit. The caller must know that the graph holds e in
+// view v.
 func (s *Store) Each(e graph.Edge, v View, f func(t Tx, changed bool) bool) {
-	p, ok := s.pairIdx[s.key(e)]
-	if !ok {
-		f(Implicit, false)
-		return
-	}
-	for t := s.pairs[p].head; t != noSlot; t = s.next[t] {
-		var in, changed bool
-		switch st := s.state[t]; v {
-		case After:
-			in, changed = st == alive || st == born, st == born
-		case Before:
-			in, changed = st == alive || st == dead, st == dead
-		}
-		if in && !f(t, changed) {
+	c := s.Walk(e)
+	for {
+		t, changed, ok := s.Next(&c, v)
+		if !ok || !f(t, changed) {
 			return
 		}
 	}
+}
+
+// Cursor walks the transfers of one pair: Walk starts it, Next steps it.
+// It allocates nothing, which matters to the engine's workers, that walk a
+// bundle per bound edge of every candidate match.
+type Cursor struct {
+	t        Tx
+	implicit bool
+}
+
+// Walk returns a cursor at the first transfer of pair e.
+func (s *Store) Walk(e graph.Edge) Cursor {
+	p, ok := s.pairIdx[s.key(e)]
+	if !ok {
+		return Cursor{t: noSlot, implicit: true}
+	}
+	return Cursor{t: s.pairs[p].head}
+}
+
+// Next returns the cursor's next transfer in view v, with whether the
+// pending batch changed it (as Each), and false at the end.
+func (s *Store) Next(c *Cursor, v View) (t Tx, changed, ok bool) {
+	if c.implicit {
+		c.implicit = false
+		return Implicit, false, true
+	}
+	for c.t != noSlot {
+		t = c.t
+		c.t = s.next[t]
+		st := s.state[t]
+		switch v {
+		case After:
+			if st == alive || st == born {
+				return t, st == born, true
+			}
+		case Before:
+			if st == alive || st == dead {
+				return t, st == dead, true
+			}
+		}
+	}
+	return 0, false, false
 }
 
 // ID is transfer t's id; "" for an id-less transfer.
