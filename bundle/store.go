@@ -139,6 +139,11 @@ type Store struct {
 
 	byID map[string]Tx
 
+	// due orders the transfers with ids by event time, for Expire; entries
+	// of transfers since gone, replaced or refreshed are skipped there.
+	due expiryHeap
+	gen []uint32 // per slot: bumped when the slot is freed
+
 	vcols []column // vertex properties, indexed by vertex id
 
 	touched []uint32 // pairs the pending batch touched
@@ -255,6 +260,7 @@ func (s *Store) newSlot(p uint32, id string, ts int64) Tx {
 		s.state = append(s.state, 0)
 		s.ids = append(s.ids, "")
 		s.times = append(s.times, 0)
+		s.gen = append(s.gen, 0)
 		for i := range s.cols {
 			s.cols[i].grow(len(s.state))
 		}
@@ -270,6 +276,7 @@ func (s *Store) newSlot(p uint32, id string, ts int64) Tx {
 	}
 	if id != "" {
 		s.byID[id] = t
+		s.due.push(dueEntry{ms: ts, t: t, gen: s.gen[t]})
 	}
 	return t
 }
@@ -367,7 +374,15 @@ func (s *Store) Fold(u *graph.Update, f dyngraph.Folding) (bool, error) {
 		}
 	}
 	if old != noSlot && s.same(old, tx) {
-		return true, nil // a refresh
+		// A refresh. Without queries that read times, it still moves the
+		// transfer's time on, for the window.
+		if tx != nil && tx.Time > s.times[old] {
+			s.times[old] = tx.Time
+			if id != "" {
+				s.due.push(dueEntry{ms: tx.Time, t: old, gen: s.gen[old]})
+			}
+		}
+		return true, nil
 	}
 	if old != noSlot {
 		s.kill(old)
@@ -384,7 +399,7 @@ func (s *Store) Fold(u *graph.Update, f dyngraph.Folding) (bool, error) {
 		}
 	}
 	var ts int64
-	if tx != nil && s.keepTime {
+	if tx != nil {
 		ts = tx.Time
 	}
 	t := s.newSlot(p, id, ts)
@@ -395,14 +410,17 @@ func (s *Store) Fold(u *graph.Update, f dyngraph.Folding) (bool, error) {
 	return true, nil
 }
 
-// same says whether transfer t has the content tx gives.
+// same says whether transfer t has the content tx gives: its properties,
+// and its time when queries read times.
 func (s *Store) same(t Tx, tx *graph.Transfer) bool {
-	var ts int64
-	if tx != nil && s.keepTime {
-		ts = tx.Time
-	}
-	if s.times[t] != ts {
-		return false
+	if s.keepTime {
+		var ts int64
+		if tx != nil {
+			ts = tx.Time
+		}
+		if s.times[t] != ts {
+			return false
+		}
 	}
 	for i := range s.cols {
 		c := &s.cols[i]
@@ -485,6 +503,7 @@ func (s *Store) Settle() {
 			case dead, void:
 				*link = s.next[t]
 				s.ids[t] = ""
+				s.gen[t]++
 				s.free = append(s.free, t)
 				continue
 			case born:
@@ -501,27 +520,60 @@ func (s *Store) Settle() {
 }
 
 // Each calls f with every transfer of pair e in view v, and with whether the
-// pending batch inserted (view After) or deleted (view Before) it. A pair the
-// graph holds and the store has no record of has one transfer, Implicit.
-// The caller must know that the graph holds e in view v.
+// pending batch inserted (view After) or deleted (view Before) it, until f
+// returns false. A pair the graph holds and the store has no record of has
+// one transfer, Implicit. The caller must know that the graph holds e in
+// view v.
 func (s *Store) Each(e graph.Edge, v View, f func(t Tx, changed bool) bool) {
-	p, ok := s.pairIdx[s.key(e)]
-	if !ok {
-		f(Implicit, false)
-		return
-	}
-	for t := s.pairs[p].head; t != noSlot; t = s.next[t] {
-		var in, changed bool
-		switch st := s.state[t]; v {
-		case After:
-			in, changed = st == alive || st == born, st == born
-		case Before:
-			in, changed = st == alive || st == dead, st == dead
-		}
-		if in && !f(t, changed) {
+	c := s.Walk(e)
+	for {
+		t, changed, ok := s.Next(&c, v)
+		if !ok || !f(t, changed) {
 			return
 		}
 	}
+}
+
+// Cursor walks the transfers of one pair: Walk starts it, Next steps it.
+// It allocates nothing, which matters to the engine's workers, that walk a
+// bundle per bound edge of every candidate match.
+type Cursor struct {
+	t        Tx
+	implicit bool
+}
+
+// Walk returns a cursor at the first transfer of pair e.
+func (s *Store) Walk(e graph.Edge) Cursor {
+	p, ok := s.pairIdx[s.key(e)]
+	if !ok {
+		return Cursor{t: noSlot, implicit: true}
+	}
+	return Cursor{t: s.pairs[p].head}
+}
+
+// Next returns the cursor's next transfer in view v, with whether the
+// pending batch changed it (as Each), and false at the end.
+func (s *Store) Next(c *Cursor, v View) (t Tx, changed, ok bool) {
+	if c.implicit {
+		c.implicit = false
+		return Implicit, false, true
+	}
+	for c.t != noSlot {
+		t = c.t
+		c.t = s.next[t]
+		st := s.state[t]
+		switch v {
+		case After:
+			if st == alive || st == born {
+				return t, st == born, true
+			}
+		case Before:
+			if st == alive || st == dead {
+				return t, st == dead, true
+			}
+		}
+	}
+	return 0, false, false
 }
 
 // ID is transfer t's id; "" for an id-less transfer.
@@ -532,8 +584,8 @@ func (s *Store) ID(t Tx) string {
 	return s.ids[t]
 }
 
-// Time is transfer t's event time in unix milliseconds, or 0 when unknown
-// or not kept (see KeepTime).
+// Time is transfer t's event time in unix milliseconds, or 0 when unknown.
+// While no query reads times (KeepTime) a refresh moves it on.
 func (s *Store) Time(t Tx) int64 {
 	if t == Implicit {
 		return 0
@@ -556,6 +608,71 @@ func (s *Store) VertexValue(v graph.VertexID, col int) graph.Value {
 		return graph.Value{}
 	}
 	return c.get(int(v))
+}
+
+// Expire appends to dst a delete, by id, of every transfer with an id whose
+// event time is before cutoff, and returns it: the window's expiry of
+// parallel transfers one by one (transfers without ids go with their pair,
+// which the window expires as a whole). The store must not be in a batch.
+func (s *Store) Expire(cutoff int64, dst []graph.Update) []graph.Update {
+	for len(s.due) > 0 && s.due[0].ms < cutoff {
+		e := s.due.pop()
+		t := e.t
+		if s.gen[t] != e.gen || s.times[t] != e.ms || s.state[t] != alive || s.ids[t] == "" {
+			continue // gone, replaced or refreshed since
+		}
+		k := s.pairs[s.owner[t]].key
+		dst = append(dst, graph.Update{Op: graph.Delete, Src: k.a, Dst: k.b, Label: k.l,
+			SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel, Tx: &graph.Transfer{ID: s.ids[t]}})
+	}
+	return dst
+}
+
+// dueEntry is a transfer's event time as of a push.
+type dueEntry struct {
+	ms  int64
+	t   Tx
+	gen uint32
+}
+
+// expiryHeap is a binary min-heap of dueEntry by time.
+type expiryHeap []dueEntry
+
+func (h *expiryHeap) push(e dueEntry) {
+	*h = append(*h, e)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if a[p].ms <= a[i].ms {
+			break
+		}
+		a[p], a[i] = a[i], a[p]
+		i = p
+	}
+}
+
+func (h *expiryHeap) pop() dueEntry {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a = a[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && a[l].ms < a[m].ms {
+			m = l
+		}
+		if l+1 < n && a[l+1].ms < a[m].ms {
+			m = l + 1
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top
 }
 
 // Forget drops the properties of a vertex id that is about to be reused.

@@ -224,3 +224,36 @@ func TestVertexPropertiesOnlyWhileBare(t *testing.T) {
 		t.Errorf("vertex 3 country = %v, want IT (it had no edges)", got)
 	}
 }
+
+func TestExpire(t *testing.T) {
+	g, s := newGraph(t)
+	at := func(u graph.Update, ms int64) graph.Update { u.Tx.Time = ms; return u }
+	step(t, g, s, at(tx(graph.Insert, 1, 2, "a", 1), 1000), at(tx(graph.Insert, 1, 2, "b", 2), 5000), at(tx(graph.Insert, 2, 3, "c", 3), 2000))
+	settle(g, s)
+	// a is refreshed (same content) at 6000: no query reads times, so its
+	// time moves on and it outlives b.
+	step(t, g, s, at(tx(graph.Insert, 1, 2, "a", 1), 6000))
+	settle(g, s)
+	exp := s.Expire(5500, nil)
+	var ids []string
+	for _, u := range exp {
+		if u.Op != graph.Delete || u.Tx == nil {
+			t.Fatalf("expiry update %+v", u)
+		}
+		ids = append(ids, u.Tx.ID)
+	}
+	if !same(ids, []string{"b", "c"}) {
+		t.Fatalf("expired %v, want b and c", ids)
+	}
+	delta, _ := step(t, g, s, exp...)
+	settle(g, s)
+	if len(delta) != 3 || !g.HasEdge(1, 2, 0) || g.HasEdge(2, 3, 0) {
+		t.Fatalf("ΔE %v: want 1->2 renewed and 2->3 deleted", delta)
+	}
+	if got := view(s, graph.Edge{Src: 1, Dst: 2}, bundle.After); !same(got, []string{"a:1"}) {
+		t.Fatalf("after expiry: %v", got)
+	}
+	if again := s.Expire(5500, nil); len(again) != 0 {
+		t.Fatalf("expired twice: %v", again)
+	}
+}

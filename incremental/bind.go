@@ -2,6 +2,7 @@ package incremental
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/gcsm/gcsm/bundle"
@@ -45,8 +46,9 @@ type Binder struct {
 	Matcher Matcher
 	Store   *bundle.Store
 
-	mu   sync.Mutex
-	exps []*expander // per sink worker
+	exps     []*expander // per sink worker
+	mu       sync.Mutex  // guards overflow
+	overflow *expander   // for workers beyond exps
 }
 
 // Match computes the transfer-level ΔM+ and ΔM- of every query, as Matcher.Match
@@ -57,32 +59,30 @@ func (b *Binder) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query
 	if err != nil {
 		return nil, err
 	}
-	res := make([][2]int64, len(queries))
-	var mu sync.Mutex
+	b.prepare(len(queries))
 	inner := func(worker, q int, sign graph.Sign, m []graph.VertexID) {
-		x := b.expander(worker)
-		n := x.expand(g, plans[q], sign, false, m, func(tx []bundle.Tx) {
-			if mode == Enumerate {
-				sink(worker, q, sign, m, tx)
-			}
-		})
-		if n == 0 {
-			return
+		x, done := b.expander(worker)
+		defer done()
+		x.worker, x.q, x.sink = worker, q, nil
+		if mode == Enumerate {
+			x.sink = sink
 		}
-		mu.Lock()
+		n := x.expand(g, plans[q], sign, false, m)
 		if sign > 0 {
-			res[q][0] += n
+			x.res[q].Positive += n
 		} else {
-			res[q][1] += n
+			x.res[q].Negative += n
 		}
-		mu.Unlock()
 	}
 	if _, err := b.Matcher.Match(g, delta, queries, Enumerate, inner); err != nil {
 		return nil, err
 	}
 	out := make([]Counts, len(queries))
-	for i, r := range res {
-		out[i] = Counts{Positive: r[0], Negative: r[1]}
+	for _, x := range b.all() {
+		for q, c := range x.res {
+			out[q].Positive += c.Positive
+			out[q].Negative += c.Negative
+		}
 	}
 	return out, nil
 }
@@ -94,23 +94,26 @@ func (b *Binder) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, si
 	if err != nil {
 		return nil, err
 	}
-	res := make([]int64, len(queries))
-	var mu sync.Mutex
+	b.prepare(len(queries))
 	inner := func(worker, q int, sign graph.Sign, m []graph.VertexID) {
-		x := b.expander(worker)
-		n := x.expand(g, plans[q], sign, true, m, func(tx []bundle.Tx) {
-			if mode == Enumerate {
-				sink(worker, q, sign, m, tx)
-			}
-		})
-		mu.Lock()
-		res[q] += n
-		mu.Unlock()
+		x, done := b.expander(worker)
+		defer done()
+		x.worker, x.q, x.sink = worker, q, nil
+		if mode == Enumerate {
+			x.sink = sink
+		}
+		x.res[q].Positive += x.expand(g, plans[q], sign, true, m)
 	}
 	if _, err := b.Matcher.Static(g, queries, Enumerate, inner); err != nil {
 		return nil, err
 	}
-	return res, nil
+	out := make([]int64, len(queries))
+	for _, x := range b.all() {
+		for q, c := range x.res {
+			out[q] += c.Positive
+		}
+	}
+	return out, nil
 }
 
 // Register makes the store keep what queries read: the properties they
@@ -135,14 +138,33 @@ func (b *Binder) Register(queries []*query.Query) {
 	}
 }
 
-func (b *Binder) expander(worker int) *expander {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for len(b.exps) <= worker {
-		b.exps = append(b.exps, &expander{})
+// prepare readies one expander per sink worker, and the overflow one, with
+// zeroed counts for nq queries. Sinks are called with worker numbers below
+// a few times the cores (a Placer offsets the GPU's past the CPU's); a
+// larger one shares the overflow expander under a lock.
+func (b *Binder) prepare(nq int) {
+	if b.exps == nil {
+		b.exps = make([]*expander, 2*runtime.GOMAXPROCS(0)+64)
+		for i := range b.exps {
+			b.exps[i] = &expander{}
+		}
+		b.overflow = &expander{}
 	}
-	return b.exps[worker]
+	for _, x := range b.all() {
+		x.res = append(x.res[:0], make([]Counts, nq)...)
+	}
 }
+
+// expander is worker's expander, and what to call when done with it.
+func (b *Binder) expander(worker int) (*expander, func()) {
+	if worker < len(b.exps) {
+		return b.exps[worker], func() {}
+	}
+	b.mu.Lock()
+	return b.overflow, b.mu.Unlock
+}
+
+func (b *Binder) all() []*expander { return append(b.exps[:len(b.exps):len(b.exps)], b.overflow) }
 
 // bindPlan is a query prepared for expansion.
 type bindPlan struct {
@@ -268,15 +290,19 @@ type expander struct {
 	cand    [][]bundle.Tx
 	changed [][]bool
 	tx      []bundle.Tx
-	emit    func([]bundle.Tx)
+	sink    BoundSink // nil when counting
+	worker  int       // the sink's arguments
+	q       int
+	sign    graph.Sign
 	need    bool // at least one changed transfer is required
 	n       int64
+	res     []Counts // per query, over the call (Static counts in Positive)
 }
 
 // expand emits the transfer-level matches of vertex map m with sign (static:
-// every assignment in the current graph) and returns their number.
-func (x *expander) expand(g *dyngraph.Graph, p *bindPlan, sign graph.Sign, static bool, m []graph.VertexID, emit func([]bundle.Tx)) int64 {
-	x.p, x.g, x.m, x.emit, x.n = p, g, m, emit, 0
+// every assignment in the current graph) to x.sink and returns their number.
+func (x *expander) expand(g *dyngraph.Graph, p *bindPlan, sign graph.Sign, static bool, m []graph.VertexID) int64 {
+	x.p, x.g, x.m, x.sign, x.n = p, g, m, sign, 0
 	x.need = !static
 	nb := len(p.binds)
 	if cap(x.vals) < p.nprops {
@@ -287,7 +313,10 @@ func (x *expander) expand(g *dyngraph.Graph, p *bindPlan, sign graph.Sign, stati
 		x.cand = append(x.cand, nil)
 		x.changed = append(x.changed, nil)
 	}
-	x.tx = append(x.tx[:0], make([]bundle.Tx, nb)...)
+	if cap(x.tx) < nb {
+		x.tx = make([]bundle.Tx, nb)
+	}
+	x.tx = x.tx[:nb]
 	for _, vp := range p.vprops {
 		x.vals[vp.prop] = p.store.VertexValue(m[vp.vertex], vp.col)
 	}
@@ -327,18 +356,22 @@ func (x *expander) candidates(k int, view bundle.View, sign graph.Sign, out []bu
 	if !bi.bindable {
 		return append(out, NoTransfer), append(chg, x.pairChanged(e, src, dst, sign))
 	}
-	p.store.Each(graph.Edge{Src: src, Dst: dst, Label: e.Label}, view, func(t bundle.Tx, changed bool) bool {
+	c := p.store.Walk(graph.Edge{Src: src, Dst: dst, Label: e.Label})
+next:
+	for {
+		t, changed, ok := p.store.Next(&c, view)
+		if !ok {
+			return out, chg
+		}
 		x.load(bi, t)
 		for _, ci := range bi.filter {
 			if !p.q.Pred.Conjuncts[ci].Eval(x.vals) {
-				return true
+				continue next
 			}
 		}
 		out = append(out, t)
 		chg = append(chg, changed)
-		return true
-	})
-	return out, chg
+	}
 }
 
 // pairChanged says whether the batch flipped the pair-level truth of query
@@ -391,7 +424,9 @@ func (x *expander) walk(k int, changed bool) {
 	if k == len(p.binds) {
 		if changed || !x.need {
 			x.n++
-			x.emit(x.tx)
+			if x.sink != nil {
+				x.sink(x.worker, x.q, x.sign, x.m, x.tx)
+			}
 		}
 		return
 	}

@@ -138,9 +138,9 @@ func (x *Expiry) Watermark() int64 {
 	return satSub(x.maxTime, x.lateness)
 }
 
-// cutoff returns the time before which edges have expired, and whether
+// Cutoff returns the time before which edges have expired, and whether
 // there is one.
-func (x *Expiry) cutoff() (int64, bool) {
+func (x *Expiry) Cutoff() (int64, bool) {
 	if x.size == 0 || x.maxTime == math.MinInt64 {
 		return 0, false
 	}
@@ -159,7 +159,7 @@ func satSub(a, b int64) int64 {
 // ts < watermark - size. Applying it would only make it expire at once, so
 // the service refuses it. Without a window nothing is late.
 func (x *Expiry) Late(ts int64) bool {
-	cut, ok := x.cutoff()
+	cut, ok := x.Cutoff()
 	return ok && ts < cut
 }
 
@@ -169,7 +169,7 @@ func (x *Expiry) Late(ts int64) bool {
 // returns the extended dst. The updates have NoLabel vertex labels; on an
 // undirected graph their Src is the smaller endpoint.
 func (x *Expiry) Expire(dst []graph.Update) []graph.Update {
-	cut, ok := x.cutoff()
+	cut, ok := x.Cutoff()
 	if !ok {
 		return dst
 	}

@@ -44,7 +44,7 @@ const (
 
 // rejectReasons are the values of rejects_total's reason label: ingest's
 // decoding reasons and the service's own.
-var rejectReasons = append(ingest.DecodeReasons(), "self_loop", "label_conflict", "late", "missing_time")
+var rejectReasons = append(ingest.DecodeReasons(), "self_loop", "label_conflict", "transfer_moved", "late", "missing_time")
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	const ns = "gcsm"

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gcsm/gcsm/bundle"
 	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
@@ -145,6 +146,9 @@ func (s *Service) key(e graph.Edge) edgeKey {
 func (s *Service) resolve(b *batchState) {
 	if s.expiry != nil {
 		n := len(b.updates)
+		if cut, ok := s.expiry.Cutoff(); ok && s.bundles != nil {
+			b.updates = s.bundles.Expire(cut, b.updates)
+		}
 		b.updates = s.expiry.Expire(b.updates)
 		for range b.updates[n:] {
 			b.origin = append(b.origin, -1)
@@ -192,9 +196,12 @@ func (s *Service) resolve(b *batchState) {
 
 func rejectReason(err error) string {
 	var lc *dyngraph.LabelConflictError
+	var moved *bundle.MovedError
 	switch {
 	case errors.As(err, &lc):
 		return "label_conflict"
+	case errors.As(err, &moved):
+		return "transfer_moved"
 	case errors.Is(err, dyngraph.ErrSelfLoop):
 		return "self_loop"
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/ingest"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // transferRecords is a stream of transfers with ids, amounts and times
@@ -173,4 +174,41 @@ func TestTransfers(t *testing.T) {
 		}
 	}
 	t.Logf("%d events; final matches per query %v", len(events), perQuery)
+	var moved dto.Metric
+	if err := r2.s.met.rejects.WithLabelValues("transfer_moved").Write(&moved); err != nil || moved.GetCounter().GetValue() == 0 {
+		t.Error("no transfer id was refused for naming another pair; the stream reuses ids across pairs")
+	}
+}
+
+// TestTransfersWindow checks that a window expires parallel transfers one
+// by one: a pair that keeps receiving transfers must not keep the old ones.
+func TestTransfersWindow(t *testing.T) {
+	addrs := cluster(t, 1, 1)
+	cfg := testConfig(t, addrs)
+	cfg.Queries = transferQueries[:1]
+	cfg.Window = WindowConfig{Size: 20 * time.Second}
+	recs, vals := transferRecords(900, 5)
+	r := start(t, cfg)
+	produce(t, addrs, "edges", vals)
+	waitFor(t, "the stream", time.Minute, func() bool { return r.s.Progress().Position[0] == int64(len(vals)) })
+	// Expiry runs at the start of a batch, with the watermark of the
+	// batches before: one more message, a dead letter, starts one.
+	produce(t, addrs, "edges", [][]byte{[]byte("not an event")})
+	waitFor(t, "the last batch", time.Minute, func() bool { return r.s.Progress().Position[0] == int64(len(vals))+1 })
+	r.shutdown(t)
+	ids := map[string]bool{}
+	for _, rec := range recs {
+		ids[rec.ID] = true
+	}
+	cut, ok := r.s.expiry.Cutoff()
+	if !ok {
+		t.Fatal("no cutoff")
+	}
+	if left := r.s.bundles.Expire(cut, nil); len(left) != 0 {
+		t.Fatalf("%d transfers older than the window are still held", len(left))
+	}
+	// The stream spans about 15 minutes; a 20 s window holds a few dozen.
+	if n := r.s.bundles.Len(); n == 0 || n > 100 {
+		t.Fatalf("%d transfers held of %d ids sent", n, len(ids))
+	}
 }
