@@ -67,7 +67,7 @@ func (b *Binder) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query
 		if mode == Enumerate {
 			x.sink = sink
 		}
-		n := x.expand(g, plans[q], sign, false, m)
+		n := x.expandImages(g, plans[q], sign, false, m)
 		if sign > 0 {
 			x.res[q].Positive += n
 		} else {
@@ -102,7 +102,7 @@ func (b *Binder) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, si
 		if mode == Enumerate {
 			x.sink = sink
 		}
-		x.res[q].Positive += x.expand(g, plans[q], sign, true, m)
+		x.res[q].Positive += x.expandImages(g, plans[q], sign, true, m)
 	}
 	if _, err := b.Matcher.Static(g, queries, Enumerate, inner); err != nil {
 		return nil, err
@@ -297,6 +297,27 @@ type expander struct {
 	need    bool // at least one changed transfer is required
 	n       int64
 	res     []Counts // per query, over the call (Static counts in Positive)
+	img     []graph.VertexID
+}
+
+// expandImages is expand for every image m∘σ of m under the query's Images,
+// or for m alone when it has none (see query.Query.Images).
+func (x *expander) expandImages(g *dyngraph.Graph, p *bindPlan, sign graph.Sign, static bool, m []graph.VertexID) int64 {
+	if p.q.Images == nil {
+		return x.expand(g, p, sign, static, m)
+	}
+	if cap(x.img) < len(m) {
+		x.img = make([]graph.VertexID, len(m))
+	}
+	img := x.img[:len(m)]
+	var n int64
+	for _, sigma := range p.q.Images {
+		for u := range img {
+			img[u] = m[sigma[u]]
+		}
+		n += x.expand(g, p, sign, static, img)
+	}
+	return n
 }
 
 // expand emits the transfer-level matches of vertex map m with sign (static:

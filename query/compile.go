@@ -79,8 +79,16 @@ type Query struct {
 	Pred *Predicates
 
 	// Less holds the symmetry-breaking conditions f(u) < f(v) under
-	// Instances semantics; empty under Embeddings.
+	// Instances semantics, and where Images is set; empty otherwise.
 	Less [][2]int
+	// Images are the pattern's automorphisms (the identity first) when a
+	// WHERE makes each automorphic map a match of its own while the walk
+	// still breaks symmetry: the walk finds one map of each orbit, and
+	// whoever evaluates the predicates (incremental.Binder) takes every
+	// image m∘σ of it. A ring of four is then walked once, not four times.
+	// nil when the walk finds every map itself.
+	Images    [][]int
+	imageLess [][2]int
 	// Automorphisms is the size of the pattern's automorphism group,
 	// saturating at MaxUint64.
 	Automorphisms uint64
@@ -152,11 +160,17 @@ func Compile(p *Pattern, labels *graph.Dict, directed bool, sem Semantics) (*Que
 	// can parallel Bindings of one Edge, so then only the identity is a
 	// symmetry. WITHIN reads every edge alike and keeps the group.
 	q.Automorphisms = 1
-	if p.Where == nil && !parallel {
+	switch {
+	case p.Where == nil && !parallel:
 		q.Automorphisms, q.symLess = symmetryBreaking(q)
+	case p.Where != nil && !parallel:
+		q.imagesOf()
 	}
 	if sem == Instances {
 		q.Less = q.symLess
+	}
+	if q.Images != nil {
+		q.Less = q.imageLess
 	}
 	for i := range q.Edges {
 		q.Terms = append(q.Terms, q.termPlan(i, q.Less))
@@ -202,6 +216,27 @@ type Plan struct {
 // repeatedly take the vertex with the most edges into the placed set (the
 // most intersections, so the smallest candidate sets), preferring labeled
 // vertices and then higher degree.
+// maxImages bounds the automorphisms a WHERE pattern's walk breaks: each
+// costs a predicate expansion per map found, and past a few dozen walking
+// every map is as cheap.
+const maxImages = 48
+
+// imagesOf sets Images and the walk's symmetry breaking for a pattern with
+// a WHERE, when its vertex pattern has automorphisms, few enough.
+func (q *Query) imagesOf() {
+	aut, less := symmetryBreaking(q)
+	if aut < 2 || aut > maxImages {
+		return
+	}
+	q.Automorphisms = aut
+	list := q.AutomorphismList(maxImages)
+	q.Automorphisms = 1
+	if list == nil {
+		return
+	}
+	q.Images, q.imageLess = list, less
+}
+
 func (q *Query) termPlan(i int, less [][2]int) Plan {
 	e := q.Edges[i]
 	return q.plan(i, []int{e.A, e.B}, nil, less)
