@@ -715,10 +715,10 @@ func TestReplayDemo(t *testing.T) {
 	out, errs := gcsmOut(t, "replay", "--demo", "--json")
 	s := lastJSON[replaySummary](t, out)
 	m := s.byName(t)
-	if len(s.Queries) != 3 {
-		t.Errorf("demo reports %d queries, want ring3, ring4, split: %+v", len(s.Queries), s.Queries)
+	if len(s.Queries) != 4 {
+		t.Errorf("demo reports %d queries, want ring3, layering, ring4, split: %+v", len(s.Queries), s.Queries)
 	}
-	for _, name := range []string{"ring3", "ring4", "split"} {
+	for _, name := range []string{"ring3", "layering", "ring4", "split"} {
 		q, ok := m[name]
 		if !ok || q.Positive <= 0 {
 			t.Errorf("demo query %s: %+v, want a positive count", name, q)

@@ -33,20 +33,27 @@ const (
 
 var demoQueries = []string{
 	"ring3=(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(a)",
+	"layering=" + demoLayering,
 	"ring4=(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(d:Account)-[:TRANSFER]->(a)",
 	// Layering: money split over two paths and merged again.
 	"split=(s:Account)-[:TRANSFER]->(a:Account)-[:TRANSFER]->(t:Account), (s)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(t)",
 }
+
+// demoLayering is a ring of transfers that moves money on in time order,
+// within an hour, from a large first transfer, each hop keeping at least
+// 90% of the one before: layering, as the generator plants it.
+const demoLayering = "(a:Account)-[t1:TRANSFER]->(b:Account)-[t2:TRANSFER]->(c:Account)-[t3:TRANSFER]->(a)" +
+	" WHERE t1.amount > 10000 AND t1.ts < t2.ts AND t2.ts < t3.ts AND t3.ts - t1.ts < 1h" +
+	" AND t2.amount >= 0.9 * t1.amount AND t3.amount >= 0.9 * t2.amount"
 
 // loadDemo generates the demo stream into the session (its graph starts
 // empty).
 func (s *session) loadDemo(f *replayFlags) (*stream, error) {
 	st := &stream{file: "demo"}
 	for i, ev := range bench.Transfers(demoAccounts, demoEvents, demoSeed) {
-		u, err := s.resolver.Resolve(ingest.Record{
-			Op: ev.Op, Src: ev.Src, Dst: ev.Dst, Label: ev.Label,
-			SrcLabel: ev.SrcLabel, DstLabel: ev.DstLabel, Time: ev.Time, Line: i + 1,
-		})
+		rec := ev.Record()
+		rec.Line = i + 1
+		u, err := s.resolver.Resolve(rec)
 		if err != nil {
 			return nil, err
 		}
@@ -57,10 +64,11 @@ func (s *session) loadDemo(f *replayFlags) (*stream, error) {
 }
 
 // demoServiceQueries are gcsm demo's standing queries, those of replay
-// --demo: rings of three and four accounts, and money split over two paths
-// that meet again.
+// --demo: rings of three and four accounts, layering through a ring of
+// three (demoLayering), and money split over two paths that meet again.
 var demoServiceQueries = []service.QueryConfig{
 	{Name: "ring3", Pattern: "(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(a)"},
+	{Name: "layering", Pattern: demoLayering},
 	{Name: "ring4", Pattern: "(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(d:Account)-[:TRANSFER]->(a)"},
 	{Name: "split", Pattern: "(s:Account)-[:TRANSFER]->(a:Account)-[:TRANSFER]->(t:Account), (s)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(t)"},
 }
@@ -127,7 +135,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "gcsm demo: embedded Kafka broker on %s, %s", s.Brokers()[0], devLine.String())
 	for _, q := range cfg.Queries {
-		fmt.Fprintf(stdout, "  query %-7s %s\n", q.Name, q.Pattern)
+		fmt.Fprintf(stdout, "  query %-8s %s\n", q.Name, q.Pattern)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -215,8 +223,7 @@ func (d *demo) produce(ctx context.Context, brokers []string, topic string, evs 
 	defer w.Close()
 	var msgs []kafka.Message
 	for i, ev := range evs {
-		v := ingest.AppendEvent(nil, ingest.Record{Op: ev.Op, Src: ev.Src, Dst: ev.Dst, Label: ev.Label,
-			SrcLabel: ev.SrcLabel, DstLabel: ev.DstLabel, Time: ev.Time})
+		v := ingest.AppendEvent(nil, ev.Record())
 		msgs = append(msgs, kafka.Message{Value: v})
 		if k := (i + 1) * len(demoBad) / len(evs); k > 0 && (i+1)*len(demoBad)%len(evs) < len(demoBad) {
 			msgs = append(msgs, kafka.Message{Value: []byte(demoBad[k-1])})
@@ -252,7 +259,11 @@ type demoEvent struct {
 	Query  string            `json:"query"`
 	Change string            `json:"change"`
 	Match  map[string]string `json:"match"`
-	Batch  uint64            `json:"batch"`
+	// Transfers are the bound transfers of a query over transfers.
+	Transfers []struct {
+		ID string `json:"id"`
+	} `json:"transfers"`
+	Batch  uint64 `json:"batch"`
 	Source *struct {
 		ToOffset int64 `json:"to_offset"`
 	} `json:"source"`
@@ -286,7 +297,15 @@ func (d *demo) watch(ctx context.Context, brokers []string, topic string) error 
 			for _, v := range vars {
 				fmt.Fprintf(&b, " %s=%s", v, ev.Match[v])
 			}
-			fmt.Fprintf(d.out, "ALERT %-6s %-11s%s  (batch %d)\n", ev.Query, ev.Change, b.String(), ev.Batch)
+			if len(ev.Transfers) > 0 && ev.Query == "layering" {
+				// The predicated ring is about which transfers: name them.
+				ids := make([]string, len(ev.Transfers))
+				for i, t := range ev.Transfers {
+					ids[i] = t.ID
+				}
+				fmt.Fprintf(&b, " via %s", strings.Join(ids, ","))
+			}
+			fmt.Fprintf(d.out, "ALERT %-8s %-11s%s  (batch %d)\n", ev.Query, ev.Change, b.String(), ev.Batch)
 			if d.seen[k] == d.show {
 				fmt.Fprintf(d.out, "      (further %s %s alerts are counted, not shown)\n", ev.Query, ev.Change)
 			}

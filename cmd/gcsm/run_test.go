@@ -28,7 +28,11 @@ func TestDemo(t *testing.T) {
 	if n, _ := strconv.Atoi(m[1]); n == 0 {
 		t.Fatalf("no ring3 appeared:\n%s", out)
 	}
-	if !strings.Contains(out, "ALERT ring3  appeared") {
+	// The layering ring names its transfers.
+	if !regexp.MustCompile(`ALERT layering appeared    a=\S+ b=\S+ c=\S+ via tx-\d+,tx-\d+,tx-\d+`).MatchString(out) {
+		t.Fatalf("no layering alert with its transfers:\n%s", out)
+	}
+	if !strings.Contains(out, "ALERT ring3    appeared") {
 		t.Fatalf("no alert printed:\n%s", out)
 	}
 }

@@ -425,7 +425,7 @@ func TestTailDemo(t *testing.T) {
 	state := t.TempDir()
 	out := gcsmOK(t, "demo", "--events", "4000", "--accounts", "400", "--rate", "0", "--show", "0", "--device", "cpu", "--state", state)
 	total := 0
-	for _, m := range regexp.MustCompile(`(?m)^(?:ring3|ring4|split)\s+(\d+)\s+(\d+)$`).FindAllStringSubmatch(out, -1) {
+	for _, m := range regexp.MustCompile(`(?m)^(?:ring3|layering|ring4|split)\s+(\d+)\s+(\d+)$`).FindAllStringSubmatch(out, -1) {
 		a, _ := strconv.Atoi(m[1])
 		d, _ := strconv.Atoi(m[2])
 		total += a + d
