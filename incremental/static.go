@@ -3,26 +3,21 @@ package incremental
 import (
 	"fmt"
 	"math/bits"
-	"sync"
-	"sync/atomic"
 
 	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/query"
 )
 
-// refineRounds bounds GpSM-style refinement. Each round removes candidates
-// with no neighbour among some query neighbour's candidates; on the HPRD
-// suite the sets stop shrinking after two rounds.
-const refineRounds = 3
-
-// Static implements Matcher: filter, then join. The filter keeps, for each
-// query vertex, the data vertices with its label, enough degree in each
-// direction, enough neighbours of every label its neighbours need (GpSI's
-// neighbour-label signature, exact counts instead of bit buckets), and then
-// refines the sets over the query's edges. The join is the walker of the
-// incremental terms with every view "new", started at the query vertex with
-// the fewest candidates and restricted to the candidate sets.
+// Static implements Matcher: filter, order, build the candidate space, and
+// search it. The filter keeps, for each query vertex, the data vertices with
+// its label, enough degree in each direction, enough neighbours of every
+// label its neighbours need (GraphQL's neighbourhood profile with exact
+// counts), and then refines the sets over the query's edges until they stop
+// shrinking. The order starts at the query vertex with the fewest
+// candidates (query.StaticPlan). The search (search.go) walks the candidate
+// space depth first, its workers splitting the deepest-running subtrees
+// among themselves.
 func (c *CPU) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink Sink) ([]int64, error) {
 	if g.Pending() {
 		return nil, fmt.Errorf("incremental: Static on a graph with a pending batch")
@@ -46,32 +41,8 @@ func (c *CPU) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink 
 			continue
 		}
 		plan := q.StaticPlan(start, f.Count, mode == Count)
-		roots := f.Members(start)
-		ws := c.walkers(g, mode, sink)
-		var next atomic.Int64
-		var total atomic.Int64
-		var wg sync.WaitGroup
-		for _, w := range ws {
-			wg.Go(func() {
-				w.stop = c.stop
-				w.setUnit(qi, q, &plan, graph.Positive)
-				w.allowed = f.Sets
-				w.count = 0
-				for {
-					r0 := next.Add(unitChunk) - unitChunk
-					if r0 >= int64(len(roots)) || w.stopped {
-						break
-					}
-					for _, v := range roots[r0:min(r0+unitChunk, int64(len(roots)))] {
-						w.m[0] = v
-						w.extend(1)
-					}
-				}
-				total.Add(w.count)
-			})
-		}
-		wg.Wait()
-		res[qi] = total.Load()
+		sp := newSpace(g, q, f, &plan)
+		res[qi] = c.search(g, sp, qi, mode, sink)
 		if mode == Count {
 			res[qi] *= int64(q.CountFactor)
 		}
@@ -190,10 +161,12 @@ func countLabels(have, need map[graph.Label]int, vl []graph.Label, ids []uint32)
 }
 
 // refine drops candidate v of u when, for some query edge (u, u'), no
-// neighbour of v over a fitting data edge is a candidate of u'.
+// neighbour of v over a fitting data edge is a candidate of u', until no set
+// shrinks: a round costs less than the search saves on one more level of
+// dead ends, and the sets settle in a few rounds.
 func refine(g *dyngraph.Graph, q *query.Query, c *Candidates) {
 	single, _ := g.EdgeLabel()
-	for round := 0; round < refineRounds; round++ {
+	for {
 		changed := false
 		for u := 0; u < q.N(); u++ {
 			for _, v := range c.Members(u) {
