@@ -18,6 +18,7 @@ type CPU struct {
 
 	pool    []*walker // reused across batches; one per worker
 	finders []*finder // the static search's workers, reused likewise
+	static  StaticStats
 	stop    func(q int) bool
 }
 

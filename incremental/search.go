@@ -17,6 +17,16 @@ import (
 // most of the matches, so splitting the roots alone leaves all workers but
 // one idle.
 
+// StaticStats describes the work of the last Static call.
+type StaticStats struct {
+	// Splits is the number of subtrees that busy workers handed to idle
+	// ones: with one worker, zero.
+	Splits int64
+}
+
+// StaticStats returns the stats of the last Static call.
+func (c *CPU) StaticStats() StaticStats { return c.static }
+
 // task is a subtree to search: the candidate indexes of levels 0..depth-1
 // (prefix) and the candidates of level depth still to try.
 type task struct {
@@ -83,8 +93,8 @@ func (t *tasks) halt() {
 	t.mu.Unlock()
 }
 
-// finder is one worker of the static search. It is reused across queries
-// and calls; only visited outlives a search, all false between searches.
+// finder is one worker of the static search, reused across queries and
+// calls.
 type finder struct {
 	id   int
 	sp   *space
@@ -98,13 +108,15 @@ type finder struct {
 	steps   uint32
 	stopped bool
 	count   int64
+	splits  int64
 
 	idx      [query.MaxVertices]uint32 // candidate index at each depth
 	out      [query.MaxVertices]graph.VertexID
 	cand     [query.MaxVertices][]uint32
 	pos, end [query.MaxVertices]int
-	base     int      // depth of the task being searched
-	visited  []uint64 // bitset over data vertices: placed in the partial match
+	base     int                         // depth of the task being searched
+	lists    [query.MaxVertices][]uint32 // candidates' scratch: the constraints' lists
+	visited  []uint64                    // bitset over data vertices: placed in the partial match
 }
 
 // search runs sp's plan for query qi on the CPU's workers and returns the
@@ -125,11 +137,15 @@ func (c *CPU) search(g *dyngraph.Graph, sp *space, qi int, mode Mode, sink Sink)
 	var total atomic.Int64
 	var wg sync.WaitGroup
 	for _, f := range c.finders[:n] {
+		// Cleared for each search, so that a stopped one leaves nothing
+		// behind: 20 µs on ten million vertices.
 		if len(f.visited) != words {
 			f.visited = make([]uint64, words)
+		} else {
+			clear(f.visited)
 		}
 		f.sp, f.plan, f.mode, f.sink, f.qi, f.work, f.stop = sp, sp.plan, mode, sink, qi, work, c.stop
-		f.count, f.stopped = 0, false
+		f.count, f.splits, f.stopped = 0, 0, false
 		wg.Go(func() {
 			for {
 				tk, ok := work.get()
@@ -143,6 +159,9 @@ func (c *CPU) search(g *dyngraph.Graph, sp *space, qi int, mode Mode, sink Sink)
 		})
 	}
 	wg.Wait()
+	for _, f := range c.finders[:n] {
+		c.static.Splits += f.splits
+	}
 	return total.Load()
 }
 
@@ -239,6 +258,7 @@ func (f *finder) donate(d int) {
 		copy(tk.prefix, f.idx[:k])
 		copy(tk.cands, f.cand[k][cut:f.end[k]])
 		f.end[k] = cut
+		f.splits++
 		f.work.put(tk)
 		return
 	}
@@ -251,7 +271,7 @@ func (f *finder) donate(d int) {
 func (f *finder) candidates(d int, dst []uint32) []uint32 {
 	lv := &f.plan.Levels[d]
 	sp := f.sp
-	var lists [query.MaxVertices][]uint32
+	lists := &f.lists
 	drv := 0
 	for ci := range lv.Cons {
 		l := sp.list(d, ci, f.idx[lv.Cons[ci].From])

@@ -26,6 +26,7 @@ func (c *CPU) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink 
 		return nil, fmt.Errorf("incremental: Enumerate needs a sink")
 	}
 	res := make([]int64, len(queries))
+	c.static = StaticStats{}
 	for qi, q := range queries {
 		if !edgeLabelsPossible(g, q) {
 			continue
