@@ -15,6 +15,10 @@ import (
 type CPU struct {
 	// Workers is the number of goroutines; zero means GOMAXPROCS.
 	Workers int
+	// SpaceEntries bounds the static matcher's candidate space, in list
+	// entries of 4 bytes; zero means DefaultSpaceEntries. Past it, the
+	// search reads the rest of the lists from the graph as it goes.
+	SpaceEntries int
 
 	pool    []*walker // reused across batches; one per worker
 	finders []*finder // the static search's workers, reused likewise

@@ -116,6 +116,7 @@ type finder struct {
 	pos, end [query.MaxVertices]int
 	base     int                         // depth of the task being searched
 	lists    [query.MaxVertices][]uint32 // candidates' scratch: the constraints' lists
+	scratch  [query.MaxVertices][]uint32 // unbuilt lists, per constraint (space.list)
 	visited  []uint64                    // bitset over data vertices: placed in the partial match
 }
 
@@ -274,7 +275,7 @@ func (f *finder) candidates(d int, dst []uint32) []uint32 {
 	lists := &f.lists
 	drv := 0
 	for ci := range lv.Cons {
-		l := sp.list(d, ci, f.idx[lv.Cons[ci].From])
+		l := sp.list(d, ci, f.idx[lv.Cons[ci].From], &f.scratch[ci])
 		if len(l) == 0 {
 			return dst
 		}

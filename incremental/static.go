@@ -42,7 +42,11 @@ func (c *CPU) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink 
 			continue
 		}
 		plan := q.StaticPlan(start, f.Count, mode == Count)
-		sp := newSpace(g, q, f, &plan)
+		budget := c.SpaceEntries
+		if budget == 0 {
+			budget = DefaultSpaceEntries
+		}
+		sp := newSpace(g, f, &plan, budget)
 		res[qi] = c.search(g, sp, qi, mode, sink)
 		if mode == Count {
 			res[qi] *= int64(q.CountFactor)
