@@ -3,6 +3,7 @@ package incremental
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
@@ -83,20 +84,20 @@ func Filter(g *dyngraph.Graph, q *query.Query) *Candidates {
 	// What each query vertex needs: distinct out-, in- and any-direction
 	// neighbours, and per concrete label the number of distinct neighbours
 	// carrying it.
+	type labelNeed struct {
+		l graph.Label
+		k int
+	}
 	type need struct {
 		out, in, all int
-		labels       map[graph.Label]int
+		labels       []labelNeed
 	}
 	needs := make([]need, n)
 	nbrs := make([]map[int]bool, n)
-	for u := range nbrs {
-		nbrs[u] = map[int]bool{}
-		needs[u].labels = map[graph.Label]int{}
-	}
 	outN := make([]map[int]bool, n)
 	inN := make([]map[int]bool, n)
-	for u := range outN {
-		outN[u], inN[u] = map[int]bool{}, map[int]bool{}
+	for u := range n {
+		nbrs[u], outN[u], inN[u] = map[int]bool{}, map[int]bool{}, map[int]bool{}
 	}
 	for _, e := range q.Edges {
 		nbrs[e.A][e.B], nbrs[e.B][e.A] = true, true
@@ -107,62 +108,94 @@ func Filter(g *dyngraph.Graph, q *query.Query) *Candidates {
 	for u := range needs {
 		needs[u].all, needs[u].out, needs[u].in = len(nbrs[u]), len(outN[u]), len(inN[u])
 		for x := range nbrs[u] {
-			if l := q.Labels[x]; l != graph.Wildcard {
-				needs[u].labels[l]++
+			l := q.Labels[x]
+			if l == graph.Wildcard {
+				continue
+			}
+			i := slices.IndexFunc(needs[u].labels, func(ln labelNeed) bool { return ln.l == l })
+			if i < 0 {
+				needs[u].labels = append(needs[u].labels, labelNeed{l, 0})
+				i = len(needs[u].labels) - 1
+			}
+			needs[u].labels[i].k++
+		}
+	}
+
+	// The vertices of each concrete query label, gathered in one pass.
+	vl := g.VertexLabels()
+	var byLabel map[graph.Label][]graph.VertexID
+	maxL := graph.Label(0)
+	for _, l := range q.Labels {
+		if l != graph.Wildcard {
+			if byLabel == nil {
+				byLabel = map[graph.Label][]graph.VertexID{}
+			}
+			byLabel[l] = nil
+			maxL = max(maxL, l)
+		}
+	}
+	if byLabel != nil {
+		wanted := make([]bool, maxL+1)
+		for l := range byLabel {
+			wanted[l] = true
+		}
+		for v, l := range vl[:nv] {
+			if l <= maxL && wanted[l] {
+				byLabel[l] = append(byLabel[l], graph.VertexID(v))
 			}
 		}
 	}
 
-	have := map[graph.Label]int{}
-	vl := g.VertexLabels()
-	for u := 0; u < n; u++ {
+	// The lists are sorted by neighbour label (dyngraph.Order), so the
+	// neighbours of a label are counted by two binary searches. A
+	// neighbour joined by several edges counts several times: the counts
+	// only bound the distinct ones from above, which keeps every match.
+	ord := g.Order()
+	ok := func(nd *need, v graph.VertexID) bool {
+		out, in := g.Out(v), g.In(v)
+		do, di := len(out.Sorted), len(in.Sorted)
+		da := do
+		if q.Directed {
+			da += di
+		}
+		if da < nd.all || (q.Directed && (do < nd.out || di < nd.in)) {
+			return false
+		}
+		for _, ln := range nd.labels {
+			lo, hi := ord.Range(out.Sorted, ln.l)
+			have := hi - lo
+			if q.Directed {
+				lo, hi = ord.Range(in.Sorted, ln.l)
+				have += hi - lo
+			}
+			if have < ln.k {
+				return false
+			}
+		}
+		return true
+	}
+	for u := range n {
 		set := make([]uint64, words)
 		nd := &needs[u]
-		for v := 0; v < nv; v++ {
-			if q.Labels[u] != graph.Wildcard && vl[v] != q.Labels[u] {
-				continue
-			}
-			out, in := g.Out(graph.VertexID(v)), g.In(graph.VertexID(v))
-			do, di := len(out.Sorted), len(in.Sorted)
-			da := do
-			if q.Directed {
-				da += di
-			}
-			if da < nd.all || (q.Directed && (do < nd.out || di < nd.in)) {
-				continue
-			}
-			if len(nd.labels) > 0 {
-				clear(have)
-				countLabels(have, nd.labels, vl, out.Sorted)
-				if q.Directed {
-					countLabels(have, nd.labels, vl, in.Sorted)
-				}
-				ok := true
-				for l, k := range nd.labels {
-					if have[l] < k {
-						ok = false
-						break
-					}
-				}
-				if !ok {
-					continue
+		if l := q.Labels[u]; l != graph.Wildcard {
+			for _, v := range byLabel[l] {
+				if ok(nd, v) {
+					set[v>>6] |= 1 << (v & 63)
+					c.Count[u]++
 				}
 			}
-			set[v>>6] |= 1 << (uint(v) & 63)
-			c.Count[u]++
+		} else {
+			for v := range graph.VertexID(nv) {
+				if ok(nd, v) {
+					set[v>>6] |= 1 << (v & 63)
+					c.Count[u]++
+				}
+			}
 		}
 		c.Sets[u] = set
 	}
 	refine(g, q, c)
 	return c
-}
-
-func countLabels(have, need map[graph.Label]int, vl []graph.Label, ids []uint32) {
-	for _, x := range ids {
-		if l := vl[x]; need[l] > 0 {
-			have[l]++
-		}
-	}
 }
 
 // refine drops candidate v of u when, for some query edge (u, u'), no
@@ -171,32 +204,38 @@ func countLabels(have, need map[graph.Label]int, vl []graph.Label, ids []uint32)
 // dead ends, and the sets settle in a few rounds.
 func refine(g *dyngraph.Graph, q *query.Query, c *Candidates) {
 	single, _ := g.EdgeLabel()
+	ord := g.Order()
 	for {
 		changed := false
 		for u := 0; u < q.N(); u++ {
-			for _, v := range c.Members(u) {
-				for _, e := range q.Edges {
-					var other int
-					var lists [2]dyngraph.Adj
-					k := 1
-					switch {
-					case e.A == u:
-						other = e.B
-						lists[0] = g.Out(v)
-					case e.B == u:
-						other = e.A
-						lists[0] = g.In(v)
-					default:
-						continue
-					}
-					if q.Directed && !e.Directed {
-						lists[0], lists[1], k = g.Out(v), g.In(v), 2
-					}
-					if !anyIn(lists[:k], e.Label, single, c.Sets[other]) {
-						c.Sets[u][v>>6] &^= 1 << (v & 63)
-						c.Count[u]--
-						changed = true
-						break
+			for wi, word := range c.Sets[u] {
+				for word != 0 {
+					b := word & -word
+					word &^= b
+					v := graph.VertexID(wi*64 + bits.TrailingZeros64(b))
+					for _, e := range q.Edges {
+						var other int
+						var lists [2]dyngraph.Adj
+						k := 1
+						switch {
+						case e.A == u:
+							other = e.B
+							lists[0] = g.Out(v)
+						case e.B == u:
+							other = e.A
+							lists[0] = g.In(v)
+						default:
+							continue
+						}
+						if q.Directed && !e.Directed {
+							lists[0], lists[1], k = g.Out(v), g.In(v), 2
+						}
+						if !anyIn(ord, lists[:k], q.Labels[other], e.Label, single, c.Sets[other]) {
+							c.Sets[u][wi] &^= b
+							c.Count[u]--
+							changed = true
+							break
+						}
 					}
 				}
 			}
@@ -207,9 +246,16 @@ func refine(g *dyngraph.Graph, q *query.Query, c *Candidates) {
 	}
 }
 
-func anyIn(lists []dyngraph.Adj, label, single graph.Label, set []uint64) bool {
+// anyIn reports whether some entry of lists with vertex label vlabel (any
+// for graph.Wildcard), over an edge of label label, is in set.
+func anyIn(ord dyngraph.Order, lists []dyngraph.Adj, vlabel, label, single graph.Label, set []uint64) bool {
 	for _, a := range lists {
-		for i, x := range a.Sorted {
+		lo, hi := 0, len(a.Sorted)
+		if vlabel != graph.Wildcard {
+			lo, hi = ord.Range(a.Sorted, vlabel)
+		}
+		for i := lo; i < hi; i++ {
+			x := a.Sorted[i] & dyngraph.IDMask
 			l := dyngraph.LabelAt(a.SortedLabels, i, single)
 			if label != graph.Wildcard && l != label {
 				continue
