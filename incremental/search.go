@@ -214,7 +214,7 @@ func (f *finder) walk(d int) {
 				return
 			}
 		}
-		if f.work.hungry.Load() > 0 {
+		if !last && f.work.hungry.Load() > 0 {
 			f.donate(d)
 		}
 		x := f.cand[d][f.pos[d]]
@@ -246,7 +246,8 @@ func (f *finder) descend(d int) {
 }
 
 // donate hands half of the untried candidates of the shallowest depth of
-// this task that has two or more to another worker.
+// this task that has two or more to another worker. walk never asks at the
+// last depth: its candidates are single matches, not worth a hand-over.
 func (f *finder) donate(d int) {
 	for k := f.base; k <= d; k++ {
 		left := f.end[k] - f.pos[k] - 1 // the current one stays here
