@@ -198,51 +198,63 @@ func (f *finder) unplace(d int) {
 
 // walk tries each candidate in f.cand[d] at depth d and searches below it.
 func (f *finder) walk(d int) {
-	last := d == len(f.plan.Levels)-1
-	if last && f.mode == Count {
-		f.count += int64(len(f.cand[d]))
+	if d == len(f.plan.Levels)-1 {
+		f.emit(d)
 		return
 	}
 	f.pos[d], f.end[d] = 0, len(f.cand[d])
 	for ; f.pos[d] < f.end[d]; f.pos[d]++ {
-		if f.stop != nil {
-			if f.steps++; f.steps%stopEvery == 0 && (f.work.halted.Load() || f.stop(f.qi)) {
-				f.stopped = true
-				f.work.halt()
-			}
-			if f.stopped {
-				return
-			}
+		if f.halting(1) {
+			return
 		}
-		if !last && f.work.hungry.Load() > 0 {
+		if f.work.hungry.Load() > 0 {
 			f.donate(d)
 		}
-		x := f.cand[d][f.pos[d]]
-		if last {
-			f.count++
-			f.out[f.plan.Levels[d].Vertex] = f.sp.verts[d][x]
-			f.sink(f.id, f.qi, graph.Positive, f.out[:len(f.plan.Levels)])
-			continue
-		}
-		f.place(d, x)
+		f.place(d, f.cand[d][f.pos[d]])
 		f.descend(d + 1)
 		f.unplace(d)
 	}
 }
 
-// descend computes the candidates of depth d and walks them; in Count mode
-// the last depth is only counted.
+// emit reports the matches that the candidates of the last depth d complete.
+func (f *finder) emit(d int) {
+	cands := f.cand[d]
+	if f.halting(uint32(len(cands))) {
+		return
+	}
+	f.count += int64(len(cands))
+	if f.mode == Count {
+		return
+	}
+	out, u, verts := f.out[:len(f.plan.Levels)], f.plan.Levels[d].Vertex, f.sp.verts[d]
+	for _, x := range cands {
+		out[u] = verts[x]
+		f.sink(f.id, f.qi, graph.Positive, out)
+	}
+}
+
+// halting counts n steps and, each time the count passes a multiple of
+// stopEvery, asks whether the search is to stop; it reports whether it is.
+func (f *finder) halting(n uint32) bool {
+	if f.stop == nil {
+		return false
+	}
+	before := f.steps
+	f.steps += n
+	if f.steps/stopEvery != before/stopEvery && (f.work.halted.Load() || f.stop(f.qi)) {
+		f.stopped = true
+		f.work.halt()
+	}
+	return f.stopped
+}
+
+// descend computes the candidates of depth d and walks them.
 func (f *finder) descend(d int) {
 	buf := f.candidates(d, f.cand[d][:0])
 	f.cand[d] = buf
-	if len(buf) == 0 {
-		return
+	if len(buf) > 0 {
+		f.walk(d)
 	}
-	if f.mode == Count && d == len(f.plan.Levels)-1 {
-		f.count += int64(len(buf))
-		return
-	}
-	f.walk(d)
 }
 
 // donate hands half of the untried candidates of the shallowest depth of
