@@ -301,3 +301,27 @@ func TestStaticDeepSplitStop(t *testing.T) {
 		}
 	}
 }
+
+// TestStaticSearchAllocs: once its buffers have grown, a worker walks a
+// subtree without allocating, whatever the number of matches.
+func TestStaticSearchAllocs(t *testing.T) {
+	g, _, labels := hubGraph(t, false, 60, 3)
+	defer g.Close()
+	q := hubQueries(t, labels, false)[2]
+	f := Filter(g, q)
+	plan := q.StaticPlan(slices.Index(f.Count, slices.Min(f.Count)), f.Count, false)
+	sp := newSpace(g, f, &plan, DefaultSpaceEntries)
+	roots := make([]uint32, len(sp.verts[0]))
+	for i := range roots {
+		roots[i] = uint32(i)
+	}
+	fd := &finder{sp: sp, plan: &plan, mode: Enumerate, work: &tasks{workers: 1},
+		sink: func(int, int, graph.Sign, []graph.VertexID) {}, visited: make([]uint64, (g.NumVertices()+63)/64)}
+	fd.run(task{cands: roots})
+	if fd.count == 0 {
+		t.Fatal("no matches: the test checks nothing")
+	}
+	if n := testing.AllocsPerRun(5, func() { fd.run(task{cands: roots}) }); n != 0 {
+		t.Fatalf("a warm search allocates %.0f times", n)
+	}
+}
