@@ -13,9 +13,9 @@ import (
 // wherever it lies, not only among the roots: a worker with nothing to do
 // says so (tasks.hungry), and a busy worker then hands over half of the
 // candidates it has yet to try at its shallowest level that has any, with
-// the partial match above them. On the heavy yeast queries one root holds
-// most of the matches, so splitting the roots alone leaves all workers but
-// one idle.
+// the partial match above them. A query's matches may all hang off a few
+// roots (a labelled vertex with one candidate), and splitting the roots
+// alone would then leave all workers but those few idle.
 
 // StaticStats describes the work of the last Static call.
 type StaticStats struct {

@@ -10,8 +10,8 @@ import (
 )
 
 // DefaultSpaceEntries is the default budget of a static candidate space, in
-// list entries (4 bytes each): 256 MiB. The yeast queries need under a
-// million; a wildcard query on a graph of a hundred million edges would
+// list entries (4 bytes each): 256 MiB. The yeast queries need a few
+// thousand; a wildcard query on a graph of a hundred million edges would
 // need billions.
 const DefaultSpaceEntries = 1 << 26
 
