@@ -15,10 +15,13 @@ import (
 // its label, enough degree in each direction, enough neighbours of every
 // label its neighbours need (GraphQL's neighbourhood profile with exact
 // counts), and then refines the sets over the query's edges until they stop
-// shrinking. The order starts at the query vertex with the fewest
-// candidates (query.StaticPlan). The search (search.go) walks the candidate
-// space depth first, its workers splitting the deepest-running subtrees
-// among themselves.
+// shrinking. The order (query.StaticPlan) starts at the query vertex with
+// the fewest candidates and then takes the vertex with the most edges to
+// those placed, the fewest candidates first among equals: RI's rule with
+// GQL's tie-break, which on 21 mid-weight yeast queries took 4.4 s against
+// 6.5 s for GQL's fewest-candidates-first. The search (search.go) walks the
+// candidate space depth first, a busy worker handing half of its untried
+// candidates to an idle one.
 func (c *CPU) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink Sink) ([]int64, error) {
 	if g.Pending() {
 		return nil, fmt.Errorf("incremental: Static on a graph with a pending batch")
