@@ -15,9 +15,15 @@ import (
 type CPU struct {
 	// Workers is the number of goroutines; zero means GOMAXPROCS.
 	Workers int
+	// SpaceEntries bounds the static matcher's candidate space, in list
+	// entries of 4 bytes; zero means DefaultSpaceEntries. Past it, the
+	// search reads the rest of the lists from the graph as it goes.
+	SpaceEntries int
 
-	pool []*walker // reused across batches; one per worker
-	stop func(q int) bool
+	pool    []*walker // reused across batches; one per worker
+	finders []*finder // the static search's workers, reused likewise
+	static  StaticStats
+	stop    func(q int) bool
 }
 
 // SetStop installs stop, which Match's workers call now and then (from
@@ -45,7 +51,7 @@ func (c *CPU) walkers(g *dyngraph.Graph, mode Mode, sink Sink) []*walker {
 	ws := c.pool[:n]
 	for _, w := range ws {
 		w.g, w.vl, w.multi, w.ord = g, g.VertexLabels(), g.MultiLabel(), g.Order()
-		w.mode, w.sink, w.allowed, w.stop, w.stopped = mode, sink, nil, nil, false
+		w.mode, w.sink, w.stop, w.stopped = mode, sink, nil, false
 	}
 	return ws
 }

@@ -33,9 +33,6 @@ type walker struct {
 	plan  *query.Plan
 	sign  graph.Sign
 	views [query.MaxVertices][query.MaxVertices]query.View // per level, per constraint
-	// allowed, when not nil, holds the static matcher's candidate bitsets
-	// per query vertex.
-	allowed [][]uint64
 
 	m    [query.MaxVertices]graph.VertexID // data vertex at each depth
 	out  [query.MaxVertices]graph.VertexID // data vertex of each query vertex
@@ -123,7 +120,7 @@ func (w *walker) check(d, i int, v uint32) bool {
 }
 
 // admissible applies the vertex checks of level d (label, injectivity,
-// symmetry breaking, static candidate filter) to v.
+// symmetry breaking) to v.
 func (w *walker) admissible(d int, v uint32) bool {
 	lv := &w.plan.Levels[d]
 	if lv.Label != graph.Wildcard && w.vl[v] != lv.Label {
@@ -141,12 +138,6 @@ func (w *walker) admissible(d int, v uint32) bool {
 	}
 	for _, b := range lv.Below {
 		if v >= w.m[b] {
-			return false
-		}
-	}
-	if w.allowed != nil {
-		bs := w.allowed[lv.Vertex]
-		if bs[v>>6]&(1<<(v&63)) == 0 {
 			return false
 		}
 	}
@@ -207,7 +198,7 @@ func (w *walker) emit() {
 func (w *walker) countLast(d int) int64 {
 	lv := &w.plan.Levels[d]
 	if len(lv.Cons) == 1 && !w.multi && w.nadj[d][0] == 1 &&
-		len(lv.Above) == 0 && len(lv.Below) == 0 && w.allowed == nil {
+		len(lv.Above) == 0 && len(lv.Below) == 0 {
 		a := &w.adj[d][0][0]
 		vw := w.views[d][0]
 		if !w.lastNSet[d] {

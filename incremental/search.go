@@ -1,0 +1,349 @@
+package incremental
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/query"
+)
+
+// The static search walks a candidate space depth first. Its work is split
+// wherever it lies, not only among the roots: a worker with nothing to do
+// says so (tasks.hungry), and a busy worker then hands over half of the
+// candidates it has yet to try at its shallowest level that has any, with
+// the partial match above them. A query's matches may all hang off a few
+// roots (a labelled vertex with one candidate), and splitting the roots
+// alone would then leave all workers but those few idle.
+
+// StaticStats describes the work of the last Static call.
+type StaticStats struct {
+	// Splits is the number of subtrees that busy workers handed to idle
+	// ones: with one worker, zero.
+	Splits int64
+}
+
+// StaticStats returns the stats of the last Static call.
+func (c *CPU) StaticStats() StaticStats { return c.static }
+
+// task is a subtree to search: the candidate indexes of levels 0..depth-1
+// (prefix) and the candidates of level depth still to try.
+type task struct {
+	prefix []uint32
+	cands  []uint32
+}
+
+// tasks is the work shared by the workers of one search.
+type tasks struct {
+	mu      sync.Mutex
+	wake    sync.Cond
+	queue   []task
+	idle    int // workers waiting in get
+	workers int
+	done    bool
+	// hungry is idle less the queued tasks, read without the lock on every
+	// step of every worker: a plain load of a line that changes only when a
+	// worker runs dry.
+	hungry atomic.Int32
+	halted atomic.Bool // a stop ended the search
+}
+
+// get returns the next task, waiting while other workers may still donate
+// one; false when the search is over.
+func (t *tasks) get() (task, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for len(t.queue) == 0 && !t.done {
+		t.idle++
+		if t.idle == t.workers {
+			t.done = true
+			t.wake.Broadcast()
+			break
+		}
+		t.hungry.Store(int32(t.idle))
+		t.wake.Wait()
+		t.idle--
+	}
+	if len(t.queue) == 0 {
+		return task{}, false
+	}
+	k := len(t.queue) - 1
+	tk := t.queue[k]
+	t.queue = t.queue[:k]
+	t.hungry.Store(int32(max(0, t.idle-len(t.queue))))
+	return tk, true
+}
+
+func (t *tasks) put(tk task) {
+	t.mu.Lock()
+	t.queue = append(t.queue, tk)
+	t.hungry.Store(int32(max(0, t.idle-len(t.queue))))
+	t.wake.Signal()
+	t.mu.Unlock()
+}
+
+// halt ends the search: queued tasks are dropped and waiting workers leave.
+func (t *tasks) halt() {
+	t.halted.Store(true)
+	t.mu.Lock()
+	t.queue, t.done = nil, true
+	t.hungry.Store(0)
+	t.wake.Broadcast()
+	t.mu.Unlock()
+}
+
+// finder is one worker of the static search, reused across queries and
+// calls.
+type finder struct {
+	id   int
+	sp   *space
+	plan *query.Plan
+	mode Mode
+	sink Sink
+	qi   int
+	work *tasks
+	stop func(q int) bool
+
+	steps   uint32
+	stopped bool
+	count   int64
+	splits  int64
+
+	idx      [query.MaxVertices]uint32 // candidate index at each depth
+	out      [query.MaxVertices]graph.VertexID
+	cand     [query.MaxVertices][]uint32
+	pos, end [query.MaxVertices]int
+	base     int                         // depth of the task being searched
+	lists    [query.MaxVertices][]uint32 // candidates' scratch: the constraints' lists
+	scratch  [query.MaxVertices][]uint32 // unbuilt lists, per constraint (space.list)
+	visited  []uint64                    // bitset over data vertices: placed in the partial match
+}
+
+// search runs sp's plan for query qi on the CPU's workers and returns the
+// number of matches it walked (before any CountFactor).
+func (c *CPU) search(g *dyngraph.Graph, sp *space, qi int, mode Mode, sink Sink) int64 {
+	n := c.workers()
+	for len(c.finders) < n {
+		c.finders = append(c.finders, &finder{id: len(c.finders)})
+	}
+	work := &tasks{workers: n}
+	work.wake.L = &work.mu
+	roots := make([]uint32, len(sp.verts[0]))
+	for i := range roots {
+		roots[i] = uint32(i)
+	}
+	work.queue = []task{{cands: roots}}
+	words := (g.NumVertices() + 63) / 64
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	for _, f := range c.finders[:n] {
+		// Cleared for each search, so that a stopped one leaves nothing
+		// behind: 20 µs on ten million vertices.
+		if len(f.visited) != words {
+			f.visited = make([]uint64, words)
+		} else {
+			clear(f.visited)
+		}
+		f.sp, f.plan, f.mode, f.sink, f.qi, f.work, f.stop = sp, sp.plan, mode, sink, qi, work, c.stop
+		f.count, f.splits, f.stopped = 0, 0, false
+		wg.Go(func() {
+			for {
+				tk, ok := work.get()
+				if !ok {
+					break
+				}
+				f.run(tk)
+			}
+			total.Add(f.count)
+			f.sp, f.plan, f.work, f.sink = nil, nil, nil, nil
+		})
+	}
+	wg.Wait()
+	for _, f := range c.finders[:n] {
+		c.static.Splits += f.splits
+	}
+	return total.Load()
+}
+
+// run searches the subtree of tk.
+func (f *finder) run(tk task) {
+	if f.stop != nil && (f.work.halted.Load() || f.stop(f.qi)) {
+		f.work.halt()
+		return
+	}
+	d := len(tk.prefix)
+	for k, x := range tk.prefix {
+		f.place(k, x)
+	}
+	f.base = d
+	f.cand[d] = append(f.cand[d][:0], tk.cands...)
+	f.walk(d)
+	for k := range d {
+		f.unplace(k)
+	}
+}
+
+func (f *finder) place(d int, x uint32) {
+	v := f.sp.verts[d][x]
+	f.idx[d] = x
+	f.out[f.plan.Levels[d].Vertex] = v
+	f.visited[v>>6] |= 1 << (v & 63)
+}
+
+func (f *finder) unplace(d int) {
+	v := f.sp.verts[d][f.idx[d]]
+	f.visited[v>>6] &^= 1 << (v & 63)
+}
+
+// walk tries each candidate in f.cand[d] at depth d and searches below it.
+func (f *finder) walk(d int) {
+	if d == len(f.plan.Levels)-1 {
+		f.emit(d)
+		return
+	}
+	f.pos[d], f.end[d] = 0, len(f.cand[d])
+	for ; f.pos[d] < f.end[d]; f.pos[d]++ {
+		if f.halting(1) {
+			return
+		}
+		if f.work.hungry.Load() > 0 {
+			f.donate(d)
+		}
+		f.place(d, f.cand[d][f.pos[d]])
+		f.descend(d + 1)
+		f.unplace(d)
+	}
+}
+
+// emit reports the matches that the candidates of the last depth d complete.
+func (f *finder) emit(d int) {
+	cands := f.cand[d]
+	if f.halting(uint32(len(cands))) {
+		return
+	}
+	f.count += int64(len(cands))
+	if f.mode == Count {
+		return
+	}
+	out, u, verts := f.out[:len(f.plan.Levels)], f.plan.Levels[d].Vertex, f.sp.verts[d]
+	for _, x := range cands {
+		out[u] = verts[x]
+		f.sink(f.id, f.qi, graph.Positive, out)
+	}
+}
+
+// halting counts n steps and, each time the count passes a multiple of
+// stopEvery, asks whether the search is to stop; it reports whether it is.
+func (f *finder) halting(n uint32) bool {
+	if f.stop == nil {
+		return false
+	}
+	before := f.steps
+	f.steps += n
+	if f.steps/stopEvery != before/stopEvery && (f.work.halted.Load() || f.stop(f.qi)) {
+		f.stopped = true
+		f.work.halt()
+	}
+	return f.stopped
+}
+
+// descend computes the candidates of depth d and walks them.
+func (f *finder) descend(d int) {
+	buf := f.candidates(d, f.cand[d][:0])
+	f.cand[d] = buf
+	if len(buf) > 0 {
+		f.walk(d)
+	}
+}
+
+// donate hands half of the untried candidates of the shallowest depth of
+// this task that has two or more to another worker. walk never asks at the
+// last depth: its candidates are single matches, not worth a hand-over.
+func (f *finder) donate(d int) {
+	for k := f.base; k <= d; k++ {
+		left := f.end[k] - f.pos[k] - 1 // the current one stays here
+		if left < 1 {
+			continue
+		}
+		give := (left + 1) / 2
+		cut := f.end[k] - give
+		tk := task{prefix: make([]uint32, k), cands: make([]uint32, give)}
+		copy(tk.prefix, f.idx[:k])
+		copy(tk.cands, f.cand[k][cut:f.end[k]])
+		f.end[k] = cut
+		f.splits++
+		f.work.put(tk)
+		return
+	}
+}
+
+// candidates appends to dst the candidate indexes of depth d that every
+// constraint's list holds and the vertex checks admit: the shortest list
+// drives, the others are searched from where the last search ended (both
+// ascend), so an intersection costs O(min · k · log).
+func (f *finder) candidates(d int, dst []uint32) []uint32 {
+	lv := &f.plan.Levels[d]
+	sp := f.sp
+	lists := &f.lists
+	drv := 0
+	for ci := range lv.Cons {
+		l := sp.list(d, ci, f.idx[lv.Cons[ci].From], &f.scratch[ci])
+		if len(l) == 0 {
+			return dst
+		}
+		lists[ci] = l
+		if len(l) < len(lists[drv]) {
+			drv = ci
+		}
+	}
+	nc := len(lv.Cons)
+	verts := sp.verts[d]
+next:
+	for _, x := range lists[drv] {
+		for ci := 0; ci < nc; ci++ {
+			if ci == drv {
+				continue
+			}
+			l := lists[ci]
+			i := lowerBound(l, x)
+			if i == len(l) {
+				break next
+			}
+			lists[ci] = l[i:]
+			if l[i] != x {
+				continue next
+			}
+		}
+		v := verts[x]
+		if f.visited[v>>6]&(1<<(v&63)) != 0 {
+			continue
+		}
+		for _, a := range lv.Above {
+			if v <= sp.verts[a][f.idx[a]] {
+				continue next
+			}
+		}
+		for _, b := range lv.Below {
+			if v >= sp.verts[b][f.idx[b]] {
+				continue next
+			}
+		}
+		dst = append(dst, x)
+	}
+	return dst
+}
+
+// lowerBound is the index of the first entry of l not below x.
+func lowerBound(l []uint32, x uint32) int {
+	lo, hi := 0, len(l)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if l[m] < x {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}

@@ -1,0 +1,158 @@
+package incremental
+
+import (
+	"math/bits"
+	"slices"
+
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/query"
+)
+
+// DefaultSpaceEntries is the default budget of a static candidate space, in
+// list entries (4 bytes each): 256 MiB. The yeast queries need a few
+// thousand; a wildcard query on a graph of a hundred million edges would
+// need billions.
+const DefaultSpaceEntries = 1 << 26
+
+// space is the candidate space of a static plan (CFL and DP-iso's auxiliary
+// structure): the candidates of each level's query vertex, and for every
+// constraint of a level, each candidate of the constraint's earlier level
+// with the list of its neighbours, over a data edge that fits the query
+// edge, among the level's candidates. The search then intersects these
+// lists, which hold only candidates, instead of whole neighbour lists: on
+// the yeast queries they are several times shorter than the label's range
+// of a neighbour list, and need no label, view or filter check.
+//
+// Constraints whose lists would overrun the budget are left unbuilt, and
+// the search builds their lists from the graph when it needs one (lists).
+type space struct {
+	g     *dyngraph.Graph
+	plan  *query.Plan
+	sets  [][]uint64         // per depth: the candidate bitset of the level's vertex
+	ranks [][]uint32         // per depth: rank(sets[d])
+	verts [][]graph.VertexID // per depth: candidates of the level's vertex, ascending
+	// Per depth and constraint: a CSR over the candidates of the
+	// constraint's From depth, listing indexes into verts[depth], ascending.
+	// off is nil for a constraint left unbuilt.
+	off [][][]uint32
+	nbr [][][]uint32
+}
+
+// newSpace builds the candidate space of plan p of q over f's sets in g,
+// spending at most budget list entries. Its full size is the number of
+// data edges between candidates, once per query edge and direction.
+func newSpace(g *dyngraph.Graph, f *Candidates, p *query.Plan, budget int) *space {
+	n := len(p.Levels)
+	s := &space{g: g, plan: p, sets: make([][]uint64, n), ranks: make([][]uint32, n), verts: make([][]graph.VertexID, n),
+		off: make([][][]uint32, n), nbr: make([][][]uint32, n)}
+	for d := range p.Levels {
+		u := p.Levels[d].Vertex
+		s.sets[d], s.ranks[d], s.verts[d] = f.Sets[u], rank(f.Sets[u]), f.Members(u)
+	}
+	ord := g.Order()
+	for d := 1; d < n; d++ {
+		lv := &p.Levels[d]
+		s.off[d] = make([][]uint32, len(lv.Cons))
+		s.nbr[d] = make([][]uint32, len(lv.Cons))
+		for ci := range lv.Cons {
+			from := s.verts[lv.Cons[ci].From]
+			// The label ranges of the lists bound the size from above.
+			bound := 0
+			for _, x := range from {
+				s.eachList(d, ci, x, func(a *dyngraph.Adj) {
+					lo, hi := 0, len(a.Sorted)
+					if lv.Label != graph.Wildcard {
+						lo, hi = ord.Range(a.Sorted, lv.Label)
+					}
+					bound += hi - lo
+				})
+			}
+			if bound > budget {
+				continue
+			}
+			off := make([]uint32, 1, len(from)+1)
+			var nbr []uint32
+			for _, x := range from {
+				nbr = s.neighbours(nbr, d, ci, x)
+				off = append(off, uint32(len(nbr)))
+			}
+			s.off[d][ci], s.nbr[d][ci] = off, nbr
+			budget -= len(nbr)
+		}
+	}
+	return s
+}
+
+// eachList calls fn with each list of x that constraint ci of depth d reads.
+func (s *space) eachList(d, ci int, x graph.VertexID, fn func(*dyngraph.Adj)) {
+	switch s.plan.Levels[d].Cons[ci].Dir {
+	case query.Out:
+		a := s.g.Out(x)
+		fn(&a)
+	case query.In:
+		a := s.g.In(x)
+		fn(&a)
+	default:
+		a, b := s.g.Out(x), s.g.In(x)
+		fn(&a)
+		fn(&b)
+	}
+}
+
+// neighbours appends to dst, ascending, the candidate indexes of depth d
+// that data vertex x reaches over a data edge that fits constraint ci.
+func (s *space) neighbours(dst []uint32, d, ci int, x graph.VertexID) []uint32 {
+	lv := &s.plan.Levels[d]
+	c := &lv.Cons[ci]
+	set, rk := s.sets[d], s.ranks[d]
+	single, _ := s.g.EdgeLabel()
+	ord := s.g.Order()
+	start := len(dst)
+	s.eachList(d, ci, x, func(a *dyngraph.Adj) {
+		lo, hi := 0, len(a.Sorted)
+		if lv.Label != graph.Wildcard {
+			lo, hi = ord.Range(a.Sorted, lv.Label)
+		}
+		for i := lo; i < hi; i++ {
+			if c.Label != graph.Wildcard && dyngraph.LabelAt(a.SortedLabels, i, single) != c.Label {
+				continue
+			}
+			y := a.Sorted[i] & dyngraph.IDMask
+			if w := set[y>>6]; w&(1<<(y&63)) != 0 {
+				dst = append(dst, rk[y>>6]+uint32(bits.OnesCount64(w&(1<<(y&63)-1))))
+			}
+		}
+	})
+	// Lists are in label-then-id order and one neighbour may come several
+	// times (two lists, several edge labels).
+	seg := dst[start:]
+	slices.Sort(seg)
+	return dst[:start+len(slices.Compact(seg))]
+}
+
+// rank holds, per word of set, the number of members in the words before it:
+// a member's index among the members is its word's rank plus the members
+// below it in its word.
+func rank(set []uint64) []uint32 {
+	r := make([]uint32, len(set))
+	n := uint32(0)
+	for i, w := range set {
+		r[i] = n
+		n += uint32(bits.OnesCount64(w))
+	}
+	return r
+}
+
+// list returns constraint ci's list of depth d for candidate index x of the
+// constraint's From depth; an unbuilt one is built into *scratch, which then
+// owns it until the next call with the same scratch.
+func (s *space) list(d, ci int, x uint32, scratch *[]uint32) []uint32 {
+	off := s.off[d][ci]
+	if off == nil {
+		from := s.plan.Levels[d].Cons[ci].From
+		*scratch = s.neighbours((*scratch)[:0], d, ci, s.verts[from][x])
+		return *scratch
+	}
+	return s.nbr[d][ci][off[x]:off[x+1]]
+}
