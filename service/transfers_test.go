@@ -1,8 +1,12 @@
 package service
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -210,5 +214,77 @@ func TestTransfersWindow(t *testing.T) {
 	// The stream spans about 15 minutes; a 20 s window holds a few dozen.
 	if n := r.s.bundles.Len(); n == 0 || n > 100 {
 		t.Fatalf("%d transfers held of %d ids sent", n, len(ids))
+	}
+}
+
+// TestTransfersQueryAPI registers a query with predicates over the HTTP API
+// on a running service that keeps no transfers yet: it starts keeping them,
+// and the query's alerts name their transfers and pass its predicates. A
+// malformed WHERE is refused with its line and column.
+func TestTransfersQueryAPI(t *testing.T) {
+	addrs := cluster(t, 1, 1)
+	cfg := testConfig(t, addrs)
+	cfg.Queries = nil
+	_, vals := transferRecords(600, 7)
+	out := consume(t, addrs, "matches", true)
+	r := start(t, cfg)
+	srv := httptest.NewServer(r.s.Handler())
+	defer srv.Close()
+	post := func(body string) (int, string) {
+		resp, err := http.Post(srv.URL+"/queries", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := post(`{"name":"bad","pattern":"(a)-[t:TRANSFER]->(b) WHERE t.amount >"}`)
+	if code != http.StatusBadRequest || !strings.Contains(body, "1:") {
+		t.Fatalf("a malformed WHERE: %d %s", code, body)
+	}
+	code, body = post(`{"name":"big","pattern":"(a:Account)-[t:TRANSFER]->(b:Account) WHERE t.amount >= 190"}`)
+	if code/100 != 2 {
+		t.Fatalf("registering: %d %s", code, body)
+	}
+	if r.s.bundles == nil {
+		t.Fatal("registering a query with a WHERE did not start keeping transfers")
+	}
+	produce(t, addrs, "edges", vals)
+	waitFor(t, "the stream", time.Minute, func() bool { return r.s.Progress().Position[0] == int64(len(vals)) })
+	waitFor(t, "events", time.Minute, func() bool { return int64(out.count()) == r.s.Progress().Events })
+	events, _ := out.snapshot(t)
+	if len(events) == 0 {
+		t.Fatal("no alerts")
+	}
+	// Each alert's transfer must have been sent with an amount of at least
+	// 190 at some point (its id may come again with other amounts later).
+	best := map[string]float64{}
+	for _, v := range vals {
+		var ev struct {
+			ID    string             `json:"id"`
+			Props map[string]float64 `json:"props"`
+		}
+		if err := json.Unmarshal(v, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if a, ok := ev.Props["amount"]; ok && ev.ID != "" {
+			best[ev.ID] = max(best[ev.ID], a)
+		}
+	}
+	checked := 0
+	for _, ev := range events {
+		if len(ev.Transfers) != 1 || ev.Transfers[0].Var != "t" {
+			t.Fatalf("alert %+v does not name its one transfer", ev)
+		}
+		if id := ev.Transfers[0].ID; id != "" && ev.Change == "appeared" {
+			checked++
+			if best[id] < 190 {
+				t.Fatalf("alert %+v: transfer %s never had an amount of 190 or more", ev, id)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no alert with a transfer id to check")
 	}
 }
