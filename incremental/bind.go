@@ -46,9 +46,18 @@ type Binder struct {
 	Matcher Matcher
 	Store   *bundle.Store
 
-	exps     []*expander // per sink worker
-	mu       sync.Mutex  // guards overflow
-	overflow *expander   // for workers beyond exps
+	exps     []*expander                // per sink worker
+	mu       sync.Mutex                 // guards overflow
+	overflow *expander                  // for workers beyond exps
+	byQuery  map[*query.Query]*bindPlan // during Match: the plans with edge filters
+}
+
+// For implements EdgeFilter.
+func (b *Binder) For(q *query.Query) QueryFilter {
+	if p, ok := b.byQuery[q]; ok {
+		return p
+	}
+	return nil
 }
 
 // Match computes the transfer-level ΔM+ and ΔM- of every query, as Matcher.Match
@@ -60,6 +69,16 @@ func (b *Binder) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query
 		return nil, err
 	}
 	b.prepare(len(queries))
+	if ef, ok := b.Matcher.(edgeFilterer); ok {
+		b.byQuery = make(map[*query.Query]*bindPlan, len(plans))
+		for i, p := range plans {
+			if p.anyFilter {
+				b.byQuery[queries[i]] = p
+			}
+		}
+		ef.SetEdgeFilter(b)
+		defer ef.SetEdgeFilter(nil)
+	}
 	inner := func(worker, q int, sign graph.Sign, m []graph.VertexID) {
 		x, done := b.expander(worker)
 		defer done()
@@ -168,10 +187,15 @@ func (b *Binder) all() []*expander { return append(b.exps[:len(b.exps):len(b.exp
 
 // bindPlan is a query prepared for expansion.
 type bindPlan struct {
-	q      *query.Query
-	store  *bundle.Store
-	binds  []bindInfo
-	vprops []vprop // vertex properties the predicates read
+	b     *Binder
+	q     *query.Query
+	store *bundle.Store
+	// edgeFilter says which query edges have bindings with predicates of
+	// their own (bindInfo.filter), for the join's EdgeFilter.
+	edgeFilter []bool
+	anyFilter  bool
+	binds      []bindInfo
+	vprops     []vprop // vertex properties the predicates read
 	// pre are the conjuncts that read no binding; at[k] those whose last
 	// binding is k (multi-binding ones; a single-binding one filters k's
 	// candidates).
@@ -208,7 +232,7 @@ const (
 func (b *Binder) plan(g *dyngraph.Graph, queries []*query.Query) ([]*bindPlan, error) {
 	plans := make([]*bindPlan, len(queries))
 	for qi, q := range queries {
-		p := &bindPlan{q: q, store: b.Store}
+		p := &bindPlan{b: b, q: q, store: b.Store, edgeFilter: make([]bool, len(q.Edges))}
 		if len(q.Bindings) == 0 {
 			return nil, fmt.Errorf("query %s: compiled without bindings", q.Name)
 		}
@@ -252,6 +276,11 @@ func (b *Binder) plan(g *dyngraph.Graph, queries []*query.Query) ([]*bindPlan, e
 				case c.Bindings&(c.Bindings-1) == 0:
 					k := trailing(c.Bindings)
 					p.binds[k].filter = append(p.binds[k].filter, ci)
+					// Under Images a binding lands on another edge in each
+					// image of a map, so no one edge must pass its filter.
+					if q.Images == nil {
+						p.edgeFilter[p.binds[k].edge], p.anyFilter = true, true
+					}
 				default:
 					k := 63 - leading(c.Bindings)
 					p.at[k] = append(p.at[k], ci)
@@ -261,6 +290,56 @@ func (b *Binder) plan(g *dyngraph.Graph, queries []*query.Query) ([]*bindPlan, e
 		plans[qi] = p
 	}
 	return plans, nil
+}
+
+// Filtered implements QueryFilter.
+func (p *bindPlan) Filtered(e int) bool { return p.edgeFilter[e] }
+
+// Holds implements QueryFilter: each binding of edge e with predicates of
+// its own must have a transfer between src and dst, in the view of sign,
+// that passes them.
+func (p *bindPlan) Holds(worker, e int, src, dst graph.VertexID, sign graph.Sign) bool {
+	x, done := p.b.expander(worker)
+	defer done()
+	view := bundle.After
+	if sign < 0 {
+		view = bundle.Before
+	}
+	for k := range p.binds {
+		bi := &p.binds[k]
+		if bi.edge != e || len(bi.filter) == 0 {
+			continue
+		}
+		if !x.anyPasses(p, bi, src, dst, view) {
+			return false
+		}
+	}
+	return true
+}
+
+// anyPasses says whether some transfer of src→dst in view passes binding
+// bi's own predicates.
+func (x *expander) anyPasses(p *bindPlan, bi *bindInfo, src, dst graph.VertexID, view bundle.View) bool {
+	if cap(x.vals) < p.nprops {
+		x.vals = make([]graph.Value, p.nprops)
+	}
+	x.vals = x.vals[:p.nprops]
+	x.p = p
+	c := p.store.Walk(graph.Edge{Src: src, Dst: dst, Label: p.q.Edges[bi.edge].Label})
+next:
+	for {
+		t, _, ok := p.store.Next(&c, view)
+		if !ok {
+			return false
+		}
+		x.load(bi, t)
+		for _, ci := range bi.filter {
+			if !p.q.Pred.Conjuncts[ci].Eval(x.vals) {
+				continue next
+			}
+		}
+		return true
+	}
 }
 
 func trailing(x uint64) int {

@@ -282,6 +282,9 @@ var transferQueries = []string{
 	// A bare ring: every map through renewed pairs must be found in both
 	// views.
 	`(a)-[x:T]->(b)-[y:T]->(c)-[z:T]->(a)`,
+	// Predicates of one edge each, which the join uses to prune (on the
+	// directed path, whose only automorphism is the identity).
+	`(a)-[t1:T]->(b:A)-[t2:T]->(c) WHERE t1.amount > 2 AND t2.amount < 4 AND t1.ts <= t2.ts`,
 	// OR and arithmetic across two bindings.
 	`(a)-[t1:T]->(b)<-[t2:T]-(c) WHERE t1.amount + t2.amount >= 7 OR NOT t1.amount < 4`,
 }

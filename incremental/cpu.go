@@ -22,6 +22,7 @@ type CPU struct {
 
 	pool    []*walker // reused across batches; one per worker
 	finders []*finder // the static search's workers, reused likewise
+	filter  EdgeFilter
 	static  StaticStats
 	stop    func(q int) bool
 }
@@ -50,6 +51,7 @@ func (c *CPU) walkers(g *dyngraph.Graph, mode Mode, sink Sink) []*walker {
 	}
 	ws := c.pool[:n]
 	for _, w := range ws {
+		w.filter = c.filter
 		w.g, w.vl, w.multi, w.ord = g, g.VertexLabels(), g.MultiLabel(), g.Order()
 		w.mode, w.sink, w.stop, w.stopped = mode, sink, nil, false
 	}
@@ -289,6 +291,9 @@ func (w *walker) orient(e query.QEdge, ch *graph.Change, x, y graph.VertexID) {
 	}
 	w.m[0], w.m[1] = x, y
 	if !w.admissible(1, y) {
+		return
+	}
+	if w.qf != nil && ((w.qf.Filtered(w.plan.Edge) && !w.qf.Holds(w.id, w.plan.Edge, x, y, w.sign)) || !w.pairsHold(1, y)) {
 		return
 	}
 	if (w.multi && e.Label == graph.Wildcard) || (w.q.Directed && !e.Directed) {

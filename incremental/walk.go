@@ -51,6 +51,12 @@ type walker struct {
 
 	count int64
 
+	// filter is the CPU's EdgeFilter; qf is the unit's query's, and filt
+	// says which constraints of each level it filters.
+	filter EdgeFilter
+	qf     QueryFilter
+	filt   [query.MaxVertices][query.MaxVertices]bool
+
 	// collect, when set, makes orient stop at level 2 and record seeds for
 	// a split batch (see matchSplit); ch is the change being seeded.
 	collect *[]seed
@@ -62,9 +68,14 @@ type walker struct {
 func (w *walker) setUnit(qi int, q *query.Query, p *query.Plan, sign graph.Sign) {
 	w.qi, w.q, w.plan, w.sign = qi, q, p, sign
 	w.stopped = w.stop != nil && w.stop(qi)
+	w.qf = nil
+	if w.filter != nil && p.Edge >= 0 {
+		w.qf = w.filter.For(q)
+	}
 	for d := range p.Levels {
 		w.lastNSet[d] = false
 		for c, con := range p.Levels[d].Cons {
+			w.filt[d][c] = w.qf != nil && w.qf.Filtered(con.Edge)
 			w.adjOf[d][c] = 0
 			if p.Edge < 0 {
 				w.views[d][c] = query.ViewNew
@@ -275,7 +286,7 @@ func (w *walker) accept(d, drv int, v uint32, checkDriver bool) bool {
 			return false
 		}
 	}
-	return true
+	return w.qf == nil || w.pairsHold(d, v)
 }
 
 // driveSimple walks the driver's entries in its view, within the range of
