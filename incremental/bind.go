@@ -79,20 +79,7 @@ func (b *Binder) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query
 		ef.SetEdgeFilter(b)
 		defer ef.SetEdgeFilter(nil)
 	}
-	inner := func(worker, q int, sign graph.Sign, m []graph.VertexID) {
-		x, done := b.expander(worker)
-		defer done()
-		x.worker, x.q, x.sink = worker, q, nil
-		if mode == Enumerate {
-			x.sink = sink
-		}
-		n := x.expandImages(g, plans[q], sign, false, m)
-		if sign > 0 {
-			x.res[q].Positive += n
-		} else {
-			x.res[q].Negative += n
-		}
-	}
+	inner := b.expanding(g, plans, mode, sink, false)
 	if _, err := b.Matcher.Match(g, delta, queries, Enumerate, inner); err != nil {
 		return nil, err
 	}
@@ -114,15 +101,7 @@ func (b *Binder) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, si
 		return nil, err
 	}
 	b.prepare(len(queries))
-	inner := func(worker, q int, sign graph.Sign, m []graph.VertexID) {
-		x, done := b.expander(worker)
-		defer done()
-		x.worker, x.q, x.sink = worker, q, nil
-		if mode == Enumerate {
-			x.sink = sink
-		}
-		x.res[q].Positive += x.expandImages(g, plans[q], sign, true, m)
-	}
+	inner := b.expanding(g, plans, mode, sink, true)
 	if _, err := b.Matcher.Static(g, queries, Enumerate, inner); err != nil {
 		return nil, err
 	}
@@ -133,6 +112,27 @@ func (b *Binder) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, si
 		}
 	}
 	return out, nil
+}
+
+// expanding is the Matcher's sink that expands each vertex map into its
+// transfer-level matches, counted per worker and sent to sink when
+// enumerating. static takes every assignment, with no changed transfer
+// required.
+func (b *Binder) expanding(g *dyngraph.Graph, plans []*bindPlan, mode Mode, sink BoundSink, static bool) Sink {
+	return func(worker, q int, sign graph.Sign, m []graph.VertexID) {
+		x, done := b.expander(worker)
+		defer done()
+		x.worker, x.q, x.sink = worker, q, nil
+		if mode == Enumerate {
+			x.sink = sink
+		}
+		n := x.expandImages(g, plans[q], sign, static, m)
+		if sign > 0 {
+			x.res[q].Positive += n
+		} else {
+			x.res[q].Negative += n
+		}
+	}
 }
 
 // Register makes the store keep what queries read: the properties they

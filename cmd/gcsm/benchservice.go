@@ -1181,16 +1181,9 @@ func engineAlone(f *benchServiceFlags, evs []bench.TransferEvent, qcfg []service
 	if s.store != nil {
 		binder = &incremental.Binder{Matcher: eng.matcher, Store: s.store}
 	}
-	st := &stream{file: "bench"}
-	for i, ev := range evs {
-		rec := transferRecord(ev, f.transfers)
-		rec.Line = i + 1
-		u, err := s.resolver.Resolve(rec)
-		if err != nil {
-			return nil, err
-		}
-		st.updates = append(st.updates, u)
-		st.lines = append(st.lines, i+1)
+	st, err := s.transferStream("bench", evs, func(ev bench.TransferEvent) ingest.Record { return transferRecord(ev, f.transfers) })
+	if err != nil {
+		return nil, err
 	}
 	counts := make([]incremental.Counts, len(qs))
 	ran := make([]queryMatches, len(qs))

@@ -48,10 +48,16 @@ const demoLayering = "(a:Account)-[t1:TRANSFER]->(b:Account)-[t2:TRANSFER]->(c:A
 
 // loadDemo generates the demo stream into the session (its graph starts
 // empty).
-func (s *session) loadDemo(f *replayFlags) (*stream, error) {
-	st := &stream{file: "demo"}
-	for i, ev := range bench.Transfers(demoAccounts, demoEvents, demoSeed) {
-		rec := ev.Record()
+func (s *session) loadDemo() (*stream, error) {
+	return s.transferStream("demo", bench.Transfers(demoAccounts, demoEvents, demoSeed), bench.TransferEvent.Record)
+}
+
+// transferStream resolves generated transfers, as record makes them, into
+// a stream named file whose line numbers count the events.
+func (s *session) transferStream(file string, evs []bench.TransferEvent, record func(bench.TransferEvent) ingest.Record) (*stream, error) {
+	st := &stream{file: file}
+	for i, ev := range evs {
+		rec := record(ev)
 		rec.Line = i + 1
 		u, err := s.resolver.Resolve(rec)
 		if err != nil {

@@ -114,7 +114,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 		if f.data != "" || f.updates != "" {
 			return errors.New("--demo generates its own graph and stream: drop -d and -u")
 		}
-		st, err = s.loadDemo(&f)
+		st, err = s.loadDemo()
 	} else {
 		if f.updates == "" {
 			fmt.Fprintln(stderr, "gcsm replay: need -u STREAM (and -d DATA unless the graph starts empty), or --demo")
