@@ -179,7 +179,7 @@ func Decode(b []byte) (*Store, error) {
 				return nil, err
 			}
 			if id != "" {
-				if _, dup := s.byID[id]; dup {
+				if _, dup := s.byID.get(s.ids, id); dup {
 					return nil, d.errf("transfer id %q twice", id)
 				}
 			}

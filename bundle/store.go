@@ -137,7 +137,7 @@ type Store struct {
 	cols  []column
 	free  []Tx
 
-	byID map[string]Tx
+	byID idIndex
 
 	// due orders the transfers with ids by event time, for Expire; entries
 	// of transfers since gone, replaced or refreshed are skipped there.
@@ -151,7 +151,7 @@ type Store struct {
 
 // New returns an empty store for a directed or undirected graph.
 func New(directed bool) *Store {
-	return &Store{directed: directed, pairIdx: make(map[pairKey]uint32), byID: make(map[string]Tx)}
+	return &Store{directed: directed, pairIdx: make(map[pairKey]uint32), byID: newIDIndex()}
 }
 
 // KeepTime makes event times part of a transfer's content, for queries that
@@ -275,7 +275,7 @@ func (s *Store) newSlot(p uint32, id string, ts int64) Tx {
 		s.cols[i].set(int(t), graph.Value{})
 	}
 	if id != "" {
-		s.byID[id] = t
+		s.byID.put(s.ids, t)
 		s.due.push(dueEntry{ms: ts, t: t, gen: s.gen[t]})
 	}
 	return t
@@ -289,8 +289,8 @@ func (s *Store) kill(t Tx) {
 	case born:
 		s.state[t] = void
 	}
-	if id := s.ids[t]; id != "" && s.byID[id] == t {
-		delete(s.byID, id)
+	if s.ids[t] != "" {
+		s.byID.del(s.ids, t)
 	}
 }
 
@@ -325,7 +325,7 @@ func (s *Store) Fold(u *graph.Update, f dyngraph.Folding) (bool, error) {
 	}
 	if u.Op == graph.Delete {
 		if id != "" {
-			if t, ok := s.byID[id]; ok && s.pairs[s.owner[t]].key == k {
+			if t, ok := s.byID.get(s.ids, id); ok && s.pairs[s.owner[t]].key == k {
 				s.kill(t)
 				s.touch(s.owner[t])
 			}
@@ -346,7 +346,7 @@ func (s *Store) Fold(u *graph.Update, f dyngraph.Folding) (bool, error) {
 	}
 
 	if id != "" {
-		if t, ok := s.byID[id]; ok && s.pairs[s.owner[t]].key != k {
+		if t, ok := s.byID.get(s.ids, id); ok && s.pairs[s.owner[t]].key != k {
 			o := s.pairs[s.owner[t]].key
 			return false, &MovedError{ID: id, Src: o.a, Dst: o.b, Label: o.l}
 		}
@@ -362,7 +362,7 @@ func (s *Store) Fold(u *graph.Update, f dyngraph.Folding) (bool, error) {
 	p := s.pairOf(k, before)
 	var old Tx = noSlot
 	if id != "" {
-		if t, ok := s.byID[id]; ok {
+		if t, ok := s.byID.get(s.ids, id); ok {
 			old = t
 		}
 	} else {
@@ -393,7 +393,7 @@ func (s *Store) Fold(u *graph.Update, f dyngraph.Folding) (bool, error) {
 		if s.state[t] == dead && s.ids[t] == id && s.same(t, tx) {
 			s.state[t] = alive
 			if id != "" {
-				s.byID[id] = t
+				s.byID.put(s.ids, t)
 			}
 			return true, nil
 		}
