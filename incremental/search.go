@@ -1,6 +1,7 @@
 package incremental
 
 import (
+	"math/bits"
 	"sync"
 	"sync/atomic"
 
@@ -117,6 +118,7 @@ type finder struct {
 	base     int                         // depth of the task being searched
 	lists    [query.MaxVertices][]uint32 // candidates' scratch: the constraints' lists
 	scratch  [query.MaxVertices][]uint32 // unbuilt lists, per constraint (space.list)
+	acc      [maxRowWords]uint64         // candidatesRows' intersection
 	visited  []uint64                    // bitset over data vertices: placed in the partial match
 }
 
@@ -283,6 +285,9 @@ func (f *finder) donate(d int) {
 // drives, the others are searched from where the last search ended (both
 // ascend), so an intersection costs O(min · k · log).
 func (f *finder) candidates(d int, dst []uint32) []uint32 {
+	if f.sp.rows[d] != nil {
+		return f.candidatesRows(d, dst)
+	}
 	lv := &f.plan.Levels[d]
 	sp := f.sp
 	lists := &f.lists
@@ -330,6 +335,45 @@ next:
 			}
 		}
 		dst = append(dst, x)
+	}
+	return dst
+}
+
+// candidatesRows is candidates for a depth with bitset rows: the AND of the
+// constraints' rows, filtered by the vertex checks.
+func (f *finder) candidatesRows(d int, dst []uint32) []uint32 {
+	lv := &f.plan.Levels[d]
+	sp := f.sp
+	acc := f.acc[:sp.words[d]]
+	copy(acc, sp.row(d, 0, f.idx[lv.Cons[0].From]))
+	for ci := 1; ci < len(lv.Cons); ci++ {
+		for i, w := range sp.row(d, ci, f.idx[lv.Cons[ci].From]) {
+			acc[i] &= w
+		}
+	}
+	verts := sp.verts[d]
+	for wi, word := range acc {
+	next:
+		for word != 0 {
+			b := word & -word
+			word &^= b
+			x := uint32(wi*64 + bits.TrailingZeros64(b))
+			v := verts[x]
+			if f.visited[v>>6]&(1<<(v&63)) != 0 {
+				continue
+			}
+			for _, a := range lv.Above {
+				if v <= sp.verts[a][f.idx[a]] {
+					continue next
+				}
+			}
+			for _, b := range lv.Below {
+				if v >= sp.verts[b][f.idx[b]] {
+					continue next
+				}
+			}
+			dst = append(dst, x)
+		}
 	}
 	return dst
 }
