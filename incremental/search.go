@@ -304,6 +304,14 @@ func (f *finder) candidates(d int, dst []uint32) []uint32 {
 	}
 	nc := len(lv.Cons)
 	verts := sp.verts[d]
+	if nc == 1 && len(lv.Above) == 0 && len(lv.Below) == 0 {
+		for _, x := range lists[0] {
+			if v := verts[x]; f.visited[v>>6]&(1<<(v&63)) == 0 {
+				dst = append(dst, x)
+			}
+		}
+		return dst
+	}
 next:
 	for _, x := range lists[drv] {
 		for ci := 0; ci < nc; ci++ {
