@@ -304,9 +304,18 @@ func (f *finder) candidates(d int, dst []uint32) []uint32 {
 	}
 	nc := len(lv.Cons)
 	verts := sp.verts[d]
-	if nc == 1 && len(lv.Above) == 0 && len(lv.Below) == 0 {
+	if nc == 1 {
+		// The commonest depth, kept to the bare loop when it can be.
+		if len(lv.Above)+len(lv.Below) == 0 {
+			for _, x := range lists[0] {
+				if v := verts[x]; f.visited[v>>6]&(1<<(v&63)) == 0 {
+					dst = append(dst, x)
+				}
+			}
+			return dst
+		}
 		for _, x := range lists[0] {
-			if v := verts[x]; f.visited[v>>6]&(1<<(v&63)) == 0 {
+			if v := verts[x]; f.visited[v>>6]&(1<<(v&63)) == 0 && f.ordered(lv, v) {
 				dst = append(dst, x)
 			}
 		}
@@ -328,23 +337,26 @@ next:
 				continue next
 			}
 		}
-		v := verts[x]
-		if f.visited[v>>6]&(1<<(v&63)) != 0 {
-			continue
+		if v := verts[x]; f.visited[v>>6]&(1<<(v&63)) == 0 && f.ordered(lv, v) {
+			dst = append(dst, x)
 		}
-		for _, a := range lv.Above {
-			if v <= sp.verts[a][f.idx[a]] {
-				continue next
-			}
-		}
-		for _, b := range lv.Below {
-			if v >= sp.verts[b][f.idx[b]] {
-				continue next
-			}
-		}
-		dst = append(dst, x)
 	}
 	return dst
+}
+
+// ordered applies level lv's symmetry-breaking conditions to data vertex v.
+func (f *finder) ordered(lv *query.Level, v graph.VertexID) bool {
+	for _, a := range lv.Above {
+		if v <= f.sp.verts[a][f.idx[a]] {
+			return false
+		}
+	}
+	for _, b := range lv.Below {
+		if v >= f.sp.verts[b][f.idx[b]] {
+			return false
+		}
+	}
+	return true
 }
 
 // candidatesRows is candidates for a depth with bitset rows: the AND of the
@@ -361,26 +373,13 @@ func (f *finder) candidatesRows(d int, dst []uint32) []uint32 {
 	}
 	verts := sp.verts[d]
 	for wi, word := range acc {
-	next:
 		for word != 0 {
 			b := word & -word
 			word &^= b
 			x := uint32(wi*64 + bits.TrailingZeros64(b))
-			v := verts[x]
-			if f.visited[v>>6]&(1<<(v&63)) != 0 {
-				continue
+			if v := verts[x]; f.visited[v>>6]&(1<<(v&63)) == 0 && f.ordered(lv, v) {
+				dst = append(dst, x)
 			}
-			for _, a := range lv.Above {
-				if v <= sp.verts[a][f.idx[a]] {
-					continue next
-				}
-			}
-			for _, b := range lv.Below {
-				if v >= sp.verts[b][f.idx[b]] {
-					continue next
-				}
-			}
-			dst = append(dst, x)
 		}
 	}
 	return dst
