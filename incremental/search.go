@@ -321,6 +321,25 @@ func (f *finder) candidates(d int, dst []uint32) []uint32 {
 		}
 		return dst
 	}
+	if nc == 2 && len(lists[1-drv]) <= 8*len(lists[drv]) {
+		// Lists of like lengths: a merge beats searching one in the other.
+		a, b := lists[0], lists[1]
+		for i, j := 0, 0; i < len(a) && j < len(b); {
+			switch x, y := a[i], b[j]; {
+			case x < y:
+				i++
+			case x > y:
+				j++
+			default:
+				if v := verts[x]; f.visited[v>>6]&(1<<(v&63)) == 0 && f.ordered(lv, v) {
+					dst = append(dst, x)
+				}
+				i++
+				j++
+			}
+		}
+		return dst
+	}
 next:
 	for _, x := range lists[drv] {
 		for ci := 0; ci < nc; ci++ {
