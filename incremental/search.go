@@ -114,7 +114,7 @@ type finder struct {
 	idx      [query.MaxVertices]uint32 // candidate index at each depth
 	out      [query.MaxVertices]graph.VertexID
 	cand     [query.MaxVertices][]uint32
-	pos, end [query.MaxVertices]int
+	pos, end [query.MaxVertices]int      // per depth: the candidate being tried, and the end of those kept (donate lowers it)
 	base     int                         // depth of the task being searched
 	lists    [query.MaxVertices][]uint32 // candidates' scratch: the constraints' lists
 	scratch  [query.MaxVertices][]uint32 // unbuilt lists, per constraint (space.list)
@@ -141,7 +141,7 @@ func (c *CPU) search(g *dyngraph.Graph, sp *space, qi int, mode Mode, sink Sink)
 	var wg sync.WaitGroup
 	for _, f := range c.finders[:n] {
 		// Cleared for each search, so that a stopped one leaves nothing
-		// behind: 20 µs on ten million vertices.
+		// behind: a 1.2 MiB clear on ten million vertices.
 		if len(f.visited) != words {
 			f.visited = make([]uint64, words)
 		} else {
