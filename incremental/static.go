@@ -155,13 +155,13 @@ func Filter(g *dyngraph.Graph, q *query.Query) *Candidates {
 	// only bound the distinct ones from above, which keeps every match.
 	ord := g.Order()
 	ok := func(nd *need, v graph.VertexID) bool {
-		out, in := g.Out(v), g.In(v)
-		do, di := len(out.Sorted), len(in.Sorted)
-		da := do
+		out := g.Out(v)
+		var in dyngraph.Adj // read on directed graphs only: else it is out
 		if q.Directed {
-			da += di
+			in = g.In(v)
 		}
-		if da < nd.all || (q.Directed && (do < nd.out || di < nd.in)) {
+		do, di := len(out.Sorted), len(in.Sorted)
+		if do+di < nd.all || (q.Directed && (do < nd.out || di < nd.in)) {
 			return false
 		}
 		for _, ln := range nd.labels {
