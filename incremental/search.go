@@ -76,8 +76,20 @@ func (t *tasks) get() (task, bool) {
 	return tk, true
 }
 
-func (t *tasks) put(tk task) {
+// wanted locks t and reports whether an idle worker still lacks a task; if
+// so the caller must put one, else t is unlocked. Busy workers that saw
+// hungry at once then hand over one task in all, not one each.
+func (t *tasks) wanted() bool {
 	t.mu.Lock()
+	if t.idle > len(t.queue) {
+		return true
+	}
+	t.mu.Unlock()
+	return false
+}
+
+// put queues tk for an idle worker and unlocks t, which wanted locked.
+func (t *tasks) put(tk task) {
 	t.queue = append(t.queue, tk)
 	t.hungry.Store(int32(max(0, t.idle-len(t.queue))))
 	t.wake.Signal()
@@ -259,25 +271,26 @@ func (f *finder) descend(d int) {
 	}
 }
 
-// donate hands half of the untried candidates of the shallowest depth of
-// this task that has two or more to another worker. walk never asks at the
-// last depth: its candidates are single matches, not worth a hand-over.
+// donate hands to an idle worker half of the candidates still to try, past
+// the current one, at the shallowest depth of this task that has any. walk
+// never asks at the last depth: its candidates are single matches, not
+// worth a hand-over.
 func (f *finder) donate(d int) {
-	for k := f.base; k <= d; k++ {
-		left := f.end[k] - f.pos[k] - 1 // the current one stays here
-		if left < 1 {
-			continue
-		}
-		give := (left + 1) / 2
-		cut := f.end[k] - give
-		tk := task{prefix: make([]uint32, k), cands: make([]uint32, give)}
-		copy(tk.prefix, f.idx[:k])
-		copy(tk.cands, f.cand[k][cut:f.end[k]])
-		f.end[k] = cut
-		f.splits++
-		f.work.put(tk)
+	k := f.base
+	for k <= d && f.end[k]-f.pos[k] < 2 { // the current one stays here
+		k++
+	}
+	if k > d || !f.work.wanted() {
 		return
 	}
+	give := (f.end[k] - f.pos[k]) / 2
+	cut := f.end[k] - give
+	tk := task{prefix: make([]uint32, k), cands: make([]uint32, give)}
+	copy(tk.prefix, f.idx[:k])
+	copy(tk.cands, f.cand[k][cut:f.end[k]])
+	f.end[k] = cut
+	f.splits++
+	f.work.put(tk)
 }
 
 // candidates appends to dst the candidate indexes of depth d that every
