@@ -155,13 +155,13 @@ func Filter(g *dyngraph.Graph, q *query.Query) *Candidates {
 	// only bound the distinct ones from above, which keeps every match.
 	ord := g.Order()
 	ok := func(nd *need, v graph.VertexID) bool {
-		out, in := g.Out(v), g.In(v)
-		do, di := len(out.Sorted), len(in.Sorted)
-		da := do
+		out := g.Out(v)
+		var in dyngraph.Adj // read on directed graphs only: else it is out
 		if q.Directed {
-			da += di
+			in = g.In(v)
 		}
-		if da < nd.all || (q.Directed && (do < nd.out || di < nd.in)) {
+		do, di := len(out.Sorted), len(in.Sorted)
+		if do+di < nd.all || (q.Directed && (do < nd.out || di < nd.in)) {
 			return false
 		}
 		for _, ln := range nd.labels {
@@ -204,10 +204,21 @@ func Filter(g *dyngraph.Graph, q *query.Query) *Candidates {
 // refine drops candidate v of u when, for some query edge (u, u'), no
 // neighbour of v over a fitting data edge is a candidate of u', until no set
 // shrinks: a round costs less than the search saves on one more level of
-// dead ends, and the sets settle in a few rounds.
+// dead ends, and the sets settle in a few rounds. A round checks only the
+// edges towards sets that shrank in the round before: the others still hold.
 func refine(g *dyngraph.Graph, q *query.Query, c *Candidates) {
 	single, _ := g.EdgeLabel()
 	ord := g.Order()
+	inc := make([][]int, q.N()) // the edges at each query vertex
+	for j, e := range q.Edges {
+		inc[e.A] = append(inc[e.A], j)
+		inc[e.B] = append(inc[e.B], j)
+	}
+	shrank := make([]bool, q.N())
+	for u := range shrank {
+		shrank[u] = true
+	}
+	next := make([]bool, q.N())
 	for {
 		changed := false
 		for u := 0; u < q.N(); u++ {
@@ -216,27 +227,23 @@ func refine(g *dyngraph.Graph, q *query.Query, c *Candidates) {
 					b := word & -word
 					word &^= b
 					v := graph.VertexID(wi*64 + bits.TrailingZeros64(b))
-					for _, e := range q.Edges {
-						var other int
-						var lists [2]dyngraph.Adj
-						k := 1
-						switch {
-						case e.A == u:
-							other = e.B
-							lists[0] = g.Out(v)
-						case e.B == u:
-							other = e.A
-							lists[0] = g.In(v)
-						default:
+					out, in := g.Out(v), g.In(v)
+					for _, j := range inc[u] {
+						e := q.Edges[j]
+						other, lists, k := e.B, [2]dyngraph.Adj{out}, 1
+						if e.B == u {
+							other, lists[0] = e.A, in
+						}
+						if !shrank[other] {
 							continue
 						}
 						if q.Directed && !e.Directed {
-							lists[0], lists[1], k = g.Out(v), g.In(v), 2
+							lists[0], lists[1], k = out, in, 2
 						}
 						if !anyIn(ord, lists[:k], q.Labels[other], e.Label, single, c.Sets[other]) {
 							c.Sets[u][wi] &^= b
 							c.Count[u]--
-							changed = true
+							changed, next[u] = true, true
 							break
 						}
 					}
@@ -246,6 +253,8 @@ func refine(g *dyngraph.Graph, q *query.Query, c *Candidates) {
 		if !changed {
 			return
 		}
+		shrank, next = next, shrank
+		clear(next)
 	}
 }
 
