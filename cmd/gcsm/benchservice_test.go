@@ -169,7 +169,7 @@ func TestBenchServiceFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--mix", "alert-medium"}, `--mix "alert-medium": want alert-sparse, alert-heavy or rings-where`},
+		{[]string{"--mix", "alert-medium"}, `--mix "alert-medium": want alert-sparse, alert-heavy, rings-where or five`},
 		{[]string{"--mix", "rings-where", "--select", "ring3,ring5"}, `--select "ring3,ring5": mix rings-where has no query "ring5"; its queries are ring3, ring3w, ring4, ring4w`},
 		{[]string{"--mix", "rings-where", "--select", "ring3", "-q", "(a)-[:X]->(b)"}, "--select picks among the mix's queries; -q replaces them"},
 		{[]string{"--duration", "10s"}, "--duration 10s needs --rate"},
@@ -224,6 +224,37 @@ func TestBenchServiceRingsWhere(t *testing.T) {
 		if m.Appeared != r.Matches[2*i+1].Appeared {
 			t.Errorf("%s alone found %d, with the whole mix %d", m.Query, m.Appeared, r.Matches[2*i+1].Appeared)
 		}
+	}
+}
+
+// TestBenchServiceFive runs the 5-account mix, small and sparser than its
+// standard sizes: every query finds matches, reversals take some back,
+// and the service and the engine alone agree.
+func TestBenchServiceFive(t *testing.T) {
+	const updates = 10000
+	out := gcsmOK(t, "bench", "service", "--device", "cpu", "--mix", "five", "--updates", "10000", "--accounts", "2000", "--batch", "1024")
+	if !strings.Contains(out, "mix five: patterns of 5 accounts") {
+		t.Errorf("no summary line of the mix:\n%s", out)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	r := lastJSON[serviceResult](t, lines[len(lines)-1]+"\n")
+	checkAgainstEngine(t, r, updates)
+	if r.Mix != "five" || r.Transfers || len(r.Matches) != 3 {
+		t.Fatalf("mix %q, transfers %v, %d queries; want five over bare pairs, with 3 queries", r.Mix, r.Transfers, len(r.Matches))
+	}
+	var disappeared int64
+	for i, want := range []string{"ring5", "house", "mule"} {
+		m := r.Matches[i]
+		if m.Query != want || m.Appeared == 0 {
+			t.Errorf("query %d: %+v, want %s with matches", i, m, want)
+		}
+		disappeared += m.Disappeared
+	}
+	if disappeared == 0 {
+		t.Error("no match disappeared: the stream's reversals took none back")
+	}
+	if r.EventsPerUpdate <= 0.1 || r.EventsPerUpdate >= 5 {
+		t.Errorf("%.4f events per update, want 0.1 to 5", r.EventsPerUpdate)
 	}
 }
 

@@ -9,7 +9,7 @@
 //	gcsm produce -u STREAM --topic T [--rate N]             publish a stream file to Kafka as JSON events
 //	gcsm tail   [--config F] [--dlq] [--follow]             print the alerts (or dead letters) gcsm wrote
 //	gcsm broker [--listen ADDR] [--data DIR]                the embedded Kafka broker in its own process
-//	gcsm bench service [--mix alert-sparse|alert-heavy]     time the service end to end through Kafka
+//	gcsm bench service [--mix MIX] [--device cpu|gpu]       time the service end to end through Kafka (mixes: alert-sparse, alert-heavy, rings-where, five)
 //	gcsm bench static -d DATA --queries DIR [--answers F]   time the static matcher query by query, checking counts
 //
 // Run "gcsm COMMAND -h" for a command's flags, "gcsm COMMAND --help-all" for
