@@ -31,7 +31,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	var (
 		scale, factor, vlabels, perSize, workers         int
 		skew, cacheFraction                              float64
-		batches, shapes, engines, svg, maxBatch          string
+		batches, shapes, engines, svg, maxBatch, gpus    string
 		labeled, coverage, warmEach, perShape, eachBatch bool
 		seed                                             uint64
 		gpuMem                                           int64
@@ -53,6 +53,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&shapes, "shapes", "triangle,4-cycle,diamond,house,5-cycle", "comma-separated query shapes: "+shapeNames())
 	fs.StringVar(&maxBatch, "shape-max-batch", "", "comma-separated shape=size pairs: that shape runs only at batch sizes up to size (5-cycle=512: its batches of 2,048 take minutes through zero-copy)")
 	fs.StringVar(&engines, "engines", "cpu,zero-copy,device", fmt.Sprintf("engines to compare: cpu, or a GPU placement (%s), a cache placement with :search for the binary-search lookup and :whole for blocks of whole lists (gcsm:search, degree:whole), gcsm:nofill for the gcsm placement without its fill (--gpu-fill off); the GPU ones are skipped without a GPU", placementNames()))
+	fs.StringVar(&gpus, "gpus", "1", "comma-separated GPU counts: each GPU engine runs once per count, its batches split over that many GPUs by shard (kernels.Multi)")
 	fs.Float64Var(&cacheFraction, "gpu-cache-fraction", 0, "cap the cache placements' budget at this share of the graph's list bytes (0.05: the paper's out-of-memory regime); 0 leaves it to --gpu-mem")
 	fs.Int64Var(&gpuMem, "gpu-mem", 0, "cap on the GPU memory each GPU engine uses, in `bytes`; 0 means no cap")
 	fs.Float64Var(&share, "gpu-estimate-share", 0, estimateShareUsage)
@@ -136,6 +137,10 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if cfg.MaxBatch, err = shapeMaxBatch(maxBatch, cfg.Shapes); err != nil {
 		return badFlags(err)
 	}
+	counts, err := gpuCounts(gpus, perShape)
+	if err != nil {
+		return badFlags(err)
+	}
 	var es []bench.Engine
 	if perShape {
 		fmt.Fprintf(stderr, "bench: an executor per shape (%d) for each engine\n", len(cfg.Shapes))
@@ -157,6 +162,22 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			}
 			opts.MemLimit, opts.EstimateShare, opts.WeightedWalks, opts.MinCacheKernel = gpuMem, share, weighted, minKernel
 			opts.NoFill = opts.NoFill || nofill
+			for _, k := range counts {
+				if k == 1 {
+					continue
+				}
+				e, ok, err := multiEngine(name, opts, k, stderr)
+				if err != nil {
+					return err
+				}
+				if ok {
+					defer e.Matcher.(*kernels.Multi).Close()
+					es = append(es, e)
+				}
+			}
+			if !slices.Contains(counts, 1) {
+				continue
+			}
 			n := 1
 			if perShape {
 				n = len(cfg.Shapes)
@@ -350,6 +371,41 @@ func shapeNames() string {
 // cache placements the suffixes :search (Options.SearchLookup) and :whole
 // (Options.WholeLists), and for gcsm :nofill (Options.NoFill, as --gpu-fill
 // off does for every engine), in any order.
+// gpuCounts parses --gpus: counts of 1 or more, each once; more than one GPU
+// does not combine with an executor per shape.
+func gpuCounts(list string, perShape bool) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || k < 1 || slices.Contains(out, k) {
+			return nil, fmt.Errorf("--gpus: %q is not a list of distinct counts of 1 or more", list)
+		}
+		if k > 1 && perShape {
+			return nil, errors.New("--gpus above 1 does not combine with --executor-per-shape")
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// multiEngine opens engine name on k GPUs, devices 0 to k-1, as one
+// kernels.Multi; ok is false, with a note, where the machine has fewer.
+func multiEngine(name string, opts kernels.Options, k int, stderr io.Writer) (bench.Engine, bool, error) {
+	m := &kernels.Multi{}
+	for i := range k {
+		opts.Device = i
+		x, err := kernels.Open(opts)
+		if err != nil {
+			m.Close()
+			fmt.Fprintf(stderr, "bench: skipping %s on %d GPUs: %v\n", name, k, err)
+			return bench.Engine{}, false, nil
+		}
+		m.GPUs = append(m.GPUs, x)
+	}
+	fmt.Fprintf(stderr, "bench: %s on %d GPUs (%s first)\n", name, k, m.GPUs[0].Name())
+	return bench.Engine{Name: fmt.Sprintf("gpu-%s-x%d", name, k), Matcher: m, Alloc: m.GPUs[0].Allocator()}, true, nil
+}
+
 func engineOptions(name string) (kernels.Options, error) {
 	parts := strings.Split(name, ":")
 	pl, err := kernels.ParsePlacement(parts[0])
