@@ -69,6 +69,14 @@ func (m *Multi) Static(g *dyngraph.Graph, queries []*query.Query, mode increment
 	return m.GPUs[0].Static(g, queries, mode, sink)
 }
 
+// Follow implements incremental.Follower: every GPU's copy follows the
+// batch, though the Placer gave none of them work.
+func (m *Multi) Follow(g *dyngraph.Graph) {
+	for _, x := range m.GPUs {
+		x.Follow(g)
+	}
+}
+
 // Close closes every GPU.
 func (m *Multi) Close() error {
 	var errs []error

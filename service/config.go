@@ -105,6 +105,7 @@ type HTTPConfig struct {
 
 type EngineConfig struct {
 	Device    string `yaml:"device"` // auto, cpu or gpu; read by cmd/gcsm
+	GPUs      int    `yaml:"gpus"`   // GPUs 0 to N-1 share each batch by shard; 0 or 1: one; read by cmd/gcsm
 	Workers   int    `yaml:"workers"`
 	Semantics string `yaml:"semantics"` // instances (each subgraph once) or embeddings
 }
@@ -220,6 +221,9 @@ func (c *Config) Validate() error {
 	case "instances", "embeddings":
 	default:
 		bad("engine.semantics %q: want instances or embeddings", c.Engine.Semantics)
+	}
+	if c.Engine.GPUs < 0 || c.Engine.GPUs > 64 {
+		bad("engine.gpus %d: want 1 to 64 (0 means 1)", c.Engine.GPUs)
 	}
 	if c.Engine.Workers < 0 {
 		bad("engine.workers %d: want 0 (every core) or more", c.Engine.Workers)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -30,5 +31,14 @@ func TestGPUCounts(t *testing.T) {
 	out, errs, code := gcsm(t, "bench", "--scale", "8", "--batches", "64", "--per-size", "1", "--shapes", "triangle", "--engines", "cpu,device", "--gpus", "1,2")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// TestGPUsFlag: --gpus is checked on every machine, and asking for more
+// GPUs than there are is an error, not a quiet fallback.
+func TestGPUsFlag(t *testing.T) {
+	_, errs, code := gcsm(t, "match", "-d", "x", "-q", "(a)-->(b)", "--gpus", "0")
+	if code != 2 || !strings.Contains(errs, "--gpus") {
+		t.Fatalf("--gpus 0: exit %d, %s", code, errs)
 	}
 }

@@ -620,7 +620,7 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 	// The engine alone opens its own executor; this one goes first so the
 	// two never hold the GPU at once.
 	eng.close()
-	eng.gpu = nil
+	eng.gpu, eng.multi = nil, nil
 	if f.engine && f.duration == 0 {
 		e, err := engineAlone(f, stream, qcfg)
 		if err != nil {

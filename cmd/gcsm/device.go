@@ -25,6 +25,7 @@ type deviceFlags struct {
 	share             float64
 	walks, fill       string
 	minKernel         time.Duration
+	gpus              int
 }
 
 func (d *deviceFlags) register(fs *flag.FlagSet) {
@@ -39,6 +40,7 @@ func (d *deviceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.walks, "gpu-walks", "paper", walksUsage)
 	fs.DurationVar(&d.minKernel, "gpu-cache-min-kernel", 0, minKernelUsage)
 	fs.StringVar(&d.lists, "gpu-cache-lists", "trimmed", listsUsage)
+	fs.IntVar(&d.gpus, "gpus", 1, "GPUs to use, devices 0 to N-1: each batch is split over them by shard, every GPU with its own copy of the graph (or view of it, under zero-copy)")
 }
 
 const listsUsage = "what the cache block holds of a list: trimmed (the entries of the vertex labels the queries can read from it) or whole (every entry, as in the GCSM paper)"
@@ -80,7 +82,8 @@ const estimateShareUsage = "the share of a batch's kernel time the gcsm placemen
 type engine struct {
 	matcher incremental.Matcher
 	alloc   hostmem.Allocator
-	gpu     *kernels.GPU // nil on the CPU
+	gpu     *kernels.GPU   // nil on the CPU; the first GPU under --gpus
+	multi   *kernels.Multi // all the GPUs under --gpus above 1
 }
 
 // warnFallback says when the device placement did not fit under --gpu-mem
@@ -92,7 +95,10 @@ func (e *engine) warnFallback(w io.Writer) {
 }
 
 func (e *engine) close() {
-	if e.gpu != nil {
+	switch {
+	case e.multi != nil:
+		e.multi.Close()
+	case e.gpu != nil:
 		e.gpu.Close()
 	}
 }
@@ -113,6 +119,7 @@ func (d *deviceFlags) options(workers int) (kernels.Options, error) {
 		workersFlag(workers),
 		perr, werr, serr, lerr, ferr,
 		intIn("gpu-mem", d.mem, 0, math.MaxInt64),
+		intIn("gpus", int64(d.gpus), 1, 64),
 		intIn("gpu-cache", d.cache, 0, math.MaxInt64),
 		// Negative: the sampler's own number; above 1 the estimate would
 		// take longer than the kernel it serves.
@@ -145,15 +152,32 @@ func (d *deviceFlags) open(w io.Writer, workers int) (*engine, error) {
 		}
 		return nil, fmt.Errorf("--device %s: %w", d.device, err)
 	}
+	e := &engine{matcher: x, alloc: x.Allocator(), gpu: x}
+	name := x.Name()
+	if d.gpus > 1 {
+		m := &kernels.Multi{GPUs: []*kernels.GPU{x}}
+		for i := 1; i < d.gpus; i++ {
+			opts.Device = i
+			y, err := kernels.Open(opts)
+			if err != nil {
+				m.Close()
+				return nil, fmt.Errorf("--gpus %d: device %d: %w", d.gpus, i, err)
+			}
+			m.GPUs = append(m.GPUs, y)
+		}
+		e.matcher, e.multi = m, m
+		name = fmt.Sprintf("%d× %s", d.gpus, name)
+	}
 	if d.device == "auto" {
 		// Each query where it runs fastest, the CPU's and the GPU's at once;
 		// the graph lives in pinned memory, which both read.
 		fmt.Fprintf(w, "device: auto, each query on the cpu (%d workers) or the gpu %s (%s placement), where it runs fastest\n",
-			cpuWorkers(workers), x.Name(), opts.Placement)
-		return &engine{matcher: &incremental.Placer{CPU: cpu.matcher, GPU: x}, alloc: x.Allocator(), gpu: x}, nil
+			cpuWorkers(workers), name, opts.Placement)
+		e.matcher = &incremental.Placer{CPU: cpu.matcher, GPU: e.matcher}
+		return e, nil
 	}
-	fmt.Fprintf(w, "device: gpu %s, %s placement\n", x.Name(), opts.Placement)
-	return &engine{matcher: x, alloc: x.Allocator(), gpu: x}, nil
+	fmt.Fprintf(w, "device: gpu %s, %s placement\n", name, opts.Placement)
+	return e, nil
 }
 
 func cpuWorkers(n int) int {

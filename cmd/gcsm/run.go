@@ -106,6 +106,10 @@ func (f *runFlags) apply(cfg *service.Config, set map[string]bool) error {
 		cfg.Engine.Device = f.dev.device
 	}
 	f.dev.device = cfg.Engine.Device
+	if set["gpus"] {
+		cfg.Engine.GPUs = f.dev.gpus
+	}
+	f.dev.gpus = max(1, cfg.Engine.GPUs)
 	if set["log-level"] {
 		cfg.Log.Level = f.logLevel
 	}
