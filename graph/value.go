@@ -108,3 +108,14 @@ type Transfer struct {
 	SrcProps []Prop
 	DstProps []Prop
 }
+
+// HasTransferID says whether some edge update of us carries a transfer id,
+// which makes it an edge of its own beside others between the same vertices.
+func HasTransferID(us []Update) bool {
+	for i := range us {
+		if us[i].Tx != nil && us[i].Tx.ID != "" {
+			return true
+		}
+	}
+	return false
+}

@@ -485,3 +485,10 @@ func (s valueSet) in(f evalFn) evalFn {
 		return graph.BoolValue(false)
 	}
 }
+
+// ReadsTransfers says whether q reads what only the transfers of package
+// bundle keep: a property, an event time or an id in its predicates, or two
+// parallel transfers of one pair.
+func (q *Query) ReadsTransfers() bool {
+	return q.Pred != nil || len(q.Bindings) > len(q.Edges)
+}

@@ -27,7 +27,7 @@ func (s *Service) process(b *batchState) error {
 		return err
 	}
 	s.resolve(b)
-	if s.bundles == nil && hasID(b.updates) {
+	if s.bundles == nil && graph.HasTransferID(b.updates) {
 		s.keepTransfers()
 	}
 	t1 := time.Now()

@@ -501,7 +501,7 @@ func (s *Service) addQuery(ctx context.Context, c QueryConfig) error {
 	if err != nil {
 		return err
 	}
-	if s.bundles != nil || needsTransfers(st.q) {
+	if s.bundles != nil || st.q.ReadsTransfers() {
 		s.keepTransfers(st.q)
 	}
 	for _, w := range st.warnings {

@@ -8,13 +8,6 @@ import (
 	"github.com/gcsm/gcsm/query"
 )
 
-// needsTransfers says whether q reads what only the bundles keep: a
-// property, an event time or an id in its predicates, or two parallel
-// transfers of one pair.
-func needsTransfers(q *query.Query) bool {
-	return q.Pred != nil || len(q.Bindings) > len(q.Edges)
-}
-
 // keepTransfers starts keeping the parallel transfers of each pair (package
 // bundle), if it has not yet, and what the standing queries read of them.
 // It runs on the loop, between batches: when a query needs transfers, and
@@ -42,16 +35,6 @@ func (s *Service) startTransfers(store *bundle.Store) {
 func (s *Service) publishKeep() {
 	s.keep.Store(ingest.NewPropFilter(s.bundles.EdgeColumns(), s.bundles.VertexColumns()))
 	s.keepTime.Store(s.bundles.KeepsTime())
-}
-
-// hasID says whether a batch has an edge update that carries an id.
-func hasID(us []graph.Update) bool {
-	for i := range us {
-		if us[i].Tx != nil && us[i].Tx.ID != "" {
-			return true
-		}
-	}
-	return false
 }
 
 // transfer is a bound transfer as an event names it, read from the store

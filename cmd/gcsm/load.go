@@ -95,7 +95,7 @@ func (s *session) read(path string) (*stream, error) {
 		st.lines = append(st.lines, rec.Line)
 	}
 	s.skipped += r.Skipped()
-	if hasID(st.updates) {
+	if graph.HasTransferID(st.updates) {
 		s.keepTransfers()
 	}
 	return st, nil

@@ -22,17 +22,11 @@ func previewQueries(specs []string, directed bool, sem query.Semantics, unlabele
 	return qs
 }
 
-// needsTransfers says whether q reads what only bundles keep: a property,
-// an event time or an id in its predicates, or two parallel transfers.
-func needsTransfers(q *query.Query) bool {
-	return q.Pred != nil || len(q.Bindings) > len(q.Edges)
-}
-
 // keepTransfersFor starts keeping transfers when some query needs them,
 // and makes the readers keep what the queries read.
 func (s *session) keepTransfersFor(qs []*query.Query) {
 	for _, q := range qs {
-		if needsTransfers(q) {
+		if q.ReadsTransfers() {
 			s.keepTransfers()
 			break
 		}
@@ -52,16 +46,6 @@ func (s *session) keepTransfers() {
 	if s.store == nil {
 		s.store = bundle.New(s.g.Directed())
 	}
-}
-
-// hasID says whether some update carries a transfer id.
-func hasID(us []graph.Update) bool {
-	for i := range us {
-		if us[i].Tx != nil && us[i].Tx.ID != "" {
-			return true
-		}
-	}
-	return false
 }
 
 // folder is the session's store as the graph's Folder, or nil.
