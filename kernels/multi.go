@@ -69,6 +69,36 @@ func (m *Multi) Static(g *dyngraph.Graph, queries []*query.Query, mode increment
 	return m.GPUs[0].Static(g, queries, mode, sink)
 }
 
+// HostBytes is the GPUs' HostBytes summed.
+func (m *Multi) HostBytes() uint64 {
+	var n uint64
+	for _, x := range m.GPUs {
+		n += x.HostBytes()
+	}
+	return n
+}
+
+// Last merges the GPUs' statistics of the last batch: as they ran at once,
+// a stage took the longest GPU's time, while bytes, lists and launches add up.
+func (m *Multi) Last() BatchStats {
+	var st BatchStats
+	st.CacheSkipped = len(m.GPUs) > 0
+	for _, x := range m.GPUs {
+		l := x.Last()
+		st.Estimate, st.Pack, st.Rank, st.Copy = max(st.Estimate, l.Estimate), max(st.Pack, l.Pack), max(st.Rank, l.Rank), max(st.Copy, l.Copy)
+		st.Match, st.Kernel = max(st.Match, l.Match), max(st.Kernel, l.Kernel)
+		st.CacheSkipped = st.CacheSkipped && l.CacheSkipped
+		st.CacheBytes += l.CacheBytes
+		st.FillBytes += l.FillBytes
+		st.CachedLists += l.CachedLists
+		st.FilledLists += l.FilledLists
+		st.SlabBytes += l.SlabBytes
+		st.BlockBytes += l.BlockBytes
+		st.Launches += l.Launches
+	}
+	return st
+}
+
 // Follow implements incremental.Follower: every GPU's copy follows the
 // batch, though the Placer gave none of them work.
 func (m *Multi) Follow(g *dyngraph.Graph) {

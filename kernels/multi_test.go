@@ -125,3 +125,32 @@ func TestShardOf(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiStats: the merged statistics of a batch add the GPUs' bytes and
+// take their longest times.
+func TestMultiStats(t *testing.T) {
+	xs := openGPUs(t, 2, ZeroCopy)
+	m := &Multi{GPUs: xs}
+	defer m.Close()
+	r := rand.New(rand.NewPCG(5, 5))
+	_, _, qs, g := streamSetup(t, xs[0], r, true)
+	defer g.Close()
+	var batch []graph.Update
+	for len(batch) < 500 {
+		a, c := uint32(r.IntN(80)), uint32(r.IntN(80))
+		if a != c {
+			batch = append(batch, graph.Update{Op: graph.Insert, Src: a, Dst: c, Label: 2, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
+		}
+	}
+	delta, _, _, err := g.Apply(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Match(g, delta, qs, incremental.Count, nil); err != nil {
+		t.Fatal(err)
+	}
+	st, a, b := m.Last(), xs[0].Last(), xs[1].Last()
+	if st.SlabBytes != a.SlabBytes+b.SlabBytes || st.Match != max(a.Match, b.Match) || m.HostBytes() != xs[0].HostBytes()+xs[1].HostBytes() {
+		t.Fatalf("merged %+v from %+v and %+v", st, a, b)
+	}
+}
