@@ -31,91 +31,118 @@ func TestCrashRestart(t *testing.T) {
 	if testing.Short() {
 		trials = 1
 	}
+	for trial := range trials {
+		t.Run(fmt.Sprint("trial=", trial), func(t *testing.T) {
+			recs, vals := transferStream(2500, uint64(100+trial))
+			crashTrial(t, uint64(trial), vals, func(cfg *Config) {}, func(cfg Config) map[string]bool { return finalMatches(t, cfg, recs) })
+		})
+	}
+}
+
+// TestCrashRestartTransfers is TestCrashRestart over parallel transfers
+// with predicates: the bundles a checkpoint holds must agree with its graph
+// and offsets, whatever the moment of the kill.
+func TestCrashRestartTransfers(t *testing.T) {
+	trials := 6
+	if testing.Short() {
+		trials = 1
+	}
+	for trial := range trials {
+		t.Run(fmt.Sprint("trial=", trial), func(t *testing.T) {
+			recs, vals := transferRecords(1500, uint64(200+trial))
+			crashTrial(t, uint64(trial), vals, func(cfg *Config) {
+				cfg.Engine.Semantics = "embeddings"
+				cfg.Queries = transferQueries[:2]
+			}, func(cfg Config) map[string]bool { return finalTransferKeys(t, cfg, recs) })
+		})
+	}
+}
+
+// crashTrial runs the service as a child process over vals, SIGKILLs it one
+// to three times at random moments while half the stream arrives, lets a
+// last run finish, and checks that the events' net effect is want's keys.
+func crashTrial(t *testing.T, seed uint64, vals [][]byte, configure func(*Config), want func(Config) map[string]bool) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for trial := range trials {
-		t.Run(fmt.Sprint("trial=", trial), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(uint64(trial), 99))
-			addrs := cluster(t, 1, 1)
-			recs, vals := transferStream(2500, uint64(100+trial))
-			cfg := testConfig(t, addrs)
-			cfg.Batch = BatchConfig{Size: 64, Linger: 5 * time.Millisecond}
-			cfg.State.CheckpointEvery = time.Duration(50+rng.IntN(200)) * time.Millisecond
-			cfgJSON, err := json.Marshal(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := consume(t, addrs, "matches", true)
-			// Half the stream waits; the rest arrives while the service runs.
-			produce(t, addrs, "edges", vals[:len(vals)/2])
-			produced := make(chan struct{})
-			delay := time.Duration(rng.IntN(500)) * time.Millisecond
-			go func() {
-				defer close(produced)
-				time.Sleep(delay)
-				produce(t, addrs, "edges", vals[len(vals)/2:])
-			}()
-			var stderr syncBuilder
-			t.Cleanup(func() {
-				if t.Failed() {
-					t.Logf("children's logs:\n%s", stderr.String())
-				}
-			})
-			kills := 1 + rng.IntN(3)
-			for run := 0; ; run++ {
-				cmd := exec.Command(exe, "-test.run=^$")
-				cmd.Env = append(os.Environ(), childEnv+"="+string(cfgJSON))
-				cmd.Stderr = &stderr
-				stdout, err := cmd.StdoutPipe()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				ready := make(chan struct{})
-				go func() {
-					sc := bufio.NewScanner(stdout)
-					for sc.Scan() {
-						if sc.Text() == childReady {
-							close(ready)
-						}
-					}
-				}()
-				if run < kills {
-					time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
-					cmd.Process.Signal(syscall.SIGKILL)
-					cmd.Wait()
-					continue
-				}
-				<-produced
-				select {
-				case <-ready:
-				case <-time.After(time.Minute):
-					t.Fatalf("the last run did not start\n%s", stderr.String())
-				}
-				// The last run goes on until the group's committed offset,
-				// which only a checkpoint moves, covers the whole stream.
-				waitFor(t, "the stream to be committed", 2*time.Minute, func() bool {
-					return committed(t, addrs, cfg.Input.Group) == int64(len(vals))
-				})
-				cmd.Process.Signal(syscall.SIGTERM)
-				if err := cmd.Wait(); err != nil {
-					t.Fatalf("last run: %v\n%s", err, stderr.String())
-				}
-				break
-			}
-			// Every event written before the final checkpoint is readable
-			// once the output topic's end is reached.
-			end := topicEnd(t, addrs, "matches")
-			waitFor(t, "the output", time.Minute, func() bool { return int64(out.count()) >= end })
-			events, _ := out.snapshot(t)
-			checkNet(t, events, finalMatches(t, cfg, recs))
-			t.Logf("%d kills, %d events for %d messages", kills, len(events), len(vals))
-		})
+	rng := rand.New(rand.NewPCG(seed, 99))
+	addrs := cluster(t, 1, 1)
+	cfg := testConfig(t, addrs)
+	cfg.Batch = BatchConfig{Size: 64, Linger: 5 * time.Millisecond}
+	cfg.State.CheckpointEvery = time.Duration(50+rng.IntN(200)) * time.Millisecond
+	configure(&cfg)
+	cfgJSON, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
+	out := consume(t, addrs, "matches", true)
+	// Half the stream waits; the rest arrives while the service runs.
+	produce(t, addrs, "edges", vals[:len(vals)/2])
+	produced := make(chan struct{})
+	delay := time.Duration(rng.IntN(500)) * time.Millisecond
+	go func() {
+		defer close(produced)
+		time.Sleep(delay)
+		produce(t, addrs, "edges", vals[len(vals)/2:])
+	}()
+	var stderr syncBuilder
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("children's logs:\n%s", stderr.String())
+		}
+	})
+	kills := 1 + rng.IntN(3)
+	for run := 0; ; run++ {
+		cmd := exec.Command(exe, "-test.run=^$")
+		cmd.Env = append(os.Environ(), childEnv+"="+string(cfgJSON))
+		cmd.Stderr = &stderr
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ready := make(chan struct{})
+		go func() {
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				if sc.Text() == childReady {
+					close(ready)
+				}
+			}
+		}()
+		if run < kills {
+			time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			continue
+		}
+		<-produced
+		select {
+		case <-ready:
+		case <-time.After(time.Minute):
+			t.Fatalf("the last run did not start\n%s", stderr.String())
+		}
+		// The last run goes on until the group's committed offset,
+		// which only a checkpoint moves, covers the whole stream.
+		waitFor(t, "the stream to be committed", 2*time.Minute, func() bool {
+			return committed(t, addrs, cfg.Input.Group) == int64(len(vals))
+		})
+		cmd.Process.Signal(syscall.SIGTERM)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("last run: %v\n%s", err, stderr.String())
+		}
+		break
+	}
+	// Every event written before the final checkpoint is readable once the
+	// output topic's end is reached.
+	end := topicEnd(t, addrs, "matches")
+	waitFor(t, "the output", time.Minute, func() bool { return int64(out.count()) >= end })
+	events, _ := out.snapshot(t)
+	checkNet(t, events, want(cfg))
+	t.Logf("%d kills, %d events for %d messages", kills, len(events), len(vals))
 }
 
 // syncBuilder is a strings.Builder that the children's stderr copiers may

@@ -17,6 +17,7 @@ import (
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/output"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -107,6 +108,30 @@ func finalTransferMatches(t *testing.T, cfg Config, recs []ingest.Record) map[st
 		t.Fatal(err)
 	}
 	return want
+}
+
+// finalTransferKeys is finalTransferMatches as the events' keys: the
+// query, the vertices and the transfers' ids (embeddings semantics, so the
+// map is the one the engine found).
+func finalTransferKeys(t *testing.T, cfg Config, recs []ingest.Record) map[string]bool {
+	keys := map[string]bool{}
+	for d := range finalTransferMatches(t, cfg, recs) {
+		f := strings.Fields(d) // query, var=id,..., tx,tx,...
+		var b []output.Binding
+		for _, kv := range strings.Split(f[1], ",") {
+			v, id, _ := strings.Cut(kv, "=")
+			b = append(b, output.Binding{Var: v, ID: id})
+		}
+		tx := ""
+		if len(f) > 2 {
+			tx = f[2]
+		}
+		for _, id := range strings.Split(tx, ",") {
+			b = append(b, output.Binding{Var: "-", ID: id})
+		}
+		keys[output.Key(f[0], b)] = true
+	}
+	return keys
 }
 
 // TestTransfers runs queries over parallel transfers with predicates
