@@ -34,16 +34,37 @@ type Transfer struct {
 
 // Event is one match delta, as docs/operations.md ("Kafka") describes it.
 type Event struct {
-	Query     string
-	Change    string      // Appeared or Disappeared
-	Match     []Binding   // in query-vertex order; marshalled as a JSON object in this order
-	Edges     [][3]string // [src id, dst id, edge label] per query edge, in query-edge order
-	Transfers []Transfer  // per binding of a query over transfers; nil omits the field
-	Batch     uint64
-	EventTime string  // RFC 3339 (UTC, millisecond precision), "" omits the field
-	Source    *Source // nil omits the field (e.g. deletions made by window expiry)
-	Initial   bool    // part of a new query's initial snapshot; false omits the field
-	Key       string
+	Query  string
+	Change string      // Appeared or Disappeared
+	Match  []Binding   // in query-vertex order; marshalled as a JSON object in this order
+	Edges  [][3]string // [src id, dst id, edge label] per query edge, in query-edge order; see EdgeEnds
+	// EdgeEnds and EdgeLabels give the edges without copying ids, where
+	// Edges is nil: per query edge, the indexes in Match of its two ends,
+	// and its label. One query's events share both slices; a 24-vertex
+	// pattern's 60 edges made of strings cost more to build than the rest
+	// of the event.
+	EdgeEnds   [][2]int
+	EdgeLabels []string
+	Transfers  []Transfer // per binding of a query over transfers; nil omits the field
+	Batch      uint64
+	EventTime  string  // RFC 3339 (UTC, millisecond precision), "" omits the field
+	Source     *Source // nil omits the field (e.g. deletions made by window expiry)
+	Initial    bool    // part of a new query's initial snapshot; false omits the field
+	Key        string
+}
+
+// appendEdge appends the i-th edge of "edges".
+func appendEdge(dst []byte, i int, from, to, label string) []byte {
+	if i > 0 {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, '[')
+	dst = jsonstr.Append(dst, from)
+	dst = append(dst, ',')
+	dst = jsonstr.Append(dst, to)
+	dst = append(dst, ',')
+	dst = jsonstr.Append(dst, label)
+	return append(dst, ']')
 }
 
 // MarshalJSON encodes e with AppendJSON, so that encoding/json (the HTTP API, tests) writes the same
@@ -76,17 +97,13 @@ func AppendJSON(dst []byte, e *Event) []byte {
 	}
 	dst = append(dst, `},"edges":[`...)
 	for i := range e.Edges {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
 		edge := &e.Edges[i]
-		dst = append(dst, '[')
-		dst = jsonstr.Append(dst, edge[0])
-		dst = append(dst, ',')
-		dst = jsonstr.Append(dst, edge[1])
-		dst = append(dst, ',')
-		dst = jsonstr.Append(dst, edge[2])
-		dst = append(dst, ']')
+		dst = appendEdge(dst, i, edge[0], edge[1], edge[2])
+	}
+	if e.Edges == nil {
+		for i, ends := range e.EdgeEnds {
+			dst = appendEdge(dst, i, e.Match[ends[0]].ID, e.Match[ends[1]].ID, e.EdgeLabels[i])
+		}
 	}
 	dst = append(dst, ']')
 	if len(e.Transfers) > 0 {

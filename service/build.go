@@ -177,18 +177,16 @@ func (s *Service) build(b *batchState) {
 		refs = sortRefs(refs, runtime.GOMAXPROCS(0))
 	}
 
-	// The events' bindings and edges are carved from two slabs, a run of
-	// one query at a time, so that an event allocates only its key.
-	nb, ne := 0, 0
+	// The events' bindings are carved from one slab, a run of one query at
+	// a time, and their edges are the query's (output.Event.EdgeEnds), so
+	// that an event allocates only its key.
+	nb := 0
 	for _, r := range refs {
-		st := mt.queries[r.q()]
 		nb += len(r.m)
-		ne += len(st.q.Edges)
 	}
 	s.sources(b)
 	eb := newEventBuilder(s, b, mt)
 	bindings := make([]output.Binding, nb)
-	edges := make([][3]string, ne)
 	events := make([]output.Event, len(refs))
 	for lo := 0; lo < len(refs); {
 		q := refs[lo].q()
@@ -197,12 +195,12 @@ func (s *Service) build(b *batchState) {
 			hi++
 		}
 		st := mt.queries[q]
-		nv, nq := len(refs[lo].m), len(st.q.Edges)
-		bs, es := bindings[:(hi-lo)*nv], edges[:(hi-lo)*nq]
-		bindings, edges = bindings[len(bs):], edges[len(es):]
+		nv := len(refs[lo].m)
+		bs := bindings[:(hi-lo)*nv]
+		bindings = bindings[len(bs):]
 		parallel(hi-lo, func(i int) {
 			r := refs[lo+i]
-			eb.event(&events[lo+i], st, r.m, r.tx, bs[i*nv:(i+1)*nv:(i+1)*nv], es[i*nq:(i+1)*nq:(i+1)*nq], r.pre&(1<<32) == 0)
+			eb.event(&events[lo+i], st, r.m, r.tx, bs[i*nv:(i+1)*nv:(i+1)*nv], r.pre&(1<<32) == 0)
 		})
 		lo = hi
 	}
@@ -361,10 +359,10 @@ func newEventBuilder(s *Service, b *batchState, mt *matched) *eventBuilder {
 	return eb
 }
 
-// event builds the event of one match into ev, its bindings into match and
-// its edges into edges, sized by the caller for st. It allocates only the
-// key, and a message's event time the first time an event names it.
-func (eb *eventBuilder) event(ev *output.Event, st *standing, m []graph.VertexID, tx []transfer, match []output.Binding, edges [][3]string, disappeared bool) {
+// event builds the event of one match into ev and its bindings into match,
+// sized by the caller for st. It allocates only the key, and a message's
+// event time the first time an event names it.
+func (eb *eventBuilder) event(ev *output.Event, st *standing, m []graph.VertexID, tx []transfer, match []output.Binding, disappeared bool) {
 	s, b, mt := eb.s, eb.b, eb.mt
 	*ev = output.Event{Query: st.cfg.Name, Change: output.Appeared, Batch: mt.batch, Initial: mt.initial}
 	if disappeared {
@@ -382,9 +380,8 @@ func (eb *eventBuilder) event(ev *output.Event, st *standing, m []graph.VertexID
 	}
 	ev.Match = match
 	src := -1
-	for i, e := range st.q.Edges {
-		edges[i] = [3]string{match[e.A].ID, match[e.B].ID, st.edgeLabels[i]}
-		if e.Label == graph.Wildcard {
+	for _, e := range st.q.Edges {
+		if e.Label == graph.Wildcard || len(b.changedBy) == 0 {
 			continue
 		}
 		keys, nk := s.edgeKeys(m[e.A], m[e.B], e)
@@ -394,7 +391,7 @@ func (eb *eventBuilder) event(ev *output.Event, st *standing, m []graph.VertexID
 			}
 		}
 	}
-	ev.Edges = edges
+	ev.EdgeEnds, ev.EdgeLabels = st.edgeEnds, st.edgeLabels
 	if tx == nil {
 		ev.Key = output.Key(st.cfg.Name, ev.Match)
 	} else {

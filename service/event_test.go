@@ -62,15 +62,15 @@ func eventBuilderFor(s *Service, batch *batchState) *eventBuilder {
 }
 
 // TestEventAllocs bounds the allocations of building one event: the key alone, once the batch's
-// source message has its event time formatted; the bindings and edges come from the batch's slabs.
+// source message has its event time formatted; the bindings come from the batch's slab, the edges are the query's.
 func TestEventAllocs(t *testing.T) {
 	s, batch, all := eventFixture(t, 1)
 	eb := eventBuilderFor(s, batch)
 	for _, st := range s.queries {
 		m := all[st.cfg.Name][0]
 		var ev output.Event
-		match, edges := make([]output.Binding, st.q.N()), make([][3]string, len(st.q.Edges))
-		if n := testing.AllocsPerRun(100, func() { eb.event(&ev, st, m, nil, match, edges, false) }); n > 1 {
+		match := make([]output.Binding, st.q.N())
+		if n := testing.AllocsPerRun(100, func() { eb.event(&ev, st, m, nil, match, false) }); n > 1 {
 			t.Errorf("%s: an event costs %v allocations, want at most 1", st.cfg.Name, n)
 		}
 		if ev.Source == nil || ev.EventTime == "" || ev.Key == "" {
@@ -90,11 +90,11 @@ func BenchmarkEvent(b *testing.B) {
 		b.Run(st.cfg.Name, func(b *testing.B) {
 			ms := all[st.cfg.Name]
 			var ev output.Event
-			match, edges := make([]output.Binding, st.q.N()), make([][3]string, len(st.q.Edges))
+			match := make([]output.Binding, st.q.N())
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				eb.event(&ev, st, ms[i%matches], nil, match, edges, false)
+				eb.event(&ev, st, ms[i%matches], nil, match, false)
 				if ev.Source == nil {
 					b.Fatal("event without its source")
 				}
@@ -259,7 +259,7 @@ func testBuildOrder(t *testing.T, queries int) {
 	for i, w := range want {
 		st := s.queries[w.q]
 		var ev output.Event
-		eb.event(&ev, st, w.m, nil, make([]output.Binding, st.q.N()), make([][3]string, len(st.q.Edges)), w.sign < 0)
+		eb.event(&ev, st, w.m, nil, make([]output.Binding, st.q.N()), w.sign < 0)
 		got := batch.events[i]
 		if string(output.AppendJSON(nil, &got)) != string(output.AppendJSON(nil, &ev)) {
 			t.Fatalf("event %d is\n%s\nwant\n%s", i, output.AppendJSON(nil, &got), output.AppendJSON(nil, &ev))

@@ -16,8 +16,10 @@ type standing struct {
 	// vars are the query vertices' names, the keys of an event's match.
 	vars []string
 	// edgeLabels are the names of the query edges' labels; "*" for a
-	// wildcard, whose data edge may carry any label.
+	// wildcard, whose data edge may carry any label. edgeEnds are the
+	// query edges' ends, indexes into an event's match.
 	edgeLabels []string
+	edgeEnds   [][2]int
 	// bindVars name the query's Bindings in an event's transfers: the
 	// pattern's variables, _t1, _t2 and so on for unnamed edges.
 	bindVars []string
@@ -84,6 +86,7 @@ func (s *Service) compileQuery(c QueryConfig, fresh bool) (*standing, error) {
 		st.bindVars = append(st.bindVars, name)
 	}
 	for _, e := range q.Edges {
+		st.edgeEnds = append(st.edgeEnds, [2]int{e.A, e.B})
 		if e.Label == graph.Wildcard {
 			st.edgeLabels = append(st.edgeLabels, "*")
 		} else {
