@@ -103,9 +103,12 @@ func appendValue(dst []byte, v graph.Value) []byte {
 	return dst
 }
 
-// Decode reads a store that AppendBinary wrote. Errors name the byte offset
-// and what was being read there.
-func Decode(b []byte) (*Store, error) {
+// Decode reads a store that AppendBinary wrote, for a graph whose vertex ids
+// are below vertices (the id dictionary's length): a larger one is an error,
+// so that a corrupt id cannot make the decoder grow a vertex column to
+// billions of rows. Errors name the byte offset and what was being read
+// there.
+func Decode(b []byte, vertices int) (*Store, error) {
 	d := &decoder{b: b}
 	if len(b) < len(bundleMagic) || string(b[:len(bundleMagic)]) != bundleMagic {
 		return nil, errors.New("bundle: not a store encoding (bad magic or version)")
@@ -205,8 +208,8 @@ func Decode(b []byte) (*Store, error) {
 			if err != nil {
 				return nil, err
 			}
-			if v >= graph.MaxVertices || (len(c.kinds) > int(v) && c.kinds[v] != graph.Null) {
-				return nil, d.errf("vertex %d out of range or given twice", v)
+			if v >= uint64(vertices) || (len(c.kinds) > int(v) && c.kinds[v] != graph.Null) {
+				return nil, d.errf("vertex %d out of range (the graph has %d ids) or given twice", v, vertices)
 			}
 			val, err := d.value()
 			if err != nil {

@@ -2,6 +2,7 @@ package bundle_test
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/gcsm/gcsm/bundle"
@@ -31,7 +32,7 @@ func encoded(t testing.TB) (*bundle.Store, []byte) {
 
 func TestEncodeRoundTrip(t *testing.T) {
 	s, b := encoded(t)
-	r, err := bundle.Decode(b)
+	r, err := bundle.Decode(b, 1<<16)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,6 +47,9 @@ func TestEncodeRoundTrip(t *testing.T) {
 	if got := r.VertexValue(1, 0); got.Str != "DE" {
 		t.Errorf("vertex 1 country %v", got)
 	}
+	if _, err := bundle.Decode(b, 1); err == nil || !strings.Contains(err.Error(), "vertex 1 out of range") {
+		t.Errorf("vertex 1 of a graph of 1 id: %v", err)
+	}
 	again, err := r.AppendBinary(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +59,7 @@ func TestEncodeRoundTrip(t *testing.T) {
 	}
 	// Every strict prefix is refused, not misread.
 	for n := range len(b) {
-		if _, err := bundle.Decode(b[:n]); err == nil {
+		if _, err := bundle.Decode(b[:n], 1<<16); err == nil {
 			t.Fatalf("a prefix of %d of %d bytes decoded", n, len(b))
 		}
 	}
@@ -65,8 +69,10 @@ func FuzzDecode(f *testing.F) {
 	_, b := encoded(f)
 	f.Add(b)
 	f.Add(bytes.Clone(b[:20]))
+	// A vertex id far beyond the graph's: refused, not a column grown to it.
+	f.Add([]byte("GCSMBNDL\x01\x03\x01\x06000000\x01\x00\x00\x01\xcd\xcd\xcd\xcd\x00\x0100000000"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s, err := bundle.Decode(b)
+		s, err := bundle.Decode(b, 1<<16)
 		if err != nil {
 			return
 		}
@@ -74,7 +80,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := bundle.Decode(again); err != nil {
+		if _, err := bundle.Decode(again, 1<<16); err != nil {
 			t.Fatalf("re-encoding of a decoded store does not decode: %v", err)
 		}
 	})

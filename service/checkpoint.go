@@ -163,7 +163,7 @@ func (s *Service) readCheckpoint(r io.Reader) error {
 		if err != nil {
 			return err
 		}
-		if store, err = bundle.Decode(bb); err != nil {
+		if store, err = bundle.Decode(bb, ids.Len()); err != nil {
 			return fmt.Errorf("bundles: %w", err)
 		}
 	}
