@@ -578,16 +578,21 @@ func (s *Store) Next(c *Cursor, v View) (t Tx, changed, ok bool) {
 
 // ID is transfer t's id; "" for an id-less transfer.
 func (s *Store) ID(t Tx) string {
-	if t == Implicit {
+	if !s.holds(t) {
 		return ""
 	}
 	return s.ids[t]
 }
 
+// holds says whether t is one of the store's slots: Implicit, and the
+// markers callers use for bindings without a transfer
+// (incremental.NoTransfer), are not, and have no id, time or values.
+func (s *Store) holds(t Tx) bool { return int(t) < len(s.ids) }
+
 // Time is transfer t's event time in unix milliseconds, or 0 when unknown.
 // While no query reads times (KeepTime) a refresh moves it on.
 func (s *Store) Time(t Tx) int64 {
-	if t == Implicit {
+	if !s.holds(t) {
 		return 0
 	}
 	return s.times[t]
@@ -595,7 +600,7 @@ func (s *Store) Time(t Tx) int64 {
 
 // Value is edge property col of transfer t.
 func (s *Store) Value(t Tx, col int) graph.Value {
-	if t == Implicit {
+	if !s.holds(t) {
 		return graph.Value{}
 	}
 	return s.cols[col].get(int(t))

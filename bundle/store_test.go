@@ -257,3 +257,14 @@ func TestExpire(t *testing.T) {
 		t.Fatalf("expired twice: %v", again)
 	}
 }
+
+// TestNotASlot: the markers for bindings without a transfer read as empty,
+// not as an index out of range.
+func TestNotASlot(t *testing.T) {
+	_, s := newGraph(t)
+	for _, x := range []bundle.Tx{bundle.Implicit, bundle.Implicit - 1, 12345} {
+		if s.ID(x) != "" || s.Time(x) != 0 || s.Value(x, 0).Kind != graph.Null {
+			t.Errorf("slot %d reads as something", x)
+		}
+	}
+}

@@ -65,8 +65,8 @@ func (s *session) transfersText(tx []bundle.Tx) string {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		id := s.store.ID(t)
-		if id == "" || t == incremental.NoTransfer {
+		id := s.store.ID(t) // "" for NoTransfer too
+		if id == "" {
 			id = "-"
 		}
 		b.WriteString(id)

@@ -54,6 +54,19 @@ func TestReplayTransfers(t *testing.T) {
 	}
 }
 
+// TestReplayTransfersWildcardEdge: an edge of any label binds its pair, not
+// a transfer, and --emit shows it as "-".
+func TestReplayTransfersWildcardEdge(t *testing.T) {
+	stream := filepath.Join(t.TempDir(), "transfers.jsonl")
+	if err := os.WriteFile(stream, []byte(transferStreamFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := gcsmOK(t, "replay", "-u", stream, "-q", "w=(x)-[t1:T]->(y)-[]->(z)", "--batch", "1", "--emit")
+	if !strings.Contains(out, "+ w a b c [tx1 -]") {
+		t.Fatalf("no match binding the wildcard edge's pair:\n%s", out)
+	}
+}
+
 // sameLines compares as multisets: lines of one batch come in any order.
 func sameLines(a, b []string) bool {
 	a, b = slices.Clone(a), slices.Clone(b)
