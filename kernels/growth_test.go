@@ -63,37 +63,44 @@ func growingVsCPU(t *testing.T, x *GPU, seed uint64, directed bool, where string
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := cpu.Match(g, delta, qs, incremental.Count, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := x.Match(g, delta, qs, incremental.Count, nil)
-		if err != nil {
-			t.Fatalf("%s batch %d: %v", where, b, err)
-		}
-		if !slices.Equal(want, got) {
-			t.Fatalf("%s batch %d (%d vertices): count mode CPU %v GPU %v", where, b, g.NumVertices(), want, got)
-		}
-		cc := &collector{got: map[string]int{}}
-		gc := &collector{got: map[string]int{}}
-		if _, err := cpu.Match(g, delta, qs, incremental.Enumerate, cc.sink); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := x.Match(g, delta, qs, incremental.Enumerate, gc.sink); err != nil {
-			t.Fatalf("%s batch %d enumerate: %v", where, b, err)
-		}
-		if len(gc.got) != len(cc.got) {
-			t.Fatalf("%s batch %d enumerate: GPU %d distinct matches, CPU %d", where, b, len(gc.got), len(cc.got))
-		}
-		for k, n := range gc.got {
-			if cc.got[k] != n {
-				t.Fatalf("%s batch %d enumerate: GPU emitted %s %d times, CPU %d", where, b, k, n, cc.got[k])
-			}
-		}
+		sameAsCPU(t, fmt.Sprintf("%s batch %d (%d vertices)", where, b, g.NumVertices()), cpu, x, g, delta, qs)
 		g.Reorganize()
 	}
 	if nv < 200 {
 		t.Fatalf("%s: the stream made only %d vertices", where, nv)
+	}
+}
+
+// sameAsCPU checks that x's counts and enumerated matches of a batch equal
+// the CPU's.
+func sameAsCPU(t *testing.T, where string, cpu *incremental.CPU, x incremental.Matcher, g *dyngraph.Graph, delta []graph.Change, qs []*query.Query) {
+	t.Helper()
+	want, err := cpu.Match(g, delta, qs, incremental.Count, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := x.Match(g, delta, qs, incremental.Count, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	if !slices.Equal(want, got) {
+		t.Fatalf("%s: count mode CPU %v GPU %v", where, want, got)
+	}
+	cc := &collector{got: map[string]int{}}
+	gc := &collector{got: map[string]int{}}
+	if _, err := cpu.Match(g, delta, qs, incremental.Enumerate, cc.sink); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.Match(g, delta, qs, incremental.Enumerate, gc.sink); err != nil {
+		t.Fatalf("%s enumerate: %v", where, err)
+	}
+	if len(gc.got) != len(cc.got) {
+		t.Fatalf("%s enumerate: GPU %d distinct matches, CPU %d", where, len(gc.got), len(cc.got))
+	}
+	for k, n := range gc.got {
+		if cc.got[k] != n {
+			t.Fatalf("%s enumerate: GPU emitted %s %d times, CPU %d", where, k, n, cc.got[k])
+		}
 	}
 }
 

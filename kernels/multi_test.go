@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
 	"github.com/gcsm/gcsm/graph"
@@ -79,28 +78,7 @@ func multiVsCPU(t *testing.T, m *Multi, seed uint64, directed bool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := cpu.Match(g, delta, qs, incremental.Count, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := m.Match(g, delta, qs, incremental.Count, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(want, got) {
-			t.Fatalf("batch %d: count mode CPU %v, two GPUs %v", b, want, got)
-		}
-		cc := &collector{got: map[string]int{}}
-		gc := &collector{got: map[string]int{}}
-		if _, err := cpu.Match(g, delta, qs, incremental.Enumerate, cc.sink); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := m.Match(g, delta, qs, incremental.Enumerate, gc.sink); err != nil {
-			t.Fatal(err)
-		}
-		if fmt.Sprint(cc.got) != fmt.Sprint(gc.got) {
-			t.Fatalf("batch %d enumerate: two GPUs %d distinct matches, CPU %d", b, len(gc.got), len(cc.got))
-		}
+		sameAsCPU(t, fmt.Sprintf("two GPUs, batch %d", b), cpu, m, g, delta, qs)
 		g.Reorganize()
 	}
 }
