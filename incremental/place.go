@@ -61,9 +61,9 @@ type Placer struct {
 	// Explore is how many batches of a bucket pass before a query is
 	// measured alone again, on the device it does not run on (and, every
 	// other time, on the one it runs on); 0 means 64. The interval grows,
-	// up to 64 times, with the other device's cost over its own and while
-	// the measurements leave the choice as it was, so that a GPU too slow
-	// for batches of one update costs almost nothing to keep checking.
+	// up to 64 times, with the other device's cost over its own, so that
+	// a GPU too slow for batches of one update costs almost nothing to keep
+	// checking.
 	Explore int
 	// Now reads the clock that times each device's calls; nil means
 	// time.Now.
@@ -358,7 +358,8 @@ const (
 	// alphaShared weighs a new measurement from a call shared with other
 	// queries (one per batch); alphaAlone one from a call alone (rarer).
 	alphaShared, alphaAlone = 0.25, 0.5
-	// maxBackoff bounds the growth of a cell's measurement interval.
+	// maxBackoff bounds a cell's measurement interval, in multiples of
+	// Explore.
 	maxBackoff = 64
 	// gpuFirst is the first bucket (over 2^(gpuFirst-1) = 512 changes)
 	// whose queries start on the GPU until measured. A heavy query on the CPU's
@@ -403,19 +404,29 @@ func (m *costModel) plan(queries []*query.Query, b, explore int) (home []Device,
 // save, so that noise in the averages does not move queries back and forth.
 const balanceGain = 0.1
 
+// cpuLoadWeight is what a second of CPU matching counts for in balance.
+// The CPU's workers share the cores with the GPU's host side (packing,
+// ranking, the sink) and, in the service, with the pipeline's other stages,
+// so a share on the CPU slows the rest more than its own time says: moving
+// the house or the mule of the 5-vertex mix beside the GPU's ring5, 20%
+// shorter on paper, made the H200's batches longer.
+const cpuLoadWeight = 1.5
+
 // balance moves queries, in order, from the device whose share of the
 // batch is expected to take longer to the other, while a move shortens the
 // longer share by balanceGain of it: a triangle cheaper on the GPU still
 // runs on the idle CPU while the GPU matches a house. Only queries measured
-// on both devices move.
+// on both devices move. The CPU's share counts cpuLoadWeight times its
+// time.
 func (m *costModel) balance(solo int, on Device) {
+	weight := [2]float64{OnCPU: cpuLoadWeight, OnGPU: 1}
 	var load [2]float64
 	for qi, c := range m.cur {
 		d := m.home[qi]
 		if qi == solo {
 			d = on
 		}
-		load[d] += c.est[d]
+		load[d] += weight[d] * c.est[d]
 	}
 	for qi, c := range m.cur {
 		if qi == solo || !c.known[OnCPU] || !c.known[OnGPU] {
@@ -427,10 +438,11 @@ func (m *costModel) balance(solo int, on Device) {
 		if load[d] < load[o] {
 			continue // already on the shorter share
 		}
-		if after := max(load[d]-c.est[d], load[o]+c.est[o]); after < (1-balanceGain)*long {
+		here, there := weight[d]*c.est[d], weight[o]*c.est[o]
+		if after := max(load[d]-here, load[o]+there); after < (1-balanceGain)*long {
 			m.home[qi] = o
-			load[d] -= c.est[d]
-			load[o] += c.est[o]
+			load[d] -= here
+			load[o] += there
 		}
 	}
 }
@@ -544,11 +556,14 @@ func (*costModel) decide(c *cell, measured bool) {
 		c.every, c.ref, c.next = c.base, c.est[other], 1-other
 	case measured:
 		// Measuring a device n times slower costs n times the query's
-		// batch: the interval grows with n, so that measuring takes about
-		// 1/Explore of the query's time, and doubles while the choice
-		// holds.
+		// batch: the interval is n times Explore, so that measuring takes
+		// about 1/Explore of the query's time. It does not grow while the
+		// choice holds: on a graph that densifies the devices' costs move
+		// apart, and a query left on the device it outgrew (the 5-vertex
+		// mix's first hundred batches on the H200) cost more than the
+		// measurements would have.
 		n := int(min(c.est[other]/max(c.est[c.home], 1e-9), maxBackoff))
-		c.every = min(max(2*c.every, n*c.base), maxBackoff*c.base)
+		c.every = max(n, 1) * c.base
 		c.ref = c.est[c.home]
 	case c.ref == 0:
 		c.ref = c.est[c.home]

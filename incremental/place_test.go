@@ -154,8 +154,8 @@ func TestPlacerSetStop(t *testing.T) {
 // TestCostModel feeds the model timings and checks its choices: each query
 // is first measured alone on each device; then each runs where it was
 // cheaper (the triangle on the CPU, the house on the GPU), the other device
-// is measured again every Explore batches, less often while it stays
-// slower, and a query goes back once its device's costs rise.
+// is measured again every Explore batches times its cost ratio, and a
+// query goes back once its device's costs rise.
 func TestCostModel(t *testing.T) {
 	tri, house := &query.Query{}, &query.Query{}
 	qs := []*query.Query{tri, house}
@@ -205,8 +205,8 @@ func TestCostModel(t *testing.T) {
 	}
 	// Each query is measured again, first on the device it does not run
 	// on, then on its own; the interval is at least explore times the
-	// other device's cost over its own (5 for the triangle), and doubles
-	// when the other device is confirmed slower.
+	// other device's cost over its own (5 for the triangle), and stays so
+	// while the costs do.
 	var at []int
 	for i := range 300 {
 		home, solo, on := step()
@@ -226,8 +226,10 @@ func TestCostModel(t *testing.T) {
 	if gap := at[1] - at[0]; gap < 5*explore {
 		t.Fatalf("triangle re-measured at %v: %d batches apart, want at least %d for a device 5 times slower", at, gap, 5*explore)
 	}
-	if gap0, gapN := at[1]-at[0], at[len(at)-1]-at[len(at)-2]; gapN <= gap0 {
-		t.Fatalf("triangle re-measured at %v: the interval did not grow", at)
+	for i := 2; i < len(at); i++ {
+		if gap := at[i] - at[i-1]; gap != at[1]-at[0] {
+			t.Fatalf("triangle re-measured at %v: the interval changed while the costs did not", at)
+		}
 	}
 	// The GPU slows down tenfold for the house: its average drifts past
 	// twice its confirmed value, the CPU is measured, and the house moves.
@@ -286,6 +288,41 @@ func TestCostModelBalance(t *testing.T) {
 	}
 	if home := measure(map[*query.Query][2]float64{tri: {2e-3, 1.5e-3}, house: {40e-3, 0.2e-3}}); !slices.Equal(home, []Device{OnGPU, OnGPU}) {
 		t.Fatalf("with a house of 0.2ms on the gpu: triangle and house on %v, want [gpu gpu]", home)
+	}
+}
+
+// TestCostModelBalanceWeighsCPU: beside a 5-vertex ring on the GPU, a
+// house and a mule pattern that cost the CPU three to four times the GPU's
+// stay on the GPU, though moving one would shorten the batch by a fifth on
+// paper: the CPU's share counts cpuLoadWeight times its time. A query
+// nearly as cheap on the CPU still moves.
+func TestCostModelBalanceWeighsCPU(t *testing.T) {
+	ring5, house, mule := &query.Query{}, &query.Query{}, &query.Query{}
+	qs := []*query.Query{ring5, house, mule}
+	const b = 12
+	// measure runs a fresh model at these costs.
+	measure := func(cost map[*query.Query][2]float64) []Device {
+		var m costModel
+		var home []Device
+		for range 12 {
+			var solo int
+			var on Device
+			home, solo, on = m.plan(qs, b, 64)
+			home = slices.Clone(home)
+			for qi, d := range home {
+				if qi == solo {
+					d = on
+				}
+				m.observe(qs, b, d, []int{qi}, cost[qs[qi]][d])
+			}
+		}
+		return home
+	}
+	if home := measure(map[*query.Query][2]float64{ring5: {100e-3, 22e-3}, house: {30e-3, 8e-3}, mule: {35e-3, 13e-3}}); !slices.Equal(home, []Device{OnGPU, OnGPU, OnGPU}) {
+		t.Fatalf("ring5, house and mule on %v, want all on the gpu", home)
+	}
+	if home := measure(map[*query.Query][2]float64{ring5: {100e-3, 22e-3}, house: {30e-3, 8e-3}, mule: {14e-3, 13e-3}}); !slices.Equal(home, []Device{OnGPU, OnGPU, OnCPU}) {
+		t.Fatalf("with a mule nearly as cheap on the cpu: ring5, house and mule on %v, want [gpu gpu cpu]", home)
 	}
 }
 
@@ -385,5 +422,51 @@ func TestPlacerSmallBatchesOnCPU(t *testing.T) {
 	}, nil)
 	if small == 0 {
 		t.Fatal("no small batch ran")
+	}
+}
+
+// TestCostModelNoticesChange: a query long confirmed on the CPU (costs
+// steady, the GPU half again as slow) finds the GPU three times cheaper
+// from one batch on, as when its one measurement there had been slowed by
+// contention or the workload changed its shape. Nothing on the CPU side
+// changes, so only a measurement on the GPU can show it: the query moves
+// within two measurement intervals (Explore times the cost ratio,
+// alternating devices) however long the choice had held, and wherever in
+// an interval the change falls.
+func TestCostModelNoticesChange(t *testing.T) {
+	const b, explore = 3, 8
+	for steady := 600; steady < 600+512; steady += 16 {
+		qs := []*query.Query{{}}
+		var m costModel
+		gpu := 1.5e-3
+		step := func() Device {
+			home, solo, on := m.plan(qs, b, explore)
+			d := home[0]
+			if solo == 0 {
+				d = on
+			}
+			cost := 1e-3
+			if d == OnGPU {
+				cost = gpu
+			}
+			m.observe(qs, b, d, []int{0}, cost)
+			return home[0]
+		}
+		for i := range steady {
+			if d := step(); i > 10 && d != OnCPU {
+				t.Fatalf("steady batch %d on the %s, want the cpu", i, d)
+			}
+		}
+		gpu = 0.5e-3
+		moved := -1
+		for i := range 2048 {
+			if step() == OnGPU {
+				moved = i
+				break
+			}
+		}
+		if limit := 2*2*explore + 1; moved < 0 || moved > limit {
+			t.Fatalf("after %d steady batches: moved to the gpu %d batches after it became cheaper, want within %d", steady, moved, limit)
+		}
 	}
 }
