@@ -91,7 +91,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	var (
 		events, accounts, show, batch, rate, members int
 		state                                        string
-		dev                                 deviceFlags
+		dev                                          deviceFlags
 	)
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.IntVar(&events, "events", demoEvents, "transfer events to generate")
