@@ -1,14 +1,22 @@
 package service
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"math/rand/v2"
+	"os"
+	"os/exec"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/gcsm/gcsm/ingest"
 	"github.com/gcsm/gcsm/output"
 )
 
@@ -194,5 +202,209 @@ func TestMembersEqualOne(t *testing.T) {
 				t.Errorf("a member matched nothing: %v", units)
 			}
 		})
+	}
+}
+
+// shardsDone says whether every shard's committed next batch is past the
+// last cut, and the cuts cover records input records: then every batch's
+// output is acknowledged for every shard.
+func shardsDone(t testing.TB, brokers []string, cfg Config, records int64) bool {
+	group, topic, cutsTopic := cfg.clusterNames()
+	first, end, err := ingest.Offsets(context.Background(), brokers, nil, cutsTopic, 0)
+	if err != nil || end == 0 {
+		return false
+	}
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: cutsTopic, Partition: 0, MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 50 * time.Millisecond})
+	defer r.Close()
+	r.SetOffset(first)
+	var covered int64
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for o := first; o < end; o++ {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			return false
+		}
+		ends, err := ingest.ParseCut(m.Value)
+		if err != nil {
+			t.Fatalf("cut %d: %v", m.Offset, err)
+		}
+		covered = max(covered, ends[0])
+	}
+	if covered < records {
+		return false
+	}
+	parts := make([]int, cfg.Cluster.Shards)
+	for i := range parts {
+		parts[i] = i
+	}
+	c := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second}
+	resp, err := c.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
+	if err != nil || resp.Error != nil {
+		return false
+	}
+	done := 0
+	for _, p := range resp.Topics[topic] {
+		if p.Error == nil && p.CommittedOffset == end+1 {
+			done++
+		}
+	}
+	return done == cfg.Cluster.Shards
+}
+
+// TestMembersKill runs three members as child processes, SIGKILLs one to
+// three of them at seeded random moments while the stream arrives, starts
+// each again on its state directory after a while, and checks the final
+// state of every match (the event of the highest batch per key, across all
+// members' output) against the final graph: their shards moved to the
+// others, and nothing was lost or left stale.
+func TestMembersKill(t *testing.T) {
+	trials := 6
+	if testing.Short() {
+		trials = 1
+	}
+	for trial := range trials {
+		t.Run(fmt.Sprint("trial=", trial), func(t *testing.T) {
+			membersKillTrial(t, uint64(trial))
+		})
+	}
+}
+
+func membersKillTrial(t *testing.T, seed uint64) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, 23))
+	brokers := memberCluster(t, 1, "matches")
+	recs, vals := transferStream(2500, 300+seed)
+	cfg := memberConfig(t, brokers, 8, "kill", "matches")
+	cfg.Batch = BatchConfig{Size: 64, Linger: 5 * time.Millisecond}
+	cfg.State.CheckpointEvery = time.Duration(50+rng.IntN(200)) * time.Millisecond
+	out := consume(t, brokers, "matches", true)
+	var stderr syncBuilder
+	t.Cleanup(func() {
+		if t.Failed() || os.Getenv("SHOWLOG") != "" {
+			t.Logf("children's logs:\n%s", stderr.String())
+		}
+	})
+	const n = 3
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = t.TempDir()
+	}
+	procs := make([]*exec.Cmd, n)
+	startChild := func(i int) {
+		c := cfg
+		c.State.Dir = dirs[i]
+		b, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(exe, "-test.run=^$")
+		cmd.Env = append(os.Environ(), childEnv+"="+string(b))
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs[i] = cmd
+	}
+	for i := range n {
+		startChild(i)
+	}
+	t.Cleanup(func() {
+		for _, p := range procs {
+			if p != nil && p.ProcessState == nil {
+				p.Process.Kill()
+				p.Wait()
+			}
+		}
+	})
+	produce(t, brokers, "edges", vals[:len(vals)/2])
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		time.Sleep(time.Duration(rng.IntN(500)) * time.Millisecond)
+		produce(t, brokers, "edges", vals[len(vals)/2:])
+	}()
+	kills := 1 + rng.IntN(3)
+	for range kills {
+		time.Sleep(time.Duration(200+rng.IntN(1000)) * time.Millisecond)
+		i := rng.IntN(n)
+		procs[i].Process.Signal(syscall.SIGKILL)
+		procs[i].Wait()
+		// The others take its shards once its session times out; it comes
+		// back a little later, from its checkpoint.
+		time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
+		startChild(i)
+	}
+	<-produced
+	waitFor(t, "every shard's output to be acknowledged", 2*time.Minute, func() bool {
+		return shardsDone(t, brokers, cfg, int64(len(vals)))
+	})
+	for i, p := range procs {
+		p.Process.Signal(syscall.SIGTERM)
+		if err := p.Wait(); err != nil {
+			t.Fatalf("member %d: %v", i, err)
+		}
+	}
+	end := topicEnd(t, brokers, "matches")
+	waitFor(t, "the output", time.Minute, func() bool { return int64(out.count()) >= end })
+	events, _ := out.snapshot(t)
+	truth := finalMatches(t, cfg, recs)
+	got := finalByBatch(t, events)
+	missing, extra := 0, 0
+	for k := range truth {
+		if !got[k] {
+			missing++
+		}
+	}
+	for k := range got {
+		if !truth[k] {
+			extra++
+		}
+	}
+	if missing+extra > 0 {
+		t.Fatalf("%d matches missing, %d left over, of %d in the final graph (%d events, %d kills)", missing, extra, len(truth), len(events), kills)
+	}
+	t.Logf("%d kills, %d events, %d final matches", kills, len(events), len(truth))
+}
+
+// TestMemberJoins: a second member joins after the first has applied half
+// the stream. It catches up from the log, takes its shards, and emits them
+// from their committed batches on: the union of both members' output is
+// one member's over the same batches, with the final graph's matches.
+func TestMemberJoins(t *testing.T) {
+	brokers := memberCluster(t, 2, "one", "two")
+	_, vals := transferStream(3000, 41)
+	half := int64(len(vals) / 2)
+	c := consume(t, brokers, "two", true)
+	configure := func(cfg *Config) { cfg.Batch = BatchConfig{Size: 50, Linger: 5 * time.Millisecond} }
+	cfg := memberConfig(t, brokers, 8, "two", "two")
+	configure(&cfg)
+	first := start(t, cfg)
+	produce(t, brokers, "edges", vals[:half])
+	waitFor(t, "the first member to apply half the stream", time.Minute, func() bool { return applied(first.s) >= half })
+	cfg2 := memberConfig(t, brokers, 8, "two", "two")
+	configure(&cfg2)
+	second := start(t, cfg2)
+	waitFor(t, "the second member to take shards", time.Minute, func() bool {
+		return second.s.Progress().Shards > 0 && first.s.Progress().Shards+second.s.Progress().Shards == 8
+	})
+	produce(t, brokers, "edges", vals[half:])
+	waitFor(t, "both members to apply the stream", time.Minute, func() bool {
+		return applied(first.s) >= int64(len(vals)) && applied(second.s) >= int64(len(vals))
+	})
+	first.shutdown(t)
+	second.shutdown(t)
+	if second.s.Progress().Units == 0 {
+		t.Fatal("the second member matched nothing")
+	}
+	end := topicEnd(t, brokers, "two")
+	waitFor(t, "the output", time.Minute, func() bool { return int64(c.count()) >= end })
+	two, _ := c.snapshot(t)
+	one, _ := runMembers(t, brokers, 1, 8, "one", "one", int64(len(vals)), configure, func() {})
+	if want, got := eventSet(one), eventSet(two); !maps.Equal(want, got) {
+		t.Fatalf("two members' events differ from one's: %d distinct, want %d", len(got), len(want))
 	}
 }
