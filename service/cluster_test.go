@@ -322,9 +322,10 @@ func membersKillTrial(t *testing.T, seed uint64) {
 	})
 	produce(t, brokers, "edges", vals[:len(vals)/2])
 	produced := make(chan struct{})
+	delay := time.Duration(rng.IntN(500)) * time.Millisecond
 	go func() {
 		defer close(produced)
-		time.Sleep(time.Duration(rng.IntN(500)) * time.Millisecond)
+		time.Sleep(delay)
 		produce(t, brokers, "edges", vals[len(vals)/2:])
 	}()
 	kills := 1 + rng.IntN(3)
