@@ -175,11 +175,16 @@ func DefaultConfig() Config {
 // LoadConfig reads a YAML file over DefaultConfig. Unknown keys are errors,
 // so a misspelt setting is not silently ignored.
 func LoadConfig(path string) (Config, error) {
-	cfg := DefaultConfig()
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return cfg, err
+		return DefaultConfig(), err
 	}
+	return parseConfig(path, b)
+}
+
+// parseConfig is LoadConfig of the file path holding b.
+func parseConfig(path string, b []byte) (Config, error) {
+	cfg := DefaultConfig()
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
