@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/gcsm/gcsm/bench"
 	"github.com/gcsm/gcsm/service"
@@ -288,4 +291,151 @@ func demoMembers(stdout io.Writer, log zerolog.Logger, cfg service.Config, dev *
 		return errors.New("the members' union differs from one member's output")
 	}
 	return nil
+}
+
+// membersFlag refuses --members with the modes it does not run.
+func membersFlag(members, rate int, d time.Duration) error {
+	if members > 0 && (rate > 0 || d > 0) {
+		return errors.New("--members measures a backlog's throughput: leave out --rate and --duration")
+	}
+	return nil
+}
+
+// membersRun is one run of gcsm bench service --members: n members over
+// the stream.
+type membersRun struct {
+	Members       int     `json:"members"`
+	Seconds       float64 `json:"seconds"`
+	UpdatesPerSec float64 `json:"updates_per_sec"`
+	Units         []int64 `json:"units"`  // per member
+	Shards        []int   `json:"shards"` // per member
+	Events        int64   `json:"events"` // written, repeats included
+}
+
+// membersResult is gcsm bench service --members' JSON summary.
+type membersResult struct {
+	Mix     string       `json:"mix"`
+	Updates int          `json:"updates"`
+	Batch   int          `json:"batch"`
+	Shards  int          `json:"shards"`
+	Device  string       `json:"device"`
+	Runs    []membersRun `json:"runs"`
+	Speedup float64      `json:"speedup"` // the last run's throughput over the first's
+}
+
+// benchMembers runs the stream through one member, then through
+// f.members members, each run on topics of its own: the members first
+// share the shards, then the stream is produced as fast as the broker
+// takes it, and a run lasts until every member has applied all of it.
+func benchMembers(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, human, stdout, stderr io.Writer) error {
+	state, err := os.MkdirTemp("", "gcsm-bench-members-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(state)
+	log, err := newLogger(stderr, service.LogConfig{Level: "warn", Format: "console"})
+	if err != nil {
+		return err
+	}
+	cfg := service.DefaultConfig()
+	cfg.HTTP.Listen = ""
+	cfg.Input.SessionTimeout = 6 * time.Second
+	cfg.Batch = service.BatchConfig{Size: f.batch, Linger: 10 * time.Millisecond}
+	cfg.Graph = service.GraphConfig{Directed: true, DefaultEdgeLabel: "TRANSFER", DefaultVertexLabel: "Account"}
+	cfg.Engine.Workers = f.workers
+	cfg.Queries = qcfg
+	cfg.Output.Client, cfg.Output.Compression = f.client, f.compression
+	if f.brokers == "" {
+		bcfg := cfg
+		bcfg.Embedded.Listen = "127.0.0.1:0"
+		bcfg.Embedded.Partitions = f.partitions
+		bcfg.State.Dir = filepath.Join(state, "broker")
+		b, err := service.StartBroker(bcfg)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		cfg.Brokers = b.Addrs()
+	} else {
+		cfg.Brokers = strings.Split(f.brokers, ",")
+	}
+	stream := bench.TransfersHead(f.accounts, f.updates, f.seed, f.head)
+	res := &membersResult{Mix: mix, Updates: len(stream), Batch: f.batch, Shards: memberShards}
+	counts := []int{1}
+	if f.members > 1 {
+		counts = append(counts, f.members)
+	}
+	for _, n := range counts {
+		r, device, err := benchMembersRun(f, cfg, filepath.Join(state, strconv.Itoa(n)), n, stream, log, human)
+		if err != nil {
+			return err
+		}
+		res.Device = device
+		res.Runs = append(res.Runs, r)
+	}
+	res.Speedup = res.Runs[len(res.Runs)-1].UpdatesPerSec / res.Runs[0].UpdatesPerSec
+	fmt.Fprintf(human, "\n%d members against one: %.2fx\n", res.Runs[len(res.Runs)-1].Members, res.Speedup)
+	js, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, string(js))
+	return nil
+}
+
+// benchMembersRun is one run of n members on topics of their own.
+func benchMembersRun(f *benchServiceFlags, cfg service.Config, state string, n int, stream []bench.TransferEvent, log zerolog.Logger, human io.Writer) (membersRun, string, error) {
+	run := strings.ToLower(rand.Text()[:8])
+	cfg.State.Dir = state
+	cfg.Input.Topic, cfg.Output.Topic, cfg.Output.DeadLetterTopic = "bench-"+run+"-edges", "bench-"+run+"-matches", "bench-"+run+"-dlq"
+	cfg.Input.Group = "bench-" + run
+	cfg.Cluster = service.ClusterConfig{Shards: memberShards}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.DefaultProduceTopic(cfg.Input.Topic),
+		kgo.ProducerLinger(time.Millisecond), kgo.MaxBufferedRecords(1<<20))
+	if err != nil {
+		return membersRun{}, "", err
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	if err := createTopics(ctx, cl, f.partitions, cfg.Input.Topic, cfg.Output.Topic, cfg.Output.DeadLetterTopic); err != nil {
+		return membersRun{}, "", err
+	}
+	var devLine strings.Builder
+	ms, err := startMembers(cfg, n, log, func(i int) (*engine, error) {
+		d := f.dev
+		if d.device == "gpu" {
+			d.first = i * max(1, d.gpus)
+		}
+		return d.open(&devLine, f.workers)
+	})
+	if err != nil {
+		return membersRun{}, "", err
+	}
+	device := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(devLine.String(), "\n", 2)[0], "device: "))
+	if err := waitMembers(ms, "the members to share the shards", time.Minute, ownsShards); err != nil {
+		stopMembers(ms)
+		return membersRun{}, "", err
+	}
+	p := &streamProducer{cl: cl, arr: newArrivals(f.partitions, 0, false), transfers: f.transfers}
+	t0 := time.Now()
+	if err := p.produce(ctx, stream, 0); err != nil {
+		stopMembers(ms)
+		return membersRun{}, "", err
+	}
+	if err := waitMembers(ms, "the members to apply the stream", time.Hour, appliedAll(int64(len(stream)))); err != nil {
+		stopMembers(ms)
+		return membersRun{}, "", err
+	}
+	d := time.Since(t0)
+	r := membersRun{Members: n, Seconds: d.Seconds(), UpdatesPerSec: float64(len(stream)) / d.Seconds()}
+	for _, m := range ms {
+		pr := m.s.Progress()
+		r.Units, r.Shards, r.Events = append(r.Units, pr.Units), append(r.Shards, pr.Shards), r.Events+pr.Events
+	}
+	fmt.Fprintf(human, "%d member(s), device %s: %d updates in %.2fs, %.0f updates/s, %d events\n", n, device, len(stream), d.Seconds(), r.UpdatesPerSec, r.Events)
+	shareTable(human, ms)
+	if err := stopMembers(ms); err != nil {
+		return membersRun{}, "", err
+	}
+	return r, device, nil
 }
