@@ -458,10 +458,21 @@ func (s *Service) prepareCuts(ctx context.Context, in, cuts <-chan ingest.Messag
 			if !ok {
 				return
 			}
-			st.pending[m.Partition] = append(st.pending[m.Partition], m)
-			st.arrived[m.Partition] = append(st.arrived[m.Partition], time.Now())
-			st.read[m.Partition] = m.Offset + 1
-			st.n++
+			// Take what is already there at channel speed: the checks above
+			// cost more than a receive.
+			now := time.Now()
+			st.add(m, now)
+			for more := true; more && st.n < 4*s.cfg.Batch.Size; {
+				select {
+				case m, ok := <-in:
+					if !ok {
+						return
+					}
+					st.add(m, now)
+				default:
+					more = false
+				}
+			}
 		case m, ok := <-cuts:
 			if !ok {
 				return
@@ -486,6 +497,14 @@ func (s *Service) prepareCuts(ctx context.Context, in, cuts <-chan ingest.Messag
 			return
 		}
 	}
+}
+
+// add takes a record read at now.
+func (st *cutState) add(m ingest.Message, now time.Time) {
+	st.pending[m.Partition] = append(st.pending[m.Partition], m)
+	st.arrived[m.Partition] = append(st.arrived[m.Partition], now)
+	st.read[m.Partition] = m.Offset + 1
+	st.n++
 }
 
 // complete says whether every record below cut's ends has been read.
