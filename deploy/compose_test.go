@@ -26,10 +26,10 @@ const (
 	// The cluster profile's: both replicas read it.
 	clusterConfigSource = "deploy/gcsm-cluster.yaml"
 	clusterConfigTarget = "/etc/gcsm/gcsm-cluster.yaml"
-	promConfigSource = "deploy/prometheus.yml"
-	dashboardFile    = "deploy/grafana/dashboards/gcsm.json"
-	datasourcesFile  = "deploy/grafana/provisioning/datasources/prometheus.yml"
-	dashProviderFile = "deploy/grafana/provisioning/dashboards/gcsm.yml"
+	promConfigSource    = "deploy/prometheus.yml"
+	dashboardFile       = "deploy/grafana/dashboards/gcsm.json"
+	datasourcesFile     = "deploy/grafana/provisioning/datasources/prometheus.yml"
+	dashProviderFile    = "deploy/grafana/provisioning/dashboards/gcsm.yml"
 )
 
 // root is the repository root, absolute.
