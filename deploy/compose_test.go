@@ -23,13 +23,16 @@ const (
 	composeFile      = "docker-compose.yml"
 	gcsmConfigSource = "deploy/gcsm.yaml"
 	gcsmConfigTarget = "/etc/gcsm/gcsm.yaml"
-	// The cluster profile's: both replicas read it.
+	promConfigSource = "deploy/prometheus.yml"
+	dashboardFile    = "deploy/grafana/dashboards/gcsm.json"
+	datasourcesFile  = "deploy/grafana/provisioning/datasources/prometheus.yml"
+	dashProviderFile = "deploy/grafana/provisioning/dashboards/gcsm.yml"
+)
+
+// The cluster profile's configuration: both replicas read it.
+const (
 	clusterConfigSource = "deploy/gcsm-cluster.yaml"
 	clusterConfigTarget = "/etc/gcsm/gcsm-cluster.yaml"
-	promConfigSource    = "deploy/prometheus.yml"
-	dashboardFile       = "deploy/grafana/dashboards/gcsm.json"
-	datasourcesFile     = "deploy/grafana/provisioning/datasources/prometheus.yml"
-	dashProviderFile    = "deploy/grafana/provisioning/dashboards/gcsm.yml"
 )
 
 // root is the repository root, absolute.
