@@ -63,15 +63,17 @@ func Partitions(ctx context.Context, brokers []string, tlsCfg *tls.Config, topic
 	return 0, fmt.Errorf("ingest: topic %q does not exist", topic)
 }
 
-// EnsureTopic creates topic with the given number of partitions unless it
-// exists, and checks that an existing one has that many: a coordination
-// topic's partitions are its shards, which cannot change under a
-// deployment.
-func EnsureTopic(ctx context.Context, brokers []string, tlsCfg *tls.Config, topic string, partitions int) error {
+// EnsureTopic creates topic with the given number of partitions and topic
+// configs unless it exists, and checks that an existing one has that many
+// partitions: a coordination topic's partitions are its shards, which
+// cannot change under a deployment. An existing topic keeps its configs.
+func EnsureTopic(ctx context.Context, brokers []string, tlsCfg *tls.Config, topic string, partitions int, configs map[string]string) error {
 	c := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: &kafka.Transport{TLS: tlsCfg}}
-	resp, err := c.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
-		Topic: topic, NumPartitions: partitions, ReplicationFactor: -1,
-	}}})
+	tc := kafka.TopicConfig{Topic: topic, NumPartitions: partitions, ReplicationFactor: -1}
+	for _, k := range slices.Sorted(maps.Keys(configs)) {
+		tc.ConfigEntries = append(tc.ConfigEntries, kafka.ConfigEntry{ConfigName: k, ConfigValue: configs[k]})
+	}
+	resp, err := c.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{tc}})
 	if err != nil {
 		return fmt.Errorf("ingest: cannot create topic %q: %w", topic, err)
 	}

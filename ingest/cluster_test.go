@@ -1,14 +1,17 @@
 package ingest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // FuzzParseCut: a cut record either parses to ends that AppendCut writes
@@ -131,4 +134,36 @@ func TestAssignSticky(t *testing.T) {
 	ms := members(nil)
 	ms[0].UserData = []byte("{")
 	checkAssignment(t, assignSticky(ms, shardParts(5)), 5)
+}
+
+// TestEnsureTopic: a missing topic is created with its partitions and
+// configs; an existing one with as many partitions is fine, and one with
+// another number is refused with the topic named.
+func TestEnsureTopic(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "taken"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	brokers := c.ListenAddrs()
+	ctx := context.Background()
+	if err := EnsureTopic(ctx, brokers, nil, "cuts", 1, map[string]string{"retention.ms": "-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := Partitions(ctx, brokers, nil, "cuts"); err != nil || n != 1 {
+		t.Fatalf("cuts: %d partitions, %v", n, err)
+	}
+	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second}
+	resp, err := cl.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{
+		{ResourceType: kafka.ResourceTypeTopic, ResourceName: "cuts", ConfigNames: []string{"retention.ms"}}}})
+	if err != nil || len(resp.Resources) != 1 || len(resp.Resources[0].ConfigEntries) != 1 || resp.Resources[0].ConfigEntries[0].ConfigValue != "-1" {
+		t.Fatalf("cuts' retention.ms: %+v, %v", resp, err)
+	}
+	if err := EnsureTopic(ctx, brokers, nil, "taken", 3, nil); err != nil {
+		t.Fatalf("an existing topic of as many partitions: %v", err)
+	}
+	err = EnsureTopic(ctx, brokers, nil, "taken", 8, nil)
+	if err == nil || !strings.Contains(err.Error(), `topic "taken" has 3 partitions, want 8`) {
+		t.Fatalf("an existing topic of 3 partitions for 8 shards: %v", err)
+	}
 }

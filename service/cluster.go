@@ -72,13 +72,13 @@ var errCheckpointTooNew = errors.New("checkpoint too new for the replay")
 func (s *Service) runCluster(ctx context.Context) error {
 	group, topic, cuts := s.cfg.clusterNames()
 	shards := s.cfg.Cluster.Shards
-	for _, t := range []struct {
-		name string
-		n    int
-	}{{topic, shards}, {cuts, 1}} {
-		if err := ingest.EnsureTopic(ctx, s.brokers, nil, t.name, t.n); err != nil {
-			return err
-		}
+	if err := ingest.EnsureTopic(ctx, s.brokers, nil, topic, shards, nil); err != nil {
+		return err
+	}
+	// The cuts are a few dozen bytes a batch, and a member replaying from
+	// an old checkpoint needs every cut since: keep them for ever.
+	if err := ingest.EnsureTopic(ctx, s.brokers, nil, cuts, 1, map[string]string{"retention.ms": "-1", "retention.bytes": "-1"}); err != nil {
+		return err
 	}
 	s.member = &member{shards: shards, emitFrom: make([]uint64, shards)}
 	sg, err := ingest.NewShardGroup(s.consumerConfig(topic), group, topic)
