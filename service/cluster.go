@@ -61,11 +61,10 @@ type member struct {
 	// committer.
 	acked  atomic.Uint64
 	cutter atomic.Bool
-	units  int64 // units matched, run loop only
 }
 
 // errCheckpointTooNew makes a checkpoint load skip a checkpoint at or past
-// Service.restoreBefore.
+// Service.limit, to an older one.
 var errCheckpointTooNew = errors.New("checkpoint too new for the replay")
 
 // runCluster is Run as a member of a cluster.
