@@ -59,7 +59,7 @@ func (s *Service) restore() error {
 			Interface("position", s.position).Int("queries", len(s.queries)).Msg("checkpoint loaded")
 		return nil
 	case errors.Is(err, statedir.ErrNoCheckpoint):
-		if len(skipped) > 0 {
+		if slices.ContainsFunc(skipped, func(e error) bool { return !errors.Is(e, errCheckpointTooNew) }) {
 			s.log.Warn().Msg("no usable checkpoint: starting from an empty graph and the input's first offsets")
 		}
 		return s.fresh()

@@ -217,7 +217,7 @@ func shardsDone(t testing.TB, brokers []string, cfg Config, records int64) bool 
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: cutsTopic, Partition: 0, MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 50 * time.Millisecond})
 	defer r.Close()
 	r.SetOffset(first)
-	var covered int64
+	covered := map[int]int64{}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for o := first; o < end; o++ {
@@ -229,9 +229,15 @@ func shardsDone(t testing.TB, brokers []string, cfg Config, records int64) bool 
 		if err != nil {
 			t.Fatalf("cut %d: %v", m.Offset, err)
 		}
-		covered = max(covered, ends[0])
+		for p, e := range ends {
+			covered[p] = max(covered[p], e)
+		}
 	}
-	if covered < records {
+	var n int64
+	for _, e := range covered {
+		n += e
+	}
+	if n < records {
 		return false
 	}
 	parts := make([]int, cfg.Cluster.Shards)
@@ -407,5 +413,76 @@ func TestMemberJoins(t *testing.T) {
 	one, _ := runMembers(t, brokers, 1, 8, "one", "one", int64(len(vals)), configure, func() {})
 	if want, got := eventSet(one), eventSet(two); !maps.Equal(want, got) {
 		t.Fatalf("two members' events differ from one's: %d distinct, want %d", len(got), len(want))
+	}
+}
+
+// TestMemberReplays: a member restarts on its state, past batch k, and
+// finds its shards' committed next batch rewound to c <= k, as when the
+// member that emitted them died before committing. It must emit every
+// shard's output from c on again, exactly the events of batches c.. of its
+// first run, from an older checkpoint (keep 100) or, with none left that
+// old, from the logs' beginning (keep 2).
+func TestMemberReplays(t *testing.T) {
+	for _, keep := range []int{2, 100} {
+		t.Run(fmt.Sprint("keep=", keep), func(t *testing.T) { memberReplays(t, keep) })
+	}
+}
+
+func memberReplays(t *testing.T, keep int) {
+	brokers := memberCluster(t, 2, "first", "second")
+	_, vals := transferStream(3000, 77)
+	cfg := memberConfig(t, brokers, 8, "replay", "first")
+	cfg.Batch = BatchConfig{Size: 40, Linger: 5 * time.Millisecond}
+	cfg.State.CheckpointEvery = 20 * time.Millisecond
+	cfg.State.Keep = keep
+	first := consume(t, brokers, "first", true)
+	r := start(t, cfg)
+	produce(t, brokers, "edges", vals)
+	waitFor(t, "the member to apply the stream", time.Minute, func() bool { return applied(r.s) >= int64(len(vals)) })
+	r.shutdown(t)
+	k := r.s.Progress().Batches
+	end := topicEnd(t, brokers, "first")
+	waitFor(t, "the output", time.Minute, func() bool { return int64(first.count()) >= end })
+	before, _ := first.snapshot(t)
+
+	c := k / 2
+	group, topic, _ := cfg.clusterNames()
+	commits := make([]kafka.OffsetCommit, cfg.Cluster.Shards)
+	for i := range commits {
+		commits[i] = kafka.OffsetCommit{Partition: i, Offset: int64(c)}
+	}
+	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second}
+	resp, err := cl.OffsetCommit(context.Background(), &kafka.OffsetCommitRequest{GroupID: group, GenerationID: -1,
+		Topics: map[string][]kafka.OffsetCommit{topic: commits}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ps := range resp.Topics {
+		for _, p := range ps {
+			if p.Error != nil {
+				t.Fatalf("rewinding shard %d: %v", p.Partition, p.Error)
+			}
+		}
+	}
+
+	second := consume(t, brokers, "second", true)
+	cfg.Output.Topic = "second"
+	r = start(t, cfg)
+	waitFor(t, "every shard to be acknowledged again", time.Minute, func() bool { return shardsDone(t, brokers, cfg, int64(len(vals))) })
+	r.shutdown(t)
+	end = topicEnd(t, brokers, "second")
+	waitFor(t, "the output", time.Minute, func() bool { return int64(second.count()) >= end })
+	after, _ := second.snapshot(t)
+	want := map[eventID]bool{}
+	for e := range eventSet(before) {
+		if e.batch >= c {
+			want[e] = true
+		}
+	}
+	if len(want) == 0 {
+		t.Fatal("no events from batch c on: the test tests nothing")
+	}
+	if got := eventSet(after); !maps.Equal(got, want) {
+		t.Fatalf("after the rewind to batch %d of %d: %d distinct events, want %d", c, k, len(got), len(want))
 	}
 }
