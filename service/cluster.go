@@ -247,6 +247,9 @@ func (s *Service) session(ctx context.Context, gen *ingest.ShardGeneration, cw *
 			"the batches in between are gone (retention); keep the cuts topic forever (retention.ms=-1) or start this member from a newer checkpoint",
 			s.batch, cutsTopic, first, first+1)
 	}
+	if err := s.inputReachesBack(ctx); err != nil {
+		return err
+	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -286,6 +289,28 @@ func (s *Service) session(ctx context.Context, gen *ingest.ShardGeneration, cw *
 	}
 	if rerr := errors.Join(inErr, cutErr); rerr != nil {
 		s.log.Warn().Err(rerr).Msg("member: reading stopped; starting again")
+	}
+	return nil
+}
+
+// inputReachesBack checks that the input topic still holds every record
+// past the state's position: a member that skipped some would match its
+// batches against another graph than the other members.
+func (s *Service) inputReachesBack(ctx context.Context) error {
+	topic := s.cfg.Input.Topic
+	n, err := ingest.Partitions(ctx, s.brokers, nil, topic)
+	if err != nil {
+		return err
+	}
+	for p := range n {
+		first, _, err := ingest.Offsets(ctx, s.brokers, nil, topic, p)
+		if err != nil {
+			return err
+		}
+		if from := s.position[p]; from < first {
+			return fmt.Errorf("member: the state (batch %d) goes on from offset %d of topic %q partition %d, but the topic starts at offset %d now (retention): "+
+				"start this member from a newer checkpoint (a copy of another member's state directory) or keep the input longer", s.batch, from, topic, p, first)
+		}
 	}
 	return nil
 }

@@ -4,17 +4,22 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gcsm/gcsm/ingest"
 	"github.com/gcsm/gcsm/output"
@@ -484,5 +489,40 @@ func memberReplays(t *testing.T, keep int) {
 	}
 	if got := eventSet(after); !maps.Equal(got, want) {
 		t.Fatalf("after the rewind to batch %d of %d: %d distinct events, want %d", c, k, len(got), len(want))
+	}
+}
+
+// TestMemberRefusesGap: a member whose state needs input records that
+// retention dropped stops with an error naming the topic, the partition
+// and both offsets, instead of matching another graph than the others.
+func TestMemberRefusesGap(t *testing.T) {
+	brokers := memberCluster(t, 1, "matches")
+	_, vals := transferStream(100, 5)
+	produce(t, brokers, "edges", vals)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDeleteRecordsRequest()
+	rt := kmsg.NewDeleteRecordsRequestTopic()
+	rt.Topic = "edges"
+	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+	rp.Partition, rp.Offset = 0, 50
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 5000
+	if _, err := req.RequestWith(context.Background(), cl); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{Config: memberConfig(t, brokers, 4, "gap", "matches"), Log: zerolog.New(io.Discard)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = s.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), `goes on from offset 0 of topic "edges" partition 0, but the topic starts at offset 50 now`) {
+		t.Fatalf("Run: %v", err)
 	}
 }
