@@ -41,7 +41,8 @@ func ReadAll(ctx context.Context, cfg ConsumerConfig, from map[int]int64, out ch
 	for i := range parts {
 		parts[i] = i
 	}
-	return readPartitions(ctx, &cfg, parts, from, out)
+	g := &Generation{Partitions: parts, cfg: &cfg}
+	return g.read(ctx, from, out)
 }
 
 // Partitions is the number of partitions of topic.

@@ -179,7 +179,7 @@ func (g *Generation) Read(ctx context.Context, from map[int]int64, out chan<- Me
 			cancel()
 		}()
 		if len(g.Partitions) > 0 {
-			rd.err = readPartitions(ctx, g.cfg, g.Partitions, from, out)
+			rd.err = g.read(ctx, from, out)
 		}
 		close(out)
 		close(rd.done)
@@ -213,20 +213,20 @@ func (r *Reading) Wait() error {
 	return r.err
 }
 
-// readPartitions polls partitions of cfg.Topic with one kgo client until ctx is done
+// read polls the assigned partitions with one kgo client until ctx is done
 // or a fetch fails. kgo's PollFetches reads 2.5-3x faster than kafka-go's
 // Reader (BenchmarkKafkaRead), and the group stays kafka-go's: the client
 // only fetches the partitions at the offsets given, it joins no group.
-func readPartitions(ctx context.Context, cfg *ConsumerConfig, partitions []int, from map[int]int64, out chan<- Message) error {
-	offsets := make(map[int32]kgo.Offset, len(partitions))
+func (g *Generation) read(ctx context.Context, from map[int]int64, out chan<- Message) error {
+	offsets := make(map[int32]kgo.Offset, len(g.Partitions))
 	// next holds each partition's next offset where known, and seen the
 	// partitions with a record read, for the Skipped report: the first
 	// record past next is a gap, a later jump one only where the log start
 	// passed next (offsets a compacted or transactional topic leaves
 	// empty are no gap).
-	next := make(map[int32]int64, len(partitions))
-	seen := make(map[int32]bool, len(partitions))
-	for _, p := range partitions {
+	next := make(map[int32]int64, len(g.Partitions))
+	seen := make(map[int32]bool, len(g.Partitions))
+	for _, p := range g.Partitions {
 		start, ok := from[p]
 		if !ok || start < 0 {
 			offsets[int32(p)] = kgo.NewOffset().AtStart()
@@ -235,27 +235,27 @@ func readPartitions(ctx context.Context, cfg *ConsumerConfig, partitions []int, 
 		offsets[int32(p)] = kgo.NewOffset().At(start)
 		next[int32(p)] = start
 	}
-	maxBytes := int32(min(cfg.MaxBytes, math.MaxInt32))
+	maxBytes := int32(min(g.cfg.MaxBytes, math.MaxInt32))
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.SeedBrokers(g.cfg.Brokers...),
 		kgo.ClientID("gcsm"),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: offsets}),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{g.cfg.Topic: offsets}),
 		// An offset the broker no longer holds resumes at the log start,
 		// as kafka-go's Reader did; Skipped then names the gap.
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxBytes(maxBytes),
 		kgo.FetchMaxPartitionBytes(maxBytes),
-		kgo.FetchMaxWait(cfg.MaxWait),
+		kgo.FetchMaxWait(g.cfg.MaxWait),
 		// kgo drops a larger response; a broker returns a first record past
 		// the fetch's cap whole, so leave room above it.
 		kgo.BrokerMaxReadBytes(int32(min(math.MaxInt32, max(100<<20, 2*int64(maxBytes))))),
 	}
-	if cfg.TLS != nil {
-		opts = append(opts, kgo.DialTLSConfig(cfg.TLS))
+	if g.cfg.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(g.cfg.TLS))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return fmt.Errorf("ingest: cannot start reading topic %q: %w", cfg.Topic, err)
+		return fmt.Errorf("ingest: cannot start reading topic %q: %w", g.cfg.Topic, err)
 	}
 	defer cl.Close()
 	for {
@@ -272,8 +272,8 @@ func readPartitions(ctx context.Context, cfg *ConsumerConfig, partitions []int, 
 			}
 			p := fp.Partition
 			want, known := next[p]
-			if first := fp.Records[0].Offset; known && first > want && (!seen[p] || fp.LogStartOffset > want) && cfg.Skipped != nil {
-				cfg.Skipped(int(p), want, first)
+			if first := fp.Records[0].Offset; known && first > want && (!seen[p] || fp.LogStartOffset > want) && g.cfg.Skipped != nil {
+				g.cfg.Skipped(int(p), want, first)
 			}
 			seen[p], next[p] = true, fp.Records[len(fp.Records)-1].Offset+1
 			for _, r := range fp.Records {

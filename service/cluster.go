@@ -226,6 +226,9 @@ func (s *Service) restoreBefore(limit uint64) error {
 	if s.batch >= limit {
 		panic(fmt.Sprintf("BUG: replay for batch %d reloaded batch %d", limit, s.batch))
 	}
+	// What is acknowledged is now what the reloaded state covers: a
+	// gained shard's commit must not claim the batches still to replay.
+	s.member.acked.Store(s.batch)
 	s.mu.Lock()
 	s.progress.Batches = s.batch
 	s.progress.Position = maps.Clone(s.position)
@@ -240,7 +243,11 @@ func (s *Service) session(ctx context.Context, gen *ingest.ShardGeneration, cw *
 	_, _, cutsTopic := s.cfg.clusterNames()
 	first, _, err := ingest.Offsets(ctx, s.brokers, nil, cutsTopic, 0)
 	if err != nil {
-		return err
+		// The brokers' trouble, which the next session may not have.
+		if ctx.Err() == nil {
+			s.log.Warn().Err(err).Msg("member: cannot start a session; trying again")
+		}
+		return nil
 	}
 	if int64(s.batch) < first {
 		return fmt.Errorf("member: the state is at batch %d, but the cuts topic %q starts at offset %d (batch %d): "+
@@ -248,7 +255,14 @@ func (s *Service) session(ctx context.Context, gen *ingest.ShardGeneration, cw *
 			s.batch, cutsTopic, first, first+1)
 	}
 	if err := s.inputReachesBack(ctx); err != nil {
-		return err
+		var te *transientError
+		if !errors.As(err, &te) {
+			return err
+		}
+		if ctx.Err() == nil {
+			s.log.Warn().Err(err).Msg("member: cannot start a session; trying again")
+		}
+		return nil
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -300,12 +314,12 @@ func (s *Service) inputReachesBack(ctx context.Context) error {
 	topic := s.cfg.Input.Topic
 	n, err := ingest.Partitions(ctx, s.brokers, nil, topic)
 	if err != nil {
-		return err
+		return &transientError{err}
 	}
 	for p := range n {
 		first, _, err := ingest.Offsets(ctx, s.brokers, nil, topic, p)
 		if err != nil {
-			return err
+			return &transientError{err}
 		}
 		if from := s.position[p]; from < first {
 			return fmt.Errorf("member: the state (batch %d) goes on from offset %d of topic %q partition %d, but the topic starts at offset %d now (retention): "+
@@ -314,6 +328,13 @@ func (s *Service) inputReachesBack(ctx context.Context) error {
 	}
 	return nil
 }
+
+// transientError is a broker's failure to answer, which a later session
+// may not meet.
+type transientError struct{ err error }
+
+func (e *transientError) Error() string { return e.err.Error() }
+func (e *transientError) Unwrap() error { return e.err }
 
 // committer commits the owned shards' next batches every
 // commitEvery while the session runs.
