@@ -295,7 +295,7 @@ func membersKillTrial(t *testing.T, seed uint64) {
 	out := consume(t, brokers, "matches", true)
 	var stderr syncBuilder
 	t.Cleanup(func() {
-		if t.Failed() || os.Getenv("SHOWLOG") != "" {
+		if t.Failed() {
 			t.Logf("children's logs:\n%s", stderr.String())
 		}
 	})
