@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +27,12 @@ const (
 	dashboardFile    = "deploy/grafana/dashboards/gcsm.json"
 	datasourcesFile  = "deploy/grafana/provisioning/datasources/prometheus.yml"
 	dashProviderFile = "deploy/grafana/provisioning/dashboards/gcsm.yml"
+)
+
+// The cluster profile's configuration: both replicas read it.
+const (
+	clusterConfigSource = "deploy/gcsm-cluster.yaml"
+	clusterConfigTarget = "/etc/gcsm/gcsm-cluster.yaml"
 )
 
 // root is the repository root, absolute.
@@ -75,15 +82,17 @@ func httpPort(t *testing.T, cfg service.Config) string {
 // validation, interpolation (with an empty environment, so defaults apply),
 // normalization, consistency checks, and paths resolved against the
 // repository root. None of it needs a Docker engine.
-func loadProject(t *testing.T) *types.Project {
+func loadProject(t *testing.T, more ...cli.ProjectOptionsFn) *types.Project {
 	t.Helper()
 	opts, err := cli.NewProjectOptions(
 		[]string{repoPath(t, composeFile)},
-		cli.WithWorkingDirectory(root(t)),
-		cli.WithInterpolation(true),
-		cli.WithNormalization(true),
-		cli.WithConsistency(true),
-		cli.WithResolvedPaths(true),
+		append([]cli.ProjectOptionsFn{
+			cli.WithWorkingDirectory(root(t)),
+			cli.WithInterpolation(true),
+			cli.WithNormalization(true),
+			cli.WithConsistency(true),
+			cli.WithResolvedPaths(true),
+		}, more...)...,
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -273,4 +282,62 @@ func uncommentBlock(text, key string) (string, bool) {
 		return strings.Join(lines, "\n"), true
 	}
 	return text, false
+}
+
+// TestComposeCluster loads the cluster profile as its instructions run it
+// (GCSM_CONFIG set, --profile cluster): two replicas of one image, each a
+// member reading the cluster configuration, with a state volume and a
+// port of its own; and that configuration is deploy/gcsm.yaml's but for
+// the cluster section and the initial snapshots a member refuses.
+func TestComposeCluster(t *testing.T) {
+	p := loadProject(t, cli.WithProfiles([]string{"cluster"}), cli.WithEnv([]string{"GCSM_CONFIG=" + clusterConfigTarget}))
+	cfg, err := service.LoadConfig(repoPath(t, clusterConfigSource))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Cluster.Shards < 2 {
+		t.Fatalf("%s: cluster.shards %d: two members need shards to share", clusterConfigSource, cfg.Cluster.Shards)
+	}
+	var states []string
+	var ports []string
+	for _, name := range []string{"gcsm", "gcsm-2"} {
+		s := composeService(t, p, name)
+		if !slices.Equal(s.Command, []string{"run", "--config", clusterConfigTarget}) {
+			t.Errorf("%s command %q, want run --config %s", name, s.Command, clusterConfigTarget)
+		}
+		if src, _ := hostPath(s, clusterConfigTarget); src != repoPath(t, clusterConfigSource) {
+			t.Errorf("%s reads %s from %q, want %s", name, clusterConfigTarget, src, clusterConfigSource)
+		}
+		if s.Image != "gcsm:latest" || s.PullPolicy != types.PullPolicyBuild {
+			t.Errorf("%s: image %q, pull_policy %q: want gcsm:latest built here", name, s.Image, s.PullPolicy)
+		}
+		for _, v := range s.Volumes {
+			if v.Type == types.VolumeTypeVolume && v.Target == cfg.State.Dir {
+				states = append(states, v.Source)
+			}
+		}
+		for _, pt := range s.Ports {
+			ports = append(ports, pt.Published)
+		}
+	}
+	if len(states) != 2 || states[0] == states[1] {
+		t.Errorf("the members' state volumes %q: want one of its own each at %s", states, cfg.State.Dir)
+	}
+	if len(ports) != 2 || ports[0] == ports[1] {
+		t.Errorf("the members publish %q: want a port each", ports)
+	}
+	// Without the profile the second replica is not started.
+	if _, err := loadProject(t).GetService("gcsm-2"); err == nil {
+		t.Errorf("gcsm-2 runs without the cluster profile")
+	}
+
+	single := loadGcsmConfig(t)
+	cluster := cfg
+	cluster.Cluster = service.ClusterConfig{}
+	for i := range single.Queries {
+		single.Queries[i].Initial = false
+	}
+	if !reflect.DeepEqual(single, cluster) {
+		t.Errorf("%s differs from %s beyond the cluster section and initial:\n%+v\n%+v", clusterConfigSource, gcsmConfigSource, cluster, single)
+	}
 }

@@ -59,8 +59,8 @@ type ConsumerConfig struct {
 }
 
 func (c *ConsumerConfig) defaults() error {
-	if len(c.Brokers) == 0 || c.Topic == "" || c.Group == "" {
-		return errors.New("ingest: a consumer needs brokers, a topic and a group")
+	if len(c.Brokers) == 0 || c.Topic == "" {
+		return errors.New("ingest: a consumer needs brokers and a topic")
 	}
 	if c.SessionTimeout <= 0 {
 		c.SessionTimeout = 10 * time.Second
@@ -104,6 +104,9 @@ type Consumer struct {
 func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
+	}
+	if cfg.Group == "" {
+		return nil, errors.New("ingest: a consumer needs a group")
 	}
 	bal := &activeStandby{since: time.Now().UnixNano()}
 	g, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{

@@ -49,7 +49,9 @@ type ckptMeta struct {
 func (s *Service) restore() error {
 	path, skipped, err := s.dir.Load(s.readCheckpoint)
 	for _, e := range skipped {
-		s.log.Error().Err(e).Msg("checkpoint unusable; trying an older one")
+		if !errors.Is(e, errCheckpointTooNew) {
+			s.log.Error().Err(e).Msg("checkpoint unusable; trying an older one")
+		}
 	}
 	switch {
 	case err == nil:
@@ -57,7 +59,7 @@ func (s *Service) restore() error {
 			Interface("position", s.position).Int("queries", len(s.queries)).Msg("checkpoint loaded")
 		return nil
 	case errors.Is(err, statedir.ErrNoCheckpoint):
-		if len(skipped) > 0 {
+		if slices.ContainsFunc(skipped, func(e error) bool { return !errors.Is(e, errCheckpointTooNew) }) {
 			s.log.Warn().Msg("no usable checkpoint: starting from an empty graph and the input's first offsets")
 		}
 		return s.fresh()
@@ -127,6 +129,9 @@ func (s *Service) readCheckpoint(r io.Reader) error {
 	var meta ckptMeta
 	if err := json.Unmarshal(mb, &meta); err != nil {
 		return fmt.Errorf("meta: %w", err)
+	}
+	if s.limit > 0 && meta.Batch >= s.limit {
+		return fmt.Errorf("batch %d: %w", meta.Batch, errCheckpointTooNew)
 	}
 	if meta.Directed != s.cfg.Graph.Directed {
 		return fmt.Errorf("the checkpoint's graph is directed=%v but graph.directed is %v; a graph's direction cannot change (use a new state.dir)", meta.Directed, s.cfg.Graph.Directed)
@@ -287,6 +292,12 @@ func (s *Service) maybeCheckpoint(gen *ingest.Generation, p *pipeline) error {
 		}
 	}
 	if !s.uncommitted {
+		return nil
+	}
+	if gen == nil {
+		// A member reads without an input group: its checkpoints are its
+		// position.
+		s.uncommitted = false
 		return nil
 	}
 	t0 := time.Now()

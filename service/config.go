@@ -30,7 +30,28 @@ type Config struct {
 	HTTP     HTTPConfig     `yaml:"http"`
 	Engine   EngineConfig   `yaml:"engine"`
 	Log      LogConfig      `yaml:"log"`
+	Cluster  ClusterConfig  `yaml:"cluster"`
 	Queries  []QueryConfig  `yaml:"queries"`
+}
+
+// ClusterConfig makes the service one member of several that share one
+// stream (cluster.go): each member applies every update and matches only
+// the work units of the shards the coordination group gives it.
+type ClusterConfig struct {
+	// Shards is S, the number of shards a batch's work units are split
+	// into, fixed for the life of a deployment; 0 (the default) runs alone,
+	// with input.group's active/standby group. 64 leaves room for 64 members.
+	Shards int `yaml:"shards"`
+	// Group is the members' consumer group on Topic; "" means
+	// input.group + "-members".
+	Group string `yaml:"group"`
+	// Topic is the coordination topic, with Shards partitions: a member
+	// owns the shards whose partitions it is assigned, and commits on each
+	// the next batch it will emit. "" means input.topic + ".shards".
+	Topic string `yaml:"topic"`
+	// CutsTopic (1 partition) holds the batch boundaries every member
+	// follows. "" means input.topic + ".cuts".
+	CutsTopic string `yaml:"cuts_topic"`
 }
 
 // EmbeddedConfig is the in-process broker started when Brokers is empty.
@@ -154,11 +175,16 @@ func DefaultConfig() Config {
 // LoadConfig reads a YAML file over DefaultConfig. Unknown keys are errors,
 // so a misspelt setting is not silently ignored.
 func LoadConfig(path string) (Config, error) {
-	cfg := DefaultConfig()
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return cfg, err
+		return DefaultConfig(), err
 	}
+	return parseConfig(path, b)
+}
+
+// parseConfig is LoadConfig of the file path holding b.
+func parseConfig(path string, b []byte) (Config, error) {
+	cfg := DefaultConfig()
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
@@ -228,6 +254,7 @@ func (c *Config) Validate() error {
 	if c.Engine.Workers < 0 {
 		bad("engine.workers %d: want 0 (every core) or more", c.Engine.Workers)
 	}
+	c.validateCluster(bad)
 	if len(c.Brokers) == 0 && c.Embedded.Listen == "" {
 		bad("no brokers and no embedded.listen")
 	}
@@ -259,6 +286,62 @@ func (c *Config) Validate() error {
 		return errors.New("invalid configuration: " + strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// validateCluster checks the cluster section and what cluster mode
+// cannot do.
+func (c *Config) validateCluster(bad func(string, ...any)) {
+	cl := &c.Cluster
+	if cl.Shards < 0 || cl.Shards > maxShards {
+		bad("cluster.shards %d: want 0 (no cluster) to %d", cl.Shards, maxShards)
+	}
+	if cl.Shards == 0 {
+		if cl.Group != "" || cl.Topic != "" || cl.CutsTopic != "" {
+			bad("cluster.group, cluster.topic and cluster.cuts_topic need cluster.shards")
+		}
+		return
+	}
+	group, topic, cuts := c.clusterNames()
+	if group == c.Input.Group {
+		bad("cluster.group %q must differ from input.group", group)
+	}
+	if topic == cuts {
+		bad("cluster.topic and cluster.cuts_topic are both %q", topic)
+	}
+	for _, t := range []string{topic, cuts} {
+		if t == c.Input.Topic || t == c.Output.Topic || t == c.Output.DeadLetterTopic {
+			bad("cluster topic %q must differ from the input and output topics", t)
+		}
+	}
+	if c.State.Keep < 2 {
+		// A member that gains a shard may have to replay from a checkpoint
+		// older than the shard's last emitted batch.
+		bad("state.keep %d: cluster.shards needs at least 2", c.State.Keep)
+	}
+	for i, q := range c.Queries {
+		if q.Initial {
+			bad("queries[%d]: initial is not available with cluster.shards (every member would emit every initial match)", i)
+		}
+	}
+}
+
+// maxShards bounds cluster.shards: each shard is a partition of the
+// coordination topic that every rebalance hands out.
+const maxShards = 4096
+
+// clusterNames are the cluster's group and topics, defaults applied.
+func (c *Config) clusterNames() (group, topic, cuts string) {
+	group, topic, cuts = c.Cluster.Group, c.Cluster.Topic, c.Cluster.CutsTopic
+	if group == "" {
+		group = c.Input.Group + "-members"
+	}
+	if topic == "" {
+		topic = c.Input.Topic + ".shards"
+	}
+	if cuts == "" {
+		cuts = c.Input.Topic + ".cuts"
+	}
+	return group, topic, cuts
 }
 
 func (q *QueryConfig) validate() error {

@@ -28,3 +28,25 @@ func FuzzParseByteSize(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseConfig: any file either loads into a configuration that
+// validates, or is refused with an error that names the file.
+func FuzzParseConfig(f *testing.F) {
+	for _, s := range []string{"", "batch: {size: 10}\n", "cluster: {shards: 64}\n", "cluster: {shards: 8, group: g, topic: t, cuts_topic: c}\n",
+		"cluster: {shards: -1}\n", "cluster: {group: g}\n", "cluster: {shards: 8}\nstate: {keep: 1}\n", "cluster: [1]\n",
+		"queries:\n  - {name: q, pattern: \"(a)-[]->(b)\", initial: true}\ncluster: {shards: 2}\n", "embedded: {retention_bytes: 1GiB}\n", "{{"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		cfg, err := parseConfig("c.yaml", b)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "c.yaml: ") {
+				t.Fatalf("%q: error %v does not name the file", b, err)
+			}
+			return
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("%q loaded but does not validate: %v", b, err)
+		}
+	})
+}

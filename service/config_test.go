@@ -58,6 +58,16 @@ func TestConfigFiles(t *testing.T) {
 		{"http: {pprof: true, listen: \":8080\"}\n", "loopback"},
 		{"http: {pprof: true, listen: \"10.1.2.3:8080\"}\n", "loopback"},
 		{"http: {pprof: true, listen: \"\"}\n", "http.pprof: needs http.listen"},
+		{"cluster: {shards: -1}\n", "cluster.shards -1: want 0 (no cluster) to 4096"},
+		{"cluster: {shards: 5000}\n", "cluster.shards 5000"},
+		{"cluster: {group: g}\n", "need cluster.shards"},
+		{"cluster: {shards: 8, group: gcsm}\n", `cluster.group "gcsm" must differ from input.group`},
+		{"cluster: {shards: 8, topic: x, cuts_topic: x}\n", `cluster.topic and cluster.cuts_topic are both "x"`},
+		{"cluster: {shards: 8, topic: edges}\n", `cluster topic "edges" must differ`},
+		{"cluster: {shards: 8, cuts_topic: matches}\n", `cluster topic "matches" must differ`},
+		{"cluster: {shards: 8}\nstate: {keep: 1}\n", "state.keep 1: cluster.shards needs at least 2"},
+		{"cluster: {shards: 8}\nqueries:\n  - {name: q, pattern: \"(a)-[]->(b)\", initial: true}\n", "queries[0]: initial is not available with cluster.shards"},
+		{"cluster: {shards: 8, members: 3}\n", "members"},
 	} {
 		_, err := LoadConfig(write(tc.text))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

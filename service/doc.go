@@ -34,6 +34,16 @@
 // standbys should share the state directory (a shared volume) or accept
 // re-reading the topic from their last checkpoint.
 //
+// # Members
+//
+// With cluster.shards set, the service is one member of several that share
+// the stream (cluster.go): every member reads every input partition and
+// applies every update, batches are cut from a cuts topic so that all match
+// the same batches, and each member matches and emits only the work units
+// of the shards a group on the coordination topic gives it. Consumers order
+// a key's events by their batch, not by their place in the output topic,
+// which several members write at once.
+//
 // # Metrics
 //
 // All are prefixed gcsm_ and served on /metrics:
@@ -60,6 +70,9 @@
 //	consumer_lag                  records behind the input partitions' ends at the last batch
 //	checkpoint_age_seconds        time since the last checkpoint
 //	queries                       standing queries
+//	units_total                   work units (update edges with their delta terms) matched; a member
+//	                              matches only its shards'
+//	cluster_shards                shards this member owns (zero alone)
 //
 // plus the Go runtime's and the process's standard collectors.
 package service

@@ -147,6 +147,10 @@ func (s *Service) postQuery(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, err)
 		return
 	}
+	if s.cfg.Cluster.Shards > 0 {
+		httpError(w, http.StatusConflict, errClusterQueries)
+		return
+	}
 	// Registering may run the static matcher over the whole graph; the
 	// client's deadline, not ours, decides how long that may take.
 	v, err := s.do(r.Context(), func(ctx context.Context) (any, error) {
@@ -181,6 +185,10 @@ type registered struct {
 
 func (s *Service) deleteQuery(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
+	if s.cfg.Cluster.Shards > 0 {
+		httpError(w, http.StatusConflict, errClusterQueries)
+		return
+	}
 	_, err := s.do(r.Context(), func(context.Context) (any, error) {
 		i := s.queryIndex(name)
 		if i < 0 {

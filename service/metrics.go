@@ -25,6 +25,8 @@ type metrics struct {
 	cacheBytes, cacheRatio prometheus.Gauge
 	lag, checkpointAge     prometheus.Gauge
 	queries                prometheus.Gauge
+	shards                 prometheus.Gauge
+	units                  prometheus.Counter
 }
 
 // stages of a batch, the values of batch_seconds' stage label. estimate and
@@ -78,9 +80,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		lag:           prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "consumer_lag", Help: "Input records behind the partitions' ends, as of the last batch."}),
 		checkpointAge: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "checkpoint_age_seconds", Help: "Seconds since the last checkpoint was written or loaded."}),
 		queries:       prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "queries", Help: "Standing queries."}),
+		shards:        prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "cluster_shards", Help: "Shards this cluster member owns; zero alone."}),
+		units: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "units_total",
+			Help: "Work units (update edges with their delta terms) matched; a cluster member matches only its shards'."}),
 	}
 	reg.MustRegister(m.updates, m.rejects, m.matches, m.limitHits, m.queryBatches, m.batches, m.zeroCopy, m.batchSeconds, m.wait, m.checkpoint,
-		m.vertices, m.edges, m.cacheBytes, m.cacheRatio, m.lag, m.checkpointAge, m.queries,
+		m.vertices, m.edges, m.cacheBytes, m.cacheRatio, m.lag, m.checkpointAge, m.queries, m.shards, m.units,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Series that exist from the start, so a dashboard shows zeros rather
 	// than "no data" before the first batch.

@@ -62,6 +62,12 @@ type buffers struct {
 // startPipeline starts the decoding stage on in, until ctx ends, and the
 // delivery stage, whose writes dctx bounds; stop ends them.
 func (s *Service) startPipeline(ctx, dctx context.Context, in <-chan ingest.Message) *pipeline {
+	return s.startPipelineWith(ctx, dctx, func(ctx context.Context, p *pipeline) { s.prepare(ctx, in, p) })
+}
+
+// startPipelineWith is startPipeline with prepare as the decoding stage,
+// which must close p.ready when it ends.
+func (s *Service) startPipelineWith(ctx, dctx context.Context, prepare func(context.Context, *pipeline)) *pipeline {
 	p := &pipeline{
 		ready: make(chan *batchState),
 		out:   make(chan *batchState, maxInflight),
@@ -69,7 +75,7 @@ func (s *Service) startPipeline(ctx, dctx context.Context, in <-chan ingest.Mess
 		acked: make(chan *batchState, maxInflight),
 		free:  make(chan *buffers, 3),
 	}
-	p.wg.Go(func() { s.prepare(ctx, in, p) })
+	p.wg.Go(func() { prepare(ctx, p) })
 	p.wg.Go(func() { s.buildAll(p) })
 	p.wg.Go(func() { s.deliverAll(dctx, p) })
 	return p
@@ -86,10 +92,7 @@ func (p *pipeline) stop() {
 func (s *Service) prepare(ctx context.Context, in <-chan ingest.Message, p *pipeline) {
 	defer close(p.ready)
 	bt := newBatcher(in, s.cfg.Batch.Size, s.cfg.Batch.Linger)
-	decs := make([]*ingest.Decoder, max(1, runtime.GOMAXPROCS(0)))
-	for i := range decs {
-		decs[i] = &ingest.Decoder{Format: s.dec.Format, MaxBytes: s.dec.MaxBytes}
-	}
+	decs := s.decoders()
 	for {
 		var buf *buffers
 		select {
@@ -101,14 +104,7 @@ func (s *Service) prepare(ctx context.Context, in <-chan ingest.Message, p *pipe
 		buf.msgs = msgs
 		if len(msgs) > 0 {
 			b := newBatchState(buf)
-			buf.dec = slices.Grow(buf.dec[:0], len(msgs))[:len(msgs)]
-			keep := s.keep.Load()
-			for _, d := range decs {
-				d.Keep = keep
-			}
-			decodeAll(msgs, buf.dec, decs)
-			s.internAll(b)
-			b.times[stageDecode] = time.Since(b.cut)
+			s.decodeBatch(b, buf, decs)
 			if ctx.Err() != nil {
 				return
 			}
@@ -123,6 +119,27 @@ func (s *Service) prepare(ctx context.Context, in <-chan ingest.Message, p *pipe
 			return
 		}
 	}
+}
+
+// decoders are the decoding stage's, one per core.
+func (s *Service) decoders() []*ingest.Decoder {
+	decs := make([]*ingest.Decoder, max(1, runtime.GOMAXPROCS(0)))
+	for i := range decs {
+		decs[i] = &ingest.Decoder{Format: s.dec.Format, MaxBytes: s.dec.MaxBytes}
+	}
+	return decs
+}
+
+// decodeBatch decodes and interns the batch b of buf's messages.
+func (s *Service) decodeBatch(b *batchState, buf *buffers, decs []*ingest.Decoder) {
+	buf.dec = slices.Grow(buf.dec[:0], len(buf.msgs))[:len(buf.msgs)]
+	keep := s.keep.Load()
+	for _, d := range decs {
+		d.Keep = keep
+	}
+	decodeAll(buf.msgs, buf.dec, decs)
+	s.internAll(b)
+	b.times[stageDecode] = time.Since(b.cut)
 }
 
 // buildAll builds the events of batches in order: batch n's while n-1's
@@ -187,6 +204,10 @@ func (s *Service) takeBack(p *pipeline, b *batchState) error {
 	}
 	for part, r := range b.ranges {
 		s.position[part] = r[1] + 1
+	}
+	maps.Copy(s.position, b.ends)
+	if s.member != nil {
+		s.member.acked.Store(b.id)
 	}
 	if s.recycle != nil {
 		s.recycle.hand(b.seq, b.isolated)

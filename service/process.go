@@ -49,9 +49,13 @@ func (s *Service) process(b *batchState) error {
 	s.track(b)
 	t2 := time.Now()
 
-	s.batch++
+	if b.fixed > 0 {
+		s.batch = b.fixed
+	} else {
+		s.batch++
+	}
 	b.id = s.batch
-	if err := s.match(b, delta); err != nil {
+	if err := s.match(b, s.ownDelta(b.id, delta)); err != nil {
 		return fmt.Errorf("match: %w", err)
 	}
 	t3 := time.Now()
@@ -100,6 +104,8 @@ type batchState struct {
 	isolated []graph.VertexID
 
 	id     uint64                         // the batch's number, set by the graph stages
+	fixed  uint64                         // a member's: the batch's number from the cuts topic
+	ends   map[int]int64                  // a member's: per partition, the offset after the batch
 	cut    time.Time                      // when the batcher closed it
 	queued time.Time                      // when it entered its current queue
 	times  [stageOutput + 1]time.Duration // per stage, indexed like stages

@@ -112,6 +112,11 @@ type Service struct {
 	// hostBytes is the GPU's cumulative count of list bytes read from
 	// host memory, as of the last batch (countGPU).
 	hostBytes uint64
+	// member is the state of a cluster member (cluster.go); nil alone.
+	member *member
+	// limit, while a member reloads an older state, makes checkpoints of
+	// that batch or later unusable; 0 otherwise.
+	limit uint64
 
 	ops chan op
 
@@ -205,6 +210,11 @@ type Progress struct {
 	Position    map[int]int64 // partition → next offset to apply
 	Events      int64         // match events delivered
 	DeadLetters int64         // input messages dead-lettered
+	// Units counts the work units (update edges with their delta terms)
+	// matched; a cluster member matches only its shards'.
+	Units int64
+	// Shards is how many shards a cluster member owns now.
+	Shards int
 }
 
 // Progress returns a snapshot; it is safe to call from any goroutine.
@@ -246,6 +256,9 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	if err := s.registerConfigured(ctx); err != nil {
 		return err
+	}
+	if s.cfg.Cluster.Shards > 0 {
+		return s.runCluster(ctx)
 	}
 	cons, err := ingest.NewConsumer(ingest.ConsumerConfig{
 		Brokers: s.brokers, Topic: s.cfg.Input.Topic, Group: s.cfg.Input.Group,

@@ -144,6 +144,7 @@ type benchServiceFlags struct {
 	jsonOut, engine   bool
 	cpuprofile        string
 	dev               deviceFlags
+	members           int // --members: cluster members in this process; 0: the service alone
 }
 
 // runBenchService is gcsm bench service: the service end to end through
@@ -170,6 +171,7 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&f.jsonOut, "json", false, "write only the JSON summary to stdout; the table goes to stderr")
 	fs.BoolVar(&f.engine, "engine", true, "also run the stream through the engine alone and report the service's share of its throughput")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the whole run to `file`")
+	fs.IntVar(&f.members, "members", 0, "run one cluster member, then N members sharing the stream, each with its own matcher (with --device gpu, member i on GPUs i*gpus to i*gpus+gpus-1), and report their throughputs and each member's share of the work; 0 benchmarks the service alone")
 	f.dev.register(fs)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
@@ -192,6 +194,8 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 		intIn("rate", int64(f.rate), 0, math.MaxInt32),
 		durationFlag(f.duration, f.rate),
 		windowFlag(f.window, f.duration, fs),
+		intIn("members", int64(f.members), 0, 64),
+		membersFlag(f.members, f.rate, f.duration),
 	)
 	if err != nil {
 		return err
@@ -234,6 +238,9 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(human, "mix %s: %s; only %s\n", f.mix, mix.summary, f.only)
 	default:
 		fmt.Fprintf(human, "mix %s: %s\n", f.mix, mix.summary)
+	}
+	if f.members > 0 {
+		return benchMembers(&f, name, qcfg, human, stdout, stderr)
 	}
 	res, err := benchService(&f, name, qcfg, human, stderr)
 	if err != nil {

@@ -89,9 +89,9 @@ var demoBad = []string{
 
 func runDemo(args []string, stdout, stderr io.Writer) error {
 	var (
-		events, accounts, show, batch, rate int
-		state                               string
-		dev                                 deviceFlags
+		events, accounts, show, batch, rate, members int
+		state                                        string
+		dev                                          deviceFlags
 	)
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.IntVar(&events, "events", demoEvents, "transfer events to generate")
@@ -100,13 +100,15 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&batch, "batch", 1024, "updates per batch at most")
 	fs.IntVar(&rate, "rate", 20000, "events per second to produce; 0 produces as fast as the broker takes them")
 	fs.StringVar(&state, "state", "", "state `directory`; a temporary one, removed at the end, if omitted")
+	fs.IntVar(&members, "members", 1, "cluster members sharing the stream, in this process; above 1 the demo prints each one's share of the work and checks that the union of their alerts equals one member's")
 	dev.register(fs)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	// A ring needs three accounts, and three events to close it.
 	if err := badFlags(intIn("events", int64(events), 3, math.MaxInt64), intIn("accounts", int64(accounts), 3, math.MaxInt64),
-		intIn("show", int64(show), 0, math.MaxInt64), intIn("batch", int64(batch), 1, math.MaxInt64), intIn("rate", int64(rate), 0, math.MaxInt64)); err != nil {
+		intIn("show", int64(show), 0, math.MaxInt64), intIn("batch", int64(batch), 1, math.MaxInt64), intIn("rate", int64(rate), 0, math.MaxInt64),
+		intIn("members", int64(members), 1, 64)); err != nil {
 		return err
 	}
 	if state == "" {
@@ -128,6 +130,9 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	log, err := newLogger(stderr, service.LogConfig{Level: "warn", Format: "console"})
 	if err != nil {
 		return err
+	}
+	if members > 1 {
+		return demoMembers(stdout, log, cfg, &dev, members, bench.Transfers(accounts, events, demoSeed), rate)
 	}
 	var devLine strings.Builder
 	eng, err := dev.open(&devLine, 0)

@@ -26,6 +26,9 @@ type deviceFlags struct {
 	walks, fill       string
 	minKernel         time.Duration
 	gpus              int
+	// first is the first GPU's device number: a member of gcsm bench
+	// service --members runs on its own GPUs.
+	first int
 }
 
 func (d *deviceFlags) register(fs *flag.FlagSet) {
@@ -140,6 +143,7 @@ func (d *deviceFlags) open(w io.Writer, workers int) (*engine, error) {
 		fmt.Fprintf(w, "device: cpu, %d workers\n", cpuWorkers(workers))
 		return cpu, nil
 	}
+	opts.Device = d.first
 	x, err := kernels.Open(opts)
 	if err != nil {
 		if d.device == "auto" && (errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice)) {
@@ -157,11 +161,11 @@ func (d *deviceFlags) open(w io.Writer, workers int) (*engine, error) {
 	if d.gpus > 1 {
 		m := &kernels.Multi{GPUs: []*kernels.GPU{x}}
 		for i := 1; i < d.gpus; i++ {
-			opts.Device = i
+			opts.Device = d.first + i
 			y, err := kernels.Open(opts)
 			if err != nil {
 				m.Close()
-				return nil, fmt.Errorf("--gpus %d: device %d: %w", d.gpus, i, err)
+				return nil, fmt.Errorf("--gpus %d: device %d: %w", d.gpus, d.first+i, err)
 			}
 			m.GPUs = append(m.GPUs, y)
 		}
