@@ -310,6 +310,10 @@ type membersRun struct {
 	Units         []int64 `json:"units"`  // per member
 	Shards        []int   `json:"shards"` // per member
 	Events        int64   `json:"events"` // written, repeats included
+	// Stages are each member's seconds per stage, summed over its
+	// batches: a stage that does not shrink with more members is what
+	// every member repeats.
+	Stages [][]stageShare `json:"stages"`
 }
 
 // membersResult is gcsm bench service --members' JSON summary.
@@ -431,9 +435,24 @@ func benchMembersRun(f *benchServiceFlags, cfg service.Config, state string, n i
 	for _, m := range ms {
 		pr := m.s.Progress()
 		r.Units, r.Shards, r.Events = append(r.Units, pr.Units), append(r.Shards, pr.Shards), r.Events+pr.Events
+		var sr serviceResult
+		if err := gatherService(m.s.Registry(), &sr); err != nil {
+			stopMembers(ms)
+			return membersRun{}, "", err
+		}
+		r.Stages = append(r.Stages, sr.Stages)
 	}
 	fmt.Fprintf(human, "%d member(s), device %s: %d updates in %.2fs, %.0f updates/s, %d events\n", n, device, len(stream), d.Seconds(), r.UpdatesPerSec, r.Events)
 	shareTable(human, ms)
+	for i, st := range r.Stages {
+		var parts []string
+		for _, x := range st {
+			if x.Seconds > 0 {
+				parts = append(parts, fmt.Sprintf("%s %.2fs", x.Stage, x.Seconds))
+			}
+		}
+		fmt.Fprintf(human, "member %d stages: %s\n", i, strings.Join(parts, ", "))
+	}
 	if err := stopMembers(ms); err != nil {
 		return membersRun{}, "", err
 	}
