@@ -1,7 +1,9 @@
 package kernels
 
 import (
+	"cmp"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/gcsm/gcsm/dyngraph"
@@ -11,12 +13,12 @@ import (
 )
 
 // Multi runs each batch on several GPUs of one machine. A work unit is an
-// update edge with each of its delta terms, and an edge belongs to shard
-// hash(edge) mod len(GPUs): each GPU runs its shard's units against its own
-// copy (or view) of the one graph, and the union of their matches is the
-// batch's, as the delta rules sum over units. The GPUs must share the graph's
-// pinned arenas: open the graph with the first GPU's Allocator (its pinned
-// memory is portable to every device).
+// update edge with each of its delta terms; split gives each GPU a share of
+// the batch's units, which it runs against its own copy (or view) of the one
+// graph, and the union of their matches is the batch's, as the delta rules
+// sum over units. The GPUs must share the graph's pinned arenas: open the
+// graph with the first GPU's Allocator (its pinned memory is portable to
+// every device).
 type Multi struct {
 	GPUs []*GPU
 }
@@ -29,11 +31,7 @@ func (m *Multi) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.
 	if n == 0 {
 		return nil, errors.New("kernels: Multi with no GPU")
 	}
-	shards := make([][]graph.Change, n)
-	for _, c := range delta {
-		k := shardOf(c.Edge, n)
-		shards[k] = append(shards[k], c)
-	}
+	shards := split(g, delta, n)
 	res := make([][]incremental.Counts, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -120,15 +118,41 @@ func (m *Multi) Close() error {
 // NumWorkers is the number of sink workers Match uses, one per GPU.
 func (m *Multi) NumWorkers() int { return len(m.GPUs) }
 
-// shardOf is an edge's shard among n: a hash of its ends and label, the
-// same whichever way an undirected edge is written.
-func shardOf(e graph.Edge, n int) int {
-	a, b := uint64(e.Src), uint64(e.Dst)
-	if a > b {
-		a, b = b, a
+// split deals the batch's changes out to n GPUs, heaviest first, each to
+// the GPU with the least so far (longest processing time first). A change's
+// weight is the product of its ends' degrees plus one: a unit's walks start
+// from both ends' lists, and on a power-law graph a few hub edges hold most
+// of a batch's work. The order within each share is the batch's, and equal
+// weights go to the lower GPU, so the split is deterministic.
+func split(g *dyngraph.Graph, delta []graph.Change, n int) [][]graph.Change {
+	shares := make([][]graph.Change, n)
+	if n == 1 {
+		shares[0] = delta
+		return shares
 	}
-	h := (a<<32 | b) * 0x9E3779B97F4A7C15
-	h ^= uint64(e.Label) * 0xC2B2AE3D27D4EB4F
-	h ^= h >> 29
-	return int(h % uint64(n))
+	type unit struct {
+		w float64
+		i int
+	}
+	units := make([]unit, len(delta))
+	for i, c := range delta {
+		units[i] = unit{float64(g.Degree(c.Src)+1) * float64(g.Degree(c.Dst)+1), i}
+	}
+	slices.SortStableFunc(units, func(a, b unit) int { return cmp.Compare(b.w, a.w) })
+	load := make([]float64, n)
+	to := make([]int, len(delta))
+	for _, u := range units {
+		k := 0
+		for j := 1; j < n; j++ {
+			if load[j] < load[k] {
+				k = j
+			}
+		}
+		load[k] += u.w
+		to[u.i] = k
+	}
+	for i, c := range delta {
+		shares[to[i]] = append(shares[to[i]], c)
+	}
+	return shares
 }

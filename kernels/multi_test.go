@@ -3,11 +3,15 @@ package kernels
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
+	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
+	"github.com/gcsm/gcsm/internal/hostmem"
 	"github.com/gcsm/gcsm/kernels/cuda"
 )
 
@@ -83,24 +87,81 @@ func multiVsCPU(t *testing.T, m *Multi, seed uint64, directed bool) {
 	}
 }
 
-// TestShardOf: an undirected edge has one shard whichever way it is
-// written, and the shards are used evenly enough to split work.
-func TestShardOf(t *testing.T) {
-	const n = 4
-	count := make([]int, n)
-	for a := range graph.VertexID(100) {
-		for b := a + 1; b < 100; b++ {
-			s := shardOf(graph.Edge{Src: a, Dst: b, Label: 3}, n)
-			if s != shardOf(graph.Edge{Src: b, Dst: a, Label: 3}, n) {
-				t.Fatalf("edge %d-%d has two shards", a, b)
-			}
-			count[s]++
+// TestSplit: every change goes to exactly one GPU, in the batch's order
+// within each share, and on a graph whose edges mostly touch a few hubs the
+// shares' weights (degree products) stay within a tenth of each other,
+// where dealing changes round-robin or by hash leaves one GPU the heavy ones
+// by chance.
+func TestSplit(t *testing.T) {
+	g, err := dyngraph.New(dyngraph.Options{Directed: true, Alloc: hostmem.Heap{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	r := rand.New(rand.NewPCG(5, 6))
+	const nv = 2000
+	// Endpoints drawn from a power law: vertex ids near 0 are hubs.
+	end := func() uint32 { return uint32(nv * math.Pow(r.Float64(), 4)) }
+	var ups []graph.Update
+	for len(ups) < 20000 {
+		a, b := end(), end()
+		if a != b {
+			ups = append(ups, graph.Update{Op: graph.Insert, Src: a, Dst: b, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
 		}
 	}
-	for s, c := range count {
-		if c < 4950/n*8/10 || c > 4950/n*12/10 {
-			t.Fatalf("shard %d has %d of 4950 edges: %v", s, c, count)
+	if _, _, _, err := g.Apply(ups); err != nil {
+		t.Fatal(err)
+	}
+	g.Reorganize()
+	var batch []graph.Update
+	for len(batch) < 4096 {
+		a, b := end(), end()
+		if a != b {
+			batch = append(batch, graph.Update{Op: graph.Insert, Src: a, Dst: b, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
 		}
+	}
+	delta, _, _, err := g.Apply(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	weight := func(c graph.Change) float64 {
+		return float64(g.Degree(c.Src)+1) * float64(g.Degree(c.Dst)+1)
+	}
+	for _, n := range []int{1, 2, 3, 4} {
+		shares := split(g, delta, n)
+		if len(shares) != n {
+			t.Fatalf("n=%d: %d shares", n, len(shares))
+		}
+		at := map[graph.Change]int{}
+		for i, c := range delta {
+			at[c] = i
+		}
+		dealt := map[graph.Change]bool{}
+		seen, lo, hi := 0, math.Inf(1), 0.0
+		for k, sh := range shares {
+			w := 0.0
+			for i, c := range sh {
+				if _, ok := at[c]; !ok || dealt[c] {
+					t.Fatalf("n=%d: share %d holds %v, not in the batch or twice", n, k, c)
+				}
+				dealt[c] = true
+				if i > 0 && at[c] < at[sh[i-1]] {
+					t.Fatalf("n=%d: share %d is out of the batch's order at %d", n, k, i)
+				}
+				w += weight(c)
+			}
+			seen += len(sh)
+			lo, hi = min(lo, w), max(hi, w)
+		}
+		if seen != len(delta) {
+			t.Fatalf("n=%d: %d changes dealt of %d", n, seen, len(delta))
+		}
+		if hi > 1.1*lo {
+			t.Errorf("n=%d: shares weigh %.0f to %.0f, want within 10%%", n, lo, hi)
+		}
+	}
+	if a, b := split(g, delta, 3), split(g, delta, 3); !slices.EqualFunc(a, b, slices.Equal) {
+		t.Error("two splits of one batch differ")
 	}
 }
 
