@@ -266,23 +266,7 @@ func TestCostModelBalance(t *testing.T) {
 	tri, house := &query.Query{}, &query.Query{}
 	qs := []*query.Query{tri, house}
 	var m costModel
-	const b = 12
-	measure := func(cost map[*query.Query][2]float64) []Device {
-		var home []Device
-		for range 8 {
-			var solo int
-			var on Device
-			home, solo, on = m.plan(qs, b, 64)
-			home = slices.Clone(home)
-			for qi, d := range home {
-				if qi == solo {
-					d = on
-				}
-				m.observe(qs, b, d, []int{qi}, cost[qs[qi]][d])
-			}
-		}
-		return home
-	}
+	measure := func(cost map[*query.Query][2]float64) []Device { return settle(&m, qs, 8, cost) }
 	if home := measure(map[*query.Query][2]float64{tri: {2e-3, 1.5e-3}, house: {40e-3, 10e-3}}); !slices.Equal(home, []Device{OnCPU, OnGPU}) {
 		t.Fatalf("triangle and house on %v, want [cpu gpu]", home)
 	}
@@ -299,24 +283,10 @@ func TestCostModelBalance(t *testing.T) {
 func TestCostModelBalanceWeighsCPU(t *testing.T) {
 	ring5, house, mule := &query.Query{}, &query.Query{}, &query.Query{}
 	qs := []*query.Query{ring5, house, mule}
-	const b = 12
 	// measure runs a fresh model at these costs.
 	measure := func(cost map[*query.Query][2]float64) []Device {
 		var m costModel
-		var home []Device
-		for range 12 {
-			var solo int
-			var on Device
-			home, solo, on = m.plan(qs, b, 64)
-			home = slices.Clone(home)
-			for qi, d := range home {
-				if qi == solo {
-					d = on
-				}
-				m.observe(qs, b, d, []int{qi}, cost[qs[qi]][d])
-			}
-		}
-		return home
+		return settle(&m, qs, 12, cost)
 	}
 	if home := measure(map[*query.Query][2]float64{ring5: {100e-3, 22e-3}, house: {30e-3, 8e-3}, mule: {35e-3, 13e-3}}); !slices.Equal(home, []Device{OnGPU, OnGPU, OnGPU}) {
 		t.Fatalf("ring5, house and mule on %v, want all on the gpu", home)
@@ -324,6 +294,26 @@ func TestCostModelBalanceWeighsCPU(t *testing.T) {
 	if home := measure(map[*query.Query][2]float64{ring5: {100e-3, 22e-3}, house: {30e-3, 8e-3}, mule: {14e-3, 13e-3}}); !slices.Equal(home, []Device{OnGPU, OnGPU, OnCPU}) {
 		t.Fatalf("with a mule nearly as cheap on the cpu: ring5, house and mule on %v, want [gpu gpu cpu]", home)
 	}
+}
+
+// settle runs m for rounds batches of 4096 changes at these costs per
+// query and device, each query timed alone, and returns the last plan.
+func settle(m *costModel, qs []*query.Query, rounds int, cost map[*query.Query][2]float64) []Device {
+	const b = 12
+	var home []Device
+	for range rounds {
+		var solo int
+		var on Device
+		home, solo, on = m.plan(qs, b, 64)
+		home = slices.Clone(home)
+		for qi, d := range home {
+			if qi == solo {
+				d = on
+			}
+			m.observe(qs, b, d, []int{qi}, cost[qs[qi]][d])
+		}
+	}
+	return home
 }
 
 // TestCostModelGPUFirst: a query's first batches of more than 512 changes

@@ -93,7 +93,7 @@ func (s *Service) runCluster(ctx context.Context) error {
 	s.setReady(true)
 	defer s.setReady(false)
 	for ctx.Err() == nil {
-		gen, err := s.nextShards(ctx, sg)
+		gen, err := await(ctx, s, sg.Next)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -145,28 +145,6 @@ func (s *Service) consumerConfig(topic string) ingest.ConsumerConfig {
 				Msg("records [from, to) are gone from the broker (retention): this member's graph now differs from the others'; " +
 					"give it a state directory with a newer checkpoint or keep the input longer")
 		},
-	}
-}
-
-// nextShards waits for the member group's next generation while serving
-// the HTTP API's operations.
-func (s *Service) nextShards(ctx context.Context, sg *ingest.ShardGroup) (*ingest.ShardGeneration, error) {
-	type result struct {
-		g   *ingest.ShardGeneration
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		g, err := sg.Next(ctx)
-		ch <- result{g, err}
-	}()
-	for {
-		select {
-		case r := <-ch:
-			return r.g, r.err
-		case o := <-s.ops:
-			s.runOp(ctx, o)
-		}
 	}
 }
 
@@ -459,14 +437,7 @@ func (s *Service) prepareCuts(ctx context.Context, in, cuts <-chan ingest.Messag
 	var deadline time.Time
 	for {
 		if len(st.queue) > 0 && st.complete(st.queue[0]) {
-			b := s.formBatch(p, st, decs)
-			if ctx.Err() != nil {
-				return
-			}
-			b.queued = time.Now()
-			select {
-			case p.ready <- b:
-			case <-ctx.Done():
+			if !p.send(ctx, s.formBatch(p, st, decs)) {
 				return
 			}
 			continue

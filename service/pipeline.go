@@ -105,19 +105,28 @@ func (s *Service) prepare(ctx context.Context, in <-chan ingest.Message, p *pipe
 		if len(msgs) > 0 {
 			b := newBatchState(buf)
 			s.decodeBatch(b, buf, decs)
-			if ctx.Err() != nil {
-				return
-			}
-			b.queued = time.Now()
-			select {
-			case p.ready <- b:
-			case <-ctx.Done():
+			if !p.send(ctx, b) {
 				return
 			}
 		}
 		if !more {
 			return
 		}
+	}
+}
+
+// send hands b, decoded, to the graph stage, and says whether it could:
+// not once ctx has ended.
+func (p *pipeline) send(ctx context.Context, b *batchState) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	b.queued = time.Now()
+	select {
+	case p.ready <- b:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

@@ -278,7 +278,7 @@ func (s *Service) Run(ctx context.Context) error {
 	s.setReady(true)
 	defer s.setReady(false)
 	for ctx.Err() == nil {
-		gen, err := s.nextGeneration(ctx, cons)
+		gen, err := await(ctx, s, cons.Next)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -301,22 +301,22 @@ func (s *Service) Run(ctx context.Context) error {
 	return s.shutdown()
 }
 
-// nextGeneration waits for the group while still serving the HTTP API's
-// operations, so a query can be registered while the group forms.
-func (s *Service) nextGeneration(ctx context.Context, cons *ingest.Consumer) (*ingest.Generation, error) {
+// await runs next while still serving the HTTP API's operations, so that a
+// query can be registered while a group forms.
+func await[T any](ctx context.Context, s *Service, next func(context.Context) (T, error)) (T, error) {
 	type result struct {
-		g   *ingest.Generation
+		v   T
 		err error
 	}
 	ch := make(chan result, 1)
 	go func() {
-		g, err := cons.Next(ctx)
-		ch <- result{g, err}
+		v, err := next(ctx)
+		ch <- result{v, err}
 	}()
 	for {
 		select {
 		case r := <-ch:
-			return r.g, r.err
+			return r.v, r.err
 		case o := <-s.ops:
 			s.runOp(ctx, o)
 		}
