@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"sync"
 	"time"
 	"unsafe"
@@ -722,19 +721,16 @@ func (x *GPU) pointRows(g *dyngraph.Graph, cacheSlab uint32) error {
 	rows := &cs.writes
 	n := len(back) + len(union)
 	rows.size(n)
-	var err error
-	if n < parallelRows {
-		err = x.stageRows(g, cacheSlab, rows, 0, n)
-	} else {
-		parts := min(runtime.GOMAXPROCS(0), n/(parallelRows/4))
-		errs := make([]error, parts)
-		var wg sync.WaitGroup
-		for p := range parts {
-			wg.Go(func() { errs[p] = x.stageRows(g, cacheSlab, rows, n*p/parts, n*(p+1)/parts) })
+	var mu sync.Mutex
+	var errs []error
+	onCores(n, parallelRows, func(lo, hi int) {
+		if err := x.stageRows(g, cacheSlab, rows, lo, hi); err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
 		}
-		wg.Wait()
-		err = errors.Join(errs...)
-	}
+	})
+	err := errors.Join(errs...)
 	if err == nil {
 		cs.rows = append(cs.rows[:0], union...)
 		err = x.writeRows("cached", g.Directed(), rows)

@@ -9,8 +9,9 @@ import (
 )
 
 // Rows staged into their slots by several goroutines (rowWrites.set, as
-// pointRows does for many rows) are the rows staged one after another
-// (rowWrites.add), for the scatter kernel to write.
+// pointRows and syncTable do) are, in slot order, each row's header (in-
+// table on a directed graph's in-list, word offset, length, offset in the
+// data) and its words, for the scatter kernel to write.
 func TestRowWritesSlots(t *testing.T) {
 	const n = 1000
 	refs := make([]dyngraph.ListRef, n)
@@ -23,9 +24,9 @@ func TestRowWritesSlots(t *testing.T) {
 	}
 	for _, directed := range []bool{false, true} {
 		var seq, par rowWrites
-		seq.reset(0)
-		for i := range refs {
-			seq.add(refs[i], directed, rows[i])
+		for i, r := range refs {
+			seq.hdr = append(seq.hdr, b2u(r.In && directed), dyngraph.TableWords*r.V, dyngraph.TableWords, uint32(dyngraph.TableWords*i))
+			seq.data = append(seq.data, rows[i][:]...)
 		}
 		par.hdr = append(par.hdr, 9, 9, 9) // what an earlier batch left
 		par.size(n)
