@@ -2,6 +2,8 @@ package dyngraph
 
 import (
 	"bytes"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gcsm/gcsm/graph"
@@ -116,5 +118,98 @@ func TestForgetCheckpoint(t *testing.T) {
 		}
 		g.Close()
 		h.Close()
+	}
+}
+
+// TestRelabelled keeps copies of VertexLabels as of several label epochs and
+// brings each up to date from Relabelled, as the GPU does, across random
+// births with random labels (new ids and ids forgotten before) and
+// forgettings: each must equal VertexLabels. A copy older than the graph
+// remembers is refused.
+func TestRelabelled(t *testing.T) {
+	g, err := New(Options{Directed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	type copyOf struct {
+		labels []graph.Label
+		epoch  uint64
+	}
+	var copies []copyOf
+	snapshot := func() {
+		copies = append(copies, copyOf{slices.Clone(g.VertexLabels()), g.LabelEpoch()})
+	}
+	snapshot()
+	const nv = 300
+	for batch := range 200 {
+		var us []graph.Update
+		for range 1 + r.IntN(40) {
+			a, b := graph.VertexID(r.IntN(nv)), graph.VertexID(r.IntN(nv))
+			if a != b {
+				// A random label: a new vertex takes it, an existing one
+				// of another label rejects the update.
+				us = append(us, graph.Update{Op: graph.Insert, Src: a, Dst: b, SrcLabel: graph.Label(1 + r.IntN(3)), DstLabel: graph.Label(1 + r.IntN(3))})
+			}
+		}
+		if _, _, _, err := g.Apply(us); err != nil {
+			t.Fatal(err)
+		}
+		g.Reorganize()
+		// Delete some vertices' edges and forget them, so that their ids
+		// are born again later.
+		var dels []graph.Update
+		for range r.IntN(20) {
+			v := graph.VertexID(r.IntN(g.NumVertices()))
+			for _, w := range g.Out(v).Sorted {
+				dels = append(dels, graph.Update{Op: graph.Delete, Src: v, Dst: w & IDMask, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
+			}
+			for _, w := range g.In(v).Sorted {
+				dels = append(dels, graph.Update{Op: graph.Delete, Src: w & IDMask, Dst: v, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
+			}
+		}
+		if _, _, _, err := g.Apply(dels); err != nil {
+			t.Fatal(err)
+		}
+		g.Reorganize()
+		for v := range graph.VertexID(nv) {
+			if g.Isolated(v) && r.IntN(2) == 0 {
+				if err := g.Forget(v); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if batch%25 == 0 {
+			snapshot()
+		}
+	}
+	want := g.VertexLabels()
+	for i, c := range copies {
+		vs, ok := g.Relabelled(nil, c.epoch)
+		if !ok {
+			t.Fatalf("copy %d (epoch %d of %d): refused", i, c.epoch, g.LabelEpoch())
+		}
+		got := slices.Grow(c.labels, len(want)-len(c.labels))[:len(want)]
+		copy(got[len(c.labels):], want[len(c.labels):])
+		for _, v := range vs {
+			got[v] = want[v]
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("copy %d (epoch %d) brought up to date differs from VertexLabels", i, c.epoch)
+		}
+	}
+	// Past maxRelabels changes the oldest copy can no longer catch up.
+	for i := 0; g.LabelEpoch()-copies[0].epoch <= maxRelabels; i++ {
+		v := graph.VertexID(nv + i)
+		if _, _, _, err := g.Apply([]graph.Update{{Op: graph.Insert, Src: v, Dst: 0, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel}}); err != nil {
+			t.Fatal(err)
+		}
+		g.Reorganize()
+	}
+	if _, ok := g.Relabelled(nil, copies[0].epoch); ok {
+		t.Fatal("a copy older than the graph remembers was not refused")
+	}
+	if _, ok := g.Relabelled(nil, g.LabelEpoch()); !ok {
+		t.Fatal("a current copy was refused")
 	}
 }

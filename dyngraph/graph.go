@@ -117,6 +117,10 @@ type Graph struct {
 	born        []uint64 // bitset: ids that an update has mentioned
 	vertices    int      // born vertices
 	labelled    uint64   // vertex births and forgettings: see LabelEpoch
+	// relabels logs the vertices of the latest births and forgettings, the
+	// first at label epoch relabelsFrom (Relabelled).
+	relabels     []graph.VertexID
+	relabelsFrom uint64
 	epoch       uint64   // batches applied
 	// maxLen bounds every list's length from above once maxKnown is set
 	// (MaxDegreeBound): Apply raises it, nothing lowers it.
@@ -309,7 +313,7 @@ func (g *Graph) ensureVertex(v graph.VertexID, l graph.Label) error {
 	g.vlabel[v] = l
 	g.born[v/64] |= 1 << (v % 64)
 	g.vertices++
-	g.labelled++
+	g.relabel(v)
 	if g.vertices == 1 {
 		g.firstVLabel = l
 	} else if l != g.firstVLabel {
@@ -335,7 +339,7 @@ func (g *Graph) Forget(v graph.VertexID) error {
 	g.born[v/64] &^= 1 << (v % 64)
 	g.vlabel[v] = g.opts.DefaultVertexLabel
 	g.vertices--
-	g.labelled++
+	g.relabel(v)
 	return nil
 }
 
@@ -614,3 +618,30 @@ func (g *Graph) Born() int { return g.vertices }
 // Forget), so a copy of VertexLabels is current while NumVertices and
 // LabelEpoch are unchanged.
 func (g *Graph) LabelEpoch() uint64 { return g.labelled }
+
+// maxRelabels is how many of the latest births and forgettings the graph
+// remembers for Relabelled: a copy further behind copies the labels whole.
+const maxRelabels = 1 << 16
+
+// relabel records that v's label was set or reset.
+func (g *Graph) relabel(v graph.VertexID) {
+	if len(g.relabels) == maxRelabels {
+		n := copy(g.relabels, g.relabels[maxRelabels/2:])
+		g.relabels = g.relabels[:n]
+		g.relabelsFrom += maxRelabels / 2
+	}
+	g.relabels = append(g.relabels, v)
+	g.labelled++
+}
+
+// Relabelled appends to dst the vertices whose label was set or reset since
+// label epoch e (a value of LabelEpoch), a vertex once per change, and
+// reports whether the graph still remembers them all; if not, a copy of
+// VertexLabels as of e must be made again whole. Vertices past the copy's
+// length are among them only if born since.
+func (g *Graph) Relabelled(dst []graph.VertexID, e uint64) ([]graph.VertexID, bool) {
+	if e < g.relabelsFrom || e > g.labelled {
+		return dst, false
+	}
+	return append(dst, g.relabels[e-g.relabelsFrom:]...), true
+}

@@ -159,11 +159,12 @@ type GPU struct {
 	mirrorOf *dyngraph.Graph // the graph the mirror copies
 	// tracked is the graph whose batches stale follows: the lists its last
 	// Reorganize rewrote, which copies on the device must refresh.
-	tracked *dyngraph.Graph
-	epoch   uint64 // tracked's Epoch when last prepared
-	stale   []dyngraph.ListRef
-	tab     tableCopy
-	tabHost []uint32 // staging for whole-table copies, kept so they allocate once
+	tracked  *dyngraph.Graph
+	epoch    uint64 // tracked's Epoch when last prepared
+	stale    []dyngraph.ListRef
+	tab      tableCopy
+	tabHost  []uint32         // staging for whole-table copies, kept so they allocate once
+	labelLog []graph.VertexID // staging for syncLabels, kept so it allocates once
 	// listBytes counts the neighbour-list bytes the kernel read through
 	// the slabs ([0]) and from the cache block ([1]).
 	listBytes [2]uint64
@@ -422,12 +423,8 @@ func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool, delta []graph.Change,
 	if g.Directed() {
 		a.inTab = x.bufs["in_tab"].p
 	}
-	vl := g.VertexLabels()
-	if x.tab.vlNV != len(vl) || x.tab.vlEpoch != g.LabelEpoch() {
-		if _, err = x.upload("vlabel", u32ptr(vl), 4*len(vl)); err != nil {
-			return 0, err
-		}
-		x.tab.vlNV, x.tab.vlEpoch = len(vl), g.LabelEpoch()
+	if err := x.syncLabels(g); err != nil {
+		return 0, err
 	}
 	a.vlabel = x.bufs["vlabel"].p
 	// The kernel must compare keys exactly as dyngraph sorted them.
@@ -515,6 +512,55 @@ func (x *GPU) syncTable(g *dyngraph.Graph, allAppended bool, refs []dyngraph.Lis
 		}
 	})
 	return x.writeRows("rows", g.Directed(), rows)
+}
+
+// syncLabels brings the device's copy of the vertex labels up to date. A
+// stream of new accounts changes the labels in almost every batch, and the
+// whole array is 4 bytes a vertex: so where the copy is of this graph, only
+// the labels of vertices new since are copied onto its end, and those set or
+// reset since (births into forgotten ids, forgettings) go through the
+// scatter kernel. Otherwise, or when the buffer must grow or the graph no
+// longer remembers the changes, everything is copied again.
+func (x *GPU) syncLabels(g *dyngraph.Graph) error {
+	vl := g.VertexLabels()
+	if x.tab.vlNV == len(vl) && x.tab.vlEpoch == g.LabelEpoch() {
+		return nil
+	}
+	b, have := x.bufs["vlabel"]
+	var changed []graph.VertexID
+	partial := have && x.tab.vlNV > 0 && x.tab.vlNV <= len(vl) && b.n >= 4*len(vl)
+	if partial {
+		changed, partial = g.Relabelled(x.labelLog[:0], x.tab.vlEpoch)
+		x.labelLog = changed
+	}
+	if !partial || len(changed) > len(vl)/8 {
+		if _, err := x.upload("vlabel", u32ptr(vl), 4*len(vl)); err != nil {
+			return err
+		}
+		x.tab.vlNV, x.tab.vlEpoch = len(vl), g.LabelEpoch()
+		return nil
+	}
+	if tail := vl[x.tab.vlNV:]; len(tail) > 0 {
+		if err := x.ctx.CopyHtoD(b.p+cuda.DevicePtr(4*x.tab.vlNV), u32ptr(tail), 4*len(tail)); err != nil {
+			return err
+		}
+	}
+	// A vertex changed twice is written twice, with its label now both
+	// times, so the scatter's order does not matter.
+	var hdr, data []uint32
+	for _, v := range changed {
+		if int(v) < x.tab.vlNV {
+			hdr = append(hdr, 0, v, 1, uint32(len(data)))
+			data = append(data, vl[v])
+		}
+	}
+	if len(hdr) > 0 {
+		if err := x.scatterSegments("vlabels", []uint64{uint64(b.p)}, hdr, data); err != nil {
+			return err
+		}
+	}
+	x.tab.vlNV, x.tab.vlEpoch = len(vl), g.LabelEpoch()
+	return nil
 }
 
 // parallelLists is the fewest lists a batch's copy gathers on more than one
