@@ -121,7 +121,7 @@ type Graph struct {
 	// first at label epoch relabelsFrom (Relabelled).
 	relabels     []graph.VertexID
 	relabelsFrom uint64
-	epoch       uint64   // batches applied
+	epoch        uint64 // batches applied
 	// maxLen bounds every list's length from above once maxKnown is set
 	// (MaxDegreeBound): Apply raises it, nothing lowers it.
 	maxLen   uint32
