@@ -110,8 +110,11 @@ func (p *profiles) build(v graph.VertexID) {
 	}
 	p.span[v] = s
 	m := uint64(0)
-	for _, e := range p.ents[s.at : len(p.ents)-1] { // both sentinels' bits are harmless
-		m |= 1 << (e.label & 63)
+	for _, in := range [2]bool{false, true} {
+		d := p.dir(v, in)
+		for _, e := range d[:len(d)-1] {
+			m |= 1 << (e.label & 63)
+		}
 	}
 	p.mask[v] = m
 }
