@@ -331,19 +331,16 @@ func (f *finder) descend(d int) uint64 {
 	return f.anc[d] | f.conf[d]
 }
 
-// admit applies the vertex checks of depth d to candidate v and, when v
-// fails them, adds its failing set to conf[d]: anc of d and of the depth
-// that holds v, or of the depths that the failed symmetry condition reads.
-func (f *finder) admit(d int, lv *query.Level, v graph.VertexID) bool {
+// drop adds to conf[d] the failing set of candidate v of depth d, which
+// failed the vertex checks: anc of d and of the depth that holds v, or of
+// the depths that the symmetry conditions read. It stays out of the
+// candidate loops, which inline the checks themselves.
+func (f *finder) drop(d int, lv *query.Level, v graph.VertexID) {
 	if f.visited[v>>6]&(1<<(v&63)) != 0 {
 		f.conf[d] |= f.anc[d] | f.anc[f.owner[v]]
-		return false
-	}
-	if !f.ordered(lv, v) {
+	} else {
 		f.conf[d] |= f.anc[d] | f.ordAnc[d]
-		return false
 	}
-	return true
 }
 
 // donate hands to an idle worker half of the candidates still to try, past
@@ -405,8 +402,10 @@ func (f *finder) candidates(d int, dst []uint32) []uint32 {
 			return dst
 		}
 		for _, x := range lists[0] {
-			if v := verts[x]; f.admit(d, lv, v) {
+			if v := verts[x]; f.visited[v>>6]&(1<<(v&63)) == 0 && f.ordered(lv, v) {
 				dst = append(dst, x)
+			} else {
+				f.drop(d, lv, v)
 			}
 		}
 		return dst
@@ -421,8 +420,10 @@ func (f *finder) candidates(d int, dst []uint32) []uint32 {
 			case x > y:
 				j++
 			default:
-				if v := verts[x]; f.admit(d, lv, v) {
+				if v := verts[x]; f.visited[v>>6]&(1<<(v&63)) == 0 && f.ordered(lv, v) {
 					dst = append(dst, x)
+				} else {
+					f.drop(d, lv, v)
 				}
 				i++
 				j++
@@ -446,8 +447,10 @@ next:
 				continue next
 			}
 		}
-		if v := verts[x]; f.admit(d, lv, v) {
+		if v := verts[x]; f.visited[v>>6]&(1<<(v&63)) == 0 && f.ordered(lv, v) {
 			dst = append(dst, x)
+		} else {
+			f.drop(d, lv, v)
 		}
 	}
 	return dst
@@ -486,8 +489,10 @@ func (f *finder) candidatesRows(d int, dst []uint32) []uint32 {
 			b := word & -word
 			word &^= b
 			x := uint32(wi*64 + bits.TrailingZeros64(b))
-			if v := verts[x]; f.admit(d, lv, v) {
+			if v := verts[x]; f.visited[v>>6]&(1<<(v&63)) == 0 && f.ordered(lv, v) {
 				dst = append(dst, x)
+			} else {
+				f.drop(d, lv, v)
 			}
 		}
 	}
