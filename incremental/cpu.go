@@ -24,6 +24,7 @@ type CPU struct {
 	finders []*finder // the static search's workers, reused likewise
 	filter  EdgeFilter
 	static  StaticStats
+	prof    *profiles // the static filter's, for the last graph version it saw
 	stop    func(q int) bool
 }
 

@@ -23,6 +23,9 @@ type StaticStats struct {
 	// Splits is the number of subtrees that busy workers handed to idle
 	// ones: with one worker, zero.
 	Splits int64
+	// Pruned is the number of walks that a failing set ended before their
+	// last candidate.
+	Pruned int64
 }
 
 // StaticStats returns the stats of the last Static call.
@@ -122,6 +125,7 @@ type finder struct {
 	stopped bool
 	count   int64
 	splits  int64
+	pruned  int64
 
 	idx      [query.MaxVertices]uint32 // candidate index at each depth
 	out      [query.MaxVertices]graph.VertexID
@@ -132,7 +136,20 @@ type finder struct {
 	scratch  [query.MaxVertices][]uint32 // unbuilt lists, per constraint (space.list)
 	acc      [maxRowWords]uint64         // candidatesRows' intersection
 	visited  []uint64                    // bitset over data vertices: placed in the partial match
+	owner    []uint8                     // per data vertex: the depth it was last placed at
+
+	// Failing sets (DP-iso): anc[d] holds depth d and the depths that its
+	// constraints read, transitively; ordAnc[d] the anc of the depths its
+	// symmetry conditions read; conf[d] the failing sets of the candidates
+	// of depth d that the vertex checks dropped; gave[d] whether candidates
+	// of depth d went to another worker.
+	anc, ordAnc, conf [query.MaxVertices]uint64
+	gave              [query.MaxVertices]bool
 }
+
+// found is the failing set of a subtree that holds a match, or whose
+// outcome is not known here: it contains every depth, so it prunes nothing.
+const found = ^uint64(0)
 
 // search runs sp's plan for query qi on the CPU's workers and returns the
 // number of matches it walked (before any CountFactor).
@@ -159,8 +176,12 @@ func (c *CPU) search(g *dyngraph.Graph, sp *space, qi int, mode Mode, sink Sink)
 		} else {
 			clear(f.visited)
 		}
+		if len(f.owner) != g.NumVertices() {
+			f.owner = make([]uint8, g.NumVertices()) // read only where visited is set
+		}
 		f.sp, f.plan, f.mode, f.sink, f.qi, f.work, f.stop = sp, sp.plan, mode, sink, qi, work, c.stop
-		f.count, f.splits, f.stopped = 0, 0, false
+		f.failing()
+		f.count, f.splits, f.pruned, f.stopped = 0, 0, 0, false
 		wg.Go(func() {
 			for {
 				tk, ok := work.get()
@@ -176,6 +197,7 @@ func (c *CPU) search(g *dyngraph.Graph, sp *space, qi int, mode Mode, sink Sink)
 	wg.Wait()
 	for _, f := range c.finders[:n] {
 		c.static.Splits += f.splits
+		c.static.Pruned += f.pruned
 	}
 	return total.Load()
 }
@@ -203,6 +225,24 @@ func (f *finder) place(d int, x uint32) {
 	f.idx[d] = x
 	f.out[f.plan.Levels[d].Vertex] = v
 	f.visited[v>>6] |= 1 << (v & 63)
+	f.owner[v] = uint8(d)
+}
+
+// failing computes anc and ordAnc of the plan.
+func (f *finder) failing() {
+	for d := range f.plan.Levels {
+		lv := &f.plan.Levels[d]
+		f.anc[d], f.ordAnc[d] = 1<<d, 0
+		for _, c := range lv.Cons {
+			f.anc[d] |= f.anc[c.From]
+		}
+		for _, k := range lv.Above {
+			f.ordAnc[d] |= f.anc[k]
+		}
+		for _, k := range lv.Below {
+			f.ordAnc[d] |= f.anc[k]
+		}
+	}
 }
 
 func (f *finder) unplace(d int) {
@@ -210,24 +250,41 @@ func (f *finder) unplace(d int) {
 	f.visited[v>>6] &^= 1 << (v & 63)
 }
 
-// walk tries each candidate in f.cand[d] at depth d and searches below it.
-func (f *finder) walk(d int) {
+// walk tries each candidate in f.cand[d] at depth d and searches below it,
+// and returns the failing set of the partial match above d: the depths
+// whose data vertices explain why it has no match, or found. A candidate
+// whose subtree fails for reasons that do not include depth d ends the
+// walk (DP-iso's failing-set pruning): every other candidate would fail
+// alike.
+func (f *finder) walk(d int) uint64 {
 	if d == len(f.plan.Levels)-1 {
 		f.emit(d)
-		return
+		return found
 	}
-	f.pos[d], f.end[d] = 0, len(f.cand[d])
+	f.pos[d], f.end[d], f.gave[d] = 0, len(f.cand[d]), false
+	fs := uint64(0)
 	for ; f.pos[d] < f.end[d]; f.pos[d]++ {
 		if f.halting(1) {
-			return
+			return found
 		}
 		if f.work.hungry.Load() > 0 {
 			f.donate(d)
 		}
 		f.place(d, f.cand[d][f.pos[d]])
-		f.descend(d + 1)
+		c := f.descend(d + 1)
 		f.unplace(d)
+		if c&(1<<d) == 0 {
+			if f.pos[d]+1 < f.end[d] {
+				f.pruned++
+			}
+			return c
+		}
+		fs |= c
 	}
+	if f.gave[d] {
+		return found // the candidates given away may have matches
+	}
+	return fs | f.conf[d]
 }
 
 // emit reports the matches that the candidates of the last depth d complete.
@@ -262,12 +319,27 @@ func (f *finder) halting(n uint32) bool {
 	return f.stopped
 }
 
-// descend computes the candidates of depth d and walks them.
-func (f *finder) descend(d int) {
+// descend computes the candidates of depth d and walks them; it returns
+// the failing set of the partial match above d (walk).
+func (f *finder) descend(d int) uint64 {
+	f.conf[d] = 0
 	buf := f.candidates(d, f.cand[d][:0])
 	f.cand[d] = buf
 	if len(buf) > 0 {
-		f.walk(d)
+		return f.walk(d)
+	}
+	return f.anc[d] | f.conf[d]
+}
+
+// drop adds to conf[d] the failing set of candidate v of depth d, which
+// failed the vertex checks: anc of d and of the depth that holds v, or of
+// the depths that the symmetry conditions read. It stays out of the
+// candidate loops, which inline the checks themselves.
+func (f *finder) drop(d int, lv *query.Level, v graph.VertexID) {
+	if f.visited[v>>6]&(1<<(v&63)) != 0 {
+		f.conf[d] |= f.anc[d] | f.anc[f.owner[v]]
+	} else {
+		f.conf[d] |= f.anc[d] | f.ordAnc[d]
 	}
 }
 
@@ -288,7 +360,7 @@ func (f *finder) donate(d int) {
 	tk := task{prefix: make([]uint32, k), cands: make([]uint32, give)}
 	copy(tk.prefix, f.idx[:k])
 	copy(tk.cands, f.cand[k][cut:f.end[k]])
-	f.end[k] = cut
+	f.end[k], f.gave[k] = cut, true
 	f.splits++
 	f.work.put(tk)
 }
@@ -323,6 +395,8 @@ func (f *finder) candidates(d int, dst []uint32) []uint32 {
 			for _, x := range lists[0] {
 				if v := verts[x]; f.visited[v>>6]&(1<<(v&63)) == 0 {
 					dst = append(dst, x)
+				} else {
+					f.conf[d] |= f.anc[d] | f.anc[f.owner[v]]
 				}
 			}
 			return dst
@@ -330,6 +404,8 @@ func (f *finder) candidates(d int, dst []uint32) []uint32 {
 		for _, x := range lists[0] {
 			if v := verts[x]; f.visited[v>>6]&(1<<(v&63)) == 0 && f.ordered(lv, v) {
 				dst = append(dst, x)
+			} else {
+				f.drop(d, lv, v)
 			}
 		}
 		return dst
@@ -346,6 +422,8 @@ func (f *finder) candidates(d int, dst []uint32) []uint32 {
 			default:
 				if v := verts[x]; f.visited[v>>6]&(1<<(v&63)) == 0 && f.ordered(lv, v) {
 					dst = append(dst, x)
+				} else {
+					f.drop(d, lv, v)
 				}
 				i++
 				j++
@@ -371,6 +449,8 @@ next:
 		}
 		if v := verts[x]; f.visited[v>>6]&(1<<(v&63)) == 0 && f.ordered(lv, v) {
 			dst = append(dst, x)
+		} else {
+			f.drop(d, lv, v)
 		}
 	}
 	return dst
@@ -411,6 +491,8 @@ func (f *finder) candidatesRows(d int, dst []uint32) []uint32 {
 			x := uint32(wi*64 + bits.TrailingZeros64(b))
 			if v := verts[x]; f.visited[v>>6]&(1<<(v&63)) == 0 && f.ordered(lv, v) {
 				dst = append(dst, x)
+			} else {
+				f.drop(d, lv, v)
 			}
 		}
 	}

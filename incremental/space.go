@@ -28,6 +28,7 @@ const DefaultSpaceEntries = 1 << 26
 // the search builds their lists from the graph when it needs one (lists).
 type space struct {
 	g     *dyngraph.Graph
+	prof  *profiles
 	plan  *query.Plan
 	sets  [][]uint64         // per depth: the candidate bitset of the level's vertex
 	ranks [][]uint32         // per depth: rank(sets[d])
@@ -56,13 +57,12 @@ const maxRowWords = 8
 // data edges between candidates, once per query edge and direction.
 func newSpace(g *dyngraph.Graph, f *Candidates, p *query.Plan, budget int) *space {
 	n := len(p.Levels)
-	s := &space{g: g, plan: p, sets: make([][]uint64, n), ranks: make([][]uint32, n), verts: make([][]graph.VertexID, n),
+	s := &space{g: g, prof: f.prof, plan: p, sets: make([][]uint64, n), ranks: make([][]uint32, n), verts: make([][]graph.VertexID, n),
 		off: make([][][]uint32, n), nbr: make([][][]uint32, n), words: make([]int, n), rows: make([][][]uint64, n)}
 	for d := range p.Levels {
 		u := p.Levels[d].Vertex
 		s.sets[d], s.ranks[d], s.verts[d] = f.Sets[u], rank(f.Sets[u]), f.Members(u)
 	}
-	ord := g.Order()
 	for d := 1; d < n; d++ {
 		lv := &p.Levels[d]
 		s.off[d] = make([][]uint32, len(lv.Cons))
@@ -72,11 +72,8 @@ func newSpace(g *dyngraph.Graph, f *Candidates, p *query.Plan, budget int) *spac
 			// The label ranges of the lists bound the size from above.
 			bound := 0
 			for _, x := range from {
-				s.eachList(d, ci, x, func(a *dyngraph.Adj) {
-					lo, hi := 0, len(a.Sorted)
-					if lv.Label != graph.Wildcard {
-						lo, hi = ord.Range(a.Sorted, lv.Label)
-					}
+				s.eachList(d, ci, x, func(a *dyngraph.Adj, in bool) {
+					lo, hi := s.prof.rng(x, in, a, lv.Label)
 					bound += hi - lo
 				})
 			}
@@ -138,19 +135,20 @@ func (s *space) row(d, ci int, x uint32) []uint64 {
 	return s.rows[d][ci][int(x)*w : (int(x)+1)*w]
 }
 
-// eachList calls fn with each list of x that constraint ci of depth d reads.
-func (s *space) eachList(d, ci int, x graph.VertexID, fn func(*dyngraph.Adj)) {
+// eachList calls fn with each list of x that constraint ci of depth d
+// reads, and whether it is the in-list.
+func (s *space) eachList(d, ci int, x graph.VertexID, fn func(a *dyngraph.Adj, in bool)) {
 	switch s.plan.Levels[d].Cons[ci].Dir {
 	case query.Out:
 		a := s.g.Out(x)
-		fn(&a)
+		fn(&a, false)
 	case query.In:
 		a := s.g.In(x)
-		fn(&a)
+		fn(&a, true)
 	default:
 		a, b := s.g.Out(x), s.g.In(x)
-		fn(&a)
-		fn(&b)
+		fn(&a, false)
+		fn(&b, true)
 	}
 }
 
@@ -161,13 +159,9 @@ func (s *space) neighbours(dst []uint32, d, ci int, x graph.VertexID) []uint32 {
 	c := &lv.Cons[ci]
 	set, rk := s.sets[d], s.ranks[d]
 	single, _ := s.g.EdgeLabel()
-	ord := s.g.Order()
 	start := len(dst)
-	s.eachList(d, ci, x, func(a *dyngraph.Adj) {
-		lo, hi := 0, len(a.Sorted)
-		if lv.Label != graph.Wildcard {
-			lo, hi = ord.Range(a.Sorted, lv.Label)
-		}
+	s.eachList(d, ci, x, func(a *dyngraph.Adj, in bool) {
+		lo, hi := s.prof.rng(x, in, a, lv.Label)
 		for i := lo; i < hi; i++ {
 			if c.Label != graph.Wildcard && dyngraph.LabelAt(a.SortedLabels, i, single) != c.Label {
 				continue

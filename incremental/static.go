@@ -35,7 +35,8 @@ func (c *CPU) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink 
 		if !edgeLabelsPossible(g, q) {
 			continue
 		}
-		f := Filter(g, q)
+		c.prof = profilesOf(c.prof, g)
+		f := filter(c.prof, q)
 		start := 0
 		for u := range f.Count {
 			if f.Count[u] < f.Count[start] {
@@ -63,6 +64,8 @@ func (c *CPU) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink 
 type Candidates struct {
 	Sets  [][]uint64 // bitset over data vertices, per query vertex
 	Count []int      // set sizes
+
+	prof *profiles // the directories of the sets' members
 }
 
 // Members lists the data vertices in the set of query vertex u, ascending.
@@ -80,9 +83,14 @@ func (c *Candidates) Members(u int) []graph.VertexID {
 
 // Filter computes the candidate sets of q in g (not pending).
 func Filter(g *dyngraph.Graph, q *query.Query) *Candidates {
-	n, nv := q.N(), g.NumVertices()
+	return filter(profilesOf(nil, g), q)
+}
+
+// filter is Filter over p, the profiles of the graph's current version.
+func filter(p *profiles, q *query.Query) *Candidates {
+	n, nv := q.N(), p.nv
 	words := (nv + 63) / 64
-	c := &Candidates{Sets: make([][]uint64, n), Count: make([]int, n)}
+	c := &Candidates{Sets: make([][]uint64, n), Count: make([]int, n), prof: p}
 
 	// What each query vertex needs: distinct out-, in- and any-direction
 	// neighbours, and per concrete label the number of distinct neighbours
@@ -94,6 +102,7 @@ func Filter(g *dyngraph.Graph, q *query.Query) *Candidates {
 	type need struct {
 		out, in, all int
 		labels       []labelNeed
+		mask         uint64 // profiles.mask's bits of labels
 	}
 	needs := make([]need, n)
 	nbrs := make([]map[int]bool, n)
@@ -121,55 +130,30 @@ func Filter(g *dyngraph.Graph, q *query.Query) *Candidates {
 				i = len(needs[u].labels) - 1
 			}
 			needs[u].labels[i].k++
+			needs[u].mask |= 1 << (l & 63)
 		}
 	}
 
-	// The vertices of each concrete query label, gathered in one pass.
-	vl := g.VertexLabels()
-	var byLabel map[graph.Label][]graph.VertexID
-	maxL := graph.Label(0)
-	for _, l := range q.Labels {
-		if l != graph.Wildcard {
-			if byLabel == nil {
-				byLabel = map[graph.Label][]graph.VertexID{}
-			}
-			byLabel[l] = nil
-			maxL = max(maxL, l)
-		}
-	}
-	if byLabel != nil {
-		wanted := make([]bool, maxL+1)
-		for l := range byLabel {
-			wanted[l] = true
-		}
-		for v, l := range vl[:nv] {
-			if l <= maxL && wanted[l] {
-				byLabel[l] = append(byLabel[l], graph.VertexID(v))
-			}
-		}
-	}
-
-	// The lists are sorted by neighbour label (dyngraph.Order), so the
-	// neighbours of a label are counted by two binary searches. A
-	// neighbour joined by several edges counts several times: the counts
+	// A neighbour joined by several edges counts several times: the counts
 	// only bound the distinct ones from above, which keeps every match.
-	ord := g.Order()
 	ok := func(nd *need, v graph.VertexID) bool {
-		out := g.Out(v)
-		var in dyngraph.Adj // read on directed graphs only: else it is out
-		if q.Directed {
-			in = g.In(v)
+		if nd.mask&^p.mask[v] != 0 {
+			return false
 		}
-		do, di := len(out.Sorted), len(in.Sorted)
+		out := p.dir(v, false)
+		var in []dirEnt
+		do, di := int(out[len(out)-1].lo), 0
+		if q.Directed {
+			in = p.dir(v, true)
+			di = int(in[len(in)-1].lo)
+		}
 		if do+di < nd.all || (q.Directed && (do < nd.out || di < nd.in)) {
 			return false
 		}
 		for _, ln := range nd.labels {
-			lo, hi := ord.Range(out.Sorted, ln.l)
-			have := hi - lo
+			have := count(out, ln.l)
 			if q.Directed {
-				lo, hi = ord.Range(in.Sorted, ln.l)
-				have += hi - lo
+				have += count(in, ln.l)
 			}
 			if have < ln.k {
 				return false
@@ -181,13 +165,14 @@ func Filter(g *dyngraph.Graph, q *query.Query) *Candidates {
 		set := make([]uint64, words)
 		nd := &needs[u]
 		if l := q.Labels[u]; l != graph.Wildcard {
-			for _, v := range byLabel[l] {
+			for _, v := range p.class(l) {
 				if ok(nd, v) {
 					set[v>>6] |= 1 << (v & 63)
 					c.Count[u]++
 				}
 			}
 		} else {
+			p.buildAll()
 			for v := range graph.VertexID(nv) {
 				if ok(nd, v) {
 					set[v>>6] |= 1 << (v & 63)
@@ -197,7 +182,7 @@ func Filter(g *dyngraph.Graph, q *query.Query) *Candidates {
 		}
 		c.Sets[u] = set
 	}
-	refine(g, q, c)
+	refine(p, q, c)
 	return c
 }
 
@@ -206,9 +191,9 @@ func Filter(g *dyngraph.Graph, q *query.Query) *Candidates {
 // shrinks: a round costs less than the search saves on one more level of
 // dead ends, and the sets settle in a few rounds. A round checks only the
 // edges towards sets that shrank in the round before: the others still hold.
-func refine(g *dyngraph.Graph, q *query.Query, c *Candidates) {
+func refine(p *profiles, q *query.Query, c *Candidates) {
+	g := p.g
 	single, _ := g.EdgeLabel()
-	ord := g.Order()
 	inc := make([][]int, q.N()) // the edges at each query vertex
 	for j, e := range q.Edges {
 		inc[e.A] = append(inc[e.A], j)
@@ -222,25 +207,45 @@ func refine(g *dyngraph.Graph, q *query.Query, c *Candidates) {
 	for {
 		changed := false
 		for u := 0; u < q.N(); u++ {
+			// A candidate is checked only against sets that shrank.
+			if !slices.ContainsFunc(inc[u], func(j int) bool {
+				other := q.Edges[j].A
+				if other == u {
+					other = q.Edges[j].B
+				}
+				return shrank[other]
+			}) {
+				continue
+			}
 			for wi, word := range c.Sets[u] {
 				for word != 0 {
 					b := word & -word
 					word &^= b
 					v := graph.VertexID(wi*64 + bits.TrailingZeros64(b))
-					out, in := g.Out(v), g.In(v)
+					out := g.Out(v)
+					in := out
+					if g.Directed() {
+						in = g.In(v)
+					}
 					for _, j := range inc[u] {
 						e := q.Edges[j]
-						other, lists, k := e.B, [2]dyngraph.Adj{out}, 1
+						other, isIn := e.B, false
 						if e.B == u {
-							other, lists[0] = e.A, in
+							other, isIn = e.A, true
 						}
 						if !shrank[other] {
 							continue
 						}
+						var hit bool
 						if q.Directed && !e.Directed {
-							lists[0], lists[1], k = out, in, 2
+							hit = p.anyIn(v, false, &out, q.Labels[other], e.Label, single, c.Sets[other]) ||
+								p.anyIn(v, true, &in, q.Labels[other], e.Label, single, c.Sets[other])
+						} else if isIn {
+							hit = p.anyIn(v, true, &in, q.Labels[other], e.Label, single, c.Sets[other])
+						} else {
+							hit = p.anyIn(v, false, &out, q.Labels[other], e.Label, single, c.Sets[other])
 						}
-						if !anyIn(ord, lists[:k], q.Labels[other], e.Label, single, c.Sets[other]) {
+						if !hit {
 							c.Sets[u][wi] &^= b
 							c.Count[u]--
 							changed, next[u] = true, true
@@ -258,23 +263,18 @@ func refine(g *dyngraph.Graph, q *query.Query, c *Candidates) {
 	}
 }
 
-// anyIn reports whether some entry of lists with vertex label vlabel (any
-// for graph.Wildcard), over an edge of label label, is in set.
-func anyIn(ord dyngraph.Order, lists []dyngraph.Adj, vlabel, label, single graph.Label, set []uint64) bool {
-	for _, a := range lists {
-		lo, hi := 0, len(a.Sorted)
-		if vlabel != graph.Wildcard {
-			lo, hi = ord.Range(a.Sorted, vlabel)
+// anyIn reports whether some entry of a, v's out-list (in false) or in-list,
+// with vertex label vlabel (any for graph.Wildcard), over an edge of label
+// label, is in set.
+func (p *profiles) anyIn(v graph.VertexID, in bool, a *dyngraph.Adj, vlabel, label, single graph.Label, set []uint64) bool {
+	lo, hi := p.rng(v, in, a, vlabel)
+	for i := lo; i < hi; i++ {
+		x := a.Sorted[i] & dyngraph.IDMask
+		if label != graph.Wildcard && dyngraph.LabelAt(a.SortedLabels, i, single) != label {
+			continue
 		}
-		for i := lo; i < hi; i++ {
-			x := a.Sorted[i] & dyngraph.IDMask
-			l := dyngraph.LabelAt(a.SortedLabels, i, single)
-			if label != graph.Wildcard && l != label {
-				continue
-			}
-			if set[x>>6]&(1<<(x&63)) != 0 {
-				return true
-			}
+		if set[x>>6]&(1<<(x&63)) != 0 {
+			return true
 		}
 	}
 	return false

@@ -17,19 +17,24 @@ import (
 // deletions), every vertex of every brute-force match stays a candidate of
 // its query vertex, every matched edge stays in the candidate space, and
 // Static's enumeration is exactly the oracle's set on 1 and 3 workers, and
-// with a candidate space left almost wholly unbuilt.
+// with a candidate space left almost wholly unbuilt, on CPUs that keep their
+// state from one version of the graph to the next.
 func TestFilterKeepsMatches(t *testing.T) {
 	trials := 150
 	if testing.Short() {
 		trials = 30
 	}
 	pruned := 0
+	failed := int64(0) // walks that failing sets ended early
 	for i := range trials {
 		for _, dir := range []bool{false, true} {
 			sem := []query.Semantics{query.Embeddings, query.Instances}[i%2]
 			s := newScenario(uint64(1000+i), dir, sem, []string{"insert", "mixed"}[i%2], 8)
 			g := newTestGraph(dir)
 			o := newOracle(dir)
+			// The same CPUs see every version of the graph, so that what
+			// they keep between calls must follow its changes.
+			cpus := []*CPU{{Workers: 1}, {Workers: 3}, {Workers: 2, SpaceEntries: 1}}
 			step := func(batch []graph.Update, where string) {
 				if _, _, _, err := g.Apply(batch); err != nil {
 					t.Fatal(err)
@@ -39,8 +44,9 @@ func TestFilterKeepsMatches(t *testing.T) {
 				for _, q := range s.queries {
 					want := o.matches(q)
 					pruned += checkFilter(t, fmt.Sprintf("%v %s %s", s, where, describe(q)), g, q, want)
-					for _, cpu := range []*CPU{{Workers: 1}, {Workers: 3}, {Workers: 2, SpaceEntries: 1}} {
+					for _, cpu := range cpus {
 						checkStaticSet(t, fmt.Sprintf("%v %s %s, %d workers, space budget %d", s, where, describe(q), cpu.Workers, cpu.SpaceEntries), g, cpu, q, s.filter(q, want))
+						failed += cpu.StaticStats().Pruned
 					}
 				}
 			}
@@ -53,6 +59,9 @@ func TestFilterKeepsMatches(t *testing.T) {
 	}
 	if pruned == 0 {
 		t.Fatal("the filter never pruned a vertex of the right label: the test checks nothing")
+	}
+	if failed == 0 {
+		t.Fatal("no failing set ever ended a walk early: the test checks nothing of them")
 	}
 }
 
@@ -316,12 +325,71 @@ func TestStaticSearchAllocs(t *testing.T) {
 		roots[i] = uint32(i)
 	}
 	fd := &finder{sp: sp, plan: &plan, mode: Enumerate, work: &tasks{workers: 1},
-		sink: func(int, int, graph.Sign, []graph.VertexID) {}, visited: make([]uint64, (g.NumVertices()+63)/64)}
+		sink: func(int, int, graph.Sign, []graph.VertexID) {}, visited: make([]uint64, (g.NumVertices()+63)/64), owner: make([]uint8, g.NumVertices())}
+	fd.failing()
 	fd.run(task{cands: roots})
 	if fd.count == 0 {
 		t.Fatal("no matches: the test checks nothing")
 	}
 	if n := testing.AllocsPerRun(5, func() { fd.run(task{cands: roots}) }); n != 0 {
 		t.Fatalf("a warm search allocates %.0f times", n)
+	}
+}
+
+// TestStaticFailingSets: on sparse random graphs of one or two labels,
+// where most partial matches of a 4- to 7-vertex pattern die and failing
+// sets end many walks early, Static's enumeration and count equal the
+// oracle's under both semantics, directed and undirected, on 1 and 3
+// workers.
+func TestStaticFailingSets(t *testing.T) {
+	trials := 120
+	if testing.Short() {
+		trials = 30
+	}
+	pruned := int64(0)
+	for i := range trials {
+		r := rand.New(rand.NewPCG(uint64(9000+i), 3))
+		dir := i%2 == 1
+		sem := []query.Semantics{query.Embeddings, query.Instances}[i/2%2]
+		labels := graph.NewDict()
+		names := []string{"A", "B"}[:1+r.IntN(2)]
+		for _, n := range append(slices.Clone(names), "x") {
+			labels.Intern(n)
+		}
+		nv := 12 + r.IntN(14)
+		var ups []graph.Update
+		for v := range nv {
+			ups = append(ups, graph.Update{Op: graph.AddVertex, Src: uint32(v), SrcLabel: labels.Intern(names[r.IntN(len(names))])})
+		}
+		for range nv + r.IntN(nv) {
+			a, b := uint32(r.IntN(nv)), uint32(r.IntN(nv))
+			if a != b {
+				ups = append(ups, graph.Update{Op: graph.Insert, Src: a, Dst: b, Label: labels.Intern("x"), SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
+			}
+		}
+		g := newTestGraph(dir)
+		if _, _, _, err := g.Apply(ups); err != nil {
+			t.Fatal(err)
+		}
+		g.Reorganize()
+		o := newOracle(dir)
+		o.apply(ups, 0)
+		cpus := []*CPU{{Workers: 1}, {Workers: 3}}
+		for range 4 {
+			p := randomPattern(r, 4+r.IntN(4), names, []string{"x", ""}, dir)
+			q, err := query.Compile(p, labels, dir, sem)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := (&scenario{}).filter(q, o.matches(q))
+			for _, cpu := range cpus {
+				checkStaticSet(t, fmt.Sprintf("trial %d directed=%v %v %s, %d workers", i, dir, sem, describe(q), cpu.Workers), g, cpu, q, want)
+				pruned += cpu.StaticStats().Pruned
+			}
+		}
+		g.Close()
+	}
+	if pruned == 0 {
+		t.Fatal("no failing set ever ended a walk early: the test checks nothing of them")
 	}
 }

@@ -1,6 +1,8 @@
 package query
 
 import (
+	"encoding/binary"
+	"fmt"
 	"math"
 	"slices"
 )
@@ -21,13 +23,18 @@ type pairKind []uint64
 // Orbits are found by searching for one automorphism per (v, w) pair rather
 // than by listing the group, which for a star of 31 leaves has 31! elements.
 func symmetryBreaking(q *Query) (uint64, [][2]int) {
-	n := q.N()
-	s := &autSearch{q: q, kinds: pairKinds(q), img: make([]int, n), used: make([]bool, n)}
+	return newAutSearch(q).breaking()
+}
 
+func (s *autSearch) breaking() (uint64, [][2]int) {
+	n := s.q.N()
 	fixed := make([]bool, n)
 	size := uint64(1)
 	var less [][2]int
 	for {
+		// Vertices an automorphism fixing the fixed ones relates have the
+		// same colour once those are told apart.
+		base, _, _ := s.refine(fixed, -1, -1)
 		bestV, bestOrbit := -1, []int(nil)
 		for v := 0; v < n; v++ {
 			if fixed[v] {
@@ -35,7 +42,7 @@ func symmetryBreaking(q *Query) (uint64, [][2]int) {
 			}
 			orbit := []int{v}
 			for w := 0; w < n; w++ {
-				if w != v && !fixed[w] && s.exists(fixed, v, w) {
+				if w != v && !fixed[w] && base[w] == base[v] && s.exists(fixed, v, w) {
 					orbit = append(orbit, w)
 				}
 			}
@@ -102,10 +109,12 @@ func (q *Query) AutomorphismList(limit int) [][]int {
 		}
 		return [][]int{id}
 	}
-	s := &autSearch{q: q, kinds: pairKinds(q), img: make([]int, n), used: make([]bool, n)}
+	s := newAutSearch(q)
 	for i := range s.img {
 		s.img[i] = -1
 	}
+	s.colA, _, _ = s.refine(make([]bool, n), -1, -1)
+	s.colB = s.colA
 	var out [][]int
 	s.all(0, func() { out = append(out, slices.Clone(s.img)) })
 	return out
@@ -120,7 +129,7 @@ func (s *autSearch) all(u int, found func()) {
 		return
 	}
 	for c := 0; c < n; c++ {
-		if s.used[c] || s.q.Labels[c] != s.q.Labels[u] {
+		if s.used[c] || s.colB[c] != s.colA[u] {
 			continue
 		}
 		s.img[u], s.used[c] = c, true
@@ -131,17 +140,153 @@ func (s *autSearch) all(u int, found func()) {
 	}
 }
 
+// autSearch looks for automorphisms by extending a partial map vertex by
+// vertex. A vertex may map only to one of its colour: colour refinement
+// (1-dimensional Weisfeiler-Leman) of the pattern with the vertices already
+// mapped told apart, which every automorphism extending the map preserves.
+// Without it the search walked every arrangement of a clique of
+// like-labelled vertices before finding that two vertices of different
+// degree cannot swap: 10!·5! on labeled_snu's human query_dense_20_7.
 type autSearch struct {
 	q     *Query
 	kinds [][]pairKind
+	kind  [][]int // kinds interned, 0 for no edge
 	img   []int
 	used  []bool
+	// colA and colB colour the map's domain and image sides: u may map to
+	// c only when colA[u] == colB[c].
+	colA, colB []int
+}
+
+func newAutSearch(q *Query) *autSearch {
+	n := q.N()
+	s := &autSearch{q: q, kinds: pairKinds(q), img: make([]int, n), used: make([]bool, n), kind: make([][]int, n)}
+	ids := map[string]int{}
+	for a := range n {
+		s.kind[a] = make([]int, n)
+		for b, k := range s.kinds[a] {
+			if len(k) == 0 {
+				continue
+			}
+			key := fmt.Sprint(k)
+			if ids[key] == 0 {
+				ids[key] = len(ids) + 1
+			}
+			s.kind[a][b] = ids[key]
+		}
+	}
+	return s
+}
+
+// refine colours two copies of the pattern, A and B, by label, with each
+// fixed vertex alone in its colour on both and v in A and w in B (when v
+// is not -1) sharing a colour of their own, and refines both by the
+// colours and edge kinds of each vertex's neighbours until the colouring
+// stops splitting. ok is false when A and B end with different colour
+// counts: then no automorphism fixes the fixed vertices and maps v to w.
+func (s *autSearch) refine(fixed []bool, v, w int) (colA, colB []int, ok bool) {
+	n := s.q.N()
+	ids := map[string]int{}
+	intern := func(key []byte) int {
+		id, seen := ids[string(key)]
+		if !seen {
+			id = len(ids)
+			ids[string(key)] = id
+		}
+		return id
+	}
+	var key []byte
+	start := func(x int, pinned int) int {
+		key = key[:0]
+		switch {
+		case fixed[x]:
+			key = binary.AppendUvarint(append(key, 'f'), uint64(x))
+		case x == pinned:
+			key = append(key, 'p')
+		default:
+			key = binary.AppendUvarint(append(key, 'l'), uint64(s.q.Labels[x]))
+		}
+		return intern(key)
+	}
+	colA, colB = make([]int, n), make([]int, n)
+	for x := range n {
+		colA[x], colB[x] = start(x, v), start(x, w)
+	}
+	nextA, nextB := make([]int, n), make([]int, n)
+	var pairs [][2]int
+	sig := func(col []int, x int) int {
+		pairs = pairs[:0]
+		for y := range n {
+			if k := s.kind[x][y]; k != 0 {
+				pairs = append(pairs, [2]int{k, col[y]})
+			}
+		}
+		slices.SortFunc(pairs, func(a, b [2]int) int {
+			if a[0] != b[0] {
+				return a[0] - b[0]
+			}
+			return a[1] - b[1]
+		})
+		key = binary.AppendUvarint(key[:0], uint64(col[x]))
+		for _, p := range pairs {
+			key = binary.AppendUvarint(binary.AppendUvarint(key, uint64(p[0])), uint64(p[1]))
+		}
+		return intern(key)
+	}
+	classes := func(col []int) int {
+		seen := map[int]bool{}
+		for _, c := range col {
+			seen[c] = true
+		}
+		return len(seen)
+	}
+	before := -1
+	for {
+		if !sameCounts(colA, colB) {
+			return colA, colB, false
+		}
+		now := classes(colA)
+		if now == before {
+			return colA, colB, true
+		}
+		before = now
+		clear(ids) // the new colours' names only
+		for x := range n {
+			nextA[x] = sig(colA, x)
+			nextB[x] = sig(colB, x)
+		}
+		colA, nextA = nextA, colA
+		colB, nextB = nextB, colB
+	}
+}
+
+// sameCounts reports whether each colour colours as many vertices in a as
+// in b.
+func sameCounts(a, b []int) bool {
+	m := map[int]int{}
+	for i := range a {
+		m[a[i]]++
+		m[b[i]]--
+	}
+	for _, c := range m {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // exists reports whether an automorphism fixes every vertex marked in fixed
 // and maps v to w.
 func (s *autSearch) exists(fixed []bool, v, w int) bool {
 	n := s.q.N()
+	if s.q.Labels[v] != s.q.Labels[w] {
+		return false
+	}
+	var ok bool
+	if s.colA, s.colB, ok = s.refine(fixed, v, w); !ok {
+		return false
+	}
 	for i := range s.img {
 		s.img[i], s.used[i] = -1, false
 	}
@@ -149,9 +294,6 @@ func (s *autSearch) exists(fixed []bool, v, w int) bool {
 		if fixed[u] {
 			s.img[u], s.used[u] = u, true
 		}
-	}
-	if s.used[w] || s.q.Labels[v] != s.q.Labels[w] {
-		return false
 	}
 	s.img[v], s.used[w] = w, true
 	if !s.consistent(v) {
@@ -182,7 +324,7 @@ func (s *autSearch) extend(u int) bool {
 		return true
 	}
 	for c := 0; c < n; c++ {
-		if s.used[c] || s.q.Labels[c] != s.q.Labels[u] {
+		if s.used[c] || s.colB[c] != s.colA[u] {
 			continue
 		}
 		s.img[u], s.used[c] = c, true

@@ -72,6 +72,7 @@ type staticHeavy struct {
 func runBenchStatic(args []string, stdout, stderr io.Writer) error {
 	var (
 		data, dir, answersPath, engines string
+		cpuprofile                      string
 		specs                           queryFlags
 		workers                         int
 		timeout                         time.Duration
@@ -87,6 +88,7 @@ func runBenchStatic(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&timeout, "timeout", 0, "stop a query that runs longer than this `duration` and count it at the limit, marked timed out (on the GPU the kernels run to their end first); 0: no limit")
 	fs.BoolVar(&countOnly, "count-only", false, "count matches without enumerating the last query vertex")
 	fs.BoolVar(&jsonOut, "json", false, "write only the JSON summary to stdout; the table goes to stderr")
+	fs.StringVar(&cpuprofile, "cpuprofile", "", "write a Go CPU profile of the queries' matching (not the loading) to `file`")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -179,6 +181,13 @@ func runBenchStatic(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	sum := staticSummary{Data: data, Engines: names, Workers: cpuWorkers(workers), Timeout: timeout.Seconds(), CountOnly: countOnly}
+	if cpuprofile != "" {
+		stop, err := startProfile(cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	for _, q := range qs {
 		row := staticQuery{Name: q.Name, Engines: map[string]staticResult{}}
 		if a, ok := answers[q.Name]; ok {
