@@ -2,8 +2,10 @@ package incremental
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -391,5 +393,78 @@ func TestStaticFailingSets(t *testing.T) {
 	}
 	if pruned == 0 {
 		t.Fatal("no failing set ever ended a walk early: the test checks nothing of them")
+	}
+}
+
+// TestStaticFailingSetsSymmetric runs the failing-set search on patterns with
+// many automorphisms (cycles, cliques, stars, spiders, a wheel, a bowtie)
+// under instances semantics, where symmetry conditions as well as injectivity
+// drop candidates, on dense one-label graphs. The matches must equal the
+// brute-force oracle's, with one worker and with three. (Leaving the used
+// vertex's depth out of an injectivity drop's failing set fails it; leaving
+// out the depths a symmetry condition reads, ordAnc, did not in 400 trials:
+// candidates ascend, so a failed "greater than" only ever prunes larger ones.)
+func TestStaticFailingSetsSymmetric(t *testing.T) {
+	shapes := map[string][][2]int{
+		"4-cycle":           {{0, 1}, {1, 2}, {2, 3}, {3, 0}},
+		"5-cycle":           {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 0}},
+		"6-cycle":           {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}, {5, 0}},
+		"4-clique":          {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}},
+		"triangle-pendants": {{0, 1}, {1, 2}, {2, 0}, {0, 3}, {1, 4}, {2, 5}},
+		"wheel":             {{0, 1}, {0, 2}, {0, 3}, {0, 4}, {1, 2}, {2, 3}, {3, 4}, {4, 1}},
+		"star":              {{0, 1}, {0, 2}, {0, 3}, {0, 4}},
+		"spider":            {{0, 1}, {1, 2}, {0, 3}, {3, 4}, {0, 5}, {5, 6}},
+		"two-tails":         {{0, 1}, {1, 2}, {2, 3}, {0, 4}, {4, 5}, {5, 6}},
+		"k23":               {{0, 2}, {0, 3}, {0, 4}, {1, 2}, {1, 3}, {1, 4}},
+		"bowtie":            {{0, 1}, {1, 2}, {2, 0}, {0, 3}, {3, 4}, {4, 0}},
+	}
+	names := slices.Sorted(maps.Keys(shapes))
+	trials := 40
+	if testing.Short() {
+		trials = 10
+	}
+	for i := range trials {
+		r := rand.New(rand.NewPCG(uint64(7000+i), 5))
+		labels := graph.NewDict()
+		labels.Intern("A")
+		labels.Intern("x")
+		nv := 10 + r.IntN(12)
+		var ups []graph.Update
+		for v := range nv {
+			ups = append(ups, graph.Update{Op: graph.AddVertex, Src: uint32(v), SrcLabel: labels.Intern("A")})
+		}
+		for range 2*nv + r.IntN(2*nv) {
+			a, b := uint32(r.IntN(nv)), uint32(r.IntN(nv))
+			if a != b {
+				ups = append(ups, graph.Update{Op: graph.Insert, Src: a, Dst: b, Label: labels.Intern("x"), SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
+			}
+		}
+		g := newTestGraph(false)
+		if _, _, _, err := g.Apply(ups); err != nil {
+			t.Fatal(err)
+		}
+		g.Reorganize()
+		o := newOracle(false)
+		o.apply(ups, 0)
+		for _, name := range names {
+			p := &query.Pattern{Name: strings.ReplaceAll(name, "-", "")}
+			n := 0
+			for _, e := range shapes[name] {
+				n = max(n, e[0]+1, e[1]+1)
+				p.Edges = append(p.Edges, query.Edge{From: e[0], To: e[1], Label: "x"})
+			}
+			for v := range n {
+				p.Vertices = append(p.Vertices, query.Vertex{Name: fmt.Sprintf("v%d", v), Label: "A"})
+			}
+			q, err := query.Compile(p, labels, false, query.Instances)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := (&scenario{}).filter(q, o.matches(q))
+			for _, cpu := range []*CPU{{Workers: 1}, {Workers: 3}} {
+				checkStaticSet(t, fmt.Sprintf("trial %d %s, %d workers", i, name, cpu.Workers), g, cpu, q, want)
+			}
+		}
+		g.Close()
 	}
 }
