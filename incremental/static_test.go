@@ -402,8 +402,9 @@ func TestStaticFailingSets(t *testing.T) {
 // drop candidates, on dense one-label graphs. The matches must equal the
 // brute-force oracle's, with one worker and with three. (Leaving the used
 // vertex's depth out of an injectivity drop's failing set fails it; leaving
-// out the depths a symmetry condition reads, ordAnc, did not in 400 trials:
-// candidates ascend, so a failed "greater than" only ever prunes larger ones.)
+// out the depths a symmetry condition reads, ordAnc, did not in 400 trials,
+// likely because candidates ascend and a failed "greater than" then prunes
+// only larger ones.)
 func TestStaticFailingSetsSymmetric(t *testing.T) {
 	shapes := map[string][][2]int{
 		"4-cycle":           {{0, 1}, {1, 2}, {2, 3}, {3, 0}},
