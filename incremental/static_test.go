@@ -359,23 +359,9 @@ func TestStaticFailingSets(t *testing.T) {
 			labels.Intern(n)
 		}
 		nv := 12 + r.IntN(14)
-		var ups []graph.Update
-		for v := range nv {
-			ups = append(ups, graph.Update{Op: graph.AddVertex, Src: uint32(v), SrcLabel: labels.Intern(names[r.IntN(len(names))])})
-		}
-		for range nv + r.IntN(nv) {
-			a, b := uint32(r.IntN(nv)), uint32(r.IntN(nv))
-			if a != b {
-				ups = append(ups, graph.Update{Op: graph.Insert, Src: a, Dst: b, Label: labels.Intern("x"), SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
-			}
-		}
-		g := newTestGraph(dir)
-		if _, _, _, err := g.Apply(ups); err != nil {
-			t.Fatal(err)
-		}
-		g.Reorganize()
-		o := newOracle(dir)
-		o.apply(ups, 0)
+		g, o := staticGraph(t, r, labels, dir, nv,
+			func() string { return names[r.IntN(len(names))] },
+			func() int { return nv + r.IntN(nv) })
 		cpus := []*CPU{{Workers: 1}, {Workers: 3}}
 		for range 4 {
 			p := randomPattern(r, 4+r.IntN(4), names, []string{"x", ""}, dir)
@@ -394,6 +380,31 @@ func TestStaticFailingSets(t *testing.T) {
 	if pruned == 0 {
 		t.Fatal("no failing set ever ended a walk early: the test checks nothing of them")
 	}
+}
+
+// staticGraph builds a graph of nv vertices, labelled one after another by
+// label, then as many random edges labelled x as edges returns (self-loops
+// skipped), and the brute-force oracle over the same updates.
+func staticGraph(t *testing.T, r *rand.Rand, labels *graph.Dict, dir bool, nv int, label func() string, edges func() int) (*dyngraph.Graph, *oracleGraph) {
+	t.Helper()
+	var ups []graph.Update
+	for v := range nv {
+		ups = append(ups, graph.Update{Op: graph.AddVertex, Src: uint32(v), SrcLabel: labels.Intern(label())})
+	}
+	for range edges() {
+		a, b := uint32(r.IntN(nv)), uint32(r.IntN(nv))
+		if a != b {
+			ups = append(ups, graph.Update{Op: graph.Insert, Src: a, Dst: b, Label: labels.Intern("x"), SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
+		}
+	}
+	g := newTestGraph(dir)
+	if _, _, _, err := g.Apply(ups); err != nil {
+		t.Fatal(err)
+	}
+	g.Reorganize()
+	o := newOracle(dir)
+	o.apply(ups, 0)
+	return g, o
 }
 
 // TestStaticFailingSetsSymmetric runs the failing-set search on patterns with
@@ -430,23 +441,9 @@ func TestStaticFailingSetsSymmetric(t *testing.T) {
 		labels.Intern("A")
 		labels.Intern("x")
 		nv := 10 + r.IntN(12)
-		var ups []graph.Update
-		for v := range nv {
-			ups = append(ups, graph.Update{Op: graph.AddVertex, Src: uint32(v), SrcLabel: labels.Intern("A")})
-		}
-		for range 2*nv + r.IntN(2*nv) {
-			a, b := uint32(r.IntN(nv)), uint32(r.IntN(nv))
-			if a != b {
-				ups = append(ups, graph.Update{Op: graph.Insert, Src: a, Dst: b, Label: labels.Intern("x"), SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
-			}
-		}
-		g := newTestGraph(false)
-		if _, _, _, err := g.Apply(ups); err != nil {
-			t.Fatal(err)
-		}
-		g.Reorganize()
-		o := newOracle(false)
-		o.apply(ups, 0)
+		g, o := staticGraph(t, r, labels, false, nv,
+			func() string { return "A" },
+			func() int { return 2*nv + r.IntN(2*nv) })
 		for _, name := range names {
 			p := &query.Pattern{Name: strings.ReplaceAll(name, "-", "")}
 			n := 0
