@@ -61,7 +61,7 @@ func TestEncode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := encode([]*query.Query{q}, false, false)
+	prog, err := encode([]*query.Query{q}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,8 +88,30 @@ func TestEncode(t *testing.T) {
 			}
 		}
 	}
-	if prog, _ := encode([]*query.Query{q}, false, true); len(prog.terms) != 1 {
-		t.Fatalf("static program has %d terms", len(prog.terms))
+	plan := q.StaticPlan(1, nil, false)
+	sets := [][]uint64{nil, {0b1010}, nil}
+	prog, err = encodeStatic(q, &plan, sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := prog.words
+	if len(prog.terms) != 1 || w[tN] != 3 || w[tELabel] != graph.Wildcard || w[tBoth] != 0 || w[tFlip] != 0 {
+		t.Fatalf("static header %v", w[:tLevels])
+	}
+	for d := range plan.Levels {
+		rec := w[tLevels+d*lWords:]
+		switch {
+		case d != 1 && rec[lCand] != noCands:
+			t.Fatalf("static level %d has candidates at %d", d, rec[lCand])
+		case d == 1 && (rec[lCand] != 0 || !slices.Equal(prog.cands, []uint32{0b1010, 0})):
+			t.Fatalf("static level 1: candidates at %d, %v", rec[lCand], prog.cands)
+		}
+		for k := range plan.Levels[d].Cons {
+			cw := w[int(rec[lCons])+k*cWords:]
+			if cw[3] != uint32(query.ViewNew) {
+				t.Fatalf("static level %d cons %d reads view %d", d, k, cw[3])
+			}
+		}
 	}
 }
 

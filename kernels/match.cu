@@ -48,7 +48,7 @@
 #define T_ANY 5
 #define T_FLIP 6
 #define T_LEVELS 8
-#define L_WORDS 7
+#define L_WORDS 8
 #define L_LABEL 0
 #define L_NCONS 1
 #define L_CONS 2
@@ -56,6 +56,8 @@
 #define L_ABOVE 4
 #define L_NBELOW 5
 #define L_BELOW 6
+#define L_CAND 7 // offset of the level's candidate bitset in cands, or NO_CAND
+#define NO_CAND 0xFFFFFFFFu
 #define C_WORDS 5
 #define C_FROM 0
 #define C_LABEL 1
@@ -261,6 +263,7 @@ __device__ __forceinline__ bool holds(uint32_t view, bool old, bool nw, bool kep
 struct Walk {
     const Graph* g;
     const uint32_t* prog; // the term's program
+    const uint32_t* cands; // the static matcher's candidate bitsets (L_CAND)
     uint32_t* m;          // data vertex per depth (shared, per warp)
     uint32_t* st;         // per-level state (global scratch)
     int sign;             // +1 or -1
@@ -298,12 +301,22 @@ __device__ bool check_cons(const Walk& w, const uint32_t* c, uint32_t v)
     return holds(cons_view(w, c), old, nw, kept, simple_cons(w, c));
 }
 
-// vertex checks of level d: label, injectivity, symmetry breaking
+// in_cands: is v in level lv's candidate set? Levels without one take any.
+__device__ __forceinline__ bool in_cands(const Walk& w, const uint32_t* lv, uint32_t v)
+{
+    uint32_t c = lv[L_CAND];
+    return c == NO_CAND || (w.cands[c + (v >> 5)] >> (v & 31) & 1);
+}
+
+// vertex checks of level d: label, candidate set, injectivity, symmetry
+// breaking
 __device__ bool admissible(const Walk& w, uint32_t d, uint32_t v)
 {
     const uint32_t* lv = level(w, d);
     uint32_t l = lv[L_LABEL];
     if (l != WILDCARD && w.g->vlabel[v] != l)
+        return false;
+    if (!in_cands(w, lv, v))
         return false;
     for (uint32_t k = 0; k < d; k++)
         if (w.m[k] == v)
@@ -491,7 +504,8 @@ __device__ unsigned long long count_last(const Walk& w, uint32_t d, uint32_t lan
     const Graph& g = *w.g;
     const uint32_t* lv = level(w, d);
     const uint32_t* cons = w.prog + lv[L_CONS];
-    if (lv[L_NCONS] == 1 && lv[L_NABOVE] == 0 && lv[L_NBELOW] == 0 && !w.g->multi && cons[C_DIR] != D_ANY) {
+    if (lv[L_NCONS] == 1 && lv[L_NABOVE] == 0 && lv[L_NBELOW] == 0 && lv[L_CAND] == NO_CAND && !w.g->multi &&
+        cons[C_DIR] != D_ANY) {
         // The label range of the one list, in its view, less the matched
         // vertices in it (incremental/walk.go countLast).
         const uint32_t* c = cons;
@@ -705,19 +719,61 @@ __device__ int walk(const Walk& w, uint32_t mode, const Out& o, unsigned long lo
 // A warp's park record: the unit it stopped in when the record buffer
 // filled, and where. Its scratch keeps the walk's levels until the next
 // launch, which has the same grid, so the same warp picks the unit up there.
-#define P_STATE 0 // 1 when parked
-#define P_UNIT 1  // two words, low first
+#define P_STATE 0 // 1 when parked in a unit, 2 in a seed
+#define P_UNIT 1  // two words, low first: the unit, or the seed's index
 #define P_ORIENT 3
 #define P_DEPTH 4
 #define P_M 5 // MAXN words: w.m
 #define PARK_WORDS (P_M + MAXN)
 static_assert(MAXN == WARP, "a lane per matched vertex: parking copies w.m a word per lane");
 
+// walk_seed walks seed i from its depth, or resumes it at depth resume
+// with w.m restored. Deeper than split it goes to the plan's end in mode;
+// an expansion (split deeper than the seed) stops plans deeper than split
+// at that level and writes the partial matches as seeds, finishing the
+// others' counts itself. It returns true when the walk parked (the record
+// buffer is full) and the warp must stop.
+__device__ bool walk_seed(Walk& w, uint32_t mode, const Out& o, uint32_t lane,
+                          const uint32_t* prog, const uint32_t* term_off, uint32_t nchanges,
+                          unsigned long long* counts, const uint32_t* seeds, uint32_t seed_words, uint32_t split,
+                          unsigned long long i, int resume, uint32_t* pk)
+{
+    uint32_t depth = seed_words - 2;
+    const uint32_t* rec = seeds + i * (unsigned long long)seed_words;
+    unsigned long long unit = rec[0];
+    const uint32_t* p = prog + term_off[unit / nchanges];
+    w.prog = p;
+    w.sign = rec[1] ? 1 : -1;
+    bool seeding = split > depth && p[T_N] > split;
+    uint32_t umode = seeding ? 1 : (split > depth ? 0 : mode);
+    w.n = seeding ? split : p[T_N];
+    if (resume == DONE && lane < depth)
+        w.m[lane] = rec[2 + lane];
+    __syncwarp();
+    unsigned long long cnt = 0;
+    int stop = walk(w, umode, o, unit, lane, &cnt, (int)depth, resume);
+    if (lane == 0 && cnt > 0 && !seeding)
+        atomicAdd(counts + 2 * p[T_QUERY] + (w.sign > 0 ? 0 : 1), cnt);
+    if (stop == DONE || !pk)
+        return stop != DONE;
+    pk[P_M + lane] = w.m[lane];
+    if (lane == 0) {
+        pk[P_UNIT] = (uint32_t)i;
+        pk[P_UNIT + 1] = (uint32_t)(i >> 32);
+        pk[P_DEPTH] = (uint32_t)stop;
+        pk[P_STATE] = 2;
+    }
+    __syncwarp();
+    return true;
+}
+
 // match_delta runs work units. A unit is (term, changed edge); with seeds
-// set, a unit is instead a seed: a partial match of levels 0..split-1 that
-// an earlier launch with split set and no seeds wrote as a record (the
-// expansion launch). Splitting deep plans this way spreads one heavy unit
-// over many warps, where a single warp would walk it alone.
+// set, a unit is instead a seed: a partial match of levels 0..seed_words-3
+// that an earlier launch with split set wrote as a record (an expansion
+// launch). Splitting deep plans this way spreads one heavy unit over many
+// warps, where a single warp would walk it alone. An expansion launch walks
+// units, or seeds when split is deeper than they are, down to level split-1
+// and writes the partial matches to out_rec as seeds.
 //
 // In enumerate mode a full record buffer stops the launch: every warp parks
 // its unit (park, PARK_WORDS per warp), the host drains the buffer, and the
@@ -732,7 +788,8 @@ match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
             unsigned long long* next_unit, unsigned long long total_units,
             uint32_t mode, uint32_t* out_rec, unsigned long long out_cap, unsigned long long* out_count,
             uint32_t out_words, uint32_t* park, uint32_t* overflow,
-            uint32_t split, const uint32_t* seeds, uint32_t seed_words, unsigned long long* list_bytes)
+            uint32_t split, const uint32_t* seeds, uint32_t seed_words, unsigned long long* list_bytes,
+            const uint32_t* cands)
 {
     __shared__ uint32_t sm[WARPS_PER_BLOCK][MAXN];
     uint32_t lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
@@ -748,9 +805,11 @@ match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
     o.overflow = overflow;
     Walk w;
     w.g = &g;
+    w.cands = cands;
     w.m = sm[wib];
     w.st = scratch + warp * (unsigned long long)(MAXN * S_STRIDE);
-    bool expanding = split > 0 && seeds == 0;
+    uint32_t seed_depth = seeds ? seed_words - 2 : 0;
+    bool expanding = split > seed_depth;
     uint32_t* pk = park ? park + warp * PARK_WORDS : 0;
     // Only a launch's first unit can be a parked one: a warp that parks
     // stops, since the buffer is full.
@@ -763,7 +822,18 @@ match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
         unsigned long long unit;
         int resume = DONE;
         uint32_t orient0 = 0;
-        if (parked) {
+        if (parked == 2) {
+            // A seed parked in enumerate mode: its walk resumes below.
+            unsigned long long i = pk[P_UNIT] | (unsigned long long)pk[P_UNIT + 1] << 32;
+            resume = (int)pk[P_DEPTH];
+            w.m[lane] = pk[P_M + lane];
+            __syncwarp();
+            if (lane == 0)
+                pk[P_STATE] = 0;
+            if (walk_seed(w, mode, o, lane, prog, term_off, nchanges, counts, seeds, seed_words, split, i, resume, pk))
+                break;
+            continue;
+        } else if (parked) {
             unit = pk[P_UNIT] | (unsigned long long)pk[P_UNIT + 1] << 32;
             orient0 = pk[P_ORIENT];
             resume = (int)pk[P_DEPTH];
@@ -779,19 +849,8 @@ match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
             if (i >= total_units)
                 break;
             if (seeds) {
-                const uint32_t* rec = seeds + i * (unsigned long long)seed_words;
-                unit = rec[0];
-                const uint32_t* p = prog + term_off[unit / nchanges];
-                w.prog = p;
-                w.sign = rec[1] ? 1 : -1;
-                w.n = p[T_N];
-                if (lane < split)
-                    w.m[lane] = rec[2 + lane];
-                __syncwarp();
-                unsigned long long cnt = 0;
-                walk(w, 0, o, unit, lane, &cnt, (int)split, DONE);
-                if (lane == 0 && cnt > 0)
-                    atomicAdd(counts + 2 * p[T_QUERY] + (w.sign > 0 ? 0 : 1), cnt);
+                if (walk_seed(w, mode, o, lane, prog, term_off, nchanges, counts, seeds, seed_words, split, i, DONE, pk))
+                    break;
                 continue;
             }
             unit = i;
@@ -829,7 +888,7 @@ match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
                     w.m[0] = x;
                     w.m[1] = y;
                     const uint32_t* l0 = level(w, 0);
-                    ok = l0[L_LABEL] == WILDCARD || g.vlabel[x] == l0[L_LABEL];
+                    ok = (l0[L_LABEL] == WILDCARD || g.vlabel[x] == l0[L_LABEL]) && in_cands(w, l0, x);
                     ok = ok && admissible(w, 1, y);
                     if (ok && p[T_FLIP])
                         ok = flips_here(w, elabel, p[T_ANY], src, label, x, y);

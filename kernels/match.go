@@ -3,7 +3,9 @@ package kernels
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"runtime"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -38,7 +40,7 @@ func (x *GPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 		}
 		return res, nil
 	}
-	prog, err := encode(pick(queries, live), g.MultiLabel(), false)
+	prog, err := encode(pick(queries, live), g.MultiLabel())
 	if err != nil {
 		return nil, err
 	}
@@ -57,16 +59,15 @@ func (x *GPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 }
 
 // Static implements incremental.Matcher. The matches of a graph are the
-// matches that appear when every edge is inserted into an empty graph, and
-// of the delta terms only the first can then find any (its later edges are
-// read in the new view, and there is no stable edge for the others). So the
-// static matcher is the incremental kernel run on term 0, with every edge as
-// an insertion and every list presented as wholly appended.
+// matches that appear when every edge is inserted into an empty graph, so
+// the kernel walks the static plan as a term in the new view, every list
+// presented as wholly appended.
 //
-// Each query runs on its own: its root edges are only those whose ends are
-// candidates (incremental.Filter, as on the CPU) of the term's first two
-// query vertices, in one orientation or the other. On a labeled query most
-// edges fail that, and each would have been a work unit.
+// Each query runs on its own, on the CPU static matcher's filter and order
+// (incremental.Filter, query.StaticPlan): every level checks its query
+// vertex's candidate set, and the work units are the root edges, those from
+// a candidate of the plan's first vertex to a candidate of its second. On a
+// labeled query most edges fail that, and each would have been a unit.
 func (x *GPU) Static(g *dyngraph.Graph, queries []*query.Query, mode incremental.Mode, sink incremental.Sink) ([]int64, error) {
 	if g.Pending() {
 		return nil, fmt.Errorf("kernels: Static on a graph with a pending batch")
@@ -76,45 +77,74 @@ func (x *GPU) Static(g *dyngraph.Graph, queries []*query.Query, mode incremental
 	for _, qi := range possible(g, queries) {
 		q := queries[qi]
 		f := incremental.Filter(g, q)
-		lv := q.Terms[0].Levels
-		a, b := f.Sets[lv[0].Vertex], f.Sets[lv[1].Vertex]
-		in := func(set []uint64, v uint32) bool { return set[v/64]&(1<<(v%64)) != 0 }
-		var changes []uint32
-		for v := 0; v < g.NumVertices(); v++ {
-			if !in(a, uint32(v)) && !in(b, uint32(v)) {
-				continue // neither end of a root edge
-			}
-			adj := g.Out(graph.VertexID(v))
-			for i, e := range adj.Sorted {
-				w := e & dyngraph.IDMask
-				if !g.Directed() && w < uint32(v) {
-					continue // each undirected edge once (a root edge's ends are both visited)
-				}
-				if !(in(a, uint32(v)) && in(b, w)) && !(in(a, w) && in(b, uint32(v))) {
-					continue
-				}
-				l, _ := g.EdgeLabel()
-				if adj.SortedLabels != nil {
-					l = adj.SortedLabels[i]
-				}
-				changes = append(changes, uint32(v), w, l, 1)
+		start := 0
+		for u := range f.Count {
+			if f.Count[u] < f.Count[start] {
+				start = u
 			}
 		}
+		if f.Count[start] == 0 {
+			continue
+		}
+		plan := q.StaticPlan(start, f.Count, mode == incremental.Count)
+		// The last level goes without: a vertex that completes a match is
+		// in its set anyway, and without one the kernel counts that level
+		// from the list's label range.
+		sets := make([][]uint64, len(plan.Levels))
+		for d, lv := range plan.Levels[:len(plan.Levels)-1] {
+			sets[d] = f.Sets[lv.Vertex]
+		}
+		changes := rootEdges(g, f.Sets[plan.Levels[0].Vertex], f.Sets[plan.Levels[1].Vertex])
 		if len(changes) == 0 {
 			continue
 		}
-		qs := []*query.Query{q}
-		prog, err := encode(qs, g.MultiLabel(), true)
+		prog, err := encodeStatic(q, &plan, sets)
 		if err != nil {
 			return nil, err
 		}
-		counts, err := x.run(g, nil, prog, changes, qs, mode, sink, []int{qi})
+		counts, err := x.run(g, nil, prog, changes, []*query.Query{q}, mode, sink, []int{qi})
 		if err != nil {
 			return nil, err
 		}
 		out[qi] = counts[0].Positive
+		if mode == incremental.Count {
+			out[qi] *= int64(q.CountFactor)
+		}
 	}
 	return out, nil
+}
+
+// rootEdges lists the static matcher's units as changes (x, y, label,
+// insertion): x in a, y in b, and y a neighbour of x in either direction,
+// each pair once. The kernel checks the plan's constraints between the two
+// levels, with their directions and labels.
+func rootEdges(g *dyngraph.Graph, a, b []uint64) []uint32 {
+	in := func(set []uint64, v uint32) bool { return set[v/64]&(1<<(v%64)) != 0 }
+	var changes []uint32
+	var ys []uint32
+	for xw, word := range a {
+		for word != 0 {
+			x := uint32(xw*64 + bits.TrailingZeros64(word))
+			word &= word - 1
+			ys = ys[:0]
+			lists := []dyngraph.Adj{g.Out(graph.VertexID(x))}
+			if g.Directed() {
+				lists = append(lists, g.In(graph.VertexID(x)))
+			}
+			for _, adj := range lists {
+				for _, e := range adj.Sorted {
+					if y := e & dyngraph.IDMask; in(b, y) {
+						ys = append(ys, y)
+					}
+				}
+			}
+			slices.Sort(ys)
+			for _, y := range slices.Compact(ys) {
+				changes = append(changes, x, y, graph.Wildcard, 1)
+			}
+		}
+	}
+	return changes
 }
 
 // possible lists the queries whose edge labels the graph can match at all
@@ -180,6 +210,12 @@ func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, change
 	if err != nil {
 		return nil, err
 	}
+	var cands cuda.DevicePtr // none: no level reads it
+	if len(prog.cands) > 0 {
+		if cands, err = x.upload("cands", u32ptr(prog.cands), 4*len(prog.cands)); err != nil {
+			return nil, err
+		}
+	}
 	counts, err := x.buf("counts", 16*len(qs))
 	if err != nil {
 		return nil, err
@@ -229,7 +265,19 @@ func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, change
 			return nil, err
 		}
 	}
-	if mode == incremental.Count && !x.opts.NoSplit {
+	l := launch{pp, tp, uint32(len(prog.terms)), cp, uint32(nch), ga, counts, scratch, next, flags, blocks, lb, cands}
+	// What the last launches walk: the units, or seeds of depth split.
+	units, split, seeds, seedWords := total, uint32(0), cuda.DevicePtr(0), uint32(0)
+	if delta == nil && !x.opts.NoSplit {
+		// The static matcher's plan starts at its most selective vertex,
+		// so a few root edges can hold all the work, in either mode.
+		if seeds, seedWords, units, err = x.deepen(l, total, prog.maxN, uint64(32*warps)); err != nil {
+			return nil, err
+		}
+		if seeds != 0 {
+			split = seedWords - 2
+		}
+	} else if mode == incremental.Count && !x.opts.NoSplit {
 		for _, split := range []int{4, 3} {
 			// A plan one level deeper than split seeds too: each seed
 			// counts the last level. Unsplit, the 4-cycle's hub units kept
@@ -239,7 +287,6 @@ func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, change
 			if prog.maxN < split+1 {
 				continue
 			}
-			l := launch{pp, tp, uint32(len(prog.terms)), cp, uint32(nch), ga, counts, scratch, next, flags, blocks, lb}
 			ok, err := x.runSplit(l, total, split)
 			if err != nil {
 				return nil, err
@@ -269,8 +316,8 @@ func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, change
 		}
 		err := x.match.Launch([3]uint32{blocks, 1, 1}, [3]uint32{warpsPerBlock * 32, 1, 1}, 0, nil,
 			pp, tp, uint32(len(prog.terms)), cp, uint32(nch),
-			ga, counts, scratch, next, total, mb,
-			rec, capRecs, outCount, words, park, flags, uint32(0), cuda.DevicePtr(0), uint32(0), lb)
+			ga, counts, scratch, next, units, mb,
+			rec, capRecs, outCount, words, park, flags, split, seeds, seedWords, lb, cands)
 		if err == nil {
 			err = x.ctx.Synchronize()
 		}
@@ -346,6 +393,7 @@ type launch struct {
 	next, flags     cuda.DevicePtr
 	blocks          uint32
 	listBytes       cuda.DevicePtr
+	cands           cuda.DevicePtr
 }
 
 // maxSeeds bounds the seed buffer: 2^25 seeds of up to 6 words, 768 MiB.
@@ -382,7 +430,7 @@ func (x *GPU) runSplit(l launch, units uint64, split int) (ok bool, err error) {
 		l.graph,
 		l.counts, l.scratch, l.next, units, uint32(0),
 		seeds, uint64(maxSeeds), nseeds, words, cuda.DevicePtr(0) /* no park: a full buffer ends the launch */, l.flags,
-		uint32(split), cuda.DevicePtr(0), uint32(0), l.listBytes)
+		uint32(split), cuda.DevicePtr(0), uint32(0), l.listBytes, l.cands)
 	if err == nil {
 		err = x.ctx.Synchronize()
 	}
@@ -410,7 +458,7 @@ func (x *GPU) runSplit(l launch, units uint64, split int) (ok bool, err error) {
 		l.prog, l.terms, l.nterms, l.changes, l.nchanges,
 		l.graph,
 		l.counts, l.scratch, l.next, n[0], uint32(0),
-		cuda.DevicePtr(0), uint64(0), nseeds, words, cuda.DevicePtr(0), l.flags, uint32(split), seeds, words, l.listBytes)
+		cuda.DevicePtr(0), uint64(0), nseeds, words, cuda.DevicePtr(0), l.flags, uint32(split), seeds, words, l.listBytes, l.cands)
 	if err == nil {
 		err = x.ctx.Synchronize()
 	}
@@ -418,6 +466,67 @@ func (x *GPU) runSplit(l launch, units uint64, split int) (ok bool, err error) {
 		return false, fmt.Errorf("kernels: match_delta (seeds): %w", err)
 	}
 	return true, nil
+}
+
+// seedBytes bounds each of the static matcher's two seed buffers.
+const seedBytes = 768 << 20
+
+// deepen expands the static matcher's root edges into seeds, a level at a
+// time, until there are at least target of them. It stops short where the
+// next level would be the plan's last, or its seeds would not fit the
+// buffer; seeds is 0 when the units were enough. Each expansion walks the
+// seeds of the one before, so one heavy root edge ends up spread over many
+// warps, as STMatch's work stealing spreads it.
+func (x *GPU) deepen(l launch, units uint64, n int, target uint64) (seeds cuda.DevicePtr, words uint32, count uint64, err error) {
+	count = units
+	nseeds, err := x.buf("seed_count", 8)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	block := [3]uint32{warpsPerBlock * 32, 1, 1}
+	grid := [3]uint32{l.blocks, 1, 1}
+	for depth := 3; count < target && depth < n; depth++ {
+		w := uint32(2 + depth)
+		capSeeds := uint64(seedBytes / (4 * int(w)))
+		out, err := x.buf([2]string{"seeds", "seeds_next"}[depth%2], seedBytes)
+		if errors.Is(err, cuda.ErrOutOfMemory) {
+			break // under a tight --gpu-mem: walk what there is
+		}
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		for _, p := range []cuda.DevicePtr{l.next, l.flags, nseeds} {
+			if err := x.ctx.Memset32(p, 0, 2); err != nil {
+				return 0, 0, 0, err
+			}
+		}
+		err = x.match.Launch(grid, block, 0, nil,
+			l.prog, l.terms, l.nterms, l.changes, l.nchanges,
+			l.graph,
+			l.counts, l.scratch, l.next, count, uint32(0),
+			out, capSeeds, nseeds, w, cuda.DevicePtr(0) /* no park: a full buffer ends the launch */, l.flags,
+			uint32(depth), seeds, words, l.listBytes, l.cands)
+		if err == nil {
+			err = x.ctx.Synchronize()
+		}
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("kernels: match_delta (expansion to depth %d): %w", depth, err)
+		}
+		x.last.Launches++
+		var ov [2]uint32
+		var got [1]uint64
+		if err := x.ctx.CopyDtoH(unsafe.Pointer(&ov[0]), l.flags, 4); err != nil {
+			return 0, 0, 0, err
+		}
+		if err := x.ctx.CopyDtoH(unsafe.Pointer(&got[0]), nseeds, 8); err != nil {
+			return 0, 0, 0, err
+		}
+		if ov[0] != 0 {
+			break // the seeds of the level before stand
+		}
+		seeds, words, count = out, w, got[0]
+	}
+	return seeds, words, count, nil
 }
 
 // parkWords is the size of a warp's park record (match.cu, PARK_WORDS).
@@ -457,8 +566,7 @@ func (x *GPU) drain(prog *program, qs []*query.Query, changes []uint32, rec, out
 		if row[1] == 1 {
 			sign = graph.Positive
 		}
-		plan := &q.Terms[t.t]
-		for d, lv := range plan.Levels {
+		for d, lv := range t.plan.Levels {
 			m[lv.Vertex] = row[2+d]
 		}
 		sink(0, live[t.q], sign, m[:q.N()])

@@ -1,0 +1,104 @@
+package kernels
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/incremental"
+	"github.com/gcsm/gcsm/query"
+)
+
+// TestStaticDeepens: the static plan starts at the one hub labelled H, so
+// the kernel gets a few dozen root edges for a search of hundreds of
+// thousands of matches. The seeds must be deepened (more than one launch)
+// and still find what the CPU finds, counted and enumerated, with a record
+// buffer small enough that seeds park and resume, and the same unsplit.
+func TestStaticDeepens(t *testing.T) {
+	d := graph.NewDict()
+	h, b, x := d.Intern("H"), d.Intern("B"), d.Intern("x")
+	const n = 40
+	load := []graph.Update{{Op: graph.AddVertex, Src: 0, SrcLabel: h}}
+	for v := uint32(1); v <= n; v++ {
+		load = append(load, graph.Update{Op: graph.AddVertex, Src: v, SrcLabel: b})
+	}
+	edge := func(v, w uint32) graph.Update {
+		return graph.Update{Op: graph.Insert, Src: v, Dst: w, Label: x, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel}
+	}
+	for v := uint32(1); v <= n; v++ {
+		load = append(load, edge(0, v))
+		for w := v + 1; w <= n; w++ {
+			if (v*7+w*3)%5 != 0 { // dense, not complete
+				load = append(load, edge(v, w))
+			}
+		}
+	}
+	var qs []*query.Query
+	for i, pat := range []string{
+		"(h:H)-[]-(a:B)-[]-(b:B)-[]-(c:B)-[]-(a), (b)-[]-(h)",
+		"(h:H)-[]-(a:B)-[]-(b:B)-[]-(c:B)-[]-(d:B)-[]-(a)",
+	} {
+		p, err := query.ParseCypher(fmt.Sprint("q", i), pat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := query.Compile(p, d, false, query.Semantics(i%2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs = append(qs, q)
+	}
+	for _, c := range []struct {
+		records int
+		noSplit bool
+	}{{1 << 20, false}, {1000, false}, {1 << 20, true}} {
+		x := openGPUWith(t, Options{Placement: Device, EnumRecords: c.records, NoSplit: c.noSplit})
+		g, err := dyngraph.New(dyngraph.Options{Alloc: x.Allocator()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := g.Build(load); err != nil {
+			t.Fatal(err)
+		}
+		cpu := &incremental.CPU{}
+		want, err := cpu.Static(g, qs, incremental.Count, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want[0] < 1000 || want[1] < 10000 {
+			t.Fatalf("the graph holds too few matches to need deepening: %v", want)
+		}
+		for qi, q := range qs {
+			one := []*query.Query{q}
+			got, err := x.Static(g, one, incremental.Count, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[0] != want[qi] {
+				t.Errorf("records %d nosplit %v query %d: GPU counts %d, CPU %d", c.records, c.noSplit, qi, got[0], want[qi])
+			}
+			if deep := x.Last().Launches > 1; deep == c.noSplit {
+				t.Errorf("records %d nosplit %v query %d: %d launches", c.records, c.noSplit, qi, x.Last().Launches)
+			}
+			cc := &collector{got: map[string]int{}}
+			gc := &collector{got: map[string]int{}}
+			if _, err := cpu.Static(g, one, incremental.Enumerate, cc.sink); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := x.Static(g, one, incremental.Enumerate, gc.sink); err != nil {
+				t.Fatal(err)
+			}
+			if len(gc.got) != len(cc.got) {
+				t.Fatalf("records %d nosplit %v query %d: GPU enumerated %d distinct matches, CPU %d", c.records, c.noSplit, qi, len(gc.got), len(cc.got))
+			}
+			for k, n := range gc.got {
+				if n != 1 || cc.got[k] != 1 {
+					t.Fatalf("records %d query %d: GPU emitted %s %d times, CPU %d", c.records, qi, k, n, cc.got[k])
+				}
+			}
+		}
+		g.Close()
+		x.Close()
+	}
+}
