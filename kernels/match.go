@@ -471,8 +471,14 @@ func (x *GPU) runSplit(l launch, units uint64, split int) (ok bool, err error) {
 // seedBytes bounds each of the static matcher's two seed buffers.
 const seedBytes = 768 << 20
 
+// minSeedDepth is the depth the static matcher's seeds reach however many
+// root edges there are: on a power-law graph a hub's edges hold most of the
+// work, and seeds of 4 vertices spread it as the incremental split does.
+const minSeedDepth = 4
+
 // deepen expands the static matcher's root edges into seeds, a level at a
-// time, until there are at least target of them. It stops short where the
+// time, until there are at least target of them and they are minSeedDepth
+// deep. It stops short where the
 // next level would be the plan's last, or its seeds would not fit the
 // buffer; seeds is 0 when the units were enough. Each expansion walks the
 // seeds of the one before, so one heavy root edge ends up spread over many
@@ -485,7 +491,7 @@ func (x *GPU) deepen(l launch, units uint64, n int, target uint64) (seeds cuda.D
 	}
 	block := [3]uint32{warpsPerBlock * 32, 1, 1}
 	grid := [3]uint32{l.blocks, 1, 1}
-	for depth := 3; count < target && depth < n; depth++ {
+	for depth := 3; depth < n && (count < target || depth <= minSeedDepth); depth++ {
 		w := uint32(2 + depth)
 		capSeeds := uint64(seedBytes / (4 * int(w)))
 		out, err := x.buf([2]string{"seeds", "seeds_next"}[depth%2], seedBytes)
