@@ -37,16 +37,10 @@ func (c *CPU) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink 
 		}
 		c.prof = profilesOf(c.prof, g)
 		f := filter(c.prof, q)
-		start := 0
-		for u := range f.Count {
-			if f.Count[u] < f.Count[start] {
-				start = u
-			}
-		}
-		if f.Count[start] == 0 {
+		plan, ok := f.Plan(q, mode == Count)
+		if !ok {
 			continue
 		}
-		plan := q.StaticPlan(start, f.Count, mode == Count)
 		budget := c.SpaceEntries
 		if budget == 0 {
 			budget = DefaultSpaceEntries
@@ -79,6 +73,21 @@ func (c *Candidates) Members(u int) []graph.VertexID {
 		}
 	}
 	return out
+}
+
+// Plan is q's static plan (query.StaticPlan) from the vertex with the
+// fewest candidates; ok is false when some vertex has none, and q no match.
+func (c *Candidates) Plan(q *query.Query, forCount bool) (plan query.Plan, ok bool) {
+	start := 0
+	for u := range c.Count {
+		if c.Count[u] < c.Count[start] {
+			start = u
+		}
+	}
+	if c.Count[start] == 0 {
+		return query.Plan{}, false
+	}
+	return q.StaticPlan(start, c.Count, forCount), true
 }
 
 // Filter computes the candidate sets of q in g (not pending).

@@ -77,16 +77,10 @@ func (x *GPU) Static(g *dyngraph.Graph, queries []*query.Query, mode incremental
 	for _, qi := range possible(g, queries) {
 		q := queries[qi]
 		f := incremental.Filter(g, q)
-		start := 0
-		for u := range f.Count {
-			if f.Count[u] < f.Count[start] {
-				start = u
-			}
-		}
-		if f.Count[start] == 0 {
+		plan, ok := f.Plan(q, mode == incremental.Count)
+		if !ok {
 			continue
 		}
-		plan := q.StaticPlan(start, f.Count, mode == incremental.Count)
 		// The last level goes without: a vertex that completes a match is
 		// in its set anyway, and without one the kernel counts that level
 		// from the list's label range.
