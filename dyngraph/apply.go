@@ -3,6 +3,8 @@ package dyngraph
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/gcsm/gcsm/graph"
 )
@@ -106,8 +108,6 @@ func (g *Graph) ApplyFolded(batch []graph.Update, f Folder) ([]graph.Change, []R
 		s := &g.state[i]
 		switch {
 		case s.renewed:
-			g.remove(s.key)
-			g.insert(s.key)
 			st.Renewed++
 			e := graph.Edge{Src: s.key.a, Dst: s.key.b, Label: s.key.l}
 			g.delta = append(g.delta, graph.Change{Edge: e, Sign: graph.Negative}, graph.Change{Edge: e, Sign: graph.Positive})
@@ -117,17 +117,16 @@ func (g *Graph) ApplyFolded(batch []graph.Update, f Folder) ([]graph.Change, []R
 			}
 			continue
 		case s.now:
-			g.insert(s.key)
 			st.Inserted++
 			g.edges++
 			g.delta = append(g.delta, graph.Change{Edge: graph.Edge{Src: s.key.a, Dst: s.key.b, Label: s.key.l}, Sign: graph.Positive})
 		default:
-			g.remove(s.key)
 			st.Deleted++
 			g.edges--
 			g.delta = append(g.delta, graph.Change{Edge: graph.Edge{Src: s.key.a, Dst: s.key.b, Label: s.key.l}, Sign: graph.Negative})
 		}
 	}
+	g.writeLists()
 	g.each(len(g.touched), (*Graph).sortAppended)
 	g.pending = true
 	g.epoch++
@@ -357,15 +356,6 @@ func (g *Graph) listOf(t touch) *list {
 	return &g.out[t.v]
 }
 
-func (g *Graph) touch(v graph.VertexID, in bool) *list {
-	l := g.listOf(touch{v, in})
-	if l.app == l.n && l.tomb == 0 {
-		// First change to this list in the batch: it was clean.
-		g.touched = append(g.touched, touch{v, in})
-	}
-	return l
-}
-
 // reserve grows every list that the batch inserts into once, to its final
 // size rounded up to a power of two, instead of doubling it step by step:
 // loading a graph through Apply spent a quarter of its time in those copies.
@@ -402,11 +392,89 @@ func (g *Graph) reserve() error {
 	return nil
 }
 
-func (g *Graph) insert(k edgeKey) {
-	g.appendEntry(g.touch(k.a, false), k.b, k.l)
-	g.appendEntry(g.touch(k.b, g.opts.Directed), k.a, k.l)
+// writeLists writes the batch's folded state into the lists: a deletion
+// tombstones the edge's two entries, an insertion appends them, a renewal
+// does both. A large batch splits the lists among workers by vertex, so
+// that each list is written by one goroutine in the batch's order; the
+// touched lists keep the order of their first change, as one goroutine
+// leaves them, so the result does not depend on the number of workers.
+func (g *Graph) writeLists() {
+	w := min(g.workers(), max(1, 2*len(g.state)/g.parallelMin))
+	if len(g.state) < g.parallelMin || w <= 1 {
+		for i := range g.state {
+			for side := range 2 {
+				t, other := g.side(&g.state[i], side)
+				if g.write(&g.state[i], t, other) {
+					g.touched = append(g.touched, t)
+				}
+				g.maxLen = max(g.maxLen, g.listOf(t).n)
+			}
+		}
+		return
+	}
+	// firsts[2i+side] is set where state i's change of that side's list
+	// was the list's first in the batch.
+	if cap(g.firsts) < 2*len(g.state) {
+		g.firsts = make([]touch, 2*len(g.state))
+		g.first = make([]bool, 2*len(g.state))
+	}
+	firsts, first := g.firsts[:2*len(g.state)], g.first[:2*len(g.state)]
+	clear(first)
+	longest := make([]uint32, w)
+	var wg sync.WaitGroup
+	for k := range w {
+		wg.Go(func() {
+			for i := range g.state {
+				for side := range 2 {
+					if t, other := g.side(&g.state[i], side); int(t.v%uint32(w)) == k {
+						first[2*i+side] = g.write(&g.state[i], t, other)
+						firsts[2*i+side] = t
+						longest[k] = max(longest[k], g.listOf(t).n)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i, f := range first {
+		if f {
+			g.touched = append(g.touched, firsts[i])
+		}
+	}
+	g.maxLen = max(g.maxLen, slices.Max(longest))
 }
 
+// side is one of the two lists an edge's change writes: the source's
+// out-list (side 0) or the destination's in-list, or out-list on an
+// undirected graph (side 1), and the vertex its entry names.
+func (g *Graph) side(s *normState, side int) (touch, uint32) {
+	if side == 0 {
+		return touch{s.key.a, false}, s.key.b
+	}
+	return touch{s.key.b, g.opts.Directed}, s.key.a
+}
+
+// write applies state s to list t, whose entry names vertex other, and
+// reports whether this was the list's first change in the batch.
+func (g *Graph) write(s *normState, t touch, other uint32) bool {
+	del := s.renewed || (s.before && !s.now)
+	ins := s.renewed || (s.now && !s.before)
+	if !del && !ins {
+		return false
+	}
+	l := g.listOf(t)
+	first := l.app == l.n && l.tomb == 0 // it was clean
+	if del {
+		g.tombstone(l, other, s.key.l)
+	}
+	if ins {
+		g.appendEntry(l, other, s.key.l)
+	}
+	return first
+}
+
+// appendEntry appends an entry to l, which reserve made room for. It does
+// not track the longest list: writeLists does.
 func (g *Graph) appendEntry(l *list, id uint32, label graph.Label) {
 	if l.n == l.cap {
 		panic("BUG: dyngraph appending to a list that reserve did not grow")
@@ -417,12 +485,6 @@ func (g *Graph) appendEntry(l *list, id uint32, label graph.Label) {
 		s.lbls[l.off+l.n] = label
 	}
 	l.n++
-	g.maxLen = max(g.maxLen, l.n)
-}
-
-func (g *Graph) remove(k edgeKey) {
-	g.tombstone(g.touch(k.a, false), k.b, k.l)
-	g.tombstone(g.touch(k.b, g.opts.Directed), k.a, k.l)
 }
 
 func (g *Graph) tombstone(l *list, id uint32, label graph.Label) {

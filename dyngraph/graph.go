@@ -144,6 +144,9 @@ type Graph struct {
 	batch   []graph.Update // the batch being applied, for lookUp
 	pres    []bool         // per update of the batch: its edge was in the graph before
 	scr     []scratch      // per worker
+	// writeLists' record of each change's first write to a list
+	firsts []touch
+	first  []bool
 	// parallelMin is parallelMin but for tests, which lower it to run
 	// the parallel paths on small batches.
 	parallelMin int

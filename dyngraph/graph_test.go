@@ -1014,9 +1014,10 @@ func TestAllocs(t *testing.T) {
 }
 
 // parallelAllocs bounds the allocations of the parallel steps of a batch:
-// each of the three (presence, sorts, merges) allocates two closures per
-// worker, its wait group and its chunk counter, whatever the batch's size.
-func parallelAllocs(workers int) float64 { return float64(3 * (2*workers + 2)) }
+// each of the four (presence, list writes, sorts, merges) allocates two
+// closures per worker and two values its closures share (a wait group and
+// a chunk counter, or the longest lists), whatever the batch's size.
+func parallelAllocs(workers int) float64 { return float64(4 * (2*workers + 2)) }
 
 func allocs(t *testing.T, name string, labels []graph.Label, vlabels bool, alloc hostmem.Allocator, workers int) {
 	tc := struct {
