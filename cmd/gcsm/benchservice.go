@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -562,7 +563,9 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 		fmt.Fprintf(human, "a bare consumer reads it back at %.0f updates/s\n", res.ReadPerSec)
 	}
 	ran := make(chan error, 1)
-	go func() { ran <- s.Run(ctx) }()
+	// The label lets --cpuprofile's readers keep to the service's goroutines
+	// (pprof -tagfocus phase=service); the ones they start inherit it.
+	go pprof.Do(ctx, pprof.Labels("phase", "service"), func(ctx context.Context) { ran <- s.Run(ctx) })
 	produced := make(chan error, 1)
 	var soak *soaker
 	switch {
@@ -629,7 +632,8 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 	eng.close()
 	eng.gpu, eng.multi = nil, nil
 	if f.engine && f.duration == 0 {
-		e, err := engineAlone(f, stream, qcfg)
+		var e *engineResult
+		pprof.Do(context.Background(), pprof.Labels("phase", "engine"), func(context.Context) { e, err = engineAlone(f, stream, qcfg) })
 		if err != nil {
 			return nil, fmt.Errorf("engine alone: %w", err)
 		}
