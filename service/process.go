@@ -472,15 +472,39 @@ func (s *Service) internAll(b *batchState) {
 	// Looking names up costs a few cache misses each on a dictionary of
 	// millions, so the batch's known names are looked up on all cores
 	// first, while nothing interns; only new names are interned in order.
-	parallel(len(b.buf.dec), func(i int) {
-		d := &b.buf.dec[i]
-		d.known = ingest.Known{}
-		if skip(d) {
-			return
+	parallelRange(len(b.buf.dec), func(lo, hi int) {
+		var (
+			names [2 * rangeSize]string
+			ids   [2 * rangeSize]graph.VertexID
+			found [2 * rangeSize]bool
+		)
+		n := 0
+		for i := lo; i < hi; i++ {
+			d := &b.buf.dec[i]
+			d.known = ingest.Known{}
+			if skip(d) {
+				continue
+			}
+			names[n] = d.rec.Src
+			n++
+			if d.rec.Op != graph.AddVertex {
+				names[n] = d.rec.Dst
+				n++
+			}
 		}
-		d.known.ID[0], d.known.OK[0] = s.ids.Lookup(d.rec.Src)
-		if d.rec.Op != graph.AddVertex {
-			d.known.ID[1], d.known.OK[1] = s.ids.Lookup(d.rec.Dst)
+		s.ids.LookupMany(names[:n], ids[:n], found[:n])
+		n = 0
+		for i := lo; i < hi; i++ {
+			d := &b.buf.dec[i]
+			if skip(d) {
+				continue
+			}
+			d.known.ID[0], d.known.OK[0] = ids[n], found[n]
+			n++
+			if d.rec.Op != graph.AddVertex {
+				d.known.ID[1], d.known.OK[1] = ids[n], found[n]
+				n++
+			}
 		}
 	})
 	for i := range b.buf.dec {
@@ -528,10 +552,23 @@ func decodeAll(msgs []ingest.Message, out []decoded, decs []*ingest.Decoder) {
 // parallel calls f(0..n-1) on all cores; small n stays on the caller's
 // goroutine, where starting goroutines would cost more than it saves.
 func parallel(n int, f func(i int)) {
+	parallelRange(n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			f(i)
+		}
+	})
+}
+
+// rangeSize is the most indexes parallelRange hands f at a time.
+const rangeSize = 64
+
+// parallelRange calls f on ranges [lo, hi) of at most rangeSize indexes
+// that cover 0..n-1, on all cores, as parallel does.
+func parallelRange(n int, f func(lo, hi int)) {
 	workers := runtime.GOMAXPROCS(0)
 	if n < 512 || workers == 1 {
-		for i := range n {
-			f(i)
+		for lo := 0; lo < n; lo += rangeSize {
+			f(lo, min(lo+rangeSize, n))
 		}
 		return
 	}
@@ -540,13 +577,11 @@ func parallel(n int, f func(i int)) {
 	for range workers {
 		wg.Go(func() {
 			for {
-				lo := int(next.Add(64)) - 64
+				lo := int(next.Add(rangeSize)) - rangeSize
 				if lo >= n {
 					return
 				}
-				for i := lo; i < min(lo+64, n); i++ {
-					f(i)
-				}
+				f(lo, min(lo+rangeSize, n))
 			}
 		})
 	}
