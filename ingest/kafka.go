@@ -163,10 +163,12 @@ func (c *Consumer) Next(ctx context.Context) (*Generation, error) {
 // Read streams the assigned partitions into out, each from the offset in
 // from (the first one held where from has no entry or a negative one), in
 // offset order within a partition, until the
-// generation ends or ctx is done; then it closes out. A full out blocks the
-// fetches, which is the consumer's backpressure. Errors end the generation's
-// reading and are returned by Wait.
-func (g *Generation) Read(ctx context.Context, from map[int]int64, out chan<- Message) *Reading {
+// generation ends or ctx is done; then it closes out. Messages come in
+// chunks of one partition, at most MaxChunk each, which the receiver owns;
+// a chunk never waits for more records. A full out blocks the fetches,
+// which is the consumer's backpressure. Errors end the generation's reading
+// and are returned by Wait.
+func (g *Generation) Read(ctx context.Context, from map[int]int64, out chan<- []Message) *Reading {
 	rd := &Reading{done: make(chan struct{}), release: make(chan struct{})}
 	g.gen.Start(func(gctx context.Context) {
 		ctx, cancel := context.WithCancel(ctx)
@@ -217,7 +219,19 @@ func (r *Reading) Wait() error {
 // or a fetch fails. kgo's PollFetches reads 2.5-3x faster than kafka-go's
 // Reader (BenchmarkKafkaRead), and the group stays kafka-go's: the client
 // only fetches the partitions at the offsets given, it joins no group.
-func (g *Generation) read(ctx context.Context, from map[int]int64, out chan<- Message) error {
+func (g *Generation) read(ctx context.Context, from map[int]int64, out chan<- []Message) error {
+	return g.readEach(ctx, from, func(chunk []Message) bool {
+		select {
+		case out <- chunk:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	})
+}
+
+// readEach is read handing each chunk to send, which says whether to go on.
+func (g *Generation) readEach(ctx context.Context, from map[int]int64, send func([]Message) bool) error {
 	offsets := make(map[int32]kgo.Offset, len(g.Partitions))
 	// next holds each partition's next offset where known, and seen the
 	// partitions with a record read, for the Skipped report: the first
@@ -276,10 +290,13 @@ func (g *Generation) read(ctx context.Context, from map[int]int64, out chan<- Me
 				g.cfg.Skipped(int(p), want, first)
 			}
 			seen[p], next[p] = true, fp.Records[len(fp.Records)-1].Offset+1
-			for _, r := range fp.Records {
-				select {
-				case out <- Message{Partition: int(r.Partition), Offset: r.Offset, Value: r.Value, HighWaterMark: fp.HighWatermark}:
-				case <-ctx.Done():
+			for rs := fp.Records; len(rs) > 0; {
+				chunk := make([]Message, min(len(rs), MaxChunk))
+				for i, r := range rs[:len(chunk)] {
+					chunk[i] = Message{Partition: int(r.Partition), Offset: r.Offset, Value: r.Value, HighWaterMark: fp.HighWatermark}
+				}
+				rs = rs[len(chunk):]
+				if !send(chunk) {
 					stopped = true
 					return
 				}
@@ -301,6 +318,13 @@ func (g *Generation) read(ctx context.Context, from map[int]int64, out chan<- Me
 		}
 	}
 }
+
+// MaxChunk is the most messages Read sends at once. Handing records over
+// one at a time cost the service's decoding stage a channel operation each,
+// 0.1-0.3 µs on its critical path (a fifth of the stage on a 2-core VM);
+// a chunk per fetched partition, capped so that a large fetch still flows
+// on as it is read, costs one per MaxChunk.
+const MaxChunk = 256
 
 // Commit records offsets (partition → next offset to read) as the group's
 // committed position. It fails once the generation has ended.

@@ -61,7 +61,7 @@ type buffers struct {
 
 // startPipeline starts the decoding stage on in, until ctx ends, and the
 // delivery stage, whose writes dctx bounds; stop ends them.
-func (s *Service) startPipeline(ctx, dctx context.Context, in <-chan ingest.Message) *pipeline {
+func (s *Service) startPipeline(ctx, dctx context.Context, in <-chan []ingest.Message) *pipeline {
 	return s.startPipelineWith(ctx, dctx, func(ctx context.Context, p *pipeline) { s.prepare(ctx, in, p) })
 }
 
@@ -89,7 +89,7 @@ func (p *pipeline) stop() {
 }
 
 // prepare cuts and decodes batches until the input ends or ctx is done.
-func (s *Service) prepare(ctx context.Context, in <-chan ingest.Message, p *pipeline) {
+func (s *Service) prepare(ctx context.Context, in <-chan []ingest.Message, p *pipeline) {
 	defer close(p.ready)
 	bt := newBatcher(in, s.cfg.Batch.Size, s.cfg.Batch.Linger)
 	decs := s.decoders()
