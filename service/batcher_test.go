@@ -76,3 +76,33 @@ func TestBatcherDone(t *testing.T) {
 		t.Fatalf("next = %d messages, more %v; want none, false", len(buf), more)
 	}
 }
+
+// TestNewBatchStateRanges: a batch's offset range per partition covers
+// every message of it, whether its messages come in one run or several.
+func TestNewBatchStateRanges(t *testing.T) {
+	msgs := []ingest.Message{{Partition: 1, Offset: 7}, {Partition: 1, Offset: 8}, {Partition: 0, Offset: 3},
+		{Partition: 1, Offset: 9}, {Partition: 2, Offset: 5}, {Partition: 0, Offset: 4}, {Partition: 0, Offset: 5}}
+	b := newBatchState(&buffers{msgs: msgs})
+	want := map[int][2]int64{0: {3, 5}, 1: {7, 9}, 2: {5, 5}}
+	if len(b.ranges) != len(want) {
+		t.Fatalf("ranges %v, want %v", b.ranges, want)
+	}
+	for p, r := range want {
+		if b.ranges[p] != r {
+			t.Fatalf("ranges %v, want %v", b.ranges, want)
+		}
+	}
+}
+
+// TestLag sums each partition's lag as of its last message in the batch.
+func TestLag(t *testing.T) {
+	msgs := []ingest.Message{{Partition: 0, Offset: 3, HighWaterMark: 10}, {Partition: 1, Offset: 7, HighWaterMark: 20},
+		{Partition: 0, Offset: 4, HighWaterMark: 12}, {Partition: 1, Offset: 8, HighWaterMark: 20}, {Partition: 1, Offset: 9, HighWaterMark: 20}}
+	// Partition 0: 12-4-1 = 7; partition 1: 20-9-1 = 10.
+	if got := lag(msgs); got != 17 {
+		t.Fatalf("lag = %d, want 17", got)
+	}
+	if got := lag(nil); got != 0 {
+		t.Fatalf("lag of no messages = %d, want 0", got)
+	}
+}
