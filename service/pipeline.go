@@ -241,9 +241,19 @@ func (s *Service) takeBack(p *pipeline, b *batchState) error {
 func (s *Service) loop(ctx context.Context, gen *ingest.Generation, p *pipeline) error {
 	tick := time.NewTicker(max(s.cfg.State.CheckpointEvery, 10*time.Millisecond))
 	defer tick.Stop()
+	// idle counts the loop's waits from its first batch on: the wait for a
+	// generation's first records is not the decoding stage's doing.
+	started := false
+	idle := func(t0 time.Time) {
+		if started {
+			s.met.idle.Add(time.Since(t0).Seconds())
+		}
+	}
 	for {
+		t0 := time.Now()
 		select {
 		case b, ok := <-p.ready:
+			idle(t0)
 			if !ok {
 				if err := s.drain(p); err != nil {
 					return err
@@ -254,6 +264,7 @@ func (s *Service) loop(ctx context.Context, gen *ingest.Generation, p *pipeline)
 			if err := s.process(b); err != nil {
 				return err
 			}
+			started = true
 			select {
 			case p.free <- b.buf:
 			default:
@@ -263,10 +274,12 @@ func (s *Service) loop(ctx context.Context, gen *ingest.Generation, p *pipeline)
 				return err
 			}
 		case b := <-p.acked:
+			idle(t0)
 			if err := s.takeBack(p, b); err != nil {
 				return err
 			}
 		case o := <-s.ops:
+			idle(t0)
 			// An operation sees the graph as of the last batch, with all its
 			// events delivered: a new query's initial matches come after
 			// every earlier event, and a checkpoint covers what it holds.
@@ -276,6 +289,7 @@ func (s *Service) loop(ctx context.Context, gen *ingest.Generation, p *pipeline)
 			}
 			s.runOp(ctx, o)
 		case <-tick.C:
+			idle(t0)
 		}
 		if err := s.maybeCheckpoint(gen, p); err != nil {
 			return err
