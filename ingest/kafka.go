@@ -38,7 +38,12 @@ type ConsumerConfig struct {
 	// HeartbeatInterval (SessionTimeout/5) and RebalanceTimeout
 	// (SessionTimeout) tune the group protocol.
 	HeartbeatInterval, RebalanceTimeout time.Duration
-	// MaxBytes (16 MiB) caps one fetch from one partition.
+	// MaxBytes (1 MiB, Kafka's max.partition.fetch.bytes) caps one fetch
+	// from one partition. The client holds up to two fetches decoded, so
+	// it bounds memory: with 16 MiB a backlog of small events held half a
+	// million decoded records (bench service, alert-sparse, 2-core VM: peak
+	// RSS 920 MB against 550-600 MB, and the client's CPU 0.39 s per
+	// million records against 0.26).
 	MaxBytes int
 	// MaxWait (100ms) is how long a fetch waits for new records; it bounds
 	// how soon a quiet stream's first record is seen.
@@ -72,7 +77,7 @@ func (c *ConsumerConfig) defaults() error {
 		c.RebalanceTimeout = c.SessionTimeout
 	}
 	if c.MaxBytes <= 0 {
-		c.MaxBytes = 16 << 20
+		c.MaxBytes = 1 << 20
 	}
 	if c.MaxWait <= 0 {
 		c.MaxWait = 100 * time.Millisecond

@@ -293,8 +293,8 @@ func TestGenerationReadTLS(t *testing.T) {
 	rd.Release()
 }
 
-// TestGenerationReadBacklog reads a 6 MB backlog of 16 KiB records with the
-// default 16 MiB fetches, whole and in order.
+// TestGenerationReadBacklog reads a 6 MB backlog of 16 KiB records with 16
+// MiB fetches, whole and in order.
 func TestGenerationReadBacklog(t *testing.T) {
 	const n, size = 400, 16 << 10
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "edges"))
@@ -315,7 +315,7 @@ func TestGenerationReadBacklog(t *testing.T) {
 		t.Fatal(err)
 	}
 	cons, err := NewConsumer(ConsumerConfig{Brokers: c.ListenAddrs(), Topic: "edges", Group: "backlog",
-		SessionTimeout: 6 * time.Second})
+		SessionTimeout: 6 * time.Second, MaxBytes: 16 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
