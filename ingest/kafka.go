@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"sync"
 	"time"
@@ -268,6 +269,7 @@ func (g *Generation) readEach(ctx context.Context, from map[int]int64, send func
 		// kgo drops a larger response; a broker returns a first record past
 		// the fetch's cap whole, so leave room above it.
 		kgo.BrokerMaxReadBytes(int32(min(math.MaxInt32, max(100<<20, 2*int64(maxBytes))))),
+		kgo.WithPools(&recordPool{}),
 	}
 	if g.cfg.TLS != nil {
 		opts = append(opts, kgo.DialTLSConfig(g.cfg.TLS))
@@ -299,6 +301,7 @@ func (g *Generation) readEach(ctx context.Context, from map[int]int64, send func
 				chunk := make([]Message, min(len(rs), MaxChunk))
 				for i, r := range rs[:len(chunk)] {
 					chunk[i] = Message{Partition: int(r.Partition), Offset: r.Offset, Value: r.Value, HighWaterMark: fp.HighWatermark}
+					r.Recycle()
 				}
 				rs = rs[len(chunk):]
 				if !send(chunk) {
@@ -321,6 +324,45 @@ func (g *Generation) readEach(ctx context.Context, from map[int]int64, send func
 		if ferr != nil {
 			return ferr
 		}
+	}
+}
+
+// recordPool lends the reading client the slices it decodes a fetch's
+// records into; a slice comes back once each of its records is recycled.
+// Without it the client allocates about 220 bytes per record, a third of
+// what the service allocates on a stream of small events (one GC cycle in
+// 13 on a 1M-update bench run). Only the records are pooled, not the
+// decompressed bytes: a Message's Value points into those and outlives the
+// record. Record batches come in all sizes, so slices are kept by size
+// class (a power of two), each big enough for any batch of its class. The
+// free lists hold at most what the client had out at once, about two
+// fetches (it fetches one ahead).
+type recordPool struct {
+	mu   sync.Mutex
+	free [33][][]kgo.Record
+}
+
+func (p *recordPool) GetRecords(n int) []kgo.Record {
+	c := bits.Len(uint(max(n, 1) - 1))
+	if c >= len(p.free) {
+		return make([]kgo.Record, 0, n)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if k := len(p.free[c]); k > 0 {
+		s := p.free[c][k-1]
+		p.free[c] = p.free[c][:k-1]
+		return s[:0]
+	}
+	return make([]kgo.Record, 0, 1<<c)
+}
+
+func (p *recordPool) PutRecords(s []kgo.Record) {
+	// A slice of capacity in [2^c, 2^(c+1)) serves any batch of class c.
+	if c := bits.Len(uint(cap(s))) - 1; c >= 0 && c < len(p.free) {
+		p.mu.Lock()
+		p.free[c] = append(p.free[c], s)
+		p.mu.Unlock()
 	}
 }
 

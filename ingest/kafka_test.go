@@ -408,3 +408,23 @@ func TestGenerationReadChunks(t *testing.T) {
 	}
 	rd.Release()
 }
+
+// TestRecordPool: a slice lent for n records holds n, and one given back
+// is lent again for any batch of its size class, emptied.
+func TestRecordPool(t *testing.T) {
+	var p recordPool
+	for _, n := range []int{0, 1, 2, 3, 100, 4096, 4097} {
+		if s := p.GetRecords(n); len(s) != 0 || cap(s) < n {
+			t.Fatalf("GetRecords(%d): len %d cap %d", n, len(s), cap(s))
+		}
+	}
+	s := p.GetRecords(100)[:1] // class 7: 65-128 records
+	s[0] = kgo.Record{Offset: 7}
+	p.PutRecords(s)
+	if r := p.GetRecords(65); cap(r) != cap(s) || len(r) != 0 || &r[:1][0] != &s[0] {
+		t.Fatalf("GetRecords(65) after a put of cap %d: len %d cap %d, want the slice put back", cap(s), len(r), cap(r))
+	}
+	if r := p.GetRecords(65); cap(r) == cap(s) && &r[:1][0] == &s[0] {
+		t.Fatal("a slice was lent twice")
+	}
+}
