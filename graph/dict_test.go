@@ -327,8 +327,11 @@ func TestIDsLookupMany(t *testing.T) {
 		id, _ := m.Lookup(names[i])
 		m.Release(id)
 	}
-	// Unknown names of every kind, and the empty name.
-	names = append(names, "acct:x", "", "123456789", "1099511627776999", "acct:5000")
+	// The empty name, interned, and unknown names of every kind.
+	if _, _, err := m.Intern(""); err != nil {
+		t.Fatal(err)
+	}
+	names = append(names, "", "acct:x", "123456789", "1099511627776999", "acct:5000")
 	r := rand.New(rand.NewPCG(3, 4))
 	r.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
 	for _, n := range []int{0, 1, lookupGroup - 1, lookupGroup, lookupGroup + 1, len(names)} {
