@@ -301,3 +301,51 @@ func TestIDsReleaseModel(t *testing.T) {
 		}
 	}
 }
+
+// TestIDsLookupMany checks LookupMany against Lookup on a dictionary of
+// string, dense and sparse integer ids with some released, for names
+// present, released and never seen, in groups that end mid-way.
+func TestIDsLookupMany(t *testing.T) {
+	m := NewIDs()
+	var names []string
+	for i := range 5000 {
+		var n string
+		switch i % 4 {
+		case 0, 1:
+			n = "acct:" + strconv.Itoa(i)
+		case 2:
+			n = strconv.Itoa(i)
+		default:
+			n = strconv.FormatUint(1<<40+uint64(i)*7919, 10)
+		}
+		if _, _, err := m.Intern(n); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, n)
+	}
+	for i := 0; i < len(names); i += 7 {
+		id, _ := m.Lookup(names[i])
+		m.Release(id)
+	}
+	// The empty name, interned, and unknown names of every kind.
+	if _, _, err := m.Intern(""); err != nil {
+		t.Fatal(err)
+	}
+	names = append(names, "", "acct:x", "123456789", "1099511627776999", "acct:5000")
+	r := rand.New(rand.NewPCG(3, 4))
+	r.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
+	for _, n := range []int{0, 1, lookupGroup - 1, lookupGroup, lookupGroup + 1, len(names)} {
+		ids, found := make([]VertexID, n), make([]bool, n)
+		m.LookupMany(names[:n], ids, found)
+		for i, name := range names[:n] {
+			if id, ok := m.Lookup(name); ok != found[i] || ok && id != ids[i] {
+				t.Fatalf("LookupMany(%q) = %d %v, Lookup = %d %v", name, ids[i], found[i], id, ok)
+			}
+		}
+	}
+	ids, found := []VertexID{7}, []bool{true}
+	NewIDs().LookupMany([]string{"a"}, ids, found)
+	if found[0] {
+		t.Fatal("LookupMany found a name in an empty dictionary")
+	}
+}

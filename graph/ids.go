@@ -153,6 +153,72 @@ func (m *IDs) Lookup(name string) (VertexID, bool) {
 	return id, ok
 }
 
+// LookupMany is Lookup of each names[i] into ids[i] and found[i] (both at
+// least len(names) long). On a dictionary larger than the caches a lookup
+// waits on three cache misses in turn, its slot, its entry and its bytes;
+// LookupMany takes the names lookupGroup at a time, one step for all of them
+// before the next, so that their misses overlap.
+func (m *IDs) LookupMany(names []string, ids []VertexID, found []bool) {
+	ids, found = ids[:len(names)], found[:len(names)]
+	if len(m.slots) == 0 {
+		for i, name := range names {
+			ids[i], found[i] = m.Lookup(name)
+		}
+		return
+	}
+	var (
+		hash [lookupGroup]uint64
+		at   [lookupGroup]int // the slot whose tag matches; -1: none, -2: an integer, looked up
+		ent  [lookupGroup]idEntry
+	)
+	mask := len(m.slots) - 1
+	for lo := 0; lo < len(names); lo += lookupGroup {
+		g := names[lo:min(lo+lookupGroup, len(names))]
+		for k, name := range g {
+			at[k] = -1
+			if _, ok := intID(name); ok {
+				ids[lo+k], found[lo+k] = m.Lookup(name)
+				at[k] = -2
+				continue
+			}
+			ids[lo+k], found[lo+k] = 0, false
+			hash[k] = maphash.String(m.seed, name)
+		}
+		for k := range g {
+			if at[k] == -2 {
+				continue
+			}
+			tag := hash[k] >> 32
+			for i := home(tag, mask); m.slots[i] != 0; i = (i + 1) & mask {
+				if m.slots[i]>>32 == tag {
+					at[k] = i
+					break
+				}
+			}
+		}
+		for k := range g {
+			if at[k] >= 0 {
+				ent[k] = m.entry(VertexID(uint32(m.slots[at[k]]) - 1))
+			}
+		}
+		for k, name := range g {
+			if at[k] < 0 {
+				continue
+			}
+			if e := ent[k]; e.kind == idIsString && e.s == name {
+				ids[lo+k], found[lo+k] = VertexID(uint32(m.slots[at[k]])-1), true
+				continue
+			}
+			// Another name with the same tag: probe on as Lookup does.
+			ids[lo+k], found[lo+k] = m.Lookup(name)
+		}
+	}
+}
+
+// lookupGroup is how many names LookupMany takes a step at a time: enough
+// misses to keep a core's memory requests busy.
+const lookupGroup = 16
+
 // Name returns the external spelling of id.
 func (m *IDs) Name(id VertexID) string {
 	if int64(id) >= m.n.Load() {
@@ -240,7 +306,7 @@ func (m *IDs) probe(h uint64, same func(idEntry) bool) (slot int, id VertexID, o
 	}
 	mask := len(m.slots) - 1
 	tag := h >> 32
-	for i := int(h) & mask; ; i = (i + 1) & mask {
+	for i := home(tag, mask); ; i = (i + 1) & mask {
 		s := m.slots[i]
 		if s == 0 {
 			return i, 0, false
@@ -252,6 +318,14 @@ func (m *IDs) probe(h uint64, same func(idEntry) bool) (slot int, id VertexID, o
 		}
 	}
 }
+
+// home is the first slot probed for a name whose hash has tag (its upper
+// half) in a table of mask+1 slots. It is taken from the tag, which each
+// slot keeps, so that grow and remove place entries without rehashing
+// their names: a string's hash costs two cache misses (its entry and its
+// bytes), and grow rehashed every name, 13% of interning a million accounts.
+// The tag's bits above the mask still tell names apart on a probe.
+func home(tag uint64, mask int) int { return int(tag) & mask }
 
 // add records id, of hash h, in the table at slot (from a failed probe) and
 // publishes its entry. The table is kept at most three quarters full, so
@@ -271,15 +345,15 @@ func (m *IDs) add(slot int, h uint64, id VertexID, e idEntry) {
 // move back (backward-shift deletion).
 func (m *IDs) remove(id VertexID, e idEntry) {
 	mask := len(m.slots) - 1
-	i := int(m.hashOf(e)) & mask
+	i := home(m.hashOf(e)>>32, mask)
 	for uint32(m.slots[i]) != uint32(id+1) {
 		i = (i + 1) & mask
 	}
 	for j := (i + 1) & mask; m.slots[j] != 0; j = (j + 1) & mask {
-		home := int(m.hashOf(m.entry(VertexID(uint32(m.slots[j])-1)))) & mask
+		h := home(m.slots[j]>>32, mask)
 		// The entry at j stays unless its home lies cyclically outside
 		// (i, j]: then the hole at i is on its probe path, and it moves.
-		if i < j && i < home && home <= j || i > j && (i < home || home <= j) {
+		if i < j && i < h && h <= j || i > j && (i < h || h <= j) {
 			continue
 		}
 		m.slots[i] = m.slots[j]
@@ -289,7 +363,7 @@ func (m *IDs) remove(id VertexID, e idEntry) {
 	m.inTable--
 }
 
-// grow doubles the table, rehashing every id in it from its entry.
+// grow doubles the table, placing every slot again by its tag.
 func (m *IDs) grow() {
 	old := m.slots
 	m.slots = make([]uint64, max(64, 2*len(old)))
@@ -298,12 +372,11 @@ func (m *IDs) grow() {
 		if s == 0 {
 			continue
 		}
-		h := m.hashOf(m.entry(VertexID(uint32(s) - 1)))
-		i := int(h) & mask
+		i := home(s>>32, mask)
 		for m.slots[i] != 0 {
 			i = (i + 1) & mask
 		}
-		m.slots[i] = h>>32<<32 | uint64(uint32(s))
+		m.slots[i] = s
 	}
 }
 

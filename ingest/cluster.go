@@ -42,7 +42,16 @@ func ReadAll(ctx context.Context, cfg ConsumerConfig, from map[int]int64, out ch
 		parts[i] = i
 	}
 	g := &Generation{Partitions: parts, cfg: &cfg}
-	return g.read(ctx, from, out)
+	return g.readEach(ctx, from, func(chunk []Message) bool {
+		for _, m := range chunk {
+			select {
+			case out <- m:
+			case <-ctx.Done():
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // Partitions is the number of partitions of topic.

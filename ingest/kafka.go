@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"sync"
 	"time"
@@ -38,7 +39,12 @@ type ConsumerConfig struct {
 	// HeartbeatInterval (SessionTimeout/5) and RebalanceTimeout
 	// (SessionTimeout) tune the group protocol.
 	HeartbeatInterval, RebalanceTimeout time.Duration
-	// MaxBytes (16 MiB) caps one fetch from one partition.
+	// MaxBytes (1 MiB, Kafka's max.partition.fetch.bytes) caps one fetch
+	// from one partition. The client holds up to two fetches decoded, so
+	// it bounds memory: with 16 MiB a backlog of small events held half a
+	// million decoded records (bench service, alert-sparse, 2-core VM: peak
+	// RSS 920 MB against 550-600 MB, and the client's CPU 0.39 s per
+	// million records against 0.26).
 	MaxBytes int
 	// MaxWait (100ms) is how long a fetch waits for new records; it bounds
 	// how soon a quiet stream's first record is seen.
@@ -72,7 +78,7 @@ func (c *ConsumerConfig) defaults() error {
 		c.RebalanceTimeout = c.SessionTimeout
 	}
 	if c.MaxBytes <= 0 {
-		c.MaxBytes = 16 << 20
+		c.MaxBytes = 1 << 20
 	}
 	if c.MaxWait <= 0 {
 		c.MaxWait = 100 * time.Millisecond
@@ -163,10 +169,12 @@ func (c *Consumer) Next(ctx context.Context) (*Generation, error) {
 // Read streams the assigned partitions into out, each from the offset in
 // from (the first one held where from has no entry or a negative one), in
 // offset order within a partition, until the
-// generation ends or ctx is done; then it closes out. A full out blocks the
-// fetches, which is the consumer's backpressure. Errors end the generation's
-// reading and are returned by Wait.
-func (g *Generation) Read(ctx context.Context, from map[int]int64, out chan<- Message) *Reading {
+// generation ends or ctx is done; then it closes out. Messages come in
+// chunks of one partition, at most MaxChunk each, which the receiver owns;
+// a chunk never waits for more records. A full out blocks the fetches,
+// which is the consumer's backpressure. Errors end the generation's reading
+// and are returned by Wait.
+func (g *Generation) Read(ctx context.Context, from map[int]int64, out chan<- []Message) *Reading {
 	rd := &Reading{done: make(chan struct{}), release: make(chan struct{})}
 	g.gen.Start(func(gctx context.Context) {
 		ctx, cancel := context.WithCancel(ctx)
@@ -217,7 +225,19 @@ func (r *Reading) Wait() error {
 // or a fetch fails. kgo's PollFetches reads 2.5-3x faster than kafka-go's
 // Reader (BenchmarkKafkaRead), and the group stays kafka-go's: the client
 // only fetches the partitions at the offsets given, it joins no group.
-func (g *Generation) read(ctx context.Context, from map[int]int64, out chan<- Message) error {
+func (g *Generation) read(ctx context.Context, from map[int]int64, out chan<- []Message) error {
+	return g.readEach(ctx, from, func(chunk []Message) bool {
+		select {
+		case out <- chunk:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	})
+}
+
+// readEach is read handing each chunk to send, which says whether to go on.
+func (g *Generation) readEach(ctx context.Context, from map[int]int64, send func([]Message) bool) error {
 	offsets := make(map[int32]kgo.Offset, len(g.Partitions))
 	// next holds each partition's next offset where known, and seen the
 	// partitions with a record read, for the Skipped report: the first
@@ -249,6 +269,7 @@ func (g *Generation) read(ctx context.Context, from map[int]int64, out chan<- Me
 		// kgo drops a larger response; a broker returns a first record past
 		// the fetch's cap whole, so leave room above it.
 		kgo.BrokerMaxReadBytes(int32(min(math.MaxInt32, max(100<<20, 2*int64(maxBytes))))),
+		kgo.WithPools(&recordPool{}),
 	}
 	if g.cfg.TLS != nil {
 		opts = append(opts, kgo.DialTLSConfig(g.cfg.TLS))
@@ -276,10 +297,14 @@ func (g *Generation) read(ctx context.Context, from map[int]int64, out chan<- Me
 				g.cfg.Skipped(int(p), want, first)
 			}
 			seen[p], next[p] = true, fp.Records[len(fp.Records)-1].Offset+1
-			for _, r := range fp.Records {
-				select {
-				case out <- Message{Partition: int(r.Partition), Offset: r.Offset, Value: r.Value, HighWaterMark: fp.HighWatermark}:
-				case <-ctx.Done():
+			for rs := fp.Records; len(rs) > 0; {
+				chunk := make([]Message, min(len(rs), MaxChunk))
+				for i, r := range rs[:len(chunk)] {
+					chunk[i] = Message{Partition: int(r.Partition), Offset: r.Offset, Value: r.Value, HighWaterMark: fp.HighWatermark}
+					r.Recycle()
+				}
+				rs = rs[len(chunk):]
+				if !send(chunk) {
 					stopped = true
 					return
 				}
@@ -301,6 +326,52 @@ func (g *Generation) read(ctx context.Context, from map[int]int64, out chan<- Me
 		}
 	}
 }
+
+// recordPool lends the reading client the slices it decodes a fetch's
+// records into; a slice comes back once each of its records is recycled.
+// Without it the client allocates about 220 bytes per record, a third of
+// what the service allocates on a stream of small events (one GC cycle in
+// 13 on a 1M-update bench run). Only the records are pooled, not the
+// decompressed bytes: a Message's Value points into those and outlives the
+// record. Record batches come in all sizes, so slices are kept by size
+// class (a power of two), each big enough for any batch of its class. The
+// free lists hold at most what the client had out at once, about two
+// fetches (it fetches one ahead).
+type recordPool struct {
+	mu   sync.Mutex
+	free [33][][]kgo.Record
+}
+
+func (p *recordPool) GetRecords(n int) []kgo.Record {
+	c := bits.Len(uint(max(n, 1) - 1))
+	if c >= len(p.free) {
+		return make([]kgo.Record, 0, n)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if k := len(p.free[c]); k > 0 {
+		s := p.free[c][k-1]
+		p.free[c] = p.free[c][:k-1]
+		return s[:0]
+	}
+	return make([]kgo.Record, 0, 1<<c)
+}
+
+func (p *recordPool) PutRecords(s []kgo.Record) {
+	// A slice of capacity in [2^c, 2^(c+1)) serves any batch of class c.
+	if c := bits.Len(uint(cap(s))) - 1; c >= 0 && c < len(p.free) {
+		p.mu.Lock()
+		p.free[c] = append(p.free[c], s)
+		p.mu.Unlock()
+	}
+}
+
+// MaxChunk is the most messages Read sends at once. Handing records over
+// one at a time cost the service's decoding stage a channel operation each,
+// 0.1-0.3 µs on its critical path (a fifth of the stage on a 2-core VM);
+// a chunk per fetched partition, capped so that a large fetch still flows
+// on as it is read, costs one per MaxChunk.
+const MaxChunk = 256
 
 // Commit records offsets (partition → next offset to read) as the group's
 // committed position. It fails once the generation has ended.

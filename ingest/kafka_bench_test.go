@@ -112,12 +112,16 @@ func BenchmarkGenerationRead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	out := make(chan Message, 4096)
+	out := make(chan []Message, 4096/MaxChunk)
 	rd := gen.Read(ctx, nil, out)
-	<-out // connects
+	pending := <-out // connects
 	readBench(b, func(n int) {
-		for range n {
-			<-out
+		for n > 0 {
+			if len(pending) == 0 {
+				pending = <-out
+			}
+			k := min(n, len(pending))
+			pending, n = pending[k:], n-k
 		}
 	})
 	cancel()

@@ -87,9 +87,10 @@ func TestGenerationRead(t *testing.T) {
 		t.Fatalf("assigned %v, want 3 partitions", gen.Partitions)
 	}
 	from := map[int]int64{0: 0, 1: 123}
-	out := make(chan Message, 7)
+	chunks := make(chan []Message, 7)
 	ctx, cancel := context.WithCancel(context.Background())
-	rd := gen.Read(ctx, from, out)
+	rd := gen.Read(ctx, from, chunks)
+	out := flatten(chunks)
 	next := map[int]int64{0: 0, 1: 123, 2: 0}
 	deadline := time.After(30 * time.Second)
 	for got := 0; got < 3*n-123; got++ {
@@ -126,9 +127,10 @@ func TestGenerationRead(t *testing.T) {
 func TestGenerationReadStops(t *testing.T) {
 	c, _ := testCluster(t, 1, 1000)
 	gen := activeGeneration(t, c, "stops", nil)
-	out := make(chan Message)
+	chunks := make(chan []Message)
 	ctx, cancel := context.WithCancel(context.Background())
-	rd := gen.Read(ctx, nil, out)
+	rd := gen.Read(ctx, nil, chunks)
+	out := flatten(chunks)
 	if m := <-out; m.Offset != 0 {
 		t.Fatalf("first offset %d, want 0", m.Offset)
 	}
@@ -182,10 +184,11 @@ func TestGenerationReadGap(t *testing.T) {
 	deleteRecords(t, cl, 20)
 	gaps := make(chan gap, 4)
 	gen := activeGeneration(t, c, "gap", func(p int, from, to int64) { gaps <- gap{p, from, to} })
-	out := make(chan Message, 100)
+	chunks := make(chan []Message, 100)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rd := gen.Read(ctx, map[int]int64{0: 5}, out)
+	rd := gen.Read(ctx, map[int]int64{0: 5}, chunks)
+	out := flatten(chunks)
 	select {
 	case m := <-out:
 		if m.Offset != 20 {
@@ -216,10 +219,11 @@ func TestGenerationReadGapWhileReading(t *testing.T) {
 	c, cl := testCluster(t, 1, n)
 	gaps := make(chan gap, 4)
 	gen := activeGeneration(t, c, "gap-reading", func(p int, from, to int64) { gaps <- gap{p, from, to} })
-	out := make(chan Message)
+	chunks := make(chan []Message)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rd := gen.Read(ctx, nil, out)
+	rd := gen.Read(ctx, nil, chunks)
+	out := flatten(chunks)
 	// 1 KiB fetches hold a few dozen records: the client holds back its
 	// next fetch, well below the cut, while this reader waits.
 	if m := <-out; m.Offset != 0 {
@@ -267,10 +271,11 @@ func TestGenerationReadTLS(t *testing.T) {
 	server, client := testtls.Configs(t)
 	c, _ := testCluster(t, 1, 10, server, client)
 	gen := activeGeneration(t, c, "tls", nil, client)
-	out := make(chan Message, 10)
+	chunks := make(chan []Message, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rd := gen.Read(ctx, nil, out)
+	rd := gen.Read(ctx, nil, chunks)
+	out := flatten(chunks)
 	for i := range int64(10) {
 		select {
 		case m := <-out:
@@ -288,8 +293,8 @@ func TestGenerationReadTLS(t *testing.T) {
 	rd.Release()
 }
 
-// TestGenerationReadBacklog reads a 6 MB backlog of 16 KiB records with the
-// default 16 MiB fetches, whole and in order.
+// TestGenerationReadBacklog reads a 6 MB backlog of 16 KiB records with 16
+// MiB fetches, whole and in order.
 func TestGenerationReadBacklog(t *testing.T) {
 	const n, size = 400, 16 << 10
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "edges"))
@@ -310,7 +315,7 @@ func TestGenerationReadBacklog(t *testing.T) {
 		t.Fatal(err)
 	}
 	cons, err := NewConsumer(ConsumerConfig{Brokers: c.ListenAddrs(), Topic: "edges", Group: "backlog",
-		SessionTimeout: 6 * time.Second})
+		SessionTimeout: 6 * time.Second, MaxBytes: 16 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,8 +326,9 @@ func TestGenerationReadBacklog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make(chan Message, 64)
-	rd := gen.Read(ctx, nil, out)
+	chunks := make(chan []Message, 64)
+	rd := gen.Read(ctx, nil, chunks)
+	out := flatten(chunks)
 	for i := range int64(n) {
 		select {
 		case m := <-out:
@@ -338,4 +344,87 @@ func TestGenerationReadBacklog(t *testing.T) {
 		t.Fatalf("Wait: %v", err)
 	}
 	rd.Release()
+}
+
+// flatten forwards the chunks Read sends one message at a time, on an
+// unbuffered channel, and closes it after the last.
+func flatten(chunks <-chan []Message) <-chan Message {
+	out := make(chan Message)
+	go func() {
+		defer close(out)
+		for c := range chunks {
+			for _, m := range c {
+				out <- m
+			}
+		}
+	}()
+	return out
+}
+
+// TestGenerationReadChunks: a fetch of many records comes in chunks of
+// one partition, none over MaxChunk, in offset order with none lost.
+func TestGenerationReadChunks(t *testing.T) {
+	const n = 1000
+	c, _ := testCluster(t, 2, n)
+	cons, err := NewConsumer(ConsumerConfig{Brokers: c.ListenAddrs(), Topic: "edges", Group: "chunks", SessionTimeout: 6 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cons.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	gen, err := cons.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks := make(chan []Message, 4)
+	rd := gen.Read(ctx, nil, chunks)
+	next, largest := map[int]int64{}, 0
+	for next[0]+next[1] < 2*n {
+		var chunk []Message
+		select {
+		case chunk = <-chunks:
+		case <-ctx.Done():
+			t.Fatalf("read up to offsets %v of %d", next, n)
+		}
+		if len(chunk) == 0 || len(chunk) > MaxChunk {
+			t.Fatalf("a chunk of %d messages, want 1 to %d", len(chunk), MaxChunk)
+		}
+		largest = max(largest, len(chunk))
+		for _, m := range chunk {
+			if m.Partition != chunk[0].Partition || m.Offset != next[m.Partition] {
+				t.Fatalf("partition %d offset %d in a chunk of partition %d, want offset %d",
+					m.Partition, m.Offset, chunk[0].Partition, next[m.Partition])
+			}
+			next[m.Partition]++
+		}
+	}
+	if largest < 2 {
+		t.Errorf("every chunk held one message")
+	}
+	cancel()
+	if err := rd.Wait(); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	rd.Release()
+}
+
+// TestRecordPool: a slice lent for n records holds n, and one given back
+// is lent again for any batch of its size class, emptied.
+func TestRecordPool(t *testing.T) {
+	var p recordPool
+	for _, n := range []int{0, 1, 2, 3, 100, 4096, 4097} {
+		if s := p.GetRecords(n); len(s) != 0 || cap(s) < n {
+			t.Fatalf("GetRecords(%d): len %d cap %d", n, len(s), cap(s))
+		}
+	}
+	s := p.GetRecords(100)[:1] // class 7: 65-128 records
+	s[0] = kgo.Record{Offset: 7}
+	p.PutRecords(s)
+	if r := p.GetRecords(65); cap(r) != cap(s) || len(r) != 0 || &r[:1][0] != &s[0] {
+		t.Fatalf("GetRecords(65) after a put of cap %d: len %d cap %d, want the slice put back", cap(s), len(r), cap(r))
+	}
+	if r := p.GetRecords(65); cap(r) == cap(s) && &r[:1][0] == &s[0] {
+		t.Fatal("a slice was lent twice")
+	}
 }

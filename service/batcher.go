@@ -9,15 +9,18 @@ import (
 // batcher cuts the message stream into batches: a batch closes when it
 // holds size messages or linger has passed since its first message. A busy
 // stream fills batches to size, which is where the engine is fastest; a
-// quiet one still sees each event within linger.
+// quiet one still sees each event within linger. Messages arrive in
+// chunks (ingest.Generation.Read); a chunk that overfills a batch starts
+// the next one.
 type batcher struct {
-	in     <-chan ingest.Message
-	size   int
-	linger time.Duration
-	timer  *time.Timer
+	in      <-chan []ingest.Message
+	pending []ingest.Message // the rest of the last chunk received
+	size    int
+	linger  time.Duration
+	timer   *time.Timer
 }
 
-func newBatcher(in <-chan ingest.Message, size int, linger time.Duration) *batcher {
+func newBatcher(in <-chan []ingest.Message, size int, linger time.Duration) *batcher {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	return &batcher{in: in, size: size, linger: linger, timer: t}
@@ -28,38 +31,45 @@ func newBatcher(in <-chan ingest.Message, size int, linger time.Duration) *batch
 // closed, and then returns an empty batch and false.
 func (b *batcher) next(buf []ingest.Message, done <-chan struct{}) ([]ingest.Message, bool) {
 	buf = buf[:0]
-	select {
-	case m, ok := <-b.in:
-		if !ok {
-			return buf, false
-		}
-		buf = append(buf, m)
-	case <-done:
-		return buf, false
-	}
-	b.timer.Reset(b.linger)
-	defer b.timer.Stop()
-	for len(buf) < b.size {
-		// Take what is already there without touching the timer: a backlog
-		// fills a batch at channel speed.
+	for len(b.pending) == 0 {
 		select {
-		case m, ok := <-b.in:
+		case c, ok := <-b.in:
 			if !ok {
 				return buf, false
 			}
-			buf = append(buf, m)
+			b.pending = c
+		case <-done:
+			return buf, false
+		}
+	}
+	b.timer.Reset(b.linger)
+	defer b.timer.Stop()
+	for {
+		k := min(len(b.pending), b.size-len(buf))
+		buf = append(buf, b.pending[:k]...)
+		b.pending = b.pending[k:]
+		if len(buf) == b.size {
+			return buf, true
+		}
+		// Take what is already there without touching the timer: a backlog
+		// fills a batch at channel speed.
+		select {
+		case c, ok := <-b.in:
+			if !ok {
+				return buf, false
+			}
+			b.pending = c
 			continue
 		default:
 		}
 		select {
-		case m, ok := <-b.in:
+		case c, ok := <-b.in:
 			if !ok {
 				return buf, false
 			}
-			buf = append(buf, m)
+			b.pending = c
 		case <-b.timer.C:
 			return buf, true
 		}
 	}
-	return buf, true
 }

@@ -64,6 +64,8 @@
 //	batch_wait_seconds{queue}     time a batch waited for its next stage: graph (decoded, for apply and
 //	                              match) or output (matched, for delivery); long graph waits mean the
 //	                              graph stages are the bottleneck, long output waits the output
+//	run_loop_idle_seconds_total   time the graph stages had nothing to do, from their first batch on;
+//	                              under a backlog, the decoding stage held them back
 //	checkpoint_seconds            time to write a checkpoint
 //	graph_vertices, graph_edges   the graph's size
 //	gpu_cache_bytes, gpu_cache_hit_ratio  the GPU cache (zero on the CPU)

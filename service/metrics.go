@@ -19,6 +19,7 @@ type metrics struct {
 	zeroCopy     prometheus.Counter
 	batchSeconds *prometheus.HistogramVec // stage
 	wait         *prometheus.HistogramVec // queue
+	idle         prometheus.Counter
 	checkpoint   prometheus.Histogram
 
 	vertices, edges        prometheus.Gauge
@@ -71,6 +72,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "batch_wait_seconds",
 			Help:    "Time a batch waited in a queue for the next stage: graph (decoded, for the graph stages) or output (matched, for delivery).",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14)}, []string{"queue"}),
+		idle: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "run_loop_idle_seconds_total",
+			Help: "Seconds the run loop (the graph stages) had nothing to do, from its first batch on: under a backlog, the time the decoding stage (reading, decoding, interning) held the engine back."}),
 		checkpoint: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "checkpoint_seconds",
 			Help: "Time to write a checkpoint.", Buckets: prometheus.ExponentialBuckets(0.001, 3, 12)}),
 		vertices:      prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "graph_vertices", Help: "Vertices in the graph."}),
@@ -84,7 +87,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		units: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "units_total",
 			Help: "Work units (update edges with their delta terms) matched; a cluster member matches only its shards'."}),
 	}
-	reg.MustRegister(m.updates, m.rejects, m.matches, m.limitHits, m.queryBatches, m.batches, m.zeroCopy, m.batchSeconds, m.wait, m.checkpoint,
+	reg.MustRegister(m.updates, m.rejects, m.matches, m.limitHits, m.queryBatches, m.batches, m.zeroCopy, m.batchSeconds, m.wait, m.idle, m.checkpoint,
 		m.vertices, m.edges, m.cacheBytes, m.cacheRatio, m.lag, m.checkpointAge, m.queries, m.shards, m.units,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Series that exist from the start, so a dashboard shows zeros rather

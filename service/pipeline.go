@@ -61,7 +61,7 @@ type buffers struct {
 
 // startPipeline starts the decoding stage on in, until ctx ends, and the
 // delivery stage, whose writes dctx bounds; stop ends them.
-func (s *Service) startPipeline(ctx, dctx context.Context, in <-chan ingest.Message) *pipeline {
+func (s *Service) startPipeline(ctx, dctx context.Context, in <-chan []ingest.Message) *pipeline {
 	return s.startPipelineWith(ctx, dctx, func(ctx context.Context, p *pipeline) { s.prepare(ctx, in, p) })
 }
 
@@ -89,7 +89,7 @@ func (p *pipeline) stop() {
 }
 
 // prepare cuts and decodes batches until the input ends or ctx is done.
-func (s *Service) prepare(ctx context.Context, in <-chan ingest.Message, p *pipeline) {
+func (s *Service) prepare(ctx context.Context, in <-chan []ingest.Message, p *pipeline) {
 	defer close(p.ready)
 	bt := newBatcher(in, s.cfg.Batch.Size, s.cfg.Batch.Linger)
 	decs := s.decoders()
@@ -241,9 +241,19 @@ func (s *Service) takeBack(p *pipeline, b *batchState) error {
 func (s *Service) loop(ctx context.Context, gen *ingest.Generation, p *pipeline) error {
 	tick := time.NewTicker(max(s.cfg.State.CheckpointEvery, 10*time.Millisecond))
 	defer tick.Stop()
+	// idle counts the loop's waits from its first batch on: the wait for a
+	// generation's first records is not the decoding stage's doing.
+	started := false
+	idle := func(t0 time.Time) {
+		if started {
+			s.met.idle.Add(time.Since(t0).Seconds())
+		}
+	}
 	for {
+		t0 := time.Now()
 		select {
 		case b, ok := <-p.ready:
+			idle(t0)
 			if !ok {
 				if err := s.drain(p); err != nil {
 					return err
@@ -254,6 +264,7 @@ func (s *Service) loop(ctx context.Context, gen *ingest.Generation, p *pipeline)
 			if err := s.process(b); err != nil {
 				return err
 			}
+			started = true
 			select {
 			case p.free <- b.buf:
 			default:
@@ -263,10 +274,12 @@ func (s *Service) loop(ctx context.Context, gen *ingest.Generation, p *pipeline)
 				return err
 			}
 		case b := <-p.acked:
+			idle(t0)
 			if err := s.takeBack(p, b); err != nil {
 				return err
 			}
 		case o := <-s.ops:
+			idle(t0)
 			// An operation sees the graph as of the last batch, with all its
 			// events delivered: a new query's initial matches come after
 			// every earlier event, and a checkpoint covers what it holds.
@@ -276,6 +289,7 @@ func (s *Service) loop(ctx context.Context, gen *ingest.Generation, p *pipeline)
 			}
 			s.runOp(ctx, o)
 		case <-tick.C:
+			idle(t0)
 		}
 		if err := s.maybeCheckpoint(gen, p); err != nil {
 			return err

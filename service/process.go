@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -117,12 +118,18 @@ func newBatchState(buf *buffers) *batchState {
 	msgs := buf.msgs
 	b := &batchState{buf: buf, msgs: msgs, messages: len(msgs), origin: make([]int, 0, len(msgs)),
 		msgTime: make([]int64, len(msgs)), ranges: map[int][2]int64{}, cut: time.Now()}
-	for _, m := range msgs {
-		r, ok := b.ranges[m.Partition]
+	// Messages come in runs of one partition (ingest.MaxChunk), so the map
+	// is touched once a run, not once a message.
+	for lo := 0; lo < len(msgs); {
+		p := msgs[lo].Partition
+		r, ok := b.ranges[p]
 		if !ok {
-			r = [2]int64{m.Offset, m.Offset}
+			r = [2]int64{msgs[lo].Offset, msgs[lo].Offset}
 		}
-		b.ranges[m.Partition] = [2]int64{min(r[0], m.Offset), max(r[1], m.Offset)}
+		for ; lo < len(msgs) && msgs[lo].Partition == p; lo++ {
+			r = [2]int64{min(r[0], msgs[lo].Offset), max(r[1], msgs[lo].Offset)}
+		}
+		b.ranges[p] = r
 	}
 	return b
 }
@@ -163,6 +170,8 @@ func (s *Service) resolve(b *batchState) {
 			s.met.updates.WithLabelValues("expire", "applied").Add(float64(k))
 		}
 	}
+	b.updates = slices.Grow(b.updates, len(b.msgs))
+	b.origin = slices.Grow(b.origin, len(b.msgs))
 	for i := range b.msgs {
 		d := &b.buf.dec[i]
 		if d.err != nil {
@@ -472,15 +481,39 @@ func (s *Service) internAll(b *batchState) {
 	// Looking names up costs a few cache misses each on a dictionary of
 	// millions, so the batch's known names are looked up on all cores
 	// first, while nothing interns; only new names are interned in order.
-	parallel(len(b.buf.dec), func(i int) {
-		d := &b.buf.dec[i]
-		d.known = ingest.Known{}
-		if skip(d) {
-			return
+	parallelRange(len(b.buf.dec), func(lo, hi int) {
+		var (
+			names [2 * rangeSize]string
+			ids   [2 * rangeSize]graph.VertexID
+			found [2 * rangeSize]bool
+		)
+		n := 0
+		for i := lo; i < hi; i++ {
+			d := &b.buf.dec[i]
+			d.known = ingest.Known{}
+			if skip(d) {
+				continue
+			}
+			names[n] = d.rec.Src
+			n++
+			if d.rec.Op != graph.AddVertex {
+				names[n] = d.rec.Dst
+				n++
+			}
 		}
-		d.known.ID[0], d.known.OK[0] = s.ids.Lookup(d.rec.Src)
-		if d.rec.Op != graph.AddVertex {
-			d.known.ID[1], d.known.OK[1] = s.ids.Lookup(d.rec.Dst)
+		s.ids.LookupMany(names[:n], ids[:n], found[:n])
+		n = 0
+		for i := lo; i < hi; i++ {
+			d := &b.buf.dec[i]
+			if skip(d) {
+				continue
+			}
+			d.known.ID[0], d.known.OK[0] = ids[n], found[n]
+			n++
+			if d.rec.Op != graph.AddVertex {
+				d.known.ID[1], d.known.OK[1] = ids[n], found[n]
+				n++
+			}
 		}
 	})
 	for i := range b.buf.dec {
@@ -528,10 +561,23 @@ func decodeAll(msgs []ingest.Message, out []decoded, decs []*ingest.Decoder) {
 // parallel calls f(0..n-1) on all cores; small n stays on the caller's
 // goroutine, where starting goroutines would cost more than it saves.
 func parallel(n int, f func(i int)) {
+	parallelRange(n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			f(i)
+		}
+	})
+}
+
+// rangeSize is the most indexes parallelRange hands f at a time.
+const rangeSize = 64
+
+// parallelRange calls f on ranges [lo, hi) of at most rangeSize indexes
+// that cover 0..n-1, on all cores, as parallel does.
+func parallelRange(n int, f func(lo, hi int)) {
 	workers := runtime.GOMAXPROCS(0)
 	if n < 512 || workers == 1 {
-		for i := range n {
-			f(i)
+		for lo := 0; lo < n; lo += rangeSize {
+			f(lo, min(lo+rangeSize, n))
 		}
 		return
 	}
@@ -540,13 +586,11 @@ func parallel(n int, f func(i int)) {
 	for range workers {
 		wg.Go(func() {
 			for {
-				lo := int(next.Add(64)) - 64
+				lo := int(next.Add(rangeSize)) - rangeSize
 				if lo >= n {
 					return
 				}
-				for i := lo; i < min(lo+64, n); i++ {
-					f(i)
-				}
+				f(lo, min(lo+rangeSize, n))
 			}
 		})
 	}
@@ -605,16 +649,25 @@ func (s *Service) observe(b *batchState, st dyngraph.ApplyStats) {
 	s.met.updates.WithLabelValues("any", "rejected").Add(float64(len(b.dead)))
 	s.met.vertices.Set(float64(s.g.NumVertices()))
 	s.met.edges.Set(float64(s.g.NumEdges()))
-	lag := map[int]int64{}
-	for _, m := range b.msgs {
-		lag[m.Partition] = max(0, m.HighWaterMark-m.Offset-1)
-	}
-	var total int64
-	for _, l := range lag {
-		total += l
-	}
-	s.met.lag.Set(float64(total))
+	s.met.lag.Set(float64(lag(b.msgs)))
 	if !s.lastCkpt.IsZero() {
 		s.met.checkpointAge.Set(time.Since(s.lastCkpt).Seconds())
 	}
+}
+
+// lag is the records behind the partitions' ends, summed over the
+// partitions of msgs, as of each partition's last message. The map is
+// written once per run of one partition, as messages come in runs.
+func lag(msgs []ingest.Message) int64 {
+	last := map[int]int64{}
+	for i, m := range msgs {
+		if i+1 == len(msgs) || msgs[i+1].Partition != m.Partition {
+			last[m.Partition] = max(0, m.HighWaterMark-m.Offset-1)
+		}
+	}
+	var total int64
+	for _, l := range last {
+		total += l
+	}
+	return total
 }

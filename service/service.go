@@ -359,7 +359,7 @@ func (s *Service) do(ctx context.Context, f func(ctx context.Context) (any, erro
 // ends. It returns with every batch it matched acknowledged or, with an
 // error, abandoned.
 func (s *Service) consume(ctx context.Context, gen *ingest.Generation) error {
-	msgs := make(chan ingest.Message, 4*s.cfg.Batch.Size)
+	msgs := make(chan []ingest.Message, max(4, 4*s.cfg.Batch.Size/ingest.MaxChunk))
 	gctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	reading := gen.Read(gctx, s.position, msgs)

@@ -439,14 +439,15 @@ func TestMetrics(t *testing.T) {
 	waitFor(t, "the stream", time.Minute, func() bool { return r.s.Progress().Position[0] == 1000 })
 	m2 := scrape()
 	for _, name := range []string{"gcsm_updates_total", "gcsm_rejects_total", "gcsm_matches_total", "gcsm_batches_total",
-		"gcsm_zero_copy_bytes_total", "gcsm_batch_seconds", "gcsm_batch_wait_seconds", "gcsm_checkpoint_seconds", "gcsm_graph_vertices", "gcsm_graph_edges",
+		"gcsm_zero_copy_bytes_total", "gcsm_batch_seconds", "gcsm_batch_wait_seconds", "gcsm_run_loop_idle_seconds_total", "gcsm_checkpoint_seconds", "gcsm_graph_vertices", "gcsm_graph_edges",
 		"gcsm_gpu_cache_bytes", "gcsm_gpu_cache_hit_ratio", "gcsm_consumer_lag", "gcsm_checkpoint_age_seconds", "gcsm_queries"} {
 		if !strings.Contains(m2, "# TYPE "+name+" ") {
 			t.Errorf("metric %s missing", name)
 		}
 	}
 	for _, series := range []string{"gcsm_batches_total", "gcsm_graph_edges", `gcsm_matches_total{change="appeared",query="ring3"}`,
-		`gcsm_batch_seconds_count{stage="match"}`, `gcsm_batch_wait_seconds_count{queue="output"}`, `gcsm_updates_total{op="insert",result="applied"}`} {
+		`gcsm_batch_seconds_count{stage="match"}`, `gcsm_batch_wait_seconds_count{queue="output"}`, `gcsm_updates_total{op="insert",result="applied"}`,
+		"gcsm_run_loop_idle_seconds_total"} {
 		a, b := value(m1, series), value(m2, series)
 		if a <= 0 || b <= a {
 			t.Errorf("%s: %v then %v, want positive and growing", series, a, b)

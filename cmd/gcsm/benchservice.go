@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -360,6 +361,7 @@ type serviceResult struct {
 	AlertLatency    latencySummary `json:"alert_latency_ms"` // input record's arrival → alert acknowledged, per event
 	BatchLatency    latencySummary `json:"batch_latency_ms"` // batch cut → its output acknowledged, per batch
 	Stages          []stageShare   `json:"stages"`
+	LoopIdle        float64        `json:"run_loop_idle_s"` // the run loop's waits, from its first batch on
 	Matches         []queryMatches `json:"matches"`
 	// Pairs sets each bare pattern of the mix beside its predicated form.
 	Pairs  []queryPair   `json:"pairs,omitempty"`
@@ -562,7 +564,9 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 		fmt.Fprintf(human, "a bare consumer reads it back at %.0f updates/s\n", res.ReadPerSec)
 	}
 	ran := make(chan error, 1)
-	go func() { ran <- s.Run(ctx) }()
+	// The label lets --cpuprofile's readers keep to the service's goroutines
+	// (pprof -tagfocus phase=service); the ones they start inherit it.
+	go pprof.Do(ctx, pprof.Labels("phase", "service"), func(ctx context.Context) { ran <- s.Run(ctx) })
 	produced := make(chan error, 1)
 	var soak *soaker
 	switch {
@@ -629,7 +633,8 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 	eng.close()
 	eng.gpu, eng.multi = nil, nil
 	if f.engine && f.duration == 0 {
-		e, err := engineAlone(f, stream, qcfg)
+		var e *engineResult
+		pprof.Do(context.Background(), pprof.Labels("phase", "engine"), func(context.Context) { e, err = engineAlone(f, stream, qcfg) })
 		if err != nil {
 			return nil, fmt.Errorf("engine alone: %w", err)
 		}
@@ -1096,6 +1101,10 @@ func gatherService(reg *prometheus.Registry, res *serviceResult) error {
 				}
 				stages[st] += m.GetHistogram().GetSampleSum()
 			}
+		case "gcsm_run_loop_idle_seconds_total":
+			for _, m := range mf.GetMetric() {
+				res.LoopIdle += m.GetCounter().GetValue()
+			}
 		case "gcsm_matches_total":
 			for _, m := range mf.GetMetric() {
 				q := labelOf(m.GetLabel(), "query")
@@ -1287,6 +1296,9 @@ func (r *serviceResult) report(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(tw, "  stages\t%s\t\n", strings.Join(stages, ", "))
+	if r.Seconds > 0 {
+		fmt.Fprintf(tw, "  run loop idle\t%.2fs, %.0f%% of the run (under a backlog: waiting for the decoding stage)\t\n", r.LoopIdle, 100*r.LoopIdle/r.Seconds)
+	}
 	if r.Engine != nil {
 		fmt.Fprintf(tw, "engine alone\t%.2fs, %.0f updates/s, %.0f matches/s\t\n", r.Engine.Seconds, r.Engine.UpdatesPerSec, r.Engine.MatchesPerSec)
 		fmt.Fprintf(tw, "service / engine\t%.2f\t\n", r.Ratio)
