@@ -146,20 +146,17 @@ type Options struct {
 // GPU runs the incremental matching kernel on one device. It is not safe for
 // concurrent use; one engine drives it.
 type GPU struct {
-	opts Options
-	// seedsPerWarp is how many seeds the static matcher makes per warp
-	// before it stops deepening (GPU.deepen); tests lower it.
-	seedsPerWarp int
-	ctx          *cuda.Context
-	dev          *cuda.Device
-	mod          *cuda.Module
-	match        *cuda.Function
-	scat         *cuda.Function
-	alloc        hostmem.Allocator // pinned host memory (cuda.HostAllocator)
-	bufs         map[string]devBuf
-	used         int64 // device bytes held
-	mirror       []slabMirror
-	mirrorOf     *dyngraph.Graph // the graph the mirror copies
+	opts     Options
+	ctx      *cuda.Context
+	dev      *cuda.Device
+	mod      *cuda.Module
+	match    *cuda.Function
+	scat     *cuda.Function
+	alloc    hostmem.Allocator // pinned host memory (cuda.HostAllocator)
+	bufs     map[string]devBuf
+	used     int64 // device bytes held
+	mirror   []slabMirror
+	mirrorOf *dyngraph.Graph // the graph the mirror copies
 	// tracked is the graph whose batches stale follows: the lists its last
 	// Reorganize rewrote, which copies on the device must refresh.
 	tracked  *dyngraph.Graph
@@ -227,7 +224,7 @@ func Open(opts Options) (*GPU, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := &GPU{opts: opts, seedsPerWarp: 32, ctx: ctx, dev: dev, bufs: map[string]devBuf{}, alloc: cuda.NewHostAllocator(ctx)}
+	x := &GPU{opts: opts, ctx: ctx, dev: dev, bufs: map[string]devBuf{}, alloc: cuda.NewHostAllocator(ctx)}
 	x.cache.block.Alloc = x.alloc // pinned, so that its one copy runs at full speed
 	image := matchImage
 	if f := os.Getenv("GCSM_KERNEL_IMAGE"); f != "" {

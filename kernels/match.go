@@ -265,7 +265,7 @@ func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, change
 	if delta == nil && !x.opts.NoSplit {
 		// The static matcher's plan starts at its most selective vertex,
 		// so a few root edges can hold all the work, in either mode.
-		if seeds, seedWords, units, err = x.deepen(l, total, prog.maxN, uint64(x.seedsPerWarp*warps)); err != nil {
+		if seeds, seedWords, units, err = x.deepen(l, total, prog.maxN, uint64(32*warps)); err != nil {
 			return nil, err
 		}
 		if seeds != 0 {
@@ -485,11 +485,7 @@ func (x *GPU) deepen(l launch, units uint64, n int, target uint64) (seeds cuda.D
 	}
 	block := [3]uint32{warpsPerBlock * 32, 1, 1}
 	grid := [3]uint32{l.blocks, 1, 1}
-	depth := 3
-	if count >= target {
-		depth = max(3, min(minSeedDepth, n-1)) // units enough: straight to the least depth
-	}
-	for ; depth < n && (count < target || depth <= minSeedDepth); depth++ {
+	for depth := 3; depth < n && (count < target || depth <= minSeedDepth); depth++ {
 		w := uint32(2 + depth)
 		capSeeds := uint64(seedBytes / (4 * int(w)))
 		out, err := x.buf([2]string{"seeds", "seeds_next"}[depth%2], seedBytes)
@@ -526,10 +522,6 @@ func (x *GPU) deepen(l launch, units uint64, n int, target uint64) (seeds cuda.D
 			return 0, 0, 0, err
 		}
 		if ov[0] != 0 {
-			if seeds == 0 && depth > 3 {
-				depth -= 2 // the jump did not fit: a level at a time from 3
-				continue
-			}
 			break // the seeds of the level before stand
 		}
 		seeds, words, count = out, w, got[0]

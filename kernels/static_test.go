@@ -14,9 +14,7 @@ import (
 // the kernel gets a few dozen root edges for a search of hundreds of
 // thousands of matches. The seeds must be deepened (more than one launch)
 // and still find what the CPU finds, counted and enumerated, with a record
-// buffer small enough that seeds park and resume, and the same unsplit;
-// and with a target of no seeds, where the root edges are enough and the
-// first expansion goes straight to the least seed depth.
+// buffer small enough that seeds park and resume, and the same unsplit.
 func TestStaticDeepens(t *testing.T) {
 	d := graph.NewDict()
 	h, b, x := d.Intern("H"), d.Intern("B"), d.Intern("x")
@@ -52,12 +50,10 @@ func TestStaticDeepens(t *testing.T) {
 		qs = append(qs, q)
 	}
 	for _, c := range []struct {
-		records      int
-		noSplit      bool
-		seedsPerWarp int
-	}{{1 << 20, false, 32}, {1000, false, 32}, {1 << 20, true, 32}, {1000, false, 0}} {
+		records int
+		noSplit bool
+	}{{1 << 20, false}, {1000, false}, {1 << 20, true}} {
 		x := openGPUWith(t, Options{Placement: Device, EnumRecords: c.records, NoSplit: c.noSplit})
-		x.seedsPerWarp = c.seedsPerWarp
 		g, err := dyngraph.New(dyngraph.Options{Alloc: x.Allocator()})
 		if err != nil {
 			t.Fatal(err)
