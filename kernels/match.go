@@ -262,10 +262,13 @@ func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, change
 	l := launch{pp, tp, uint32(len(prog.terms)), cp, uint32(nch), ga, counts, scratch, next, flags, blocks, lb, cands}
 	// What the last launches walk: the units, or seeds of depth split.
 	units, split, seeds, seedWords := total, uint32(0), cuda.DevicePtr(0), uint32(0)
-	if delta == nil && !x.opts.NoSplit {
+	if (delta == nil || mode == incremental.Enumerate) && !x.opts.NoSplit {
 		// The static matcher's plan starts at its most selective vertex,
-		// so a few root edges can hold all the work, in either mode.
-		if seeds, seedWords, units, err = x.deepen(l, total, prog.maxN, uint64(32*warps)); err != nil {
+		// so a few root edges can hold all the work; and enumerating a
+		// batch, its hub edges' units would each keep one warp busy while
+		// the others idle. An expansion launch cannot emit matches, so
+		// seeds stop short of the shallowest term.
+		if seeds, seedWords, units, err = x.deepen(l, total, prog.minN(), uint64(32*warps)); err != nil {
 			return nil, err
 		}
 		if seeds != 0 {
@@ -470,13 +473,12 @@ const seedBytes = 768 << 20
 // work, and seeds of 4 vertices spread it as the incremental split does.
 const minSeedDepth = 4
 
-// deepen expands the static matcher's root edges into seeds, a level at a
-// time, until there are at least target of them and they are minSeedDepth
-// deep. It stops short where the
-// next level would be the plan's last, or its seeds would not fit the
-// buffer; seeds is 0 when the units were enough. Each expansion walks the
-// seeds of the one before, so one heavy root edge ends up spread over many
-// warps, as STMatch's work stealing spreads it.
+// deepen expands the units into seeds, a level at a time, until there are
+// at least target of them and they are minSeedDepth deep. It stops short
+// where the next level would be the last of the shallowest term, n levels,
+// or its seeds would not fit the buffer; seeds is 0 when no expansion was
+// made. Each expansion walks the seeds of the one before, so one heavy unit
+// ends up spread over many warps, as STMatch's work stealing spreads it.
 func (x *GPU) deepen(l launch, units uint64, n int, target uint64) (seeds cuda.DevicePtr, words uint32, count uint64, err error) {
 	count = units
 	nseeds, err := x.buf("seed_count", 8)

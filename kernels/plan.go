@@ -96,6 +96,15 @@ func encodeStatic(q *query.Query, plan *query.Plan, sets [][]uint64) (*program, 
 	return p, nil
 }
 
+// minN is the number of levels of the program's shallowest term.
+func (p *program) minN() int {
+	n := maxLevels
+	for _, o := range p.owner {
+		n = min(n, len(o.plan.Levels))
+	}
+	return n
+}
+
 func (p *program) fits(q *query.Query) error {
 	if q.N() > maxLevels {
 		return fmt.Errorf("kernels: query %s has %d vertices; the kernel walks at most %d", q.Name, q.N(), maxLevels)
