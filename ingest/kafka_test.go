@@ -205,11 +205,7 @@ func TestGenerationReadGap(t *testing.T) {
 	default:
 		t.Error("Skipped was not told of the gap")
 	}
-	cancel()
-	if err := rd.Wait(); err != nil {
-		t.Fatalf("Wait: %v", err)
-	}
-	rd.Release()
+	stopReading(t, cancel, rd)
 }
 
 // TestGenerationReadGapWhileReading: records dropped after reading began,
@@ -258,11 +254,7 @@ func TestGenerationReadGapWhileReading(t *testing.T) {
 	if !jumped {
 		t.Fatal("every record was read: the deletion came too late to test the gap")
 	}
-	cancel()
-	if err := rd.Wait(); err != nil {
-		t.Fatalf("Wait: %v", err)
-	}
-	rd.Release()
+	stopReading(t, cancel, rd)
 }
 
 // TestGenerationReadTLS: ConsumerConfig.TLS reaches a TLS-only cluster,
@@ -286,11 +278,7 @@ func TestGenerationReadTLS(t *testing.T) {
 			t.Fatalf("read %d records over TLS, want 10", i)
 		}
 	}
-	cancel()
-	if err := rd.Wait(); err != nil {
-		t.Fatalf("Wait: %v", err)
-	}
-	rd.Release()
+	stopReading(t, cancel, rd)
 }
 
 // TestGenerationReadBacklog reads a 6 MB backlog of 16 KiB records with 16
@@ -339,11 +327,7 @@ func TestGenerationReadBacklog(t *testing.T) {
 			t.Fatalf("read %d of %d records, then nothing for 30s", i, n)
 		}
 	}
-	cancel()
-	if err := rd.Wait(); err != nil {
-		t.Fatalf("Wait: %v", err)
-	}
-	rd.Release()
+	stopReading(t, cancel, rd)
 }
 
 // flatten forwards the chunks Read sends one message at a time, on an
@@ -402,11 +386,7 @@ func TestGenerationReadChunks(t *testing.T) {
 	if largest < 2 {
 		t.Errorf("every chunk held one message")
 	}
-	cancel()
-	if err := rd.Wait(); err != nil {
-		t.Fatalf("Wait: %v", err)
-	}
-	rd.Release()
+	stopReading(t, cancel, rd)
 }
 
 // TestRecordPool: a slice lent for n records holds n, and one given back
@@ -427,4 +407,14 @@ func TestRecordPool(t *testing.T) {
 	if r := p.GetRecords(65); cap(r) == cap(s) && &r[:1][0] == &s[0] {
 		t.Fatal("a slice was lent twice")
 	}
+}
+
+// stopReading cancels a generation's read and checks that it ends cleanly.
+func stopReading(t *testing.T, cancel context.CancelFunc, rd *Reading) {
+	t.Helper()
+	cancel()
+	if err := rd.Wait(); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	rd.Release()
 }
