@@ -1,6 +1,7 @@
 package service
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -305,6 +306,7 @@ func membersKillTrial(t *testing.T, seed uint64) {
 		dirs[i] = t.TempDir()
 	}
 	procs := make([]*exec.Cmd, n)
+	ready := make([]chan struct{}, n) // closed when child i says SIGTERM is a clean stop
 	startChild := func(i int) {
 		c := cfg
 		c.State.Dir = dirs[i]
@@ -315,10 +317,22 @@ func membersKillTrial(t *testing.T, seed uint64) {
 		cmd := exec.Command(exe, "-test.run=^$")
 		cmd.Env = append(os.Environ(), childEnv+"="+string(b))
 		cmd.Stderr = &stderr
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		procs[i] = cmd
+		procs[i], ready[i] = cmd, make(chan struct{})
+		go func(ready chan struct{}) {
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				if sc.Text() == childReady {
+					close(ready)
+				}
+			}
+		}(ready[i])
 	}
 	for i := range n {
 		startChild(i)
@@ -355,6 +369,13 @@ func membersKillTrial(t *testing.T, seed uint64) {
 		return shardsDone(t, brokers, cfg, int64(len(vals)))
 	})
 	for i, p := range procs {
+		// A member restarted late may still be starting, when SIGTERM
+		// would kill it rather than stop it.
+		select {
+		case <-ready[i]:
+		case <-time.After(time.Minute):
+			t.Fatalf("member %d never said it was ready", i)
+		}
 		p.Process.Signal(syscall.SIGTERM)
 		if err := p.Wait(); err != nil {
 			t.Fatalf("member %d: %v", i, err)
