@@ -104,6 +104,15 @@ func (j *jsonLine) parse(line []byte, keep *PropFilter, rec *Record) *DecodeErro
 	if line[0] != '{' {
 		return decodeErrorf(ReasonJSON, "expected a JSON object, got %s", quote(line))
 	}
+	if j.fast(line, rec) {
+		return nil
+	}
+	return j.parseGeneral(line, keep, rec)
+}
+
+// parseGeneral is parse of any object: scan, or encoding/json where scan
+// declines, then record.
+func (j *jsonLine) parseGeneral(line []byte, keep *PropFilter, rec *Record) *DecodeError {
 	if !j.scan(line) {
 		if err := j.unmarshal(line); err != nil {
 			return err

@@ -390,6 +390,7 @@ var decodeBench = []struct {
 }{
 	{"json", designEvent, nil},
 	{"json-int-ids", `{"op":"+","src":1234567,"dst":7654321,"label":"7","ts":1795255200000}`, nil},
+	{"json-bench", benchEvent, nil},
 	{"csm", "e 1234567 7654321 7", nil},
 	{"json-props", issueEvent, testKeep},
 	{"json-props-unread", issueEvent, nil},
