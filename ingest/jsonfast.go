@@ -11,23 +11,29 @@ import (
 )
 
 // fastKeys are the keys that fast reads, in the one order it takes them:
-// AppendEvent's order for an edge event without properties. fastQuoted are
-// their JSON spellings, which the common event has at the expected place.
+// AppendEvent's order for an edge event; the first fastNames are names.
+// fastQuoted are their JSON spellings, which the common event has at the
+// expected place.
 var (
-	fastKeys   = [...]int{keySrc, keyDst, keyLabel, keySrcLabel, keyDstLabel, keyID, keyTS}
-	fastQuoted = [len(fastKeys)]string{`"src"`, `"dst"`, `"label"`, `"src_label"`, `"dst_label"`, `"id"`, `"ts"`}
+	fastKeys   = [...]int{keySrc, keyDst, keyLabel, keySrcLabel, keyDstLabel, keyID, keyTS, keyProps, keySrcProps, keyDstProps}
+	fastQuoted = [len(fastKeys)]string{`"src"`, `"dst"`, `"label"`, `"src_label"`, `"dst_label"`, `"id"`, `"ts"`,
+		`"props"`, `"src_props"`, `"dst_props"`}
 )
+
+const fastNames = 6
 
 // fast is parse in one pass for the common edge event, the one that
 // AppendEvent writes: op "+", "-", "insert" or "delete" first, then src,
-// dst, label, src_label, dst_label, id and ts in this order, each at most
-// once and src and dst given. Names are strings without escapes or
-// non-negative integers, ts is integer milliseconds or an RFC 3339 string
-// without escapes, and there are no properties; keys gcsm does not read may come anywhere, with any value.
+// dst, label, src_label, dst_label, id, ts, props, src_props and dst_props
+// in this order, each at most once and src and dst given. Names are strings
+// without escapes or non-negative integers, ts is integer milliseconds or an
+// RFC 3339 string without escapes; properties are read as record reads
+// them, keeping those keep names. Keys gcsm does not read may come anywhere,
+// with any value.
 // Anything else it declines, returning false with *rec untouched, and
 // parse reads it the general way, which also words every error: fast only
 // takes what that way takes, and makes the same Record of it.
-func (j *jsonLine) fast(b []byte, rec *Record) bool {
+func (j *jsonLine) fast(b []byte, keep *PropFilter, rec *Record) bool {
 	i := skipSpace(b, 1)
 	if !hasAt(b, i, `"op"`) {
 		return false
@@ -50,13 +56,14 @@ func (j *jsonLine) fast(b []byte, rec *Record) bool {
 	}
 
 	var (
-		names  [len(fastKeys) - 1]span // in j.text, by index in fastKeys but ts
-		next   int                     // the least index in fastKeys that the next key may have
+		names  [fastNames]span // in j.text, by index in fastKeys
+		next   int             // the least index in fastKeys that the next key may have
 		ms     int64
 		ts     span // in j.text, when isText
 		isText bool
 	)
 	j.text = j.text[:0]
+	j.val[keyProps], j.val[keySrcProps], j.val[keyDstProps] = span{}, span{}, span{}
 	for {
 		i = skipSpace(b, i)
 		if i >= len(b) {
@@ -94,6 +101,11 @@ func (j *jsonLine) fast(b []byte, rec *Record) bool {
 		case at == len(fastKeys):
 			// A key gcsm does not read: its value only has to be JSON.
 			i = skipValue(b, i, 1)
+		case at > fastNames:
+			// Properties, read once the object is known to be whole.
+			start := i
+			i = skipValue(b, i, 1)
+			j.val[fastKeys[at]] = span{start, i}
 		case fastKeys[at] == keyTS && i < len(b) && b[i] == '"':
 			// An RFC 3339 time, parsed once its text is a string.
 			start := len(j.text)
@@ -120,9 +132,14 @@ func (j *jsonLine) fast(b []byte, rec *Record) bool {
 	if names[0].end == 0 || names[1].end == 0 || skipSpace(b, i+1) != len(b) {
 		return false
 	}
+	j.buf = b
+	err := j.props(graph.Insert, keep)
+	j.buf = nil
+	if err != nil {
+		return false
+	}
 	s := string(j.text)
 	if isText {
-		var err *DecodeError
 		if ms, err = parseRFC3339(s[ts.start:ts.end]); err != nil {
 			return false
 		}
@@ -131,6 +148,7 @@ func (j *jsonLine) fast(b []byte, rec *Record) bool {
 	for at, dst := range [len(names)]*string{&rec.Src, &rec.Dst, &rec.Label, &rec.SrcLabel, &rec.DstLabel, &rec.ID} {
 		*dst = s[names[at].start:names[at].end]
 	}
+	j.takeProps(rec, s)
 	return true
 }
 

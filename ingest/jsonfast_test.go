@@ -3,6 +3,7 @@ package ingest
 import (
 	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -49,7 +50,16 @@ var fastCases = []struct {
 	{`{"op":"+","src":"a","src":"b","dst":"c"}`, false},
 	{`{"op":"+","src":"a","dst":"b","SRC":"c"}`, false},
 	{`{"op":"+","src":"a","dst":"b","op":"-"}`, false},
-	{`{"op":"+","src":"a","dst":"b","props":{}}`, false},
+	{`{"op":"+","src":"a","dst":"b","props":{}}`, true},
+	{issueEvent, true},
+	{`{"op":"-","src":1,"dst":2,"id":7,"props":{"a":1,"b":"x","a":null,"n":true,"z":-1.5e300},"src_props":null,"dst_props":{"c":"\u00e9"}}`, true},
+	{`{"op":"+","src":"a","dst":"b","props":{"a":[1]}}`, false},
+	{`{"op":"+","src":"a","dst":"b","props":{"n":1e400}}`, false},
+	{`{"op":"+","src":"a","dst":"b","props":"x"}`, false},
+	{`{"op":"+","src":"a","dst":"b","props":{"a":"\ud800"}}`, false},
+	{`{"op":"+","src":"a","dst":"b","dst_props":{},"src_props":{}}`, false},
+	{`{"op":"+","src":"a","dst":"b","props":{},"props":{"a":1}}`, false},
+	{`{"op":"+","src":"a","dst":"b","props":{"a":1}`, false},
 	{`{"op":"+","src":"a\"b","dst":"c"}`, false},
 	{`{"op":"+","src":"a","dst":"b","\u0078":1}`, false},
 	{`{"op":"vertex","id":"a","label":"A"}`, false},
@@ -68,7 +78,7 @@ func TestDecodeFast(t *testing.T) {
 	for _, c := range fastCases {
 		var j jsonLine
 		var rec Record
-		if got := j.fast([]byte(strings.TrimSpace(c.value)), &rec); got != c.takes {
+		if got := j.fast([]byte(strings.TrimSpace(c.value)), fuzzKeep, &rec); got != c.takes {
 			t.Errorf("fast(%s) = %v, want %v", c.value, got, c.takes)
 		}
 		checkFast(t, &j, []byte(strings.TrimSpace(c.value)))
@@ -76,7 +86,7 @@ func TestDecodeFast(t *testing.T) {
 }
 
 // TestDecodeFastAppendEvent checks that fast reads what AppendEvent writes
-// of edge records without properties, names of every kind included.
+// of edge records, names and properties of every kind included.
 func TestDecodeFastAppendEvent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	plain := []string{"a", "7", "-", " ", "é", "😀", "acct-"}
@@ -100,9 +110,21 @@ func TestDecodeFastAppendEvent(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			rec.Op = graph.Delete
 		}
+		for _, l := range []*[]graph.Prop{&rec.Props, &rec.SrcProps, &rec.DstProps} {
+			for n := range rng.IntN(3) {
+				v := graph.StringValue(name())
+				switch rng.IntN(3) {
+				case 0:
+					v = graph.NumberValue(rng.NormFloat64() * 1e6)
+				case 1:
+					v = graph.BoolValue(rng.IntN(2) == 0)
+				}
+				*l = append(*l, graph.Prop{Name: "p" + strconv.Itoa(n), Value: v})
+			}
+		}
 		line := AppendEvent(nil, rec)
 		var got Record
-		if j.fast(line, &got) {
+		if j.fast(line, AllProps(), &got) {
 			taken++
 			if !reflect.DeepEqual(got, rec) {
 				t.Fatalf("fast(%s) = %+v, want %+v", line, got, rec)
@@ -156,7 +178,7 @@ func FuzzDecodeFast(f *testing.F) {
 			return
 		}
 		var rec Record
-		if !fuzzFast.fast(line, &rec) && !reflect.DeepEqual(rec, Record{}) {
+		if !fuzzFast.fast(line, fuzzKeep, &rec) && !reflect.DeepEqual(rec, Record{}) {
 			t.Fatalf("fast(%q) declines, but sets %+v", line, rec)
 		}
 		checkFast(t, &fuzzFast, line)

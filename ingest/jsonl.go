@@ -104,7 +104,7 @@ func (j *jsonLine) parse(line []byte, keep *PropFilter, rec *Record) *DecodeErro
 	if line[0] != '{' {
 		return decodeErrorf(ReasonJSON, "expected a JSON object, got %s", quote(line))
 	}
-	if j.fast(line, rec) {
+	if j.fast(line, keep, rec) {
 		return nil
 	}
 	return j.parseGeneral(line, keep, rec)
