@@ -22,6 +22,39 @@ var (
 
 const fastNames = 6
 
+// fastWords are fastQuoted as two little-endian words each, with masks of
+// their bytes, so that a key is matched by a load and a compare or two.
+var fastWords = func() (w [len(fastKeys)]struct{ lo, hi, loMask, hiMask uint64 }) {
+	for at, q := range fastQuoted {
+		var buf, mask [16]byte
+		copy(buf[:], q)
+		for n := range len(q) {
+			mask[n] = 0xff
+		}
+		w[at].lo, w[at].hi = binary.LittleEndian.Uint64(buf[:8]), binary.LittleEndian.Uint64(buf[8:])
+		w[at].loMask, w[at].hiMask = binary.LittleEndian.Uint64(mask[:8]), binary.LittleEndian.Uint64(mask[8:])
+	}
+	return w
+}()
+
+// keyAt returns the least index in fastKeys from at on whose key b holds at
+// i, or len(fastKeys) if there is none.
+func keyAt(b []byte, i, at int) int {
+	if len(b)-i < 16 {
+		for at < len(fastKeys) && !hasAt(b, i, fastQuoted[at]) {
+			at++
+		}
+		return at
+	}
+	lo, hi := binary.LittleEndian.Uint64(b[i:]), binary.LittleEndian.Uint64(b[i+8:])
+	for ; at < len(fastKeys); at++ {
+		if w := &fastWords[at]; lo&w.loMask == w.lo && hi&w.hiMask == w.hi {
+			return at
+		}
+	}
+	return at
+}
+
 // fast is parse in one pass for the common edge event, the one that
 // AppendEvent writes: op "+", "-", "insert" or "delete" first, then src,
 // dst, label, src_label, dst_label, id, ts, props, src_props and dst_props
@@ -78,10 +111,7 @@ func (j *jsonLine) fast(b []byte, keep *PropFilter, rec *Record) bool {
 		if i = skipSpace(b, i+1); i >= len(b) || b[i] != '"' {
 			return false
 		}
-		at := next
-		for at < len(fastKeys) && !hasAt(b, i, fastQuoted[at]) {
-			at++
-		}
+		at := keyAt(b, i, next)
 		if at < len(fastKeys) {
 			i += len(fastQuoted[at])
 		} else {
