@@ -499,9 +499,10 @@ func keyIndex(key []byte) int {
 }
 
 // skipSpace returns the index of the first byte at or after i that is not
-// JSON white space.
+// JSON white space. White space is all at most ' ', so most bytes take one
+// compare.
 func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+	for i < len(b) && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
 	}
 	return i
