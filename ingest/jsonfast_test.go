@@ -31,6 +31,8 @@ var fastCases = []struct {
 	{`{"op":"+","src":"acct-1234567","dst":"abcdefgh","label":"abcdefg"}`, true},
 	// Left to the general way: errors, and what fast does not read.
 	{`{"op":"+","src":"a","dst":"b","ts":9223372036854775808}`, false},
+	{`{"op":"+","src":"a","dst":"b","ts":-9223372036854775809}`, false},
+	{`{"op":"+","src":"a","dst":"b","ts":-}`, false},
 	{`{"op":"+","src":"a","dst":"b","ts":1.5}`, false},
 	{`{"op":"+","src":"a","dst":"b","ts":1e3}`, false},
 	{`{"op":"+","src":"a","dst":"b","ts":"2026-11-21T10:00:00Z"}`, true},
