@@ -207,3 +207,31 @@ func checkFast(t *testing.T, j *jsonLine, line []byte) {
 		}
 	}
 }
+
+// TestFastDigits checks fastDigits against strconv on integers of every
+// length, and the numbers it leaves to the general way.
+func TestFastDigits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for n := range 2000 {
+		v := rng.Uint64() >> rng.IntN(64)
+		b := strconv.AppendUint(nil, v, 10)
+		b = append(b, "}xxxxxxxx"[:n%9]...)
+		end, got := fastDigits(b, 0)
+		digits := len(strconv.FormatUint(v, 10))
+		switch {
+		case digits > 19 && end != -1:
+			t.Fatalf("fastDigits(%s) = %d, %d; want -1 for 20 digits", b, end, got)
+		case digits <= 19 && (end != digits || got != v):
+			t.Fatalf("fastDigits(%s) = %d, %d; want %d, %d", b, end, got, digits, v)
+		}
+	}
+	for _, s := range []string{"", "x", "01", "1.5", "12345678e1", "123456789.", "-1", "1234567:"} {
+		want := -1
+		if s == "1234567:" {
+			want = 7
+		}
+		if end, _ := fastDigits([]byte(s), 0); end != want {
+			t.Errorf("fastDigits(%q) ends at %d, want %d", s, end, want)
+		}
+	}
+}
