@@ -390,6 +390,7 @@ var decodeBench = []struct {
 }{
 	{"json", designEvent, nil},
 	{"json-int-ids", `{"op":"+","src":1234567,"dst":7654321,"label":"7","ts":1795255200000}`, nil},
+	{"json-bench", benchEvent, nil},
 	{"csm", "e 1234567 7654321 7", nil},
 	{"json-props", issueEvent, testKeep},
 	{"json-props-unread", issueEvent, nil},
@@ -398,11 +399,12 @@ var decodeBench = []struct {
 // BenchmarkDecode decodes the documented input event and kin; "fallback" is the
 // design event through encoding/json, the path the scanner spares.
 //
-// On a 2-core x86-64 VM (AMD EPYC, go1.26, linux/amd64), best of 6 on a busy
-// machine: json 0.34 µs, json-int-ids 0.27 µs, csm 0.14 µs, each with one
-// allocation; json-props 0.91 µs with two (four properties kept),
-// json-props-unread 0.61 µs with one; fallback 2.4 µs with 5 (the Reader
-// before the scanner took 10 allocations a line of the design event).
+// On a 2-core x86-64 VM (AMD EPYC, go1.26, linux/amd64), best of 5 on a busy
+// machine: json 0.28 µs, json-bench 0.21 µs, json-int-ids 0.15 µs, csm
+// 0.15 µs, each with one allocation; json-props 0.82 µs with two (four
+// properties kept), json-props-unread 0.49 µs with one; fallback 2.4 µs
+// with 5 (the Reader before the scanner took 10 allocations a line of the
+// design event).
 func BenchmarkDecode(b *testing.B) {
 	for _, bb := range decodeBench {
 		b.Run(bb.name, func(b *testing.B) {

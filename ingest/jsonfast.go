@@ -1,0 +1,289 @@
+package ingest
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"math/bits"
+	"unicode/utf8"
+
+	"github.com/gcsm/gcsm/graph"
+)
+
+// fastKeys are the keys that fast reads, in the one order it takes them:
+// AppendEvent's order for an edge event; the first fastNames are names.
+// fastQuoted are their JSON spellings, which the common event has at the
+// expected place.
+var (
+	fastKeys   = [...]int{keySrc, keyDst, keyLabel, keySrcLabel, keyDstLabel, keyID, keyTS, keyProps, keySrcProps, keyDstProps}
+	fastQuoted = [len(fastKeys)]string{`"src"`, `"dst"`, `"label"`, `"src_label"`, `"dst_label"`, `"id"`, `"ts"`,
+		`"props"`, `"src_props"`, `"dst_props"`}
+)
+
+// fastNames is how many of fastKeys are names: src to id.
+const fastNames = 6
+
+// fastWords are fastQuoted as two little-endian words each, with masks of
+// their bytes, so that a key is matched by a load and a compare or two.
+var fastWords = func() (w [len(fastKeys)]struct{ lo, hi, loMask, hiMask uint64 }) {
+	for at, q := range fastQuoted {
+		var buf, mask [16]byte
+		copy(buf[:], q)
+		for n := range len(q) {
+			mask[n] = 0xff
+		}
+		w[at].lo, w[at].hi = binary.LittleEndian.Uint64(buf[:8]), binary.LittleEndian.Uint64(buf[8:])
+		w[at].loMask, w[at].hiMask = binary.LittleEndian.Uint64(mask[:8]), binary.LittleEndian.Uint64(mask[8:])
+	}
+	return w
+}()
+
+// keyAt returns the least index in fastKeys from at on whose key b holds at
+// i, or len(fastKeys) if there is none.
+func keyAt(b []byte, i, at int) int {
+	if len(b)-i < 16 {
+		for at < len(fastKeys) && !hasAt(b, i, fastQuoted[at]) {
+			at++
+		}
+		return at
+	}
+	lo, hi := binary.LittleEndian.Uint64(b[i:]), binary.LittleEndian.Uint64(b[i+8:])
+	for ; at < len(fastKeys); at++ {
+		if w := &fastWords[at]; lo&w.loMask == w.lo && hi&w.hiMask == w.hi {
+			return at
+		}
+	}
+	return at
+}
+
+// fast is parse in one pass for the common edge event, the one that
+// AppendEvent writes: op "+", "-", "insert" or "delete" first, then src,
+// dst, label, src_label, dst_label, id, ts, props, src_props and dst_props
+// in this order, each at most once and src and dst given. Names are strings
+// without escapes or non-negative integers, ts is integer milliseconds or an
+// RFC 3339 string without escapes; properties are read as record reads
+// them, keeping those keep names. Keys gcsm does not read may come anywhere,
+// with any value.
+//
+// Anything else it declines, returning false with *rec untouched, and
+// parse reads it the general way, which also words every error: fast only
+// takes what that way takes, and makes the same Record of it
+// (FuzzDecodeFast). It costs two thirds of that way on the bench's event
+// (BenchmarkDecode/json-bench); a declined event pays for both.
+func (j *jsonLine) fast(b []byte, keep *PropFilter, rec *Record) bool {
+	i := skipSpace(b, 1)
+	if !hasAt(b, i, `"op"`) {
+		return false
+	}
+	if i = skipSpace(b, i+len(`"op"`)); i >= len(b) || b[i] != ':' {
+		return false
+	}
+	var op graph.Op
+	switch i = skipSpace(b, i+1); {
+	case hasAt(b, i, `"+"`):
+		op, i = graph.Insert, i+len(`"+"`)
+	case hasAt(b, i, `"-"`):
+		op, i = graph.Delete, i+len(`"-"`)
+	case hasAt(b, i, `"insert"`):
+		op, i = graph.Insert, i+len(`"insert"`)
+	case hasAt(b, i, `"delete"`):
+		op, i = graph.Delete, i+len(`"delete"`)
+	default:
+		return false
+	}
+
+	var (
+		names  [fastNames]span // in j.text, by index in fastKeys
+		next   int             // the least index in fastKeys that the next key may have
+		ms     int64
+		ts     span // in j.text, when isText
+		isText bool
+	)
+	j.text = j.text[:0]
+	j.val[keyProps], j.val[keySrcProps], j.val[keyDstProps] = span{}, span{}, span{}
+	for {
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return false
+		}
+		if b[i] == '}' {
+			break
+		}
+		if b[i] != ',' {
+			return false
+		}
+		if i = skipSpace(b, i+1); i >= len(b) || b[i] != '"' {
+			return false
+		}
+		at := keyAt(b, i, next)
+		if at < len(fastKeys) {
+			i += len(fastQuoted[at])
+		} else {
+			// Not a key that may come next: one gcsm does not read, or
+			// one out of order, given twice, folded or of properties.
+			end, plain := scanString(b, i)
+			if end < 0 || !plain || keyIndex(b[i+1:end-1]) != -1 {
+				return false
+			}
+			i = end
+		}
+		if i = skipSpace(b, i); i >= len(b) || b[i] != ':' {
+			return false
+		}
+		i = skipSpace(b, i+1)
+		switch {
+		case at == len(fastKeys):
+			// A key gcsm does not read: its value only has to be JSON.
+			i = skipValue(b, i, 1)
+		case at > fastNames:
+			// Properties, read once the object is known to be whole.
+			start := i
+			i = skipValue(b, i, 1)
+			j.val[fastKeys[at]] = span{start, i}
+		case fastKeys[at] == keyTS && i < len(b) && b[i] == '"':
+			// An RFC 3339 time, parsed once its text is a string.
+			start := len(j.text)
+			i = j.fastName(b, i)
+			ts, isText = span{start, len(j.text)}, true
+		case fastKeys[at] == keyTS:
+			i, ms = fastInt(b, i)
+		default:
+			start := len(j.text)
+			i = j.fastName(b, i)
+			names[at] = span{start, len(j.text)}
+			if at <= 1 && names[at].start == names[at].end {
+				return false // src or dst empty
+			}
+		}
+		if i < 0 {
+			return false
+		}
+		if at < len(fastKeys) {
+			next = at + 1
+		}
+	}
+	// src and dst given, and nothing after the object.
+	if names[0].end == 0 || names[1].end == 0 || skipSpace(b, i+1) != len(b) {
+		return false
+	}
+	j.buf = b
+	err := j.props(graph.Insert, keep)
+	j.buf = nil
+	if err != nil {
+		return false
+	}
+	s := string(j.text)
+	if isText {
+		if ms, err = parseRFC3339(s[ts.start:ts.end]); err != nil {
+			return false
+		}
+	}
+	*rec = Record{Op: op, Time: ms}
+	for at, dst := range [len(names)]*string{&rec.Src, &rec.Dst, &rec.Label, &rec.SrcLabel, &rec.DstLabel, &rec.ID} {
+		*dst = s[names[at].start:names[at].end]
+	}
+	j.takeProps(rec, s)
+	return true
+}
+
+// hasAt reports whether b holds s at i.
+func hasAt(b []byte, i int, s string) bool {
+	return len(b)-i >= len(s) && string(b[i:i+len(s)]) == s
+}
+
+// fastName appends the name at b[i] to j.text, as name would: the body of
+// a string without escapes that is UTF-8, or a non-negative integer, which
+// is its own decimal spelling. It returns the index after the value, or -1
+// for a value that fast declines.
+func (j *jsonLine) fastName(b []byte, i int) int {
+	if i < len(b) && b[i] == '"' {
+		if end := scanPlain(b, i); end >= 0 {
+			j.text = append(j.text, b[i+1:end-1]...)
+			return end
+		}
+		end, plain := scanString(b, i)
+		if end < 0 {
+			return -1
+		}
+		body := b[i+1 : end-1]
+		if !plain && (bytes.IndexByte(body, '\\') >= 0 || !utf8.Valid(body)) {
+			return -1
+		}
+		j.text = append(j.text, body...)
+		return end
+	}
+	end, _ := fastDigits(b, i)
+	if end < 0 {
+		return -1
+	}
+	j.text = append(j.text, b[i:end]...)
+	return end
+}
+
+// scanPlain is scanString for the common string, ASCII without escapes: it
+// returns the index just after the string literal at b[i] == '"', or -1 if
+// it is not such a string. It looks at eight bytes at a time, which makes
+// the bench's events' strings a word or two each.
+func scanPlain(b []byte, i int) int {
+	for i++; len(b)-i >= 8; i += 8 {
+		if m := notPlain(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			if i += bits.TrailingZeros64(m) / 8; b[i] == '"' {
+				return i + 1
+			}
+			return -1
+		}
+	}
+	for ; i < len(b) && plainByte[b[i]]; i++ {
+	}
+	if i < len(b) && b[i] == '"' {
+		return i + 1
+	}
+	return -1
+}
+
+// notPlain sets the high bit of each byte of w that plainByte refuses: a
+// quote, a backslash, a control character or a byte from 0x80 on. A
+// borrow may set bits above the lowest such byte too, but never below it.
+func notPlain(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q, bs := w^(ones*'"'), w^(ones*'\\')
+	return ((q-ones)&^q | (bs-ones)&^bs | (w - ones*0x20) | w) & highs
+}
+
+// fastInt reads the JSON integer at b[i], which must fit an int64, and
+// returns the index after it and its value, or -1 for anything else.
+func fastInt(b []byte, i int) (int, int64) {
+	neg := i < len(b) && b[i] == '-'
+	if neg {
+		i++
+	}
+	end, u := fastDigits(b, i)
+	switch {
+	case end < 0:
+		return -1, 0
+	case neg && u <= 1<<63:
+		return end, int64(-u) // two's complement: exact down to math.MinInt64
+	case !neg && u <= math.MaxInt64:
+		return end, int64(u)
+	}
+	return -1, 0
+}
+
+// fastDigits reads the JSON integer without a sign at b[i] and returns the
+// index after it and its value, or -1 if there is none, the number goes on
+// with a fraction or an exponent, or it has more than 19 digits (the most
+// that cannot overflow a uint64).
+func fastDigits(b []byte, i int) (int, uint64) {
+	start := i
+	var n uint64
+	for ; i < len(b) && isDigit(b[i]); i++ {
+		n = n*10 + uint64(b[i]-'0')
+	}
+	switch {
+	case i == start, i-start > 19, b[start] == '0' && i-start > 1:
+		return -1, 0
+	case i < len(b) && (b[i] == '.' || b[i] == 'e' || b[i] == 'E'):
+		return -1, 0
+	}
+	return i, n
+}
