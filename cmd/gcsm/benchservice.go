@@ -513,6 +513,9 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 	if err := createTopics(ctx, cl, f.partitions, cfg.Input.Topic, cfg.Output.Topic, cfg.Output.DeadLetterTopic); err != nil {
 		return nil, err
 	}
+	if f.brokers != "" {
+		defer dropRunTopics(cl, "bench-"+run+"-", human)
+	}
 
 	var devLine strings.Builder
 	eng, err := f.dev.open(&devLine, f.workers)
@@ -787,6 +790,49 @@ func createTopics(ctx context.Context, cl *kgo.Client, partitions int, names ...
 		}
 	}
 	return nil
+}
+
+// dropRunTopics deletes the run's topics, those whose names start with
+// prefix, from brokers the bench did not start: every run makes topics of
+// its own, and a series of runs against one gcsm broker filled its disk
+// with topics nobody reads again. A failure is reported, not returned: the
+// run's figures stand.
+func dropRunTopics(cl *kgo.Client, prefix string, w io.Writer) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		fmt.Fprintf(w, "warning: cannot list the run's topics to delete them: %v\n", err)
+		return
+	}
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	req.TimeoutMillis = 10000
+	for _, t := range meta.Topics {
+		if t.Topic == nil || !strings.HasPrefix(*t.Topic, prefix) {
+			continue
+		}
+		rt := kmsg.NewDeleteTopicsRequestTopic()
+		rt.Topic = t.Topic
+		req.Topics = append(req.Topics, rt)
+		req.TopicNames = append(req.TopicNames, *t.Topic)
+	}
+	if len(req.TopicNames) == 0 {
+		return
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		fmt.Fprintf(w, "warning: cannot delete the run's topics: %v\n", err)
+		return
+	}
+	for i, t := range resp.Topics {
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
+			name := fmt.Sprint("#", i)
+			if t.Topic != nil {
+				name = *t.Topic
+			}
+			fmt.Fprintf(w, "warning: cannot delete topic %s: %v\n", name, err)
+		}
+	}
 }
 
 // arrivals holds each input record's timestamp, the time it was handed to

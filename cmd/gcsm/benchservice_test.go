@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gcsm/gcsm/bench"
 )
@@ -367,6 +368,21 @@ func TestBrokerProcess(t *testing.T) {
 	checkAgainstEngine(t, r, 5000)
 	if r.Broker != addr {
 		t.Errorf("broker %q, want %q", r.Broker, addr)
+	}
+	// The run's topics are gone from the broker it did not start.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range meta.Topics {
+		if tp.Topic != nil && strings.HasPrefix(*tp.Topic, "bench-") {
+			t.Errorf("topic %s left on the broker after the run", *tp.Topic)
+		}
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -404,6 +404,9 @@ func benchMembersRun(f *benchServiceFlags, cfg service.Config, state string, n i
 	if err := createTopics(ctx, cl, f.partitions, cfg.Input.Topic, cfg.Output.Topic, cfg.Output.DeadLetterTopic); err != nil {
 		return membersRun{}, "", err
 	}
+	if f.brokers != "" {
+		defer dropRunTopics(cl, "bench-"+run+"-", human)
+	}
 	var devLine strings.Builder
 	ms, err := startMembers(cfg, n, log, func(i int) (*engine, error) {
 		d := f.dev
