@@ -1,14 +1,12 @@
 package service
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -283,10 +281,6 @@ func TestMembersKill(t *testing.T) {
 }
 
 func membersKillTrial(t *testing.T, seed uint64) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	rng := rand.New(rand.NewPCG(seed, 23))
 	brokers := memberCluster(t, 1, "matches")
 	recs, vals := transferStream(2500, 300+seed)
@@ -314,25 +308,7 @@ func membersKillTrial(t *testing.T, seed uint64) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"="+string(b))
-		cmd.Stderr = &stderr
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		procs[i], ready[i] = cmd, make(chan struct{})
-		go func(ready chan struct{}) {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				if sc.Text() == childReady {
-					close(ready)
-				}
-			}
-		}(ready[i])
+		procs[i], ready[i] = startChild(t, b, &stderr)
 	}
 	for i := range n {
 		startChild(i)

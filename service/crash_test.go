@@ -1,14 +1,11 @@
 package service
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -62,10 +59,6 @@ func TestCrashRestartTransfers(t *testing.T) {
 // to three times at random moments while half the stream arrives, lets a
 // last run finish, and checks that the events' net effect is want's keys.
 func crashTrial(t *testing.T, seed uint64, vals [][]byte, configure func(*Config), want func(Config) map[string]bool) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	rng := rand.New(rand.NewPCG(seed, 99))
 	addrs := cluster(t, 1, 1)
 	cfg := testConfig(t, addrs)
@@ -94,25 +87,7 @@ func crashTrial(t *testing.T, seed uint64, vals [][]byte, configure func(*Config
 	})
 	kills := 1 + rng.IntN(3)
 	for run := 0; ; run++ {
-		cmd := exec.Command(exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"="+string(cfgJSON))
-		cmd.Stderr = &stderr
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ready := make(chan struct{})
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				if sc.Text() == childReady {
-					close(ready)
-				}
-			}
-		}()
+		cmd, ready := startChild(t, cfgJSON, &stderr)
 		if run < kills {
 			time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
 			cmd.Process.Signal(syscall.SIGKILL)

@@ -1,12 +1,14 @@
 package service
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"slices"
 	"strconv"
@@ -41,6 +43,37 @@ func TestMain(m *testing.M) {
 		os.Exit(runChild(c))
 	}
 	os.Exit(m.Run())
+}
+
+// startChild runs one service in a child process of this test binary, with
+// the JSON configuration cfg and its stderr going to stderr. ready is closed
+// once the child says SIGTERM is a clean stop; before that it would kill it.
+func startChild(t *testing.T, cfg []byte, stderr io.Writer) (cmd *exec.Cmd, ready chan struct{}) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+string(cfg))
+	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready = make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if sc.Text() == childReady {
+				close(ready)
+			}
+		}
+	}()
+	return cmd, ready
 }
 
 func runChild(c string) int {
