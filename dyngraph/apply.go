@@ -364,84 +364,168 @@ func (g *Graph) listOf(t touch) *list {
 // that the GCSM paper starts a list at: on power-law graphs most vertices have degree 1
 // or 2, and starting them at the average would break the bound of at most
 // 100% capacity slack.
+//
+// Counting and copying run on the workers, split by vertex as writeLists
+// is; they were a third of the service's serial run loop on 16 cores. Only
+// taking chunks from the allocator is serial, in the order of the lists'
+// first insertions, so the arena layout does not depend on the worker
+// count. The old chunks go back to the allocator after the copies, so that
+// no copy reads a chunk that another list has just been given.
 func (g *Graph) reserve() error {
-	g.growing = g.growing[:0]
-	want := func(v graph.VertexID, in bool) {
-		l := g.listOf(touch{v, in})
-		if l.want == 0 {
-			g.growing = append(g.growing, touch{v, in})
+	first, firsts := g.marks()
+	g.byVertex(g.listWorkers(), (*Graph).countWants)
+	g.moves = g.moves[:0]
+	for j, f := range first {
+		if !f {
+			continue
 		}
-		l.want++
-	}
-	for i := range g.state {
-		if s := &g.state[i]; (s.now && !s.before) || s.renewed {
-			want(s.key.a, false)
-			want(s.key.b, g.opts.Directed)
-		}
-	}
-	for _, t := range g.growing {
-		l := g.listOf(t)
-		need := l.n + l.want
+		l := g.listOf(firsts[j])
+		c := roundCap(l.n + l.want)
 		l.want = 0
-		if need > l.cap {
-			if err := g.growTo(l, roundCap(need)); err != nil {
-				return err
-			}
+		nl, err := g.alloc(c)
+		if err != nil {
+			return fmt.Errorf("dyngraph: growing a list to %d entries: %w", c, err)
+		}
+		g.moves = append(g.moves, move{t: firsts[j], from: loc{l.slab, l.off}, cap: l.cap})
+		l.slab, l.off, l.cap = nl.slab, nl.off, c
+	}
+	g.each(len(g.moves), (*Graph).copyMoved)
+	for _, m := range g.moves {
+		if m.cap != 0 {
+			g.free[log2(m.cap)] = append(g.free[log2(m.cap)], m.from)
 		}
 	}
 	return nil
 }
 
+// countWants counts, for the lists of worker k of w, the batch's insertions into
+// each list, and marks the lists that must move to a larger chunk.
+func (g *Graph) countWants(w, k int) {
+	first, firsts := g.first[:2*len(g.state)], g.firsts[:2*len(g.state)]
+	for i := range g.state {
+		s := &g.state[i]
+		if !(s.now && !s.before) && !s.renewed {
+			continue
+		}
+		for side := range 2 {
+			if t, _ := g.side(s, side); int(t.v%uint32(w)) == k {
+				l := g.listOf(t)
+				if l.want == 0 {
+					first[2*i+side], firsts[2*i+side] = true, t
+				}
+				l.want++
+			}
+		}
+	}
+	// Keep the marks of the lists that must move, and their wants. The
+	// owner is found from the state, not from firsts, which the other
+	// workers are writing.
+	for i := range g.state {
+		for side := range 2 {
+			if t, _ := g.side(&g.state[i], side); int(t.v%uint32(w)) == k && first[2*i+side] {
+				if l := g.listOf(t); l.n+l.want <= l.cap {
+					first[2*i+side], l.want = false, 0
+				}
+			}
+		}
+	}
+}
+
+// move is a list that reserve gave a larger chunk: its old place, from, of
+// cap entries (0: it had none).
+type move struct {
+	t    touch
+	from loc
+	cap  uint32
+}
+
+// copyMoved copies moves lo to hi from their old chunks to their new ones.
+func (g *Graph) copyMoved(_ *scratch, lo, hi int) {
+	for _, m := range g.moves[lo:hi] {
+		l := g.listOf(m.t)
+		if m.cap == 0 || l.n == 0 {
+			continue
+		}
+		src, dst := &g.slabs[m.from.slab], &g.slabs[l.slab]
+		copy(dst.ids[l.off:l.off+l.n], src.ids[m.from.off:m.from.off+l.n])
+		if src.lbls != nil {
+			copy(dst.lbls[l.off:l.off+l.n], src.lbls[m.from.off:m.from.off+l.n])
+		}
+	}
+}
+
+// listWorkers is how many goroutines share the batch's list writes: one
+// below g.parallelMin changed edges, where starting them costs more than
+// the writes.
+func (g *Graph) listWorkers() int {
+	if len(g.state) < g.parallelMin {
+		return 1
+	}
+	return min(g.workers(), max(1, 2*len(g.state)/g.parallelMin))
+}
+
+// byVertex runs f(g, w, k) for every k below w, on w goroutines (on this one
+// when w is 1). Worker k owns the lists of the vertices v with v%w == k, so
+// each list is written by one goroutine, in the batch's order. f is a method
+// expression, as in each, so that the serial path allocates nothing.
+func (g *Graph) byVertex(w int, f func(g *Graph, w, k int)) {
+	if w <= 1 {
+		f(g, 1, 0)
+		return
+	}
+	var wg sync.WaitGroup
+	for k := range w {
+		wg.Go(func() { f(g, w, k) })
+	}
+	wg.Wait()
+}
+
+// marks returns the batch's per-change marks, cleared: first[2i+side]
+// says that change i's write to that side's list was the list's first in
+// the batch, and firsts[2i+side] names the list.
+func (g *Graph) marks() ([]bool, []touch) {
+	n := 2 * len(g.state)
+	if cap(g.first) < n {
+		g.firsts = make([]touch, n)
+		g.first = make([]bool, n)
+	}
+	clear(g.first[:n])
+	return g.first[:n], g.firsts[:n]
+}
+
 // writeLists writes the batch's folded state into the lists: a deletion
 // tombstones the edge's two entries, an insertion appends them, a renewal
-// does both. A large batch splits the lists among workers by vertex, so
-// that each list is written by one goroutine in the batch's order; the
+// does both. A large batch splits the lists among workers by vertex; the
 // touched lists keep the order of their first change, as one goroutine
 // leaves them, so the result does not depend on the number of workers.
 func (g *Graph) writeLists() {
-	w := min(g.workers(), max(1, 2*len(g.state)/g.parallelMin))
-	if len(g.state) < g.parallelMin || w <= 1 {
-		for i := range g.state {
-			for side := range 2 {
-				t, other := g.side(&g.state[i], side)
-				if g.write(&g.state[i], t, other) {
-					g.touched = append(g.touched, t)
-				}
-				g.maxLen = max(g.maxLen, g.listOf(t).n)
-			}
-		}
-		return
+	first, firsts := g.marks()
+	w := g.listWorkers()
+	if cap(g.longest) < w {
+		g.longest = make([]uint32, w)
 	}
-	// firsts[2i+side] is set where state i's change of that side's list
-	// was the list's first in the batch.
-	if cap(g.firsts) < 2*len(g.state) {
-		g.firsts = make([]touch, 2*len(g.state))
-		g.first = make([]bool, 2*len(g.state))
-	}
-	firsts, first := g.firsts[:2*len(g.state)], g.first[:2*len(g.state)]
-	clear(first)
-	longest := make([]uint32, w)
-	var wg sync.WaitGroup
-	for k := range w {
-		wg.Go(func() {
-			for i := range g.state {
-				for side := range 2 {
-					if t, other := g.side(&g.state[i], side); int(t.v%uint32(w)) == k {
-						first[2*i+side] = g.write(&g.state[i], t, other)
-						firsts[2*i+side] = t
-						longest[k] = max(longest[k], g.listOf(t).n)
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
+	clear(g.longest[:w])
+	g.byVertex(w, (*Graph).writeOwned)
 	for i, f := range first {
 		if f {
 			g.touched = append(g.touched, firsts[i])
 		}
 	}
-	g.maxLen = max(g.maxLen, slices.Max(longest))
+	g.maxLen = max(g.maxLen, slices.Max(g.longest[:w]))
+}
+
+// writeOwned is writeLists for the lists of worker k of w.
+func (g *Graph) writeOwned(w, k int) {
+	first, firsts := g.first[:2*len(g.state)], g.firsts[:2*len(g.state)]
+	for i := range g.state {
+		for side := range 2 {
+			if t, other := g.side(&g.state[i], side); int(t.v%uint32(w)) == k {
+				first[2*i+side] = g.write(&g.state[i], t, other)
+				firsts[2*i+side] = t
+				g.longest[k] = max(g.longest[k], g.listOf(t).n)
+			}
+		}
+	}
 }
 
 // side is one of the two lists an edge's change writes: the source's

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/internal/hostmem"
@@ -136,7 +137,7 @@ type Graph struct {
 
 	pending bool
 	touched []touch // lists with tombstones or appended entries
-	growing []touch // lists the batch inserts into
+	moves   []move  // lists reserve moved to larger chunks
 	delta   []graph.Change
 	norm    normTable // edge → index into state during Apply
 	state   []normState
@@ -144,9 +145,11 @@ type Graph struct {
 	batch   []graph.Update // the batch being applied, for lookUp
 	pres    []bool         // per update of the batch: its edge was in the graph before
 	scr     []scratch      // per worker
-	// writeLists' record of each change's first write to a list
-	firsts []touch
-	first  []bool
+	// reserve's and writeLists' record of each change's first write to a
+	// list (marks)
+	firsts  []touch
+	first   []bool
+	longest []uint32 // writeLists' per worker
 	// parallelMin is parallelMin but for tests, which lower it to run
 	// the parallel paths on small batches.
 	parallelMin int
@@ -299,6 +302,17 @@ func (g *Graph) ensureVertex(v graph.VertexID, l graph.Label) error {
 			return &LabelConflictError{Vertex: v, Have: g.vlabel[v], Got: l}
 		}
 		return nil
+	}
+	if n := int(v) + 1; n > cap(g.vlabel) {
+		// Double the table: append grows a large slice by a quarter, and a
+		// stream that keeps naming new accounts spent a sixth of its serial
+		// apply copying the table.
+		c := max(n, 2*cap(g.vlabel))
+		g.vlabel = slices.Grow(g.vlabel, c-len(g.vlabel))
+		g.out = slices.Grow(g.out, c-len(g.out))
+		if g.opts.Directed {
+			g.in = slices.Grow(g.in, c-len(g.in))
+		}
 	}
 	for len(g.vlabel) <= int(v) {
 		g.vlabel = append(g.vlabel, g.opts.DefaultVertexLabel)

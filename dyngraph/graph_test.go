@@ -1014,10 +1014,12 @@ func TestAllocs(t *testing.T) {
 }
 
 // parallelAllocs bounds the allocations of the parallel steps of a batch:
-// each of the four (presence, list writes, sorts, merges) allocates two
-// closures per worker and two values its closures share (a wait group and
-// a chunk counter, or the longest lists), whatever the batch's size.
-func parallelAllocs(workers int) float64 { return float64(4 * (2*workers + 2)) }
+// each of the five (presence, reservations, list writes, sorts, merges)
+// allocates at most two closures per worker and two values its closures
+// share (a wait group and a chunk counter), whatever the batch's size. A
+// batch that moves hundreds of lists to larger chunks copies them in a
+// sixth; this test's steady state moves few.
+func parallelAllocs(workers int) float64 { return float64(5 * (2*workers + 2)) }
 
 func allocs(t *testing.T, name string, labels []graph.Label, vlabels bool, alloc hostmem.Allocator, workers int) {
 	tc := struct {
