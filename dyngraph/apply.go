@@ -101,6 +101,7 @@ func (g *Graph) ApplyFolded(batch []graph.Update, f Folder) ([]graph.Change, []R
 		}
 	}
 
+	g.splitSides(g.listWorkers())
 	if err := g.reserve(); err != nil {
 		return nil, nil, st, err
 	}
@@ -373,7 +374,7 @@ func (g *Graph) listOf(t touch) *list {
 // no copy reads a chunk that another list has just been given.
 func (g *Graph) reserve() error {
 	first, firsts := g.marks()
-	g.byVertex(g.listWorkers(), (*Graph).countWants)
+	g.byOwner((*Graph).countWants)
 	g.moves = g.moves[:0]
 	for j, f := range first {
 		if !f {
@@ -398,34 +399,28 @@ func (g *Graph) reserve() error {
 	return nil
 }
 
-// countWants counts, for the lists of worker k of w, the batch's insertions into
+// countWants counts, for the lists of worker k, the batch's insertions into
 // each list, and marks the lists that must move to a larger chunk.
-func (g *Graph) countWants(w, k int) {
+func (g *Graph) countWants(k int) {
 	first, firsts := g.first[:2*len(g.state)], g.firsts[:2*len(g.state)]
-	for i := range g.state {
-		s := &g.state[i]
+	own := g.owned[g.ownedAt[k]:g.ownedAt[k+1]]
+	for _, j := range own {
+		s := &g.state[j/2]
 		if !(s.now && !s.before) && !s.renewed {
 			continue
 		}
-		for side := range 2 {
-			if t, _ := g.side(s, side); int(t.v%uint32(w)) == k {
-				l := g.listOf(t)
-				if l.want == 0 {
-					first[2*i+side], firsts[2*i+side] = true, t
-				}
-				l.want++
-			}
+		t, _ := g.side(s, int(j%2))
+		l := g.listOf(t)
+		if l.want == 0 {
+			first[j], firsts[j] = true, t
 		}
+		l.want++
 	}
-	// Keep the marks of the lists that must move, and their wants. The
-	// owner is found from the state, not from firsts, which the other
-	// workers are writing.
-	for i := range g.state {
-		for side := range 2 {
-			if t, _ := g.side(&g.state[i], side); int(t.v%uint32(w)) == k && first[2*i+side] {
-				if l := g.listOf(t); l.n+l.want <= l.cap {
-					first[2*i+side], l.want = false, 0
-				}
+	// Keep the marks of the lists that must move, and their wants.
+	for _, j := range own {
+		if first[j] {
+			if l := g.listOf(firsts[j]); l.n+l.want <= l.cap {
+				first[j], l.want = false, 0
 			}
 		}
 	}
@@ -464,18 +459,58 @@ func (g *Graph) listWorkers() int {
 	return min(g.workers(), max(1, 2*len(g.state)/g.parallelMin))
 }
 
-// byVertex runs f(g, w, k) for every k below w, on w goroutines (on this one
-// when w is 1). Worker k owns the lists of the vertices v with v%w == k, so
-// each list is written by one goroutine, in the batch's order. f is a method
-// expression, as in each, so that the serial path allocates nothing.
-func (g *Graph) byVertex(w int, f func(g *Graph, w, k int)) {
+// splitSides groups the sides of the batch's changed edges by the worker
+// that owns their list, in the batch's order within each group: worker k's
+// are g.owned[g.ownedAt[k]:g.ownedAt[k+1]], as indices 2i+side (state i,
+// side as in side). A worker owns the lists of the vertices that owner maps
+// to it, so each list is written by one goroutine, in the batch's order.
+// Each of 16 workers scanning every state for its own cost 0.2 ms a batch
+// of 4,096 updates, as long as the serial writes it replaced.
+func (g *Graph) splitSides(w int) {
+	g.ownedAt = append(g.ownedAt[:0], make([]int32, w+1)...)
+	for i := range g.state {
+		if s := &g.state[i]; s.renewed || s.before != s.now {
+			for side := range 2 {
+				t, _ := g.side(s, side)
+				g.ownedAt[owner(t.v, w)+1]++
+			}
+		}
+	}
+	for k := range w {
+		g.ownedAt[k+1] += g.ownedAt[k]
+	}
+	g.owned = append(g.owned[:0], make([]int32, g.ownedAt[w])...)
+	next := append(g.ownedNext[:0], g.ownedAt[:w]...)
+	for i := range g.state {
+		if s := &g.state[i]; s.renewed || s.before != s.now {
+			for side := range 2 {
+				t, _ := g.side(s, side)
+				o := owner(t.v, w)
+				g.owned[next[o]] = int32(2*i + side)
+				next[o]++
+			}
+		}
+	}
+	g.ownedNext = next
+}
+
+// owner is the worker of w that owns vertex v's lists. The multiplication
+// spreads runs of consecutive ids, which a service's dictionary hands out,
+// over the workers.
+func owner(v graph.VertexID, w int) int { return int(uint64(v*0x9E3779B1) * uint64(w) >> 32) }
+
+// byOwner runs f(g, k) for every worker k of splitSides, on a goroutine
+// each (on this one when there is one worker). f is a method expression,
+// as in each, so that the serial path allocates nothing.
+func (g *Graph) byOwner(f func(g *Graph, k int)) {
+	w := len(g.ownedAt) - 1
 	if w <= 1 {
-		f(g, 1, 0)
+		f(g, 0)
 		return
 	}
 	var wg sync.WaitGroup
 	for k := range w {
-		wg.Go(func() { f(g, w, k) })
+		wg.Go(func() { f(g, k) })
 	}
 	wg.Wait()
 }
@@ -500,12 +535,12 @@ func (g *Graph) marks() ([]bool, []touch) {
 // leaves them, so the result does not depend on the number of workers.
 func (g *Graph) writeLists() {
 	first, firsts := g.marks()
-	w := g.listWorkers()
+	w := len(g.ownedAt) - 1
 	if cap(g.longest) < w {
 		g.longest = make([]uint32, w)
 	}
 	clear(g.longest[:w])
-	g.byVertex(w, (*Graph).writeOwned)
+	g.byOwner((*Graph).writeOwned)
 	for i, f := range first {
 		if f {
 			g.touched = append(g.touched, firsts[i])
@@ -514,17 +549,14 @@ func (g *Graph) writeLists() {
 	g.maxLen = max(g.maxLen, slices.Max(g.longest[:w]))
 }
 
-// writeOwned is writeLists for the lists of worker k of w.
-func (g *Graph) writeOwned(w, k int) {
+// writeOwned is writeLists for the lists of worker k.
+func (g *Graph) writeOwned(k int) {
 	first, firsts := g.first[:2*len(g.state)], g.firsts[:2*len(g.state)]
-	for i := range g.state {
-		for side := range 2 {
-			if t, other := g.side(&g.state[i], side); int(t.v%uint32(w)) == k {
-				first[2*i+side] = g.write(&g.state[i], t, other)
-				firsts[2*i+side] = t
-				g.longest[k] = max(g.longest[k], g.listOf(t).n)
-			}
-		}
+	for _, j := range g.owned[g.ownedAt[k]:g.ownedAt[k+1]] {
+		s := &g.state[j/2]
+		t, other := g.side(s, int(j%2))
+		first[j], firsts[j] = g.write(s, t, other), t
+		g.longest[k] = max(g.longest[k], g.listOf(t).n)
 	}
 }
 

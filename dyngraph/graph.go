@@ -150,6 +150,8 @@ type Graph struct {
 	firsts  []touch
 	first   []bool
 	longest []uint32 // writeLists' per worker
+	// splitSides' grouping of the batch's list writes by worker
+	owned, ownedAt, ownedNext []int32
 	// parallelMin is parallelMin but for tests, which lower it to run
 	// the parallel paths on small batches.
 	parallelMin int
