@@ -630,24 +630,33 @@ func (g *Graph) Reorganize() {
 	// shrink or empty allocate and release arena space, which is serial, in
 	// the same order as a serial pass so the arena layout does not depend
 	// on the worker count.
+	//
+	// mergeKept marks the others in g.shrinks, so that this loop reads only
+	// their headers: reading every touched list's header here, where the
+	// workers' caches hold them, cost about half a millisecond a batch of
+	// 4,096 updates.
+	g.shrinks = append(g.shrinks[:0], make([]bool, len(g.touched))...)
 	g.each(len(g.touched), (*Graph).mergeKept)
 	o := g.Order()
 	sc := &g.scratches(1)[0]
-	for _, t := range g.touched {
-		if l := g.listOf(t); !keepsChunk(l) {
-			g.merge(sc, o, l)
+	for i, t := range g.touched {
+		if g.shrinks[i] {
+			g.merge(sc, o, g.listOf(t))
 		}
 	}
 	g.touched = g.touched[:0]
 	g.pending = false
 }
 
-// mergeKept merges those of touched lists lo to hi that keep their chunk.
+// mergeKept merges those of touched lists lo to hi that keep their chunk,
+// and marks the others in g.shrinks.
 func (g *Graph) mergeKept(sc *scratch, lo, hi int) {
 	o := g.Order()
-	for _, t := range g.touched[lo:hi] {
-		if l := g.listOf(t); keepsChunk(l) {
+	for i := lo; i < hi; i++ {
+		if l := g.listOf(g.touched[i]); keepsChunk(l) {
 			g.merge(sc, o, l)
+		} else {
+			g.shrinks[i] = true
 		}
 	}
 }

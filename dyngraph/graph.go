@@ -152,6 +152,7 @@ type Graph struct {
 	longest []uint32 // writeLists' per worker
 	// splitSides' grouping of the batch's list writes by worker
 	owned, ownedAt, ownedNext []int32
+	shrinks                   []bool // Reorganize's: touched lists that leave their chunk
 	// parallelMin is parallelMin but for tests, which lower it to run
 	// the parallel paths on small batches.
 	parallelMin int
