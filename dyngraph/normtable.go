@@ -7,7 +7,10 @@ package dyngraph
 // of its time in map operations before.
 type normTable struct {
 	slots []normSlot
-	gen   uint32
+	// mask selects the batch's part of slots: probing all of a table once
+	// sized for a large batch spread every later small batch over megabytes.
+	mask uint64
+	gen  uint32
 }
 
 type normSlot struct {
@@ -27,6 +30,7 @@ func (t *normTable) reset(n int) {
 		t.slots = make([]normSlot, size)
 		t.gen = 1
 	}
+	t.mask = uint64(size - 1)
 }
 
 func (k edgeKey) hash() uint64 {
@@ -37,8 +41,7 @@ func (k edgeKey) hash() uint64 {
 // find returns the index stored for k, or inserts next and returns it with
 // found false.
 func (t *normTable) find(k edgeKey, next int) (idx int, found bool) {
-	mask := uint64(len(t.slots) - 1)
-	for i := k.hash() & mask; ; i = (i + 1) & mask {
+	for i := k.hash() & t.mask; ; i = (i + 1) & t.mask {
 		s := &t.slots[i]
 		if s.gen != t.gen {
 			*s = normSlot{key: k, gen: t.gen, idx: int32(next)}
