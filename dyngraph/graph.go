@@ -145,11 +145,11 @@ type Graph struct {
 	batch   []graph.Update // the batch being applied, for lookUp
 	pres    []bool         // per update of the batch: its edge was in the graph before
 	scr     []scratch      // per worker
-	// reserve's and writeLists' record of each change's first write to a
-	// list (marks)
-	firsts  []touch
+	// reserve's and writeLists' per-change flags (gather), and their
+	// workers' findings and longest lists
 	first   []bool
-	longest []uint32 // writeLists' per worker
+	found   [][]int32
+	longest []uint32
 	// splitSides' grouping of the batch's list writes by worker
 	owned, ownedAt, ownedNext []int32
 	shrinks                   []bool // Reorganize's: touched lists that leave their chunk
