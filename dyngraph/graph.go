@@ -150,6 +150,11 @@ type Graph struct {
 	first   []bool
 	found   [][]int32
 	longest []uint32
+	// reserve's lists to move: per worker, all of them, and per side of
+	// the batch's changes 1 + the index of its move in growAll, or 0
+	grows   [][]grow
+	growAll []grow
+	growAt  []int32
 	// splitSides' grouping of the batch's list writes by worker
 	owned, ownedAt, ownedNext []int32
 	shrinks                   []bool // Reorganize's: touched lists that leave their chunk
