@@ -145,8 +145,8 @@ type Graph struct {
 	batch   []graph.Update // the batch being applied, for lookUp
 	pres    []bool         // per update of the batch: its edge was in the graph before
 	scr     []scratch      // per worker
-	// reserve's and writeLists' per-change flags (gather), and their
-	// workers' findings and longest lists
+	// writeLists' per-change flags (gather), and the list workers'
+	// findings and longest lists
 	first   []bool
 	found   [][]int32
 	longest []uint32
