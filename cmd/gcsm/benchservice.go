@@ -137,6 +137,7 @@ type benchServiceFlags struct {
 	rate              int
 	duration, window  time.Duration
 	brokers           string
+	brokerDir         string // --broker-dir: the data directory of --brokers' broker, for a soak's disk figure
 	client            string // output.client
 	compression       string // output.compression
 	seed              uint64
@@ -163,9 +164,10 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.workers, "workers", 0, "CPU matching goroutines; 0 uses every core")
 	fs.IntVar(&f.partitions, "partitions", 1, "partitions of the input and output topics")
 	fs.IntVar(&f.rate, "rate", 0, "updates per second to produce while the service runs, for end-to-end latency; 0 loads the whole stream first and measures throughput")
-	fs.DurationVar(&f.duration, "duration", 0, "run at --rate for this long, sampling RSS, Go heap, consumer lag and the embedded broker's disk every second, and report their drift (a soak); the engine alone is not run")
+	fs.DurationVar(&f.duration, "duration", 0, "run at --rate for this long, sampling RSS, Go heap, consumer lag and the broker's disk (the embedded one's, or --broker-dir) every second, and report their drift (a soak); the engine alone is not run")
 	fs.DurationVar(&f.window, "window", 24*time.Hour, "a soak's event-time window (window.size), which bounds its graph: the stream's transfers are 200 ms of event time apart on average, so 24h holds about 430,000")
 	fs.StringVar(&f.brokers, "brokers", "", "comma-separated Kafka `brokers` (a gcsm broker in another process, say); empty starts the embedded broker in this process")
+	fs.StringVar(&f.brokerDir, "broker-dir", "", "with --brokers and --duration, the `directory` that broker keeps its log in (gcsm broker's --data), whose size the soak samples; the embedded broker's is sampled anyway")
 	fs.StringVar(&f.client, "output-client", "franz-go", "Kafka client that produces the alerts: franz-go or kafka-go")
 	fs.StringVar(&f.compression, "compression", "none", "compression of the produced alerts: none, gzip, snappy, lz4 or zstd")
 	fs.Uint64Var(&f.seed, "seed", 1, "stream seed")
@@ -197,6 +199,7 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 		windowFlag(f.window, f.duration, fs),
 		intIn("members", int64(f.members), 0, 64),
 		membersFlag(f.members, f.rate, f.duration),
+		brokerDirFlag(f.brokerDir, f.brokers, f.duration),
 	)
 	if err != nil {
 		return err
@@ -274,6 +277,21 @@ func durationFlag(d time.Duration, rate int) error {
 		return fmt.Errorf("--duration %v: want a positive duration", d)
 	case d > 0 && rate == 0:
 		return fmt.Errorf("--duration %v needs --rate: a soak runs at a set rate", d)
+	}
+	return nil
+}
+
+// brokerDirFlag allows --broker-dir only where a soak samples another
+// process's broker.
+func brokerDirFlag(dir, brokers string, d time.Duration) error {
+	switch {
+	case dir == "":
+		return nil
+	case brokers == "" || d == 0:
+		return fmt.Errorf("--broker-dir %s needs --brokers and --duration: only a soak samples a broker's disk, and the embedded broker's is sampled anyway", dir)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("--broker-dir %s: not a directory", dir)
 	}
 	return nil
 }
@@ -499,7 +517,7 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 		cfg.Brokers, brokerDir = b.Addrs(), b.Dir()
 		res.Broker = "in-process"
 	} else {
-		cfg.Brokers = strings.Split(f.brokers, ",")
+		cfg.Brokers, brokerDir = strings.Split(f.brokers, ","), f.brokerDir
 		res.Broker = f.brokers
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.DefaultProduceTopic(cfg.Input.Topic),
@@ -1384,7 +1402,7 @@ func (r *serviceResult) report(w io.Writer) {
 type soaker struct {
 	s         *service.Service
 	p         *streamProducer
-	brokerDir string // "" with external brokers
+	brokerDir string // "": not sampled (external brokers without --broker-dir)
 
 	mu      sync.Mutex
 	start   time.Time
@@ -1408,6 +1426,9 @@ type soakResult struct {
 	Last    soakSample     `json:"last"`  // means over the last window
 	Drift   map[string]any `json:"drift"` // last/first − 1, per figure
 	Samples []soakSample   `json:"samples"`
+	// DiskSampled says whether the broker's disk was sampled: not for
+	// external brokers without --broker-dir, whose disk figures are 0.
+	DiskSampled bool `json:"broker_disk_sampled"`
 }
 
 func (k *soaker) run(ctx context.Context) {
@@ -1451,7 +1472,7 @@ func (k *soaker) result(d time.Duration) *soakResult {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	win := min(time.Minute, d/4).Seconds()
-	r := &soakResult{Warmup: win, Window: win, Samples: k.samples, Drift: map[string]any{}}
+	r := &soakResult{Warmup: win, Window: win, Samples: k.samples, Drift: map[string]any{}, DiskSampled: k.brokerDir != ""}
 	end := 0.0
 	if n := len(k.samples); n > 0 {
 		end = k.samples[n-1].T
@@ -1501,8 +1522,13 @@ func (r *soakResult) report(w io.Writer) {
 	row("RSS MiB", r.First.RSS, r.Last.RSS, 1<<20, "rss")
 	row("Go heap MiB", r.First.Heap, r.Last.Heap, 1<<20, "heap")
 	row("consumer lag", r.First.Lag, r.Last.Lag, 1, "lag")
-	row("broker disk MiB", r.First.DiskBytes, r.Last.DiskBytes, 1<<20, "broker_disk")
+	if r.DiskSampled {
+		row("broker disk MiB", r.First.DiskBytes, r.Last.DiskBytes, 1<<20, "broker_disk")
+	}
 	tw.Flush()
+	if !r.DiskSampled {
+		fmt.Fprintln(w, "broker disk: not sampled, the broker runs in another process (--broker-dir names its data directory)")
+	}
 }
 
 // rss is the process's resident set (VmRSS), 0 where /proc is missing.

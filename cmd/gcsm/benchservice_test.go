@@ -153,6 +153,9 @@ func TestBenchServiceSoak(t *testing.T) {
 			t.Errorf("sample %+v: want RSS, heap and the broker's disk", s)
 		}
 	}
+	if !r.Soak.DiskSampled {
+		t.Error("the embedded broker's disk is sampled, but the soak says not")
+	}
 	if r.Soak.First.RSS <= 0 || r.Soak.Last.RSS <= 0 || r.Soak.Drift["rss"] == nil {
 		t.Errorf("drift windows: first %+v, last %+v, drift %v", r.Soak.First, r.Soak.Last, r.Soak.Drift)
 	}
@@ -174,6 +177,8 @@ func TestBenchServiceFlags(t *testing.T) {
 		{[]string{"--mix", "rings-where", "--select", "ring3,ring5"}, `--select "ring3,ring5": mix rings-where has no query "ring5"; its queries are ring3, ring3w, ring4, ring4w`},
 		{[]string{"--mix", "rings-where", "--select", "ring3", "-q", "(a)-[:X]->(b)"}, "--select picks among the mix's queries; -q replaces them"},
 		{[]string{"--duration", "10s"}, "--duration 10s needs --rate"},
+		{[]string{"--broker-dir", "."}, "--broker-dir . needs --brokers and --duration"},
+		{[]string{"--brokers", "127.0.0.1:1", "--rate", "10", "--duration", "1s", "--broker-dir", "no-such-dir"}, "--broker-dir no-such-dir: not a directory"},
 		{[]string{"--batch", "0"}, "--batch 0: want 1"},
 		{[]string{"--output-client", "sarama"}, `--output-client "sarama": want franz-go or kafka-go`},
 		{[]string{"--compression", "brotli"}, `--compression "brotli": want none, gzip, snappy, lz4 or zstd`},
@@ -345,24 +350,7 @@ func TestBroker(t *testing.T) {
 // re-entered through TestChildGcsm), runs gcsm bench service against it
 // with --brokers, and stops it with SIGTERM.
 func TestBrokerProcess(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestChildGcsm$")
-	cmd.Env = append(os.Environ(), childArgsEnv+"=broker\n--listen\n127.0.0.1:0")
-	var errb strings.Builder
-	cmd.Stderr = &errb
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("no address from the broker process: %v; stderr:\n%s", err, errb.String())
-	}
-	go io.Copy(io.Discard, out)
-	addr := strings.TrimSpace(line)
+	cmd, addr, errb := startBroker(t)
 	produceConsume(t, addr, "edges", "one", "two")
 	r := benchServiceJSON(t, "--brokers", addr, "--mix", "alert-sparse", "--updates", "5000", "--accounts", "5000")
 	checkAgainstEngine(t, r, 5000)
@@ -392,6 +380,55 @@ func TestBrokerProcess(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "gcsm broker: stopped") {
 		t.Errorf("stderr:\n%s", errb.String())
+	}
+}
+
+// startBroker starts gcsm broker in a child process with args added to
+// its listen address and returns it, its address and its stderr so far.
+func startBroker(t *testing.T, args ...string) (*exec.Cmd, string, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChildGcsm$")
+	cmd.Env = append(os.Environ(), childArgsEnv+"="+strings.Join(append([]string{"broker", "--listen", "127.0.0.1:0"}, args...), "\n"))
+	errb := &strings.Builder{}
+	cmd.Stderr = errb
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no address from the broker process: %v; stderr:\n%s", err, errb.String())
+	}
+	go io.Copy(io.Discard, out)
+	return cmd, strings.TrimSpace(line), errb
+}
+
+// TestSoakBrokerDir: a soak against a broker in another process samples
+// its disk only through --broker-dir, and says so when it cannot.
+func TestSoakBrokerDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two soaks of 3 s")
+	}
+	dir := t.TempDir()
+	_, addr, _ := startBroker(t, "--data", dir)
+	soak := []string{"--brokers", addr, "--mix", "alert-sparse", "--accounts", "5000", "--rate", "2000", "--duration", "3s"}
+	r := benchServiceJSON(t, append(soak, "--broker-dir", dir)...)
+	if r.Soak == nil || !r.Soak.DiskSampled || r.Soak.Last.DiskBytes <= 0 {
+		t.Fatalf("soak with --broker-dir: %+v", r.Soak)
+	}
+	out, errs, code := gcsm(t, append([]string{"bench", "service", "--json"}, soak...)...)
+	if code != 0 {
+		t.Fatalf("soak without --broker-dir: exit %d, stderr:\n%s", code, errs)
+	}
+	if !strings.Contains(errs, "broker disk: not sampled, the broker runs in another process") {
+		t.Errorf("stderr does not say the disk was not sampled:\n%s", errs)
+	}
+	if !strings.Contains(out, `"broker_disk_sampled":false`) {
+		t.Errorf("JSON does not say the disk was not sampled:\n%s", out)
 	}
 }
 
