@@ -163,8 +163,11 @@ type GPU struct {
 	epoch    uint64 // tracked's Epoch when last prepared
 	stale    []dyngraph.ListRef
 	tab      tableCopy
-	tabHost  []uint32         // staging for whole-table copies, kept so they allocate once
-	labelLog []graph.VertexID // staging for syncLabels, kept so it allocates once
+	refs     []dyngraph.ListRef               // the lists prepare copies, kept so they allocate once
+	tabHost  []uint32                         // staging for whole-table copies, kept so they allocate once
+	labelLog []graph.VertexID                 // staging for syncLabels, kept so it allocates once
+	rows     rowWrites                        // staging for syncTable's rows, kept so they allocate once
+	gathered struct{ at, hdr, data []uint32 } // staging for syncMirror's lists, kept so they allocate once
 	// listBytes counts the neighbour-list bytes the kernel read through
 	// the slabs ([0]) and from the cache block ([1]).
 	listBytes [2]uint64
@@ -368,9 +371,9 @@ func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool, delta []graph.Change,
 	var refs []dyngraph.ListRef
 	switch e := g.Epoch(); {
 	case x.tracked == g && e == x.epoch:
-		refs = x.stale // the same batch again, or Static after it
+		refs = append(x.refs[:0], x.stale...) // the same batch again, or Static after it
 	case x.tracked == g && e == x.epoch+1:
-		refs = append(x.stale, g.Touched(nil)...)
+		refs = g.Touched(append(x.refs[:0], x.stale...))
 		x.cache.touchFills(g)
 	default:
 		// Another graph, or batches this executor did not see: copy
@@ -382,8 +385,11 @@ func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool, delta []graph.Change,
 			return 0, err
 		}
 	}
+	if cap(refs) > cap(x.refs) {
+		x.refs = refs
+	}
 	x.epoch = g.Epoch()
-	x.stale = g.Touched(nil)
+	x.stale = g.Touched(x.stale[:0])
 	ids, lbls, err := x.slabAddresses(g, refs)
 	if err != nil {
 		return 0, err
@@ -467,15 +473,15 @@ type tableCopy struct {
 }
 
 // syncTable brings the device's per-vertex table up to date: the whole of it
-// when the copy was made for another purpose or the device buffer is too
-// small, else only the rows of the changed lists, through the scatter
-// kernel, and the rows of vertices new since the last batch, copied onto
-// the end of the table. Copying the whole table every batch (|V|·20 bytes
-// per direction) made small batches slower on the GPU than on the CPU, and
-// a stream of new accounts grows the graph in almost every batch.
+// when the copy was made for another purpose, else only the rows of the
+// changed lists, through the scatter kernel, and the rows of vertices new
+// since the last batch, copied onto the end of the table. Copying the whole
+// table every batch (|V|·20 bytes per direction) made small batches slower
+// on the GPU than on the CPU, and a stream of new accounts grows the graph
+// in almost every batch.
 func (x *GPU) syncTable(g *dyngraph.Graph, allAppended bool, refs []dyngraph.ListRef) error {
 	nv := g.NumVertices()
-	if allAppended || !x.tab.valid || x.tab.appended || x.tab.nv > nv || !x.tableFits(g, nv) {
+	if allAppended || !x.tab.valid || x.tab.appended || x.tab.nv > nv {
 		tab := g.Table(x.tabHost[:0], false)
 		if allAppended {
 			presentAppended(tab)
@@ -497,6 +503,11 @@ func (x *GPU) syncTable(g *dyngraph.Graph, allAppended bool, refs []dyngraph.Lis
 		x.cache.rows = x.cache.rows[:0] // every row is the graph's again
 		return nil
 	}
+	if !x.tableFits(g, nv) {
+		if err := x.growTables(g, nv); err != nil {
+			return err
+		}
+	}
 	if err := x.appendRows(g, x.tab.nv, nv); err != nil {
 		return err
 	}
@@ -504,7 +515,7 @@ func (x *GPU) syncTable(g *dyngraph.Graph, allAppended bool, refs []dyngraph.Lis
 	if len(refs) == 0 {
 		return nil
 	}
-	rows := &rowWrites{}
+	rows := &x.rows
 	rows.size(len(refs))
 	onCores(len(refs), parallelLists, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -519,8 +530,9 @@ func (x *GPU) syncTable(g *dyngraph.Graph, allAppended bool, refs []dyngraph.Lis
 // whole array is 4 bytes a vertex: so where the copy is of this graph, only
 // the labels of vertices new since are copied onto its end, and those set or
 // reset since (births into forgotten ids, forgettings) go through the
-// scatter kernel. Otherwise, or when the buffer must grow or the graph no
-// longer remembers the changes, everything is copied again.
+// scatter kernel; a buffer too small grows with its labels kept (grow).
+// Otherwise, or when the graph no longer remembers the changes, everything
+// is copied again.
 func (x *GPU) syncLabels(g *dyngraph.Graph) error {
 	vl := g.VertexLabels()
 	if x.tab.vlNV == len(vl) && x.tab.vlEpoch == g.LabelEpoch() {
@@ -528,10 +540,17 @@ func (x *GPU) syncLabels(g *dyngraph.Graph) error {
 	}
 	b, have := x.bufs["vlabel"]
 	var changed []graph.VertexID
-	partial := have && x.tab.vlNV > 0 && x.tab.vlNV <= len(vl) && b.n >= 4*len(vl)
+	partial := have && x.tab.vlNV > 0 && x.tab.vlNV <= len(vl)
 	if partial {
 		changed, partial = g.Relabelled(x.labelLog[:0], x.tab.vlEpoch)
 		x.labelLog = changed
+	}
+	if partial && len(changed) <= len(vl)/8 && b.n < 4*len(vl) {
+		p, err := x.grow("vlabel", 4*x.tab.vlNV, 4*len(vl))
+		if err != nil {
+			return err
+		}
+		b.p = p
 	}
 	if !partial || len(changed) > len(vl)/8 {
 		if _, err := x.upload("vlabel", u32ptr(vl), 4*len(vl)); err != nil {
@@ -580,6 +599,58 @@ func onCores(n, least int, f func(lo, hi int)) {
 		wg.Go(func() { f(n*p/parts, n*(p+1)/parts) })
 	}
 	wg.Wait()
+}
+
+// growTables makes the device's table buffers hold nv rows, keeping the
+// rows they hold. A stream of new accounts outgrew the buffers every few
+// batches, and building and copying the whole table again each time took
+// three quarters of the zero-copy placement's host time on alert-sparse
+// (the H200 machine).
+func (x *GPU) growTables(g *dyngraph.Graph, nv int) error {
+	need := 4 * dyngraph.TableWords * nv
+	names := []string{"out_tab"}
+	if g.Directed() {
+		names = append(names, "in_tab")
+	}
+	for _, name := range names {
+		if _, err := x.grow(name, 4*dyngraph.TableWords*x.tab.nv, need); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// grow makes name's device buffer hold at least n bytes, with its first
+// keep bytes as they were. A buffer that must move gets twice the room, so
+// that one growing by a batch at a time moves a logarithmic number of times.
+func (x *GPU) grow(name string, keep, n int) (cuda.DevicePtr, error) {
+	old, ok := x.bufs[name]
+	if ok && old.n >= n {
+		return old.p, nil
+	}
+	if !ok {
+		return x.buf(name, n)
+	}
+	size := 2 * n
+	if err := x.reserve(int64(size)); err != nil {
+		return 0, err
+	}
+	p, err := x.ctx.Alloc(size)
+	if err != nil {
+		return 0, fmt.Errorf("kernels: device buffer %s of %d bytes: %w", name, size, err)
+	}
+	// The copy must be done before the old buffer goes.
+	if err := x.ctx.CopyDtoD(p, old.p, min(keep, old.n)); err == nil {
+		err = x.ctx.Synchronize()
+	}
+	if err != nil {
+		x.ctx.Free(p)
+		return 0, err
+	}
+	x.ctx.Free(old.p)
+	x.bufs[name] = devBuf{p, size}
+	x.used += int64(size - old.n)
+	return p, nil
 }
 
 // tableFits reports whether the device's table buffers hold nv rows.
@@ -823,7 +894,10 @@ func (x *GPU) syncMirror(g *dyngraph.Graph, refs []dyngraph.ListRef) error {
 	if g.MultiLabel() {
 		segs = 2 // the ids, then the labels
 	}
-	at := make([]uint32, len(refs)+1)
+	st := &x.gathered
+	st.at = slices.Grow(st.at[:0], len(refs)+1)[:len(refs)+1]
+	at := st.at
+	at[0] = 0
 	onCores(len(refs), parallelLists, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			_, _, n := g.Where(refs[i])
@@ -842,8 +916,9 @@ func (x *GPU) syncMirror(g *dyngraph.Graph, refs []dyngraph.ListRef) error {
 	for i, m := range x.mirror {
 		dst[2*i], dst[2*i+1] = uint64(m.ids), uint64(m.lbl)
 	}
-	hdr := make([]uint32, 4*int(segs)*len(refs))
-	data := make([]uint32, at[len(refs)])
+	st.hdr = slices.Grow(st.hdr[:0], 4*int(segs)*len(refs))[:4*int(segs)*len(refs)]
+	st.data = slices.Grow(st.data[:0], int(at[len(refs)]))[:at[len(refs)]]
+	hdr, data := st.hdr, st.data
 	onCores(len(refs), parallelLists, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			slab, off, n := g.Where(refs[i])

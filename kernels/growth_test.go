@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
@@ -14,8 +15,9 @@ import (
 
 // TestGrowingGraphEqualsCPU streams batches that bring new vertices, as a
 // stream of new accounts does, so that the device's per-vertex table grows
-// by appended rows most batches and is copied whole when its buffer is
-// outgrown; counts and match sets must equal the CPU's in every batch.
+// by appended rows most batches and moves to a larger buffer, its rows
+// kept, when it outgrows one; counts and match sets must equal the CPU's in
+// every batch.
 func TestGrowingGraphEqualsCPU(t *testing.T) {
 	for _, pl := range []Placement{ZeroCopy, Device, GCSM} {
 		x := openGPU(t, pl, false)
@@ -25,6 +27,38 @@ func TestGrowingGraphEqualsCPU(t *testing.T) {
 			t.Run(where, func(t *testing.T) { growingVsCPU(t, x, uint64(trial), directed, where) })
 		}
 		x.Close()
+	}
+}
+
+// TestGrowKeeps checks that a device buffer that grows keeps the bytes it
+// is told to and has room for twice what was asked, and that one with room
+// enough stays where it is.
+func TestGrowKeeps(t *testing.T) {
+	x := openGPU(t, ZeroCopy, false)
+	defer x.Close()
+	src := make([]uint32, 1000)
+	for i := range src {
+		src[i] = uint32(i)*7919 + 1
+	}
+	if _, err := x.upload("t", u32ptr(src), 4*len(src)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := x.grow("t", 4*600, 4*5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := x.bufs["t"]; b.p != p || b.n < 2*4*5000 {
+		t.Fatalf("grown buffer %+v, returned %#x; want room for %d bytes", b, p, 2*4*5000)
+	}
+	got := make([]uint32, 600)
+	if err := x.ctx.CopyDtoH(unsafe.Pointer(&got[0]), p, 4*len(got)); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, src[:600]) {
+		t.Fatalf("grow lost the kept bytes: %v... want %v...", got[:4], src[:4])
+	}
+	if q, err := x.grow("t", 4*600, 4*6000); err != nil || q != p {
+		t.Fatalf("grow within room: %#x, %v; want %#x, no error", q, err, p)
 	}
 }
 

@@ -170,6 +170,18 @@ func (c *Context) CopyDtoH(dst unsafe.Pointer, src DevicePtr, n int) error {
 	return c.do(fnMemcpyDtoH, uintptr(dst), uintptr(src), uintptr(n))
 }
 
+// CopyDtoD copies n bytes between two places in device memory. It returns
+// once the copy is queued; later work on the device sees it done.
+func (c *Context) CopyDtoD(dst, src DevicePtr, n int) error {
+	if n == 0 {
+		return nil
+	}
+	if n < 0 {
+		return badSize("CopyDtoD", n)
+	}
+	return c.do(fnMemcpyDtoD, uintptr(dst), uintptr(src), uintptr(n))
+}
+
 // CopyHtoDAsync queues a copy of n bytes from src to the device on s (nil is
 // the default stream). The copy is asynchronous only from pinned memory
 // (HostAlloc, HostRegister); from pageable memory the driver stages it. Either

@@ -384,6 +384,32 @@ func TestGPUCopyRoundTrip(t *testing.T) {
 		}
 	}
 
+	// Device to device, into the middle of a second buffer.
+	q, err := ctx.Alloc(8 * n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Free(q)
+	if err := ctx.Memset32(q, 0x5a5a5a5a, 2*n); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctx.CopyDtoD(q+4*n, p, 4*n); err != nil {
+		t.Fatal(err)
+	}
+	both := make([]uint32, 2*n)
+	if err := ctx.CopyDtoH(unsafe.Pointer(&both[0]), q, 8*n); err != nil {
+		t.Fatal(err)
+	}
+	for i := range both {
+		w := uint32(0x5a5a5a5a)
+		if i >= n {
+			w = want[i-n]
+		}
+		if both[i] != w {
+			t.Fatalf("device-to-device word %d: %#x; want %#x", i, both[i], w)
+		}
+	}
+
 	// The same through pinned memory and a stream.
 	s, err := ctx.NewStream()
 	if err != nil {

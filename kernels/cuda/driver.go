@@ -45,6 +45,7 @@ const (
 	fnMemFree
 	fnMemcpyHtoD
 	fnMemcpyDtoH
+	fnMemcpyDtoD
 	fnMemcpyHtoDAsync
 	fnMemcpyDtoHAsync
 	fnMemsetD8
@@ -96,6 +97,7 @@ var symbols = [numFns][]string{
 	fnMemFree:                 {"cuMemFree_v2"},
 	fnMemcpyHtoD:              {"cuMemcpyHtoD_v2"},
 	fnMemcpyDtoH:              {"cuMemcpyDtoH_v2"},
+	fnMemcpyDtoD:              {"cuMemcpyDtoD_v2"},
 	fnMemcpyHtoDAsync:         {"cuMemcpyHtoDAsync_v2"},
 	fnMemcpyDtoHAsync:         {"cuMemcpyDtoHAsync_v2"},
 	fnMemsetD8:                {"cuMemsetD8_v2"},
