@@ -1335,3 +1335,41 @@ func TestMaxDegreeBound(t *testing.T) {
 		t.Fatalf("after Build on a graph whose bound was read: %d, want 2", h.MaxDegreeBound())
 	}
 }
+
+// TestTableGrowsIntoSpare streams new vertices past several doublings of the
+// vertex table, which from spareFrom on move into arrays made ready in the
+// background: every vertex must keep its label and edges, and the spare
+// must have been used.
+func TestTableGrowsIntoSpare(t *testing.T) {
+	for _, directed := range []bool{false, true} {
+		g := newTestGraph(t, directed)
+		const n = 5 * spareFrom
+		spares := 0
+		for lo := graph.VertexID(0); lo < n; lo += 4096 {
+			var batch []graph.Update
+			for v := lo; v < lo+4096; v += 2 {
+				batch = append(batch, graph.Update{Op: graph.Insert, Src: v, Dst: v + 1, SrcLabel: graph.Label(v % 7), DstLabel: graph.Label((v + 1) % 7)})
+			}
+			sp, before := g.spare, cap(g.vlabel)
+			if _, rejects, _, err := g.Apply(batch); err != nil || len(rejects) > 0 {
+				t.Fatalf("batch at %d: %v %v", lo, err, rejects)
+			}
+			g.Reorganize()
+			if sp != nil && cap(g.vlabel) > before {
+				if &g.vlabel[:1][0] != &sp.vlabel[:1][0] {
+					t.Fatalf("directed=%v: the table grew past %d vertices without its spare", directed, before)
+				}
+				spares++
+			}
+		}
+		if spares < 2 {
+			t.Fatalf("directed=%v: %d growths into a spare; want 2 or more", directed, spares)
+		}
+		for v := graph.VertexID(0); v < n; v++ {
+			w := v ^ 1
+			if g.VertexLabel(v) != graph.Label(v%7) || !g.HasEdge(min(v, w), max(v, w), 0) {
+				t.Fatalf("directed=%v: vertex %d label %d (want %d), edge to %d %v", directed, v, g.VertexLabel(v), v%7, w, g.HasEdge(min(v, w), max(v, w), 0))
+			}
+		}
+	}
+}
