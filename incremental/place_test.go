@@ -3,7 +3,9 @@ package incremental
 import (
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
@@ -458,5 +460,98 @@ func TestCostModelNoticesChange(t *testing.T) {
 		if limit := 2*2*explore + 1; moved < 0 || moved > limit {
 			t.Fatalf("after %d steady batches: moved to the gpu %d batches after it became cheaper, want within %d", steady, moved, limit)
 		}
+	}
+}
+
+// fakeClock is a clock that executors advance by what their calls are to
+// cost; both devices may run at once, so it is atomic.
+type fakeClock struct{ ns atomic.Int64 }
+
+func (c *fakeClock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// pricedCPU is a real CPU executor whose calls with queries cost cost.
+type pricedCPU struct {
+	*CPU
+	clock *fakeClock
+	cost  time.Duration
+}
+
+func (p *pricedCPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, mode Mode, sink Sink) ([]Counts, error) {
+	if len(queries) > 0 {
+		p.clock.advance(p.cost)
+	}
+	return p.CPU.Match(g, delta, queries, mode, sink)
+}
+
+// followingGPU is a real executor that follows batches as the GPU's does:
+// its first call after batches it only followed catches up on them, at
+// catchUp, and a call with queries then costs cost(the graph's epoch).
+type followingGPU struct {
+	*CPU
+	clock    *fakeClock
+	followed bool
+	catchUp  time.Duration
+	cost     func(epoch uint64) time.Duration
+}
+
+func (f *followingGPU) Follow(*dyngraph.Graph) { f.followed = true }
+
+func (f *followingGPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, mode Mode, sink Sink) ([]Counts, error) {
+	if f.followed {
+		f.clock.advance(f.catchUp)
+		f.followed = false
+	}
+	if len(queries) > 0 {
+		f.clock.advance(f.cost(g.Epoch()))
+	}
+	return f.CPU.Match(g, delta, queries, mode, sink)
+}
+
+// TestPlacerCatchUpUntimed: a query starts where the GPU is ten times the
+// CPU's cost, and from batch 30 on the GPU is ten times cheaper, as when a
+// densifying graph makes a query heavy. The GPU, having only followed the
+// batches on the CPU, pays a catch-up a hundred times the CPU's batch on
+// its next call. That must not count as the query's cost: the query moves
+// to the GPU and stays there.
+func TestPlacerCatchUpUntimed(t *testing.T) {
+	clock := &fakeClock{}
+	gpu := &followingGPU{CPU: &CPU{Workers: 1}, clock: clock, catchUp: time.Second,
+		cost: func(epoch uint64) time.Duration {
+			if epoch < 30 {
+				return 100 * time.Millisecond
+			}
+			return time.Millisecond
+		}}
+	p := &Placer{CPU: &pricedCPU{CPU: &CPU{Workers: 1}, clock: clock, cost: 10 * time.Millisecond}, GPU: gpu,
+		Explore: 4, CPUBelow: 1, Now: clock.now}
+	labels := graph.NewDict()
+	qs := hubQueries(t, labels, true)[:1]
+	g := newTestGraph(true)
+	defer g.Close()
+	h, a, e := labels.Intern("H"), labels.Intern("A"), labels.Intern("e")
+	var onGPU []int
+	for b := range 400 {
+		var batch []graph.Update
+		for i := range uint32(32) {
+			v := uint32(b)*32 + i
+			batch = append(batch, graph.Update{Op: graph.Insert, Src: v, Dst: v + 1, Label: e, SrcLabel: a, DstLabel: a})
+		}
+		batch[0].SrcLabel = h
+		delta, _, _, err := g.Apply(batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Match(g, delta, qs, Count, nil); err != nil {
+			t.Fatal(err)
+		}
+		g.Reorganize()
+		if pl := p.Placed(nil); len(pl) == 1 && pl[0] == OnGPU {
+			onGPU = append(onGPU, b)
+		}
+	}
+	if len(onGPU) < 300 || onGPU[len(onGPU)-1] != 399 {
+		t.Fatalf("the query ran on the GPU in %d batches, the last three %v; want 300 or more of the 370 from batch 30 on, the last one included",
+			len(onGPU), onGPU[max(0, len(onGPU)-3):])
 	}
 }
