@@ -640,7 +640,8 @@ func (x *GPU) grow(name string, keep, n int) (cuda.DevicePtr, error) {
 		return 0, fmt.Errorf("kernels: device buffer %s of %d bytes: %w", name, size, err)
 	}
 	// The copy must be done before the old buffer goes.
-	if err := x.ctx.CopyDtoD(p, old.p, min(keep, old.n)); err == nil {
+	err = x.ctx.CopyDtoD(p, old.p, min(keep, old.n))
+	if err == nil {
 		err = x.ctx.Synchronize()
 	}
 	if err != nil {
