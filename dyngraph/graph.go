@@ -322,7 +322,6 @@ const spareFrom = 1 << 16
 // the kernel's first touches of the new pages, and such stops were the
 // service's worst alert latencies.
 func (g *Graph) growTable(n int) {
-	c := max(n, 2*cap(g.vlabel))
 	if sp := g.spare; sp != nil {
 		g.spare = nil
 		<-sp.ready
@@ -335,6 +334,7 @@ func (g *Graph) growTable(n int) {
 			return
 		}
 	}
+	c := max(n, 2*cap(g.vlabel))
 	g.vlabel = slices.Grow(g.vlabel, c-len(g.vlabel))
 	g.out = slices.Grow(g.out, c-len(g.out))
 	if g.opts.Directed {

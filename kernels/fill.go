@@ -86,7 +86,7 @@ func (f *fillBlock) touch(keys []uint32) {
 // ones it keeps, for appendStale.
 func (f *fillBlock) drop(keys []uint32) []uint32 {
 	rows := f.block.RowIdx()
-	f.rated = slices.Grow(f.rated[:0], len(rows))[:len(rows)]
+	f.rated = sized(f.rated, len(rows))
 	clear(f.rated)
 	out := keys[:0]
 	for _, k := range keys {
@@ -219,7 +219,7 @@ func (x *GPU) fillFor(g *dyngraph.Graph, queries []*query.Query, budget int64) (
 	}
 	c.packCost, c.served = time.Since(t0), 0
 	cs.caps[key] = c
-	f.stale = slices.Grow(f.stale[:0], f.block.Keys())[:f.block.Keys()]
+	f.stale = sized(f.stale, f.block.Keys())
 	clear(f.stale)
 	f.nStale = 0
 	f.version++

@@ -308,6 +308,18 @@ func (x *GPU) buf(name string, n int) (cuda.DevicePtr, error) {
 		delete(x.bufs, name)
 	}
 	size := n + n/4 // headroom, so that slowly growing inputs reallocate rarely
+	p, err := x.allocBuf(name, size)
+	if err != nil {
+		return 0, err
+	}
+	x.bufs[name] = devBuf{p, size}
+	x.used += int64(size)
+	return p, nil
+}
+
+// allocBuf allocates size bytes of device memory for buffer name, within
+// the memory cap; the caller records it in bufs and used.
+func (x *GPU) allocBuf(name string, size int) (cuda.DevicePtr, error) {
 	if err := x.reserve(int64(size)); err != nil {
 		return 0, err
 	}
@@ -315,8 +327,6 @@ func (x *GPU) buf(name string, n int) (cuda.DevicePtr, error) {
 	if err != nil {
 		return 0, fmt.Errorf("kernels: device buffer %s of %d bytes: %w", name, size, err)
 	}
-	x.bufs[name] = devBuf{p, size}
-	x.used += int64(size)
 	return p, nil
 }
 
@@ -544,20 +554,21 @@ func (x *GPU) syncLabels(g *dyngraph.Graph) error {
 	if partial {
 		changed, partial = g.Relabelled(x.labelLog[:0], x.tab.vlEpoch)
 		x.labelLog = changed
+		partial = partial && len(changed) <= len(vl)/8
 	}
-	if partial && len(changed) <= len(vl)/8 && b.n < 4*len(vl) {
-		p, err := x.grow("vlabel", 4*x.tab.vlNV, 4*len(vl))
-		if err != nil {
-			return err
-		}
-		b.p = p
-	}
-	if !partial || len(changed) > len(vl)/8 {
+	if !partial {
 		if _, err := x.upload("vlabel", u32ptr(vl), 4*len(vl)); err != nil {
 			return err
 		}
 		x.tab.vlNV, x.tab.vlEpoch = len(vl), g.LabelEpoch()
 		return nil
+	}
+	if b.n < 4*len(vl) {
+		p, err := x.grow("vlabel", 4*x.tab.vlNV, 4*len(vl))
+		if err != nil {
+			return err
+		}
+		b.p = p
 	}
 	if tail := vl[x.tab.vlNV:]; len(tail) > 0 {
 		if err := x.ctx.CopyHtoD(b.p+cuda.DevicePtr(4*x.tab.vlNV), u32ptr(tail), 4*len(tail)); err != nil {
@@ -632,12 +643,9 @@ func (x *GPU) grow(name string, keep, n int) (cuda.DevicePtr, error) {
 		return x.buf(name, n)
 	}
 	size := 2 * n
-	if err := x.reserve(int64(size)); err != nil {
-		return 0, err
-	}
-	p, err := x.ctx.Alloc(size)
+	p, err := x.allocBuf(name, size)
 	if err != nil {
-		return 0, fmt.Errorf("kernels: device buffer %s of %d bytes: %w", name, size, err)
+		return 0, err
 	}
 	// The copy must be done before the old buffer goes.
 	err = x.ctx.CopyDtoD(p, old.p, min(keep, old.n))
@@ -698,16 +706,14 @@ func (x *GPU) appendRows(g *dyngraph.Graph, lo, hi int) error {
 // rowWrites stages rows of the per-vertex tables for writeRows.
 type rowWrites struct{ hdr, data []uint32 }
 
-// reset empties w, with room for n rows.
-func (w *rowWrites) reset(n int) {
-	w.hdr, w.data = slices.Grow(w.hdr[:0], 4*n), slices.Grow(w.data[:0], dyngraph.TableWords*n)
-}
-
 // size empties w and makes room for n rows, to be staged by set.
 func (w *rowWrites) size(n int) {
-	w.reset(n)
-	w.hdr, w.data = w.hdr[:4*n], w.data[:dyngraph.TableWords*n]
+	w.hdr, w.data = sized(w.hdr, 4*n), sized(w.data, dyngraph.TableWords*n)
 }
+
+// sized returns s with length n, reusing its backing array when that is
+// large enough; the elements' values are whatever they were.
+func sized[T any](s []T, n int) []T { return slices.Grow(s[:0], n)[:n] }
 
 // set stages row as list r's row in slot i of a w made by size: the slots
 // are disjoint, so several goroutines may set them at once.
@@ -896,7 +902,7 @@ func (x *GPU) syncMirror(g *dyngraph.Graph, refs []dyngraph.ListRef) error {
 		segs = 2 // the ids, then the labels
 	}
 	st := &x.gathered
-	st.at = slices.Grow(st.at[:0], len(refs)+1)[:len(refs)+1]
+	st.at = sized(st.at, len(refs)+1)
 	at := st.at
 	at[0] = 0
 	onCores(len(refs), parallelLists, func(lo, hi int) {
@@ -917,8 +923,8 @@ func (x *GPU) syncMirror(g *dyngraph.Graph, refs []dyngraph.ListRef) error {
 	for i, m := range x.mirror {
 		dst[2*i], dst[2*i+1] = uint64(m.ids), uint64(m.lbl)
 	}
-	st.hdr = slices.Grow(st.hdr[:0], 4*int(segs)*len(refs))[:4*int(segs)*len(refs)]
-	st.data = slices.Grow(st.data[:0], int(at[len(refs)]))[:at[len(refs)]]
+	st.hdr = sized(st.hdr, 4*int(segs)*len(refs))
+	st.data = sized(st.data, int(at[len(refs)]))
 	hdr, data := st.hdr, st.data
 	onCores(len(refs), parallelLists, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
