@@ -420,29 +420,32 @@ func (m *costModel) plan(queries []*query.Query, b, explore int) (home []Device,
 // save, so that noise in the averages does not move queries back and forth.
 const balanceGain = 0.1
 
-// cpuLoadWeight is what a second of CPU matching counts for in balance.
-// The CPU's workers share the cores with the GPU's host side (packing,
-// ranking, the sink) and, in the service, with the pipeline's other stages,
-// so a share on the CPU slows the rest more than its own time says: moving
-// the house or the mule of the 5-vertex mix beside the GPU's ring5, 20%
-// shorter on paper, made the H200's batches longer.
+// cpuLoadWeight is what a second of CPU matching counts for in balance
+// while the GPU works beside it. The CPU's workers then share the cores
+// with the GPU's host side (packing, ranking, gathering lists, the sink)
+// and, in the service, with the pipeline's other stages, so a share on the
+// CPU slows the rest more than its own time says: moving the house or the
+// mule of the 5-vertex mix beside the GPU's ring5, 20% shorter on paper,
+// made the H200's batches longer. With the GPU idle the CPU's share counts
+// as it is: weighed then, three alert-sparse queries on the CPU (1.8 ms a
+// batch) looked longer than moving one to the idle GPU (2.2 ms there), and
+// those split batches took 2.2-3.2 ms against the CPU's 1.1-1.3 ms alone
+// (H200 machine, 1M updates).
 const cpuLoadWeight = 1.5
 
 // balance moves queries, in order, from the device whose share of the
 // batch is expected to take longer to the other, while a move shortens the
-// longer share by balanceGain of it: a triangle cheaper on the GPU still
-// runs on the idle CPU while the GPU matches a house. Only queries measured
-// on both devices move. The CPU's share counts cpuLoadWeight times its
-// time.
+// batch's expected span (span) by balanceGain of it: a triangle cheaper on
+// the GPU still runs on the idle CPU while the GPU matches a house. Only
+// queries measured on both devices move.
 func (m *costModel) balance(solo int, on Device) {
-	weight := [2]float64{OnCPU: cpuLoadWeight, OnGPU: 1}
 	var load [2]float64
 	for qi, c := range m.cur {
 		d := m.home[qi]
 		if qi == solo {
 			d = on
 		}
-		load[d] += weight[d] * c.est[d]
+		load[d] += c.est[d]
 	}
 	for qi, c := range m.cur {
 		if qi == solo || !c.known[OnCPU] || !c.known[OnGPU] {
@@ -450,18 +453,31 @@ func (m *costModel) balance(solo int, on Device) {
 		}
 		d := m.home[qi]
 		o := 1 - d
-		long := max(load[d], load[o])
-		if load[d] < load[o] {
+		if share(load, d) < share(load, o) {
 			continue // already on the shorter share
 		}
-		here, there := weight[d]*c.est[d], weight[o]*c.est[o]
-		if after := max(load[d]-here, load[o]+there); after < (1-balanceGain)*long {
+		moved := load
+		moved[d] -= c.est[d]
+		moved[o] += c.est[o]
+		if span(moved) < (1-balanceGain)*span(load) {
 			m.home[qi] = o
-			load[d] -= here
-			load[o] += there
+			load = moved
 		}
 	}
 }
+
+// share is device d's expected part of a batch whose devices have these
+// loads (seconds of their queries' averages): the CPU's counts
+// cpuLoadWeight times while the GPU works too.
+func share(load [2]float64, d Device) float64 {
+	if d == OnCPU && load[OnGPU] > 0 {
+		return cpuLoadWeight * load[OnCPU]
+	}
+	return load[d]
+}
+
+// span is a batch's expected time: both devices' shares run at once.
+func span(load [2]float64) float64 { return max(share(load, OnCPU), share(load, OnGPU)) }
 
 // choose is plan without the balance.
 func (m *costModel) choose(queries []*query.Query, b, explore int) (home []Device, solo int, on Device) {

@@ -550,8 +550,23 @@ func TestPlacerCatchUpUntimed(t *testing.T) {
 			onGPU = append(onGPU, b)
 		}
 	}
-	if len(onGPU) < 300 || onGPU[len(onGPU)-1] != 399 {
-		t.Fatalf("the query ran on the GPU in %d batches, the last three %v; want 300 or more of the 370 from batch 30 on, the last one included",
+	if len(onGPU) < 250 || onGPU[len(onGPU)-1] != 399 {
+		t.Fatalf("the query ran on the GPU in %d batches, the last three %v; want 250 or more of the 370 from batch 30 on, the last one included",
 			len(onGPU), onGPU[max(0, len(onGPU)-3):])
+	}
+}
+
+// TestCostModelBalanceIdleGPU: three queries cheaper on the CPU, as the
+// alert-sparse mix's were on the H200 machine (0.6 ms each against 1.9-2.2
+// ms on the GPU), stay together on the CPU. Counting the CPU's share
+// cpuLoadWeight times with the GPU idle had made moving one to the GPU look
+// shorter, and those split batches took twice the CPU's time.
+func TestCostModelBalanceIdleGPU(t *testing.T) {
+	ring4, ring5, cashout := &query.Query{}, &query.Query{}, &query.Query{}
+	qs := []*query.Query{ring4, ring5, cashout}
+	var m costModel
+	cost := map[*query.Query][2]float64{ring4: {0.56e-3, 2.2e-3}, ring5: {0.66e-3, 2.2e-3}, cashout: {0.61e-3, 1.9e-3}}
+	if home := settle(&m, qs, 12, cost); !slices.Equal(home, []Device{OnCPU, OnCPU, OnCPU}) {
+		t.Fatalf("ring4, ring5 and cashout on %v, want all on the cpu", home)
 	}
 }
