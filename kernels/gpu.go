@@ -136,6 +136,11 @@ type Options struct {
 	// NoSplit walks every unit whole instead of splitting deep plans into
 	// seeds (see runSplit); for measuring what splitting buys.
 	NoSplit bool
+	// KeepBytes bounds the device memory of the static matcher's kept
+	// intersections (match.cu's enter_kept); 0 means 1 GiB, and a negative value
+	// keeps none, every level scanning its lists, for measuring what
+	// keeping buys.
+	KeepBytes int64
 	// EnumRecords is the capacity of the enumeration buffer in matches;
 	// 0 means 1<<22. A launch that fills it stops, the host drains the
 	// buffer, and the next launch resumes every unit where it stopped, so
@@ -151,6 +156,7 @@ type GPU struct {
 	dev      *cuda.Device
 	mod      *cuda.Module
 	match    *cuda.Function
+	keep     *cuda.Function // match_keep: match_delta for plans with kept lists
 	scat     *cuda.Function
 	alloc    hostmem.Allocator // pinned host memory (cuda.HostAllocator)
 	bufs     map[string]devBuf
@@ -246,6 +252,9 @@ func Open(opts Options) (*GPU, error) {
 	}
 	if x.match, err = x.mod.Function("match_delta"); err == nil {
 		x.scat, err = x.mod.Function("scatter")
+	}
+	if err == nil {
+		x.keep, err = x.mod.Function("match_keep")
 	}
 	if err == nil {
 		err = x.reserveCache()

@@ -90,7 +90,7 @@ func TestEncode(t *testing.T) {
 	}
 	plan := q.StaticPlan(1, nil, false)
 	sets := [][]uint64{nil, {0b1010}, nil}
-	prog, err = encodeStatic(q, &plan, sets)
+	prog, err = encodeStatic(q, &plan, sets, true, false)
 	if err != nil {
 		t.Fatal(err)
 	}

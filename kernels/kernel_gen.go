@@ -5,7 +5,7 @@ package kernels
 import _ "embed"
 
 // sourceHash is the SHA-256 of match.cu when match.fatbin was generated.
-const sourceHash = "1f79ab0767f719472769edddea84762e7c0e419f55aa05e6ceadfbe62cff194a"
+const sourceHash = "680fe13682c8cc7dceda825319c8a074071a4642894a2ef645eb40336999e3de"
 
 // matchImage is the fatbin of match.cu: cubins for sm_80 and sm_90, and PTX
 // for compute_80 that the driver compiles for any other chip.

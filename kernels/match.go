@@ -92,7 +92,7 @@ func (x *GPU) Static(g *dyngraph.Graph, queries []*query.Query, mode incremental
 		if len(changes) == 0 {
 			continue
 		}
-		prog, err := encodeStatic(q, &plan, sets)
+		prog, err := encodeStatic(q, &plan, sets, x.opts.KeepBytes >= 0, g.MultiLabel())
 		if err != nil {
 			return nil, err
 		}
@@ -259,7 +259,12 @@ func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, change
 			return nil, err
 		}
 	}
-	l := launch{pp, tp, uint32(len(prog.terms)), cp, uint32(nch), ga, counts, scratch, next, flags, blocks, lb, cands}
+	l := launch{x.match, pp, tp, uint32(len(prog.terms)), cp, uint32(nch), ga, counts, scratch, next, flags, blocks, lb, cands, 0, 0, 0}
+	if prog.keepSlots > 0 {
+		if err := x.keepLists(&l, g, warps, prog.keepSlots); err != nil {
+			return nil, err
+		}
+	}
 	// What the last launches walk: the units, or seeds of depth split.
 	units, split, seeds, seedWords := total, uint32(0), cuda.DevicePtr(0), uint32(0)
 	if (delta == nil || mode == incremental.Enumerate) && !x.opts.NoSplit {
@@ -311,10 +316,10 @@ func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, change
 				return nil, err
 			}
 		}
-		err := x.match.Launch([3]uint32{blocks, 1, 1}, [3]uint32{warpsPerBlock * 32, 1, 1}, 0, nil,
+		err := l.kernel.Launch([3]uint32{blocks, 1, 1}, [3]uint32{warpsPerBlock * 32, 1, 1}, 0, nil,
 			pp, tp, uint32(len(prog.terms)), cp, uint32(nch),
 			ga, counts, scratch, next, units, mb,
-			rec, capRecs, outCount, words, park, flags, split, seeds, seedWords, lb, cands)
+			rec, capRecs, outCount, words, park, flags, split, seeds, seedWords, lb, cands, l.keep, l.keepCap, l.keepSlots)
 		if err == nil {
 			err = x.ctx.Synchronize()
 		}
@@ -379,8 +384,10 @@ func (x *GPU) readCounts(counts cuda.DevicePtr, nq int) ([]incremental.Counts, e
 	return out, nil
 }
 
-// launch holds the arguments that every launch of a batch shares.
+// launch holds the kernel and the arguments that every launch of a batch
+// shares.
 type launch struct {
+	kernel          *cuda.Function
 	prog, terms     cuda.DevicePtr
 	nterms          uint32
 	changes         cuda.DevicePtr
@@ -391,6 +398,40 @@ type launch struct {
 	blocks          uint32
 	listBytes       cuda.DevicePtr
 	cands           cuda.DevicePtr
+	// The warps' kept lists (match.cu's enter_kept), for match_keep:
+	// keepSlots lists of keepCap vertices a warp; keep is 0 where the
+	// program keeps none.
+	keep               cuda.DevicePtr
+	keepCap, keepSlots uint32
+}
+
+// defaultKeepBytes bounds the kept lists where Options.KeepBytes is 0.
+// STMatch's 24 patterns on Wiki-Vote and Email-Enron need a tenth of it.
+const defaultKeepBytes = 1 << 30
+
+// keepLists gives each warp room for slots kept lists, each as long as the
+// graph's longest list or as the budget allows (a level whose driver is
+// longer keeps nothing, and the levels below it read the lists), and has
+// the launches run match_keep. Without room they run match_delta, which
+// ignores the plan's kept lists.
+func (x *GPU) keepLists(l *launch, g *dyngraph.Graph, warps, slots int) error {
+	budget := int64(defaultKeepBytes)
+	if x.opts.KeepBytes > 0 {
+		budget = x.opts.KeepBytes
+	}
+	capacity := min(int64(g.MaxDegreeBound()), budget/int64(4*warps*slots))
+	if capacity < 32 {
+		return nil // too little room to keep anything worth reading
+	}
+	p, err := x.buf("keep", int(capacity)*warps*slots*4)
+	if errors.Is(err, cuda.ErrOutOfMemory) {
+		return nil // under a tight --gpu-mem: read the lists
+	}
+	if err != nil {
+		return err
+	}
+	l.kernel, l.keep, l.keepCap, l.keepSlots = x.keep, p, uint32(capacity), uint32(slots)
+	return nil
 }
 
 // maxSeeds bounds the seed buffer: 2^25 seeds of up to 6 words, 768 MiB.
@@ -422,12 +463,12 @@ func (x *GPU) runSplit(l launch, units uint64, split int) (ok bool, err error) {
 	}
 	block := [3]uint32{warpsPerBlock * 32, 1, 1}
 	grid := [3]uint32{l.blocks, 1, 1}
-	err = x.match.Launch(grid, block, 0, nil,
+	err = l.kernel.Launch(grid, block, 0, nil,
 		l.prog, l.terms, l.nterms, l.changes, l.nchanges,
 		l.graph,
 		l.counts, l.scratch, l.next, units, uint32(0),
 		seeds, uint64(maxSeeds), nseeds, words, cuda.DevicePtr(0) /* no park: a full buffer ends the launch */, l.flags,
-		uint32(split), cuda.DevicePtr(0), uint32(0), l.listBytes, l.cands)
+		uint32(split), cuda.DevicePtr(0), uint32(0), l.listBytes, l.cands, l.keep, l.keepCap, l.keepSlots)
 	if err == nil {
 		err = x.ctx.Synchronize()
 	}
@@ -451,11 +492,12 @@ func (x *GPU) runSplit(l launch, units uint64, split int) (ok bool, err error) {
 	if err := x.ctx.Memset32(l.next, 0, 2); err != nil {
 		return false, err
 	}
-	err = x.match.Launch(grid, block, 0, nil,
+	err = l.kernel.Launch(grid, block, 0, nil,
 		l.prog, l.terms, l.nterms, l.changes, l.nchanges,
 		l.graph,
 		l.counts, l.scratch, l.next, n[0], uint32(0),
-		cuda.DevicePtr(0), uint64(0), nseeds, words, cuda.DevicePtr(0), l.flags, uint32(split), seeds, words, l.listBytes, l.cands)
+		cuda.DevicePtr(0), uint64(0), nseeds, words, cuda.DevicePtr(0), l.flags, uint32(split), seeds, words, l.listBytes, l.cands,
+		l.keep, l.keepCap, l.keepSlots)
 	if err == nil {
 		err = x.ctx.Synchronize()
 	}
@@ -502,12 +544,12 @@ func (x *GPU) deepen(l launch, units uint64, n int, target uint64) (seeds cuda.D
 				return 0, 0, 0, err
 			}
 		}
-		err = x.match.Launch(grid, block, 0, nil,
+		err = l.kernel.Launch(grid, block, 0, nil,
 			l.prog, l.terms, l.nterms, l.changes, l.nchanges,
 			l.graph,
 			l.counts, l.scratch, l.next, count, uint32(0),
 			out, capSeeds, nseeds, w, cuda.DevicePtr(0) /* no park: a full buffer ends the launch */, l.flags,
-			uint32(depth), seeds, words, l.listBytes, l.cands)
+			uint32(depth), seeds, words, l.listBytes, l.cands, l.keep, l.keepCap, l.keepSlots)
 		if err == nil {
 			err = x.ctx.Synchronize()
 		}

@@ -30,6 +30,9 @@ const (
 	lNBelow
 	lBelow
 	lCand
+	lSrc
+	lCover
+	lKeep
 	lWords
 )
 
@@ -38,6 +41,10 @@ const maxLevels = 32
 
 // noCands marks a level without a candidate set (match.cu, NO_CAND).
 const noCands = 0xFFFFFFFF
+
+// noSrc marks a level that reads no earlier level's kept list (match.cu,
+// NO_SRC).
+const noSrc = 0xFFFFFFFF
 
 // program is the encoded terms of a set of queries.
 type program struct {
@@ -48,6 +55,9 @@ type program struct {
 	// cands holds the static matcher's candidate bitsets, one per level
 	// that has one, a bit per data vertex (level word lCand).
 	cands []uint32
+	// keepSlots is the number of levels that keep their intersection for
+	// a deeper one (level word lKeep, see keepIntersections).
+	keepSlots int
 }
 
 // termOwner is the query of an encoded term and the plan it walks, which
@@ -85,15 +95,100 @@ func encode(queries []*query.Query, multi bool) (*program, error) {
 // term whose units are root edges: levels 0 and 1 placed on a data edge
 // in that orientation, every constraint read in the new view (the whole
 // graph counts as inserted, see GPU.Static). sets[d], when not nil, is the
-// candidate bitset of level d.
-func encodeStatic(q *query.Query, plan *query.Plan, sets [][]uint64) (*program, error) {
+// candidate bitset of level d. With keep, levels read the intersections
+// earlier ones kept where they can (keepIntersections); multi says
+// whether the graph carries several edge labels.
+func encodeStatic(q *query.Query, plan *query.Plan, sets [][]uint64, keep, multi bool) (*program, error) {
 	p := &program{}
 	if err := p.fits(q); err != nil {
 		return nil, err
 	}
 	head := [tLevels]uint32{tQuery: 0, tEdge: ^uint32(0) /* no update edge */, tELabel: graph.Wildcard}
 	p.add(0, head, plan, sets)
+	if keep {
+		p.keepIntersections(plan, multi)
+	}
 	return p, nil
+}
+
+// keepIntersections points each level of the last term added at the
+// earlier level whose constraints are the most of its own (match.cu's
+// enter), and has that level keep its intersection. Only the static plan
+// does this: every level of a batch's term is short, and its kept lists
+// would be rebuilt for each of a batch's many units.
+//
+// A level can read level j's kept list when every constraint of j is also
+// one of its own, word for word, and j's label is its own or any: the
+// list then holds every vertex that can be its candidate. Levels 0 and 1
+// are placed, not entered, and keep nothing; a level of one constraint
+// would keep just that list. The kernel reads kept lists only where a
+// constraint is simple, so every constraint of both levels must be.
+func (p *program) keepIntersections(plan *query.Plan, multi bool) {
+	off := int(p.terms[len(p.terms)-1])
+	rec := func(d int) []uint32 {
+		at := off + tLevels + d*lWords
+		return p.words[at : at+lWords]
+	}
+	cons := func(d int) [][cWords]uint32 {
+		r := rec(d)
+		out := make([][cWords]uint32, r[lNCons])
+		for i := range out {
+			copy(out[i][:], p.words[off+int(r[lCons])+i*cWords:])
+		}
+		return out
+	}
+	simple := func(cs [][cWords]uint32) bool {
+		for _, c := range cs {
+			if query.Dir(c[2]) == query.Any || (multi && c[1] == graph.Wildcard) {
+				return false
+			}
+		}
+		return true
+	}
+	for i := 3; i < len(plan.Levels); i++ {
+		ci := cons(i)
+		if !simple(ci) {
+			continue
+		}
+		src, cover, most := -1, uint32(0), 2
+		for j := 2; j < i; j++ {
+			cj := cons(j)
+			if len(cj) < most || !simple(cj) || (rec(j)[lLabel] != graph.Wildcard && rec(j)[lLabel] != rec(i)[lLabel]) {
+				continue
+			}
+			if m, ok := covers(cj, ci); ok {
+				src, cover, most = j, m, len(cj)
+			}
+		}
+		if src < 0 {
+			continue
+		}
+		rec(i)[lSrc], rec(i)[lCover] = uint32(src), cover
+		if rec(src)[lKeep] == 0 {
+			p.keepSlots++
+			rec(src)[lKeep] = uint32(p.keepSlots)
+		}
+	}
+}
+
+// covers matches each of sub's constraints to a distinct equal one of
+// super's, and returns the bits of super's that were matched.
+func covers(sub, super [][cWords]uint32) (uint32, bool) {
+	var mask uint32
+	for _, c := range sub {
+		found := false
+		for k, e := range super {
+			if mask&(1<<k) == 0 && e == c {
+				mask |= 1 << k
+				found = true
+				break
+			}
+		}
+		if !found {
+			return 0, false
+		}
+	}
+	return mask, true
 }
 
 // minN is the number of levels of the program's shallowest term.
@@ -145,6 +240,7 @@ func (p *program) add(qi int, head [tLevels]uint32, plan *query.Plan, sets [][]u
 			w = append(w, uint32(b))
 		}
 		rec(d)[lCand] = noCands
+		rec(d)[lSrc] = noSrc
 		if d < len(sets) && sets[d] != nil {
 			rec(d)[lCand] = uint32(len(p.cands))
 			for _, x := range sets[d] {

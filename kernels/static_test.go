@@ -102,3 +102,104 @@ func TestStaticDeepens(t *testing.T) {
 		x.Close()
 	}
 }
+
+// TestStaticKeepsIntersections: levels that read an earlier level's kept
+// intersection (keepIntersections) find what the CPU finds, counted and
+// enumerated, on a graph whose dense core and sparse rim give lists both
+// longer and shorter than a small keep budget, so that some levels keep
+// their list and others fall back to scanning; with the default budget,
+// without kept lists, with a record buffer that parks walks, and unsplit.
+func TestStaticKeepsIntersections(t *testing.T) {
+	d := graph.NewDict()
+	a, b, x := d.Intern("A"), d.Intern("B"), d.Intern("x")
+	const n, core = 240, 60
+	var load []graph.Update
+	for v := uint32(0); v < n; v++ {
+		l := a
+		if v%4 == 3 {
+			l = b
+		}
+		load = append(load, graph.Update{Op: graph.AddVertex, Src: v, SrcLabel: l})
+	}
+	for v := uint32(0); v < n; v++ {
+		for w := v + 1; w < n; w++ {
+			h := (v*2654435761 ^ w*40503) % 100
+			if (v < core && w < core && h < 60) || h < 12 {
+				load = append(load, graph.Update{Op: graph.Insert, Src: v, Dst: w, Label: x, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
+			}
+		}
+	}
+	var qs []*query.Query
+	for i, pat := range []string{
+		"(a)-[]-(b)-[]-(c)-[]-(a), (d)-[]-(a), (d)-[]-(b), (d)-[]-(c)",
+		"(a)-[]-(b)-[]-(c)-[]-(a), (d)-[]-(a), (d)-[]-(b), (d)-[]-(c), (e)-[]-(a), (e)-[]-(b), (e)-[]-(c), (e)-[]-(d)",
+		"(a:A)-[]-(b:A)-[]-(c:A)-[]-(a), (d:A)-[]-(a), (d)-[]-(b), (d)-[]-(c), (e:B)-[]-(a), (e)-[]-(b), (e)-[]-(c)",
+		"(a)-[]-(b)-[]-(c)-[]-(a), (d)-[]-(a), (d)-[]-(b), (d)-[]-(c), (e)-[]-(c), (e)-[]-(d)",
+	} {
+		p, err := query.ParseCypher(fmt.Sprint("k", i), pat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := query.Compile(p, d, false, query.Semantics(i%2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs = append(qs, q)
+	}
+	for _, c := range []struct {
+		keep    int64
+		records int
+		noSplit bool
+	}{
+		{0, 1 << 20, false},
+		{40 * 4 * 2 * 8 * warpsPerBlock * 132, 1 << 20, false}, // 40-80 entries a list with 132 SMs
+		{-1, 1 << 20, false},
+		{0, 500, false},
+		{0, 1 << 20, true},
+	} {
+		x := openGPUWith(t, Options{Placement: Device, EnumRecords: c.records, NoSplit: c.noSplit, KeepBytes: c.keep})
+		g, err := dyngraph.New(dyngraph.Options{Alloc: x.Allocator()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := g.Build(load); err != nil {
+			t.Fatal(err)
+		}
+		cpu := &incremental.CPU{}
+		want, err := cpu.Static(g, qs, incremental.Count, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for qi, q := range qs {
+			if want[qi] < 100 {
+				t.Fatalf("query %d: only %d matches on the CPU", qi, want[qi])
+			}
+			one := []*query.Query{q}
+			got, err := x.Static(g, one, incremental.Count, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[0] != want[qi] {
+				t.Errorf("%+v query %d: GPU counts %d, CPU %d", c, qi, got[0], want[qi])
+			}
+			cc := &collector{got: map[string]int{}}
+			gc := &collector{got: map[string]int{}}
+			if _, err := cpu.Static(g, one, incremental.Enumerate, cc.sink); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := x.Static(g, one, incremental.Enumerate, gc.sink); err != nil {
+				t.Fatal(err)
+			}
+			if len(gc.got) != len(cc.got) {
+				t.Fatalf("%+v query %d: GPU enumerated %d distinct matches, CPU %d", c, qi, len(gc.got), len(cc.got))
+			}
+			for k, n := range gc.got {
+				if n != 1 || cc.got[k] != 1 {
+					t.Fatalf("%+v query %d: GPU emitted %s %d times, CPU %d", c, qi, k, n, cc.got[k])
+				}
+			}
+		}
+		g.Close()
+		x.Close()
+	}
+}
