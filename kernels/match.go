@@ -260,11 +260,6 @@ func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, change
 		}
 	}
 	l := launch{x.match, pp, tp, uint32(len(prog.terms)), cp, uint32(nch), ga, counts, scratch, next, flags, blocks, lb, cands, 0, 0, 0}
-	if prog.keepSlots > 0 {
-		if err := x.keepLists(&l, g, warps, prog.keepSlots); err != nil {
-			return nil, err
-		}
-	}
 	// What the last launches walk: the units, or seeds of depth split.
 	units, split, seeds, seedWords := total, uint32(0), cuda.DevicePtr(0), uint32(0)
 	if (delta == nil || mode == incremental.Enumerate) && !x.opts.NoSplit {
@@ -300,6 +295,15 @@ func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, change
 			if err := x.ctx.Memset32(counts, 0, 4*len(qs)); err != nil {
 				return nil, err
 			}
+		}
+	}
+	// A level reads a kept list only when the same walk made it, and an
+	// expansion launch walks a single level (deepen runs match_delta). The
+	// last launches walk from the seeds' depth: they keep lists only where
+	// a level at or below it reads one.
+	if start := max(int(split), 2); prog.keepSlots > 0 && prog.readsKept(start) {
+		if err := x.keepLists(&l, g, warps, prog.keepSlots); err != nil {
+			return nil, err
 		}
 	}
 	// In enumerate mode a launch that fills the record buffer parks its

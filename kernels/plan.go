@@ -171,6 +171,23 @@ func (p *program) keepIntersections(plan *query.Plan, multi bool) {
 	}
 }
 
+// readsKept reports whether a walk that starts at level start reads a kept
+// list: some level at or below start reads one that a level at or below
+// start keeps. Levels above a seed's depth are placed, not entered, so
+// their lists are never made there.
+func (p *program) readsKept(start int) bool {
+	for _, off := range p.terms {
+		n := int(p.words[off+tN])
+		for d := start; d < n; d++ {
+			src := p.words[int(off)+tLevels+d*lWords+lSrc]
+			if src != noSrc && int(src) >= start {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // covers matches each of sub's constraints to a distinct equal one of
 // super's, and returns the bits of super's that were matched.
 func covers(sub, super [][cWords]uint32) (uint32, bool) {

@@ -91,3 +91,34 @@ func TestKeepIntersections(t *testing.T) {
 		}
 	}
 }
+
+// TestReadsKept: a walk from a seed reads only the kept lists that levels at
+// or below the seed's depth make.
+func TestReadsKept(t *testing.T) {
+	d := graph.NewDict()
+	p, err := query.ParseCypher("5-clique", "(a)-[]-(b)-[]-(c)-[]-(a), (d)-[]-(a), (d)-[]-(b), (d)-[]-(c), (e)-[]-(a), (e)-[]-(b), (e)-[]-(c), (e)-[]-(d)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := query.Compile(p, d, false, query.Instances)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := q.StaticPlan(0, nil, false)
+	prog, err := encodeStatic(q, &plan, nil, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Level 3 reads level 2's list, level 4 level 3's.
+	for start, want := range map[int]bool{2: true, 3: true, 4: false} {
+		if got := prog.readsKept(start); got != want {
+			t.Errorf("readsKept(%d) = %v, want %v", start, got, want)
+		}
+	}
+	if prog, err = encodeStatic(q, &plan, nil, false, false); err != nil {
+		t.Fatal(err)
+	}
+	if prog.readsKept(2) {
+		t.Error("a program without kept lists reads one")
+	}
+}
