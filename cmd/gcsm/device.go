@@ -80,7 +80,7 @@ const fillUsage = "on: the gcsm placement keeps the longest lists on the GPU, pa
 // noFill parses --gpu-fill.
 func noFill(v string) (bool, error) { return twoWay("gpu-fill", v, "on", "off") }
 
-const keepUsage = "on: a level of the GPU static matcher whose constraints include all of an earlier level's scans the intersection that level kept (STMatch's code motion; 3-5x faster on cliques, up to 65% slower on sparser patterns, docs/benchmarks.md); off: every level scans the graph's lists"
+const keepUsage = "on: a level of the GPU static matcher whose constraints include all of an earlier level's scans the intersection that level kept (STMatch's code motion, 3-5x faster on cliques); off: every level scans the graph's lists, for measuring what keeping buys"
 
 // keepLists parses --gpu-static-keep.
 func keepLists(v string) (bool, error) { return twoWay("gpu-static-keep", v, "off", "on") }
