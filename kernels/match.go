@@ -404,7 +404,7 @@ type launch struct {
 	cands           cuda.DevicePtr
 	// The warps' kept lists (match.cu's enter_kept), for match_keep:
 	// keepSlots lists of keepCap vertices a warp; keep is 0 where the
-	// program keeps none.
+	// launches read none (program.readsKept), and kernel is match_delta.
 	keep               cuda.DevicePtr
 	keepCap, keepSlots uint32
 }
