@@ -54,18 +54,7 @@ func TestStaticDeepens(t *testing.T) {
 		noSplit bool
 	}{{1 << 20, false}, {1000, false}, {1 << 20, true}} {
 		x := openGPUWith(t, Options{Placement: Device, EnumRecords: c.records, NoSplit: c.noSplit})
-		g, err := dyngraph.New(dyngraph.Options{Alloc: x.Allocator()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := g.Build(load); err != nil {
-			t.Fatal(err)
-		}
-		cpu := &incremental.CPU{}
-		want, err := cpu.Static(g, qs, incremental.Count, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		g, cpu, want := staticOnCPU(t, x, load, qs)
 		if want[0] < 1000 || want[1] < 10000 {
 			t.Fatalf("the graph holds too few matches to need deepening: %v", want)
 		}
@@ -81,22 +70,7 @@ func TestStaticDeepens(t *testing.T) {
 			if deep := x.Last().Launches > 1; deep == c.noSplit {
 				t.Errorf("records %d nosplit %v query %d: %d launches", c.records, c.noSplit, qi, x.Last().Launches)
 			}
-			cc := &collector{got: map[string]int{}}
-			gc := &collector{got: map[string]int{}}
-			if _, err := cpu.Static(g, one, incremental.Enumerate, cc.sink); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := x.Static(g, one, incremental.Enumerate, gc.sink); err != nil {
-				t.Fatal(err)
-			}
-			if len(gc.got) != len(cc.got) {
-				t.Fatalf("records %d nosplit %v query %d: GPU enumerated %d distinct matches, CPU %d", c.records, c.noSplit, qi, len(gc.got), len(cc.got))
-			}
-			for k, n := range gc.got {
-				if n != 1 || cc.got[k] != 1 {
-					t.Fatalf("records %d query %d: GPU emitted %s %d times, CPU %d", c.records, qi, k, n, cc.got[k])
-				}
-			}
+			enumeratesAsCPU(t, x, cpu, g, q, fmt.Sprintf("records %d nosplit %v query %d", c.records, c.noSplit, qi))
 		}
 		g.Close()
 		x.Close()
@@ -168,18 +142,7 @@ func TestStaticKeepsIntersections(t *testing.T) {
 		{0, 1 << 20, true},
 	} {
 		x := openGPUWith(t, Options{Placement: Device, EnumRecords: c.records, NoSplit: c.noSplit, KeepBytes: c.keep})
-		g, err := dyngraph.New(dyngraph.Options{Alloc: x.Allocator()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := g.Build(load); err != nil {
-			t.Fatal(err)
-		}
-		cpu := &incremental.CPU{}
-		want, err := cpu.Static(g, qs, incremental.Count, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		g, cpu, want := staticOnCPU(t, x, load, qs)
 		for qi, q := range qs {
 			if want[qi] < 100 {
 				t.Fatalf("query %d: only %d matches on the CPU", qi, want[qi])
@@ -192,24 +155,51 @@ func TestStaticKeepsIntersections(t *testing.T) {
 			if got[0] != want[qi] {
 				t.Errorf("%+v query %d: GPU counts %d, CPU %d", c, qi, got[0], want[qi])
 			}
-			cc := &collector{got: map[string]int{}}
-			gc := &collector{got: map[string]int{}}
-			if _, err := cpu.Static(g, one, incremental.Enumerate, cc.sink); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := x.Static(g, one, incremental.Enumerate, gc.sink); err != nil {
-				t.Fatal(err)
-			}
-			if len(gc.got) != len(cc.got) {
-				t.Fatalf("%+v query %d: GPU enumerated %d distinct matches, CPU %d", c, qi, len(gc.got), len(cc.got))
-			}
-			for k, n := range gc.got {
-				if n != 1 || cc.got[k] != 1 {
-					t.Fatalf("%+v query %d: GPU emitted %s %d times, CPU %d", c, qi, k, n, cc.got[k])
-				}
-			}
+			enumeratesAsCPU(t, x, cpu, g, q, fmt.Sprintf("%+v query %d", c, qi))
 		}
 		g.Close()
 		x.Close()
 	}
+}
+
+// enumeratesAsCPU checks that the GPU's static matcher enumerates q's
+// matches on g as the CPU's does: the same matches, each once.
+func enumeratesAsCPU(t *testing.T, x *GPU, cpu *incremental.CPU, g *dyngraph.Graph, q *query.Query, where string) {
+	t.Helper()
+	one := []*query.Query{q}
+	cc := &collector{got: map[string]int{}}
+	gc := &collector{got: map[string]int{}}
+	if _, err := cpu.Static(g, one, incremental.Enumerate, cc.sink); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.Static(g, one, incremental.Enumerate, gc.sink); err != nil {
+		t.Fatal(err)
+	}
+	if len(gc.got) != len(cc.got) {
+		t.Fatalf("%s: GPU enumerated %d distinct matches, CPU %d", where, len(gc.got), len(cc.got))
+	}
+	for k, n := range gc.got {
+		if n != 1 || cc.got[k] != 1 {
+			t.Fatalf("%s: GPU emitted %s %d times, CPU %d", where, k, n, cc.got[k])
+		}
+	}
+}
+
+// staticOnCPU builds load into a graph in x's pinned memory and counts qs on
+// it with the CPU's static matcher.
+func staticOnCPU(t *testing.T, x *GPU, load []graph.Update, qs []*query.Query) (*dyngraph.Graph, *incremental.CPU, []int64) {
+	t.Helper()
+	g, err := dyngraph.New(dyngraph.Options{Alloc: x.Allocator()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := g.Build(load); err != nil {
+		t.Fatal(err)
+	}
+	cpu := &incremental.CPU{}
+	want, err := cpu.Static(g, qs, incremental.Count, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, cpu, want
 }
