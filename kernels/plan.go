@@ -113,9 +113,9 @@ func encodeStatic(q *query.Query, plan *query.Plan, sets [][]uint64, keep, multi
 
 // keepIntersections points each level of the last term added at the
 // earlier level whose constraints are the most of its own (match.cu's
-// enter), and has that level keep its intersection. Only the static plan
-// does this: every level of a batch's term is short, and its kept lists
-// would be rebuilt for each of a batch's many units.
+// enter_kept), and has that level keep its intersection. Only the static
+// plan does this: every level of a batch's term is short, and its kept
+// lists would be rebuilt for each of a batch's many units.
 //
 // A level can read level j's kept list when every constraint of j is also
 // one of its own, word for word, and j's label is its own or any: the
