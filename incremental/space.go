@@ -44,6 +44,7 @@ type space struct {
 	// intersection is a few ANDs. rows is nil for other depths.
 	words []int
 	rows  [][][]uint64
+	graph int // the entries of the graph's label ranges the built lists were taken from
 }
 
 // maxRowWords bounds the candidates of a depth whose lists are also kept
@@ -87,11 +88,41 @@ func newSpace(g *dyngraph.Graph, f *Candidates, p *query.Plan, budget int) *spac
 				off = append(off, uint32(len(nbr)))
 			}
 			s.off[d][ci], s.nbr[d][ci] = off, nbr
+			s.graph += bound
 			budget -= len(nbr)
 		}
 		budget = s.buildRows(d, budget)
 	}
 	return s
+}
+
+// Space is a static plan's candidate space as flat lists, for a matcher
+// that searches it elsewhere (the GPU's match_space): per depth the level's
+// candidates, ascending, and per constraint of a depth a CSR over the
+// candidate indexes of the constraint's From depth, listing candidate
+// indexes of the depth, ascending (the space type's verts, off and nbr).
+type Space struct {
+	Verts    [][]graph.VertexID
+	Off, Nbr [][][]uint32
+	// Graph is the number of entries of the graph's lists (their label
+	// ranges) that the lists were taken from: what a walk of the graph
+	// would scan in their place.
+	Graph int
+}
+
+// Space builds the candidate space of plan p over c's sets in g within
+// budget list entries; ok is false when some constraint's lists did not
+// fit, since the GPU cannot build them as the CPU's search does.
+func (c *Candidates) Space(g *dyngraph.Graph, p *query.Plan, budget int) (s Space, ok bool) {
+	sp := newSpace(g, c, p, budget)
+	for d := 1; d < len(p.Levels); d++ {
+		for _, off := range sp.off[d] {
+			if off == nil {
+				return Space{}, false
+			}
+		}
+	}
+	return Space{Verts: sp.verts, Off: sp.off, Nbr: sp.nbr, Graph: sp.graph}, true
 }
 
 // buildRows adds the bitset rows of depth d where they pay and fit in

@@ -141,6 +141,11 @@ type Options struct {
 	// keeps none, every level scanning its lists, for measuring what
 	// keeping buys.
 	KeepBytes int64
+	// SpaceEntries bounds the candidate space, in list entries, that the
+	// static matcher builds on the host for match_space; a query whose
+	// space would be larger is counted by match_delta over the graph's
+	// lists. 0 means autoSpaceEntries; a negative value builds none.
+	SpaceEntries int
 	// EnumRecords is the capacity of the enumeration buffer in matches;
 	// 0 means 1<<22. A launch that fills it stops, the host drains the
 	// buffer, and the next launch resumes every unit where it stopped, so
@@ -157,6 +162,7 @@ type GPU struct {
 	mod      *cuda.Module
 	match    *cuda.Function
 	keep     *cuda.Function // match_keep: match_delta for plans with kept lists
+	space    *cuda.Function // match_space: the static count over a candidate space
 	scat     *cuda.Function
 	alloc    hostmem.Allocator // pinned host memory (cuda.HostAllocator)
 	bufs     map[string]devBuf
@@ -255,6 +261,9 @@ func Open(opts Options) (*GPU, error) {
 	}
 	if err == nil {
 		x.keep, err = x.mod.Function("match_keep")
+	}
+	if err == nil {
+		x.space, err = x.mod.Function("match_space")
 	}
 	if err == nil {
 		err = x.reserveCache()

@@ -4,10 +4,11 @@ package kernels
 
 import _ "embed"
 
-// sourceHash is the SHA-256 of match.cu when match.fatbin was generated.
-const sourceHash = "680fe13682c8cc7dceda825319c8a074071a4642894a2ef645eb40336999e3de"
+// sourceHash is the SHA-256 of match.cu and space.cu, one after the other,
+// when match.fatbin was generated.
+const sourceHash = "c234e18e9a3f01d4a5a86d544813aa4732b4ddd822ca6a8dc32afedb8873ae2e"
 
-// matchImage is the fatbin of match.cu: cubins for sm_80 and sm_90, and PTX
+// matchImage is the fatbin of match.cu (which includes space.cu): cubins for sm_80 and sm_90, and PTX
 // for compute_80 that the driver compiles for any other chip.
 //
 //go:embed match.fatbin

@@ -1070,36 +1070,27 @@ match_units(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
         atomicAdd(list_bytes + 1, reads[1]);
 }
 
-extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * WARP, 8)
-match_delta(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
-            const uint32_t* changes, uint32_t nchanges,
-            const Graph* graph,
-            unsigned long long* counts, uint32_t* scratch,
-            unsigned long long* next_unit, unsigned long long total_units,
-            uint32_t mode, uint32_t* out_rec, unsigned long long out_cap, unsigned long long* out_count,
-            uint32_t out_words, uint32_t* park, uint32_t* overflow,
-            uint32_t split, const uint32_t* seeds, uint32_t seed_words, unsigned long long* list_bytes,
-            const uint32_t* cands, uint32_t* keep, uint32_t keep_cap, uint32_t keep_slots)
+// The two kernels of match_units: extern "C" functions cannot be templates.
+#define MATCH_PARAMS                                                                                               \
+    const uint32_t *prog, const uint32_t *term_off, uint32_t nterms, const uint32_t *changes, uint32_t nchanges,  \
+        const Graph *graph, unsigned long long *counts, uint32_t *scratch, unsigned long long *next_unit,         \
+        unsigned long long total_units, uint32_t mode, uint32_t *out_rec, unsigned long long out_cap,            \
+        unsigned long long *out_count, uint32_t out_words, uint32_t *park, uint32_t *overflow, uint32_t split,   \
+        const uint32_t *seeds, uint32_t seed_words, unsigned long long *list_bytes, const uint32_t *cands,       \
+        uint32_t *keep, uint32_t keep_cap, uint32_t keep_slots
+#define MATCH_ARGS                                                                                                 \
+    prog, term_off, nterms, changes, nchanges, graph, counts, scratch, next_unit, total_units, mode, out_rec,      \
+        out_cap, out_count, out_words, park, overflow, split, seeds, seed_words, list_bytes, cands, keep, keep_cap, \
+        keep_slots
+
+extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * WARP, 8) match_delta(MATCH_PARAMS)
 {
-    match_units<false>(prog, term_off, nterms, changes, nchanges, graph, counts, scratch, next_unit, total_units, mode, out_rec,
-                       out_cap, out_count, out_words, park, overflow, split, seeds, seed_words, list_bytes, cands, keep,
-                       keep_cap, keep_slots);
+    match_units<false>(MATCH_ARGS);
 }
 
-extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * WARP, 8)
-match_keep(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
-            const uint32_t* changes, uint32_t nchanges,
-            const Graph* graph,
-            unsigned long long* counts, uint32_t* scratch,
-            unsigned long long* next_unit, unsigned long long total_units,
-            uint32_t mode, uint32_t* out_rec, unsigned long long out_cap, unsigned long long* out_count,
-            uint32_t out_words, uint32_t* park, uint32_t* overflow,
-            uint32_t split, const uint32_t* seeds, uint32_t seed_words, unsigned long long* list_bytes,
-            const uint32_t* cands, uint32_t* keep, uint32_t keep_cap, uint32_t keep_slots)
+extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * WARP, 8) match_keep(MATCH_PARAMS)
 {
-    match_units<true>(prog, term_off, nterms, changes, nchanges, graph, counts, scratch, next_unit, total_units, mode, out_rec,
-                       out_cap, out_count, out_words, park, overflow, split, seeds, seed_words, list_bytes, cands, keep,
-                       keep_cap, keep_slots);
+    match_units<true>(MATCH_ARGS);
 }
 
 // scatter copies staged list contents into the device mirror of the arenas
@@ -1115,3 +1106,5 @@ extern "C" __global__ void scatter(const unsigned long long* dst_base, const uin
             dst[i] = src[i];
     }
 }
+
+#include "space.cu"

@@ -64,10 +64,12 @@ func (x *GPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 // presented as wholly appended.
 //
 // Each query runs on its own, on the CPU static matcher's filter and order
-// (incremental.Filter, query.StaticPlan): every level checks its query
-// vertex's candidate set, and the work units are the root edges, those from
-// a candidate of the plan's first vertex to a candidate of its second. On a
-// labeled query most edges fail that, and each would have been a unit.
+// (incremental.Filter, query.StaticPlan). A count whose candidate space is
+// small enough (Options.SpaceEntries) runs over that space (match_space,
+// space.go). Otherwise every level checks its query vertex's candidate set,
+// and the work units are the root edges, those from a candidate of the
+// plan's first vertex to a candidate of its second. On a labeled query most
+// edges fail that, and each would have been a unit.
 func (x *GPU) Static(g *dyngraph.Graph, queries []*query.Query, mode incremental.Mode, sink incremental.Sink) ([]int64, error) {
 	if g.Pending() {
 		return nil, fmt.Errorf("kernels: Static on a graph with a pending batch")
@@ -87,6 +89,16 @@ func (x *GPU) Static(g *dyngraph.Graph, queries []*query.Query, mode incremental
 		sets := make([][]uint64, len(plan.Levels))
 		for d, lv := range plan.Levels[:len(plan.Levels)-1] {
 			sets[d] = f.Sets[lv.Vertex]
+		}
+		if mode == incremental.Count && x.opts.SpaceEntries >= 0 {
+			n, ok, err := x.staticSpace(g, f, &plan)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out[qi] = n * int64(q.CountFactor)
+				continue
+			}
 		}
 		changes := rootEdges(g, f.Sets[plan.Levels[0].Vertex], f.Sets[plan.Levels[1].Vertex])
 		if len(changes) == 0 {

@@ -15,45 +15,15 @@ import (
 // thousands of matches. The seeds must be deepened (more than one launch)
 // and still find what the CPU finds, counted and enumerated, with a record
 // buffer small enough that seeds park and resume, and the same unsplit.
+// Counting goes through match_delta here (no space); TestStaticSpace counts
+// over the candidate space.
 func TestStaticDeepens(t *testing.T) {
-	d := graph.NewDict()
-	h, b, x := d.Intern("H"), d.Intern("B"), d.Intern("x")
-	const n = 40
-	load := []graph.Update{{Op: graph.AddVertex, Src: 0, SrcLabel: h}}
-	for v := uint32(1); v <= n; v++ {
-		load = append(load, graph.Update{Op: graph.AddVertex, Src: v, SrcLabel: b})
-	}
-	edge := func(v, w uint32) graph.Update {
-		return graph.Update{Op: graph.Insert, Src: v, Dst: w, Label: x, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel}
-	}
-	for v := uint32(1); v <= n; v++ {
-		load = append(load, edge(0, v))
-		for w := v + 1; w <= n; w++ {
-			if (v*7+w*3)%5 != 0 { // dense, not complete
-				load = append(load, edge(v, w))
-			}
-		}
-	}
-	var qs []*query.Query
-	for i, pat := range []string{
-		"(h:H)-[]-(a:B)-[]-(b:B)-[]-(c:B)-[]-(a), (b)-[]-(h)",
-		"(h:H)-[]-(a:B)-[]-(b:B)-[]-(c:B)-[]-(d:B)-[]-(a)",
-	} {
-		p, err := query.ParseCypher(fmt.Sprint("q", i), pat)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q, err := query.Compile(p, d, false, query.Semantics(i%2))
-		if err != nil {
-			t.Fatal(err)
-		}
-		qs = append(qs, q)
-	}
+	load, qs := hubCase(t)
 	for _, c := range []struct {
 		records int
 		noSplit bool
 	}{{1 << 20, false}, {1000, false}, {1 << 20, true}} {
-		x := openGPUWith(t, Options{Placement: Device, EnumRecords: c.records, NoSplit: c.noSplit})
+		x := openGPUWith(t, Options{Placement: Device, EnumRecords: c.records, NoSplit: c.noSplit, SpaceEntries: -1})
 		g, cpu, want := staticOnCPU(t, x, load, qs)
 		if want[0] < 1000 || want[1] < 10000 {
 			t.Fatalf("the graph holds too few matches to need deepening: %v", want)
@@ -86,49 +56,9 @@ func TestStaticDeepens(t *testing.T) {
 // On a graph this small the seeds go deep enough that the last launch
 // reads no kept list and runs match_delta (readsKept), so the cases that
 // walk kept lists are the unsplit ones; STMatch's patterns (benchmarks.md)
-// read them from seeds.
+// read them from seeds. Counting goes through match_delta here (no space).
 func TestStaticKeepsIntersections(t *testing.T) {
-	d := graph.NewDict()
-	a, b, x := d.Intern("A"), d.Intern("B"), d.Intern("x")
-	const n, core = 240, 60
-	var load []graph.Update
-	for v := uint32(0); v < n; v++ {
-		l := a
-		if v%4 == 3 {
-			l = b
-		}
-		load = append(load, graph.Update{Op: graph.AddVertex, Src: v, SrcLabel: l})
-	}
-	for v := uint32(0); v < n; v++ {
-		for w := v + 1; w < n; w++ {
-			h := (v*2654435761 ^ w*40503) % 100
-			if (v < core && w < core && h < 60) || h < 12 {
-				load = append(load, graph.Update{Op: graph.Insert, Src: v, Dst: w, Label: x, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
-			}
-		}
-	}
-	var qs []*query.Query
-	for i, c := range []struct {
-		pat string
-		sem query.Semantics
-	}{
-		{"(a)-[]-(b)-[]-(c)-[]-(a), (d)-[]-(a), (d)-[]-(b), (d)-[]-(c)", query.Embeddings},
-		{"(a)-[]-(b)-[]-(c)-[]-(a), (d)-[]-(a), (d)-[]-(b), (d)-[]-(c), (e)-[]-(a), (e)-[]-(b), (e)-[]-(c), (e)-[]-(d)", query.Instances},
-		{"(a:A)-[]-(b:A)-[]-(c:A)-[]-(a), (d:A)-[]-(a), (d)-[]-(b), (d)-[]-(c), (e:B)-[]-(a), (e)-[]-(b), (e)-[]-(c)", query.Embeddings},
-		{"(a)-[]-(b)-[]-(c)-[]-(a), (d)-[]-(a), (d)-[]-(b), (d)-[]-(c), (e)-[]-(c), (e)-[]-(d)", query.Instances},
-		{"(a)-[]-(b)-[]-(c)-[]-(a), (d)-[]-(a), (d)-[]-(b), (d)-[]-(c), (e)-[]-(a), (e)-[]-(b), (e)-[]-(c), (e)-[]-(d), " +
-			"(f)-[]-(a), (f)-[]-(b), (f)-[]-(c), (f)-[]-(d), (f)-[]-(e)", query.Instances},
-	} {
-		p, err := query.ParseCypher(fmt.Sprint("k", i), c.pat)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q, err := query.Compile(p, d, false, c.sem)
-		if err != nil {
-			t.Fatal(err)
-		}
-		qs = append(qs, q)
-	}
+	load, qs := denseCoreCase(t)
 	for _, c := range []struct {
 		keep    int64
 		records int
@@ -141,7 +71,7 @@ func TestStaticKeepsIntersections(t *testing.T) {
 		{0, 500, true},
 		{0, 1 << 20, true},
 	} {
-		x := openGPUWith(t, Options{Placement: Device, EnumRecords: c.records, NoSplit: c.noSplit, KeepBytes: c.keep})
+		x := openGPUWith(t, Options{Placement: Device, EnumRecords: c.records, NoSplit: c.noSplit, KeepBytes: c.keep, SpaceEntries: -1})
 		g, cpu, want := staticOnCPU(t, x, load, qs)
 		for qi, q := range qs {
 			if want[qi] < 100 {
@@ -202,4 +132,94 @@ func staticOnCPU(t *testing.T, x *GPU, load []graph.Update, qs []*query.Query) (
 		t.Fatal(err)
 	}
 	return g, cpu, want
+}
+
+// hubCase is a graph whose static plans start at its one hub labelled H,
+// with a few dozen root edges for hundreds of thousands of matches, and two
+// queries over it.
+func hubCase(t *testing.T) ([]graph.Update, []*query.Query) {
+	t.Helper()
+	d := graph.NewDict()
+	h, b, x := d.Intern("H"), d.Intern("B"), d.Intern("x")
+	const n = 40
+	load := []graph.Update{{Op: graph.AddVertex, Src: 0, SrcLabel: h}}
+	for v := uint32(1); v <= n; v++ {
+		load = append(load, graph.Update{Op: graph.AddVertex, Src: v, SrcLabel: b})
+	}
+	edge := func(v, w uint32) graph.Update {
+		return graph.Update{Op: graph.Insert, Src: v, Dst: w, Label: x, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel}
+	}
+	for v := uint32(1); v <= n; v++ {
+		load = append(load, edge(0, v))
+		for w := v + 1; w <= n; w++ {
+			if (v*7+w*3)%5 != 0 { // dense, not complete
+				load = append(load, edge(v, w))
+			}
+		}
+	}
+	var qs []*query.Query
+	for i, pat := range []string{
+		"(h:H)-[]-(a:B)-[]-(b:B)-[]-(c:B)-[]-(a), (b)-[]-(h)",
+		"(h:H)-[]-(a:B)-[]-(b:B)-[]-(c:B)-[]-(d:B)-[]-(a)",
+	} {
+		p, err := query.ParseCypher(fmt.Sprint("q", i), pat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := query.Compile(p, d, false, query.Semantics(i%2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs = append(qs, q)
+	}
+	return load, qs
+}
+
+// denseCoreCase is a graph with a dense core and a sparse rim, labelled A
+// and B, and five queries over it, cliques among them, under both
+// semantics.
+func denseCoreCase(t *testing.T) ([]graph.Update, []*query.Query) {
+	t.Helper()
+	d := graph.NewDict()
+	a, b, x := d.Intern("A"), d.Intern("B"), d.Intern("x")
+	const n, core = 240, 60
+	var load []graph.Update
+	for v := uint32(0); v < n; v++ {
+		l := a
+		if v%4 == 3 {
+			l = b
+		}
+		load = append(load, graph.Update{Op: graph.AddVertex, Src: v, SrcLabel: l})
+	}
+	for v := uint32(0); v < n; v++ {
+		for w := v + 1; w < n; w++ {
+			h := (v*2654435761 ^ w*40503) % 100
+			if (v < core && w < core && h < 60) || h < 12 {
+				load = append(load, graph.Update{Op: graph.Insert, Src: v, Dst: w, Label: x, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
+			}
+		}
+	}
+	var qs []*query.Query
+	for i, c := range []struct {
+		pat string
+		sem query.Semantics
+	}{
+		{"(a)-[]-(b)-[]-(c)-[]-(a), (d)-[]-(a), (d)-[]-(b), (d)-[]-(c)", query.Embeddings},
+		{"(a)-[]-(b)-[]-(c)-[]-(a), (d)-[]-(a), (d)-[]-(b), (d)-[]-(c), (e)-[]-(a), (e)-[]-(b), (e)-[]-(c), (e)-[]-(d)", query.Instances},
+		{"(a:A)-[]-(b:A)-[]-(c:A)-[]-(a), (d:A)-[]-(a), (d)-[]-(b), (d)-[]-(c), (e:B)-[]-(a), (e)-[]-(b), (e)-[]-(c)", query.Embeddings},
+		{"(a)-[]-(b)-[]-(c)-[]-(a), (d)-[]-(a), (d)-[]-(b), (d)-[]-(c), (e)-[]-(c), (e)-[]-(d)", query.Instances},
+		{"(a)-[]-(b)-[]-(c)-[]-(a), (d)-[]-(a), (d)-[]-(b), (d)-[]-(c), (e)-[]-(a), (e)-[]-(b), (e)-[]-(c), (e)-[]-(d), " +
+			"(f)-[]-(a), (f)-[]-(b), (f)-[]-(c), (f)-[]-(d), (f)-[]-(e)", query.Instances},
+	} {
+		p, err := query.ParseCypher(fmt.Sprint("k", i), c.pat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := query.Compile(p, d, false, c.sem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs = append(qs, q)
+	}
+	return load, qs
 }

@@ -685,6 +685,7 @@ func TestUsageErrors(t *testing.T) {
 	wantFailure(t, 2, []string{"match", "-d", data, "-q", triQuery, "--device", "gpu", "--gpu-fill", "some"}, `--gpu-fill "some": want on or off`)
 	wantFailure(t, 2, []string{"bench", "--gpu-fill", "1"}, `--gpu-fill "1"`)
 	wantFailure(t, 2, []string{"match", "-d", data, "-q", triQuery, "--gpu-static-keep", "yes"}, `--gpu-static-keep "yes": want off or on`)
+	wantFailure(t, 2, []string{"match", "-d", data, "-q", triQuery, "--gpu-static-space", "1"}, `--gpu-static-space "1": want auto, on or off`)
 	wantFailure(t, 2, []string{"bench", "--engines", "gcsm:hash"}, `"gcsm:hash": "hash" is not :search, :whole or (gcsm only) :nofill`)
 	wantFailure(t, 2, []string{"bench", "--engines", "gcsm:whole:whole"}, `"gcsm:whole:whole": "whole" is not :search, :whole or (gcsm only) :nofill, or comes twice`)
 	wantFailure(t, 2, []string{"bench", "--engines", "device:search"}, `"device:search": only the cache placements`)

@@ -111,7 +111,7 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	all := gcsmOK(t, "replay", "--help-all")
-	for _, f := range []string{"gpu-placement", "gpu-mem", "gpu-cache", "gpu-cache-lookup", "gpu-estimate-share", "gpu-fill", "gpu-walks", "gpu-cache-min-kernel", "gpu-cache-lists", "gpu-static-keep"} {
+	for _, f := range []string{"gpu-placement", "gpu-mem", "gpu-cache", "gpu-cache-lookup", "gpu-estimate-share", "gpu-fill", "gpu-walks", "gpu-cache-min-kernel", "gpu-cache-lists", "gpu-static-keep", "gpu-static-space"} {
 		if !strings.Contains(all, "\n  -"+f+" ") && !strings.Contains(all, "\n  -"+f+"\n") {
 			t.Errorf("replay --help-all lacks --%s:\n%s", f, all)
 		}

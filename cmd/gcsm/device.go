@@ -17,13 +17,15 @@ import (
 
 // deviceFlags choose the executor: --device, --gpu-placement, --gpu-mem,
 // --gpu-cache, --gpu-cache-lookup, --gpu-estimate-share, --gpu-walks,
-// --gpu-cache-min-kernel, --gpu-cache-lists, --gpu-fill, --gpu-static-keep.
+// --gpu-cache-min-kernel, --gpu-cache-lists, --gpu-fill, --gpu-static-keep,
+// --gpu-static-space.
 type deviceFlags struct {
 	device, placement string
 	mem, cache        int64
 	lookup, lists     string
 	share             float64
 	walks, fill, keep string
+	space             string
 	minKernel         time.Duration
 	gpus              int
 	// first is the first GPU's device number: a member of gcsm bench
@@ -44,6 +46,7 @@ func (d *deviceFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&d.minKernel, "gpu-cache-min-kernel", 0, minKernelUsage)
 	fs.StringVar(&d.lists, "gpu-cache-lists", "trimmed", listsUsage)
 	fs.StringVar(&d.keep, "gpu-static-keep", "on", keepUsage)
+	fs.StringVar(&d.space, "gpu-static-space", "auto", spaceUsage)
 	fs.IntVar(&d.gpus, "gpus", 1, "GPUs to use, devices 0 to N-1: each batch is split over them by shard, every GPU with its own copy of the graph (or view of it, under zero-copy)")
 }
 
@@ -85,6 +88,21 @@ const keepUsage = "on: a level of the GPU static matcher whose constraints inclu
 // keepLists parses --gpu-static-keep.
 func keepLists(v string) (bool, error) { return twoWay("gpu-static-keep", v, "off", "on") }
 
+const spaceUsage = "how the GPU static matcher counts a query: over the candidate space the CPU matcher builds (lists of the candidates adjacent to each candidate) or over the graph's lists; auto: the space where it is small (labelled queries), on: wherever it fits, off: never"
+
+// spaceEntries parses --gpu-static-space into kernels.Options.SpaceEntries.
+func spaceEntries(v string) (int, error) {
+	switch v {
+	case "auto":
+		return 0, nil
+	case "on":
+		return incremental.DefaultSpaceEntries, nil
+	case "off":
+		return -1, nil
+	}
+	return 0, fmt.Errorf("--gpu-static-space %q: want auto, on or off", v)
+}
+
 const estimateShareUsage = "the share of a batch's kernel time the gcsm placement aims to spend on its estimate, which sets the sampler's walks from batch to batch; 0 means 0.05, a negative value the sampler's own number (the paper's M, raised by its formula 5)"
 
 // engine is the chosen executor and the memory the graph must live in.
@@ -124,10 +142,11 @@ func (d *deviceFlags) options(workers int) (kernels.Options, error) {
 	whole, lerr := wholeLists(d.lists)
 	nofill, ferr := noFill(d.fill)
 	keep, kerr := keepLists(d.keep)
+	space, sperr := spaceEntries(d.space)
 	err := badFlags(
 		choice("device", d.device, "auto", "cpu", "gpu"),
 		workersFlag(workers),
-		perr, werr, serr, lerr, ferr, kerr,
+		perr, werr, serr, lerr, ferr, kerr, sperr,
 		intIn("gpu-mem", d.mem, 0, math.MaxInt64),
 		intIn("gpus", int64(d.gpus), 1, 64),
 		intIn("gpu-cache", d.cache, 0, math.MaxInt64),
@@ -136,7 +155,7 @@ func (d *deviceFlags) options(workers int) (kernels.Options, error) {
 		floatIn("gpu-estimate-share", d.share, math.Inf(-1), 1),
 	)
 	opts := kernels.Options{Placement: pl, MemLimit: d.mem, CacheBytes: d.cache, SearchLookup: search, WholeLists: whole,
-		EstimateShare: d.share, NoFill: nofill, WeightedWalks: weighted, MinCacheKernel: d.minKernel}
+		EstimateShare: d.share, NoFill: nofill, WeightedWalks: weighted, MinCacheKernel: d.minKernel, SpaceEntries: space}
 	if !keep {
 		opts.KeepBytes = -1
 	}

@@ -1,0 +1,324 @@
+package kernels
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"unsafe"
+
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/incremental"
+	"github.com/gcsm/gcsm/kernels/cuda"
+	"github.com/gcsm/gcsm/query"
+)
+
+// The layout of match_space's arrays (space.cu's SP_ and SC_ macros).
+const (
+	spVerts = iota
+	spNCons
+	spCons
+	spBuf
+	spAbove
+	spBelow
+	spNVerts
+	spSrc
+	spCover
+	spSame
+	spStride
+)
+
+const (
+	scFrom = iota
+	scOff
+	scNbr
+	scStride
+)
+
+// maxSpaceScratch bounds the warps' candidate buffers of match_space: a
+// buffer per depth, as long as the depth's longest possible intersection.
+// A space whose buffers would not fit is counted by match_delta instead.
+const maxSpaceScratch = 2 << 30
+
+// spaceProgram is a candidate space laid out for match_space.
+type spaceProgram struct {
+	n                 int
+	prog, cons        []uint32
+	verts, offs, nbrs []uint32
+	warpWords         int // a warp's scratch: the candidate buffers of depths 1 to n-2
+	rootSeeds         int // candidates of depth 0, the first launch's seeds
+}
+
+// encodeSpace lays out sp, the candidate space of plan, for match_space.
+// ok is false when it cannot be: an array past 2^32 entries (the kernel
+// indexes them with 32 bits), or a plan deeper than the kernel's walk state.
+func encodeSpace(sp incremental.Space, plan *query.Plan) (p *spaceProgram, ok bool) {
+	n := len(plan.Levels)
+	if n < 2 || n > maxLevels {
+		return nil, false
+	}
+	p = &spaceProgram{n: n, prog: make([]uint32, n*spStride), rootSeeds: len(sp.Verts[0])}
+	var verts, offs, nbrs int
+	for d := range n {
+		verts += len(sp.Verts[d])
+		for ci := range sp.Nbr[d] {
+			offs += len(sp.Off[d][ci])
+			nbrs += len(sp.Nbr[d][ci])
+		}
+	}
+	if max(verts, offs, nbrs) > math.MaxUint32 {
+		return nil, false
+	}
+	for d, lv := range plan.Levels {
+		w := p.prog[d*spStride : (d+1)*spStride]
+		w[spVerts], w[spNVerts] = uint32(len(p.verts)), uint32(len(sp.Verts[d]))
+		for _, v := range sp.Verts[d] {
+			p.verts = append(p.verts, uint32(v))
+		}
+		w[spNCons] = uint32(len(lv.Cons))
+		w[spCons] = uint32(len(p.cons) / scStride)
+		room := math.MaxInt // the longest intersection: the shortest of the constraints' longest lists
+		for ci, c := range lv.Cons {
+			off := sp.Off[d][ci]
+			p.cons = append(p.cons, uint32(c.From), uint32(len(p.offs)), uint32(len(p.nbrs)))
+			p.offs = append(p.offs, off...)
+			p.nbrs = append(p.nbrs, sp.Nbr[d][ci]...)
+			longest := 0
+			for x := 1; x < len(off); x++ {
+				longest = max(longest, int(off[x]-off[x-1]))
+			}
+			room = min(room, longest)
+		}
+		if d >= 1 && d < n-1 {
+			w[spBuf] = uint32(p.warpWords)
+			p.warpWords += room
+		}
+		for _, a := range lv.Above {
+			w[spAbove] |= 1 << a
+		}
+		for _, b := range lv.Below {
+			w[spBelow] |= 1 << b
+		}
+	}
+	for d := range n {
+		w := p.prog[d*spStride : (d+1)*spStride]
+		w[spSrc] = noSrc
+		if s, cover, ok := keptSource(plan, sp.Verts, d); ok {
+			w[spSrc], w[spCover], w[spSame] = uint32(s), cover, b2u(slices.Equal(sp.Verts[s], sp.Verts[d]))
+		}
+	}
+	return p, true
+}
+
+// keptSource picks the deepest earlier depth s whose candidates depth d can
+// scan instead of a list (space.cu's SP_SRC): s has two constraints or more
+// and d has each of them (the same placed vertex, edge label and
+// direction); every candidate of d (verts[d]) is one of s (a query vertex
+// of degree 2 has candidates that one of degree 4 has not); and s's
+// symmetry conditions follow from d's. So every vertex s refused d would
+// refuse too. cover has bit c set for each constraint c of d that s meets.
+// Unlike keepIntersections, s's candidates are filtered already (placed
+// vertices, symmetry), hence the last rule.
+func keptSource(plan *query.Plan, verts [][]graph.VertexID, d int) (s int, cover uint32, ok bool) {
+	above, below := orderAt(plan, d)
+	lv := &plan.Levels[d]
+	for s = d - 1; s >= 1; s-- {
+		src := &plan.Levels[s]
+		if len(src.Cons) < 2 || !subset(src.Above, above) || !subset(src.Below, below) || !within(verts[d], verts[s]) {
+			continue
+		}
+		cover = 0
+		for _, c := range src.Cons {
+			i := slices.IndexFunc(lv.Cons, func(e query.Constraint) bool {
+				return e.From == c.From && e.Label == c.Label && e.Dir == c.Dir
+			})
+			if i < 0 {
+				cover = 0
+				break
+			}
+			cover |= 1 << i
+		}
+		if cover != 0 {
+			return s, cover, true
+		}
+	}
+	return 0, 0, false
+}
+
+// orderAt returns the depths whose data vertices depth d's must be above
+// (and below) once depths 0 to d are placed: the symmetry conditions of
+// those depths, closed transitively.
+func orderAt(plan *query.Plan, d int) (above, below uint64) {
+	gt := make([]uint64, d+1) // gt[x]: the depths whose vertices x's is above
+	for x := 0; x <= d; x++ {
+		for _, a := range plan.Levels[x].Above {
+			gt[x] |= 1 << a
+		}
+		for _, b := range plan.Levels[x].Below {
+			gt[b] |= 1 << x
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for x := range gt {
+			for y := range gt {
+				if gt[x]&(1<<y) != 0 && gt[x]|gt[y] != gt[x] {
+					gt[x] |= gt[y]
+					changed = true
+				}
+			}
+		}
+	}
+	for y := range gt {
+		if gt[y]&(1<<d) != 0 {
+			below |= 1 << y
+		}
+	}
+	return gt[d], below
+}
+
+// within says whether every vertex of a, ascending, is in b, ascending.
+func within(a, b []graph.VertexID) bool {
+	if len(a) > len(b) {
+		return false
+	}
+	j := 0
+	for _, v := range a {
+		for j < len(b) && b[j] < v {
+			j++
+		}
+		if j == len(b) || b[j] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// subset says whether every depth of ds is in the set.
+func subset(ds []int, set uint64) bool {
+	for _, d := range ds {
+		if set&(1<<d) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// autoSpaceEntries is Options.SpaceEntries' default. The host builds the
+// space before the first launch: a labelled yeast query's holds 575 to
+// 13,912 entries, but an unlabelled STMatch pattern's on Wiki-Vote 1.2 to
+// 4 million, and building it cost more than a light pattern's whole count
+// (pattern 8 on the H100: 0.087 s over the space, 0.03 s without). The
+// heavy unlabelled patterns gain from the space all the same (17 and 20:
+// 2.3 and 12.4 s without, 0.8 and 6.8 s with; benchmarks.md), hence
+// --gpu-static-space on.
+const autoSpaceEntries = 1 << 18
+
+// staticSpace counts the matches of plan over the candidate space of f's
+// sets with match_space; ok is false when the space or its buffers do not
+// fit, and the caller walks the graph's lists instead.
+func (x *GPU) staticSpace(g *dyngraph.Graph, f *incremental.Candidates, plan *query.Plan) (count int64, ok bool, err error) {
+	budget := x.opts.SpaceEntries
+	if budget == 0 {
+		budget = autoSpaceEntries
+	}
+	sp, ok := f.Space(g, plan, budget)
+	if !ok {
+		return 0, false, nil
+	}
+	p, ok := encodeSpace(sp, plan)
+	if !ok {
+		return 0, false, nil
+	}
+	return x.countSpace(p)
+}
+
+// countSpace counts the matches of a static plan over its candidate space
+// with match_space: the candidates of depth 0 are the first seeds; launches
+// of one level each expand them until there are staticSeeds per warp (or
+// the next would not fit), and a last launch counts the rest of the plan
+// from them. ok is false when the space's buffers do not fit the device.
+func (x *GPU) countSpace(p *spaceProgram) (count int64, ok bool, err error) {
+	blocks := uint32(x.dev.Multiprocessors) * blocksPerSM
+	warps := int(blocks) * warpsPerBlock
+	scratchBytes := warps * max(p.warpWords, 1) * 4
+	if scratchBytes > maxSpaceScratch {
+		return 0, false, nil
+	}
+	scratch, err := x.buf("space_scratch", scratchBytes)
+	if errors.Is(err, cuda.ErrOutOfMemory) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	var arr [5]cuda.DevicePtr
+	for i, a := range [][]uint32{p.prog, p.cons, p.verts, p.offs, p.nbrs} {
+		if arr[i], err = x.upload([]string{"space_prog", "space_cons", "space_verts", "space_offs", "space_nbrs"}[i], u32ptr(a), 4*len(a)); err != nil {
+			return 0, false, err
+		}
+	}
+	ctrs, err := x.buf("space_counters", 32) // next seed, seeds written, count, overflow
+	if err != nil {
+		return 0, false, err
+	}
+	next, outCount, total, overflow := ctrs, ctrs+8, ctrs+16, ctrs+24
+	root := make([]uint32, p.rootSeeds)
+	for i := range root {
+		root[i] = uint32(i)
+	}
+	seeds, err := x.upload("seeds", u32ptr(root), 4*len(root))
+	if err != nil {
+		return 0, false, err
+	}
+	depth, nseeds := 1, uint64(len(root))
+	launch := func(seeds, out cuda.DevicePtr, outDepth int, outCap uint64) error {
+		if err := x.ctx.Memset32(ctrs, 0, 8); err != nil {
+			return err
+		}
+		err := x.space.Launch([3]uint32{blocks, 1, 1}, [3]uint32{warpsPerBlock * 32, 1, 1}, 0, nil,
+			arr[0], arr[1], arr[2], arr[3], arr[4], uint32(p.n),
+			seeds, uint32(depth), nseeds, next, out, uint32(outDepth), outCap, outCount, overflow,
+			scratch, uint32(p.warpWords), total)
+		if err == nil {
+			err = x.ctx.Synchronize()
+		}
+		x.last.Launches++
+		if err != nil {
+			return fmt.Errorf("kernels: match_space: %w", err)
+		}
+		return nil
+	}
+	for buf := 0; depth < p.n-1 && nseeds < uint64(staticSeeds*warps); buf++ {
+		out, err := x.buf([2]string{"seeds_next", "seeds"}[buf%2], seedBytes)
+		if errors.Is(err, cuda.ErrOutOfMemory) {
+			break // under a tight --gpu-mem: walk what there is
+		}
+		if err != nil {
+			return 0, false, err
+		}
+		if err := launch(seeds, out, depth+1, uint64(seedBytes/(4*(depth+1)))); err != nil {
+			return 0, false, err
+		}
+		var c [4]uint64
+		if err := x.ctx.CopyDtoH(unsafe.Pointer(&c[0]), ctrs, 32); err != nil {
+			return 0, false, err
+		}
+		if c[3] != 0 {
+			break // the seeds of the level before stand
+		}
+		if c[1] == 0 {
+			return 0, true, nil
+		}
+		seeds, depth, nseeds = out, depth+1, c[1]
+	}
+	if err := launch(seeds, 0, 0, 0); err != nil {
+		return 0, false, err
+	}
+	var c [4]uint64
+	if err := x.ctx.CopyDtoH(unsafe.Pointer(&c[0]), ctrs, 32); err != nil {
+		return 0, false, err
+	}
+	return int64(c[2]), true, nil
+}
