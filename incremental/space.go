@@ -44,7 +44,6 @@ type space struct {
 	// intersection is a few ANDs. rows is nil for other depths.
 	words []int
 	rows  [][][]uint64
-	graph int // the entries of the graph's label ranges the built lists were taken from
 }
 
 // maxRowWords bounds the candidates of a depth whose lists are also kept
@@ -55,8 +54,11 @@ const maxRowWords = 8
 
 // newSpace builds the candidate space of plan p of q over f's sets in g,
 // spending at most budget list entries. Its full size is the number of
-// data edges between candidates, once per query edge and direction.
-func newSpace(g *dyngraph.Graph, f *Candidates, p *query.Plan, budget int) *space {
+// data edges between candidates, once per query edge and direction. With
+// whole, for a search that cannot build a list it lacks (the GPU's), it
+// builds every list or, when their bounds together pass the budget, none
+// (nil), and no rows.
+func newSpace(g *dyngraph.Graph, f *Candidates, p *query.Plan, budget int, whole bool) *space {
 	n := len(p.Levels)
 	s := &space{g: g, prof: f.prof, plan: p, sets: make([][]uint64, n), ranks: make([][]uint32, n), verts: make([][]graph.VertexID, n),
 		off: make([][][]uint32, n), nbr: make([][][]uint32, n), words: make([]int, n), rows: make([][][]uint64, n)}
@@ -64,21 +66,24 @@ func newSpace(g *dyngraph.Graph, f *Candidates, p *query.Plan, budget int) *spac
 		u := p.Levels[d].Vertex
 		s.sets[d], s.ranks[d], s.verts[d] = f.Sets[u], rank(f.Sets[u]), f.Members(u)
 	}
+	if whole {
+		total := 0
+		for d := 1; d < n; d++ {
+			for ci := range p.Levels[d].Cons {
+				total += s.bound(d, ci)
+			}
+		}
+		if total > budget {
+			return nil
+		}
+	}
 	for d := 1; d < n; d++ {
 		lv := &p.Levels[d]
 		s.off[d] = make([][]uint32, len(lv.Cons))
 		s.nbr[d] = make([][]uint32, len(lv.Cons))
 		for ci := range lv.Cons {
 			from := s.verts[lv.Cons[ci].From]
-			// The label ranges of the lists bound the size from above.
-			bound := 0
-			for _, x := range from {
-				s.eachList(d, ci, x, func(a *dyngraph.Adj, in bool) {
-					lo, hi := s.prof.rng(x, in, a, lv.Label)
-					bound += hi - lo
-				})
-			}
-			if bound > budget {
+			if s.bound(d, ci) > budget {
 				continue
 			}
 			off := make([]uint32, 1, len(from)+1)
@@ -88,12 +93,27 @@ func newSpace(g *dyngraph.Graph, f *Candidates, p *query.Plan, budget int) *spac
 				off = append(off, uint32(len(nbr)))
 			}
 			s.off[d][ci], s.nbr[d][ci] = off, nbr
-			s.graph += bound
 			budget -= len(nbr)
 		}
-		budget = s.buildRows(d, budget)
+		if !whole {
+			budget = s.buildRows(d, budget)
+		}
 	}
 	return s
+}
+
+// bound is the size of constraint ci's lists of depth d from above: the
+// label ranges of the graph's lists they are taken from.
+func (s *space) bound(d, ci int) int {
+	lv := &s.plan.Levels[d]
+	n := 0
+	for _, x := range s.verts[lv.Cons[ci].From] {
+		s.eachList(d, ci, x, func(a *dyngraph.Adj, in bool) {
+			lo, hi := s.prof.rng(x, in, a, lv.Label)
+			n += hi - lo
+		})
+	}
+	return n
 }
 
 // Space is a static plan's candidate space as flat lists, for a matcher
@@ -104,25 +124,17 @@ func newSpace(g *dyngraph.Graph, f *Candidates, p *query.Plan, budget int) *spac
 type Space struct {
 	Verts    [][]graph.VertexID
 	Off, Nbr [][][]uint32
-	// Graph is the number of entries of the graph's lists (their label
-	// ranges) that the lists were taken from: what a walk of the graph
-	// would scan in their place.
-	Graph int
 }
 
-// Space builds the candidate space of plan p over c's sets in g within
-// budget list entries; ok is false when some constraint's lists did not
-// fit, since the GPU cannot build them as the CPU's search does.
+// Space builds the candidate space of plan p over c's sets in g, whole:
+// ok is false when its lists' bounds (the label ranges of the graph's
+// lists they are taken from) pass budget entries, and nothing is built.
 func (c *Candidates) Space(g *dyngraph.Graph, p *query.Plan, budget int) (s Space, ok bool) {
-	sp := newSpace(g, c, p, budget)
-	for d := 1; d < len(p.Levels); d++ {
-		for _, off := range sp.off[d] {
-			if off == nil {
-				return Space{}, false
-			}
-		}
+	sp := newSpace(g, c, p, budget, true)
+	if sp == nil {
+		return Space{}, false
 	}
-	return Space{Verts: sp.verts, Off: sp.off, Nbr: sp.nbr, Graph: sp.graph}, true
+	return Space{Verts: sp.verts, Off: sp.off, Nbr: sp.nbr}, true
 }
 
 // buildRows adds the bitset rows of depth d where they pay and fit in

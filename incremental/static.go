@@ -45,7 +45,7 @@ func (c *CPU) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink 
 		if budget == 0 {
 			budget = DefaultSpaceEntries
 		}
-		sp := newSpace(g, f, &plan, budget)
+		sp := newSpace(g, f, &plan, budget, false)
 		res[qi] = c.search(g, sp, qi, mode, sink)
 		if mode == Count {
 			res[qi] *= int64(q.CountFactor)

@@ -98,7 +98,7 @@ func checkFilter(t *testing.T, where string, g *dyngraph.Graph, q *query.Query, 
 		return pruned
 	}
 	plan := q.StaticPlan(0, f.Count, false)
-	sp := newSpace(g, f, &plan, DefaultSpaceEntries)
+	sp := newSpace(g, f, &plan, DefaultSpaceEntries, false)
 	for k := range want {
 		m := splitKey(k)
 		idx := make([]uint32, q.N())
@@ -321,7 +321,7 @@ func TestStaticSearchAllocs(t *testing.T) {
 	q := hubQueries(t, labels, false)[2]
 	f := Filter(g, q)
 	plan := q.StaticPlan(slices.Index(f.Count, slices.Min(f.Count)), f.Count, false)
-	sp := newSpace(g, f, &plan, DefaultSpaceEntries)
+	sp := newSpace(g, f, &plan, DefaultSpaceEntries, false)
 	roots := make([]uint32, len(sp.verts[0]))
 	for i := range roots {
 		roots[i] = uint32(i)

@@ -206,13 +206,14 @@ func subset(ds []int, set uint64) bool {
 }
 
 // autoSpaceEntries is Options.SpaceEntries' default. The host builds the
-// space before the first launch: a labelled yeast query's holds 575 to
-// 13,912 entries, but an unlabelled STMatch pattern's on Wiki-Vote 1.2 to
-// 4 million, and building it cost more than a light pattern's whole count
-// (pattern 8 on the H100: 0.087 s over the space, 0.03 s without). The
-// heavy unlabelled patterns gain from the space all the same (17 and 20:
-// 2.3 and 12.4 s without, 0.8 and 6.8 s with; benchmarks.md), hence
-// --gpu-static-space on.
+// space before the first launch, and the bound it checks is the label
+// ranges of the graph's lists the space's lists come from: for the heavy
+// labelled yeast queries 1,179 to 16,645 entries, for an unlabelled STMatch
+// pattern on Wiki-Vote 1.2 to 4.1 million. Building a space that large cost
+// more than a light pattern's whole count (pattern 8 on the H100: 0.087 s
+// over the space, 0.03 s without). The heavy unlabelled patterns gain from
+// the space all the same (17 and 20: 2.3 and 12.4 s without, 0.8 and 6.8 s
+// with; benchmarks.md), hence --gpu-static-space on.
 const autoSpaceEntries = 1 << 18
 
 // staticSpace counts the matches of plan over the candidate space of f's
