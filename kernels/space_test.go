@@ -109,26 +109,11 @@ func unevenCase(t *testing.T) ([]graph.Update, []*query.Query) {
 			graph.Update{Op: graph.Insert, Src: e, Dst: v, Label: x, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel},
 			graph.Update{Op: graph.Insert, Src: e, Dst: v + 8, Label: x, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
 	}
-	var qs []*query.Query
-	for i, c := range []struct {
-		pat string
-		sem query.Semantics
-	}{
+	return load, compiled(t, d, "u", []pattern{
 		{"(a)-[]-(b)-[]-(c)-[]-(a), (d)-[]-(a), (d)-[]-(b), (d)-[]-(c), (e)-[]-(a), (e)-[]-(b)", query.Embeddings},
 		{"(a)-[]-(b)-[]-(c)-[]-(a), (d)-[]-(a), (d)-[]-(b), (d)-[]-(c), (e)-[]-(a), (e)-[]-(b)", query.Instances},
 		{"(a)-[]-(b)-[]-(c)-[]-(d)-[]-(a), (a)-[]-(c), (e)-[]-(a), (e)-[]-(c), (f)-[]-(b), (f)-[]-(e)", query.Instances},
-	} {
-		p, err := query.ParseCypher(fmt.Sprint("u", i), c.pat)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q, err := query.Compile(p, d, false, c.sem)
-		if err != nil {
-			t.Fatal(err)
-		}
-		qs = append(qs, q)
-	}
-	return load, qs
+	})
 }
 
 // pendantCase is denseCoreCase's graph with queries whose last vertex
@@ -141,27 +126,12 @@ func pendantCase(t *testing.T) ([]graph.Update, []*query.Query) {
 	d.Intern("A")
 	d.Intern("B")
 	d.Intern("x")
-	var qs []*query.Query
-	for i, c := range []struct {
-		pat string
-		sem query.Semantics
-	}{
+	return load, compiled(t, d, "p", []pattern{
 		{"(a)-[]-(b), (a)-[]-(c), (a)-[]-(d)", query.Instances},
 		{"(a)-[]-(b)-[]-(c)-[]-(a), (d)-[]-(a), (e)-[]-(a)", query.Instances},
 		{"(a:A)-[]-(b:A)-[]-(c:A)-[]-(d:A)-[]-(a), (e:B)-[]-(a)", query.Instances},
 		{"(a)-[]-(b)-[]-(c)-[]-(a), (d)-[]-(a), (e)-[]-(a)", query.Embeddings},
-	} {
-		p, err := query.ParseCypher(fmt.Sprint("p", i), c.pat)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q, err := query.Compile(p, d, false, c.sem)
-		if err != nil {
-			t.Fatal(err)
-		}
-		qs = append(qs, q)
-	}
-	return load, qs
+	})
 }
 
 // spaceOf encodes the candidate space of q's static counting plan on g.
@@ -219,14 +189,9 @@ func countSpaceOnHost(t *testing.T, p *spaceProgram) int64 {
 					continue next
 				}
 			}
-			v := p.verts[w[spVerts]+y]
-			for a := range d {
-				u := vid[a]
-				if u == v || (w[spAbove]>>a&1 == 1 && v <= u) || (w[spBelow]>>a&1 == 1 && v >= u) {
-					continue next
-				}
+			if placeable(w, d, vid, p.verts[w[spVerts]+y]) {
+				out = append(out, y)
 			}
-			out = append(out, y)
 		}
 		if w[spSrc] != noSrc {
 			if kept := keptOnHost(p, d, bufs[w[spSrc]], lists, vid); !slices.Equal(kept, out) {
@@ -328,13 +293,22 @@ next:
 				}
 			}
 		}
-		for a := range d {
-			u := vid[a]
-			if u == v || (w[spAbove]>>a&1 == 1 && v <= u) || (w[spBelow]>>a&1 == 1 && v >= u) {
-				continue next
-			}
+		if placeable(w, d, vid, v) {
+			out = append(out, y)
 		}
-		out = append(out, y)
 	}
 	return out
+}
+
+// placeable says whether data vertex v may go at depth d, whose program
+// words are w, below the placed vertices vid: none of them, and above and
+// below those its symmetry conditions name.
+func placeable(w []uint32, d int, vid []uint32, v uint32) bool {
+	for a := range d {
+		u := vid[a]
+		if u == v || (w[spAbove]>>a&1 == 1 && v <= u) || (w[spBelow]>>a&1 == 1 && v >= u) {
+			return false
+		}
+	}
+	return true
 }

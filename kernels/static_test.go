@@ -157,22 +157,10 @@ func hubCase(t *testing.T) ([]graph.Update, []*query.Query) {
 			}
 		}
 	}
-	var qs []*query.Query
-	for i, pat := range []string{
-		"(h:H)-[]-(a:B)-[]-(b:B)-[]-(c:B)-[]-(a), (b)-[]-(h)",
-		"(h:H)-[]-(a:B)-[]-(b:B)-[]-(c:B)-[]-(d:B)-[]-(a)",
-	} {
-		p, err := query.ParseCypher(fmt.Sprint("q", i), pat)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q, err := query.Compile(p, d, false, query.Semantics(i%2))
-		if err != nil {
-			t.Fatal(err)
-		}
-		qs = append(qs, q)
-	}
-	return load, qs
+	return load, compiled(t, d, "q", []pattern{
+		{"(h:H)-[]-(a:B)-[]-(b:B)-[]-(c:B)-[]-(a), (b)-[]-(h)", query.Embeddings},
+		{"(h:H)-[]-(a:B)-[]-(b:B)-[]-(c:B)-[]-(d:B)-[]-(a)", query.Instances},
+	})
 }
 
 // denseCoreCase is a graph with a dense core and a sparse rim, labelled A
@@ -199,19 +187,28 @@ func denseCoreCase(t *testing.T) ([]graph.Update, []*query.Query) {
 			}
 		}
 	}
-	var qs []*query.Query
-	for i, c := range []struct {
-		pat string
-		sem query.Semantics
-	}{
+	return load, compiled(t, d, "k", []pattern{
 		{"(a)-[]-(b)-[]-(c)-[]-(a), (d)-[]-(a), (d)-[]-(b), (d)-[]-(c)", query.Embeddings},
 		{"(a)-[]-(b)-[]-(c)-[]-(a), (d)-[]-(a), (d)-[]-(b), (d)-[]-(c), (e)-[]-(a), (e)-[]-(b), (e)-[]-(c), (e)-[]-(d)", query.Instances},
 		{"(a:A)-[]-(b:A)-[]-(c:A)-[]-(a), (d:A)-[]-(a), (d)-[]-(b), (d)-[]-(c), (e:B)-[]-(a), (e)-[]-(b), (e)-[]-(c)", query.Embeddings},
 		{"(a)-[]-(b)-[]-(c)-[]-(a), (d)-[]-(a), (d)-[]-(b), (d)-[]-(c), (e)-[]-(c), (e)-[]-(d)", query.Instances},
 		{"(a)-[]-(b)-[]-(c)-[]-(a), (d)-[]-(a), (d)-[]-(b), (d)-[]-(c), (e)-[]-(a), (e)-[]-(b), (e)-[]-(c), (e)-[]-(d), " +
 			"(f)-[]-(a), (f)-[]-(b), (f)-[]-(c), (f)-[]-(d), (f)-[]-(e)", query.Instances},
-	} {
-		p, err := query.ParseCypher(fmt.Sprint("k", i), c.pat)
+	})
+}
+
+// pattern is a query of a test case and the semantics it is compiled with.
+type pattern struct {
+	pat string
+	sem query.Semantics
+}
+
+// compiled compiles ps over the labels of d, named prefix and index.
+func compiled(t *testing.T, d *graph.Dict, prefix string, ps []pattern) []*query.Query {
+	t.Helper()
+	var qs []*query.Query
+	for i, c := range ps {
+		p, err := query.ParseCypher(fmt.Sprint(prefix, i), c.pat)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,5 +218,5 @@ func denseCoreCase(t *testing.T) ([]graph.Update, []*query.Query) {
 		}
 		qs = append(qs, q)
 	}
-	return load, qs
+	return qs
 }
