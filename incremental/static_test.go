@@ -99,6 +99,7 @@ func checkFilter(t *testing.T, where string, g *dyngraph.Graph, q *query.Query, 
 	}
 	plan := q.StaticPlan(0, f.Count, false)
 	sp := newSpace(g, f, &plan, DefaultSpaceEntries, false)
+	checkWholeSpace(t, where, g, f, &plan, sp)
 	for k := range want {
 		m := splitKey(k)
 		idx := make([]uint32, q.N())
@@ -119,6 +120,33 @@ func checkFilter(t *testing.T, where string, g *dyngraph.Graph, q *query.Query, 
 		}
 	}
 	return pruned
+}
+
+// checkWholeSpace checks Candidates.Space against sp, the CPU's space of
+// the same plan: the same lists, built within a budget of exactly their
+// bounds and refused, all of them, within one entry less.
+func checkWholeSpace(t *testing.T, where string, g *dyngraph.Graph, f *Candidates, plan *query.Plan, sp *space) {
+	t.Helper()
+	total := 0
+	for d := 1; d < len(plan.Levels); d++ {
+		for ci := range plan.Levels[d].Cons {
+			total += sp.bound(d, ci)
+		}
+	}
+	whole, ok := f.Space(g, plan, total)
+	if !ok {
+		t.Fatalf("%s: Space refused a budget of its bounds, %d entries", where, total)
+	}
+	for d := 1; d < len(plan.Levels); d++ {
+		for ci := range plan.Levels[d].Cons {
+			if !slices.Equal(whole.Off[d][ci], sp.off[d][ci]) || !slices.Equal(whole.Nbr[d][ci], sp.nbr[d][ci]) {
+				t.Fatalf("%s: Space's lists of depth %d, constraint %d differ from the CPU's", where, d, ci)
+			}
+		}
+	}
+	if _, ok := f.Space(g, plan, total-1); ok && total > 0 {
+		t.Fatalf("%s: Space built lists whose bounds, %d entries, pass a budget of %d", where, total, total-1)
+	}
 }
 
 // checkStaticSet compares Static's enumerated matches and its count with want.
