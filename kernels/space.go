@@ -247,6 +247,8 @@ func (x *GPU) countSpace(p *spaceProgram) (count int64, ok bool, err error) {
 	if scratchBytes > maxSpaceScratch {
 		return 0, false, nil
 	}
+	// Under a tight --gpu-mem the space may not fit: match_delta counts
+	// the query from the graph's lists instead.
 	scratch, err := x.buf("space_scratch", scratchBytes)
 	if errors.Is(err, cuda.ErrOutOfMemory) {
 		return 0, false, nil
@@ -254,9 +256,17 @@ func (x *GPU) countSpace(p *spaceProgram) (count int64, ok bool, err error) {
 	if err != nil {
 		return 0, false, err
 	}
-	var arr [5]cuda.DevicePtr
-	for i, a := range [][]uint32{p.prog, p.cons, p.verts, p.offs, p.nbrs} {
-		if arr[i], err = x.upload([]string{"space_prog", "space_cons", "space_verts", "space_offs", "space_nbrs"}[i], u32ptr(a), 4*len(a)); err != nil {
+	root := make([]uint32, p.rootSeeds)
+	for i := range root {
+		root[i] = uint32(i)
+	}
+	var arr [6]cuda.DevicePtr // the space's five arrays, and the first seeds
+	for i, a := range [][]uint32{p.prog, p.cons, p.verts, p.offs, p.nbrs, root} {
+		arr[i], err = x.upload([]string{"space_prog", "space_cons", "space_verts", "space_offs", "space_nbrs", "seeds"}[i], u32ptr(a), 4*len(a))
+		if errors.Is(err, cuda.ErrOutOfMemory) {
+			return 0, false, nil
+		}
+		if err != nil {
 			return 0, false, err
 		}
 	}
@@ -265,14 +275,7 @@ func (x *GPU) countSpace(p *spaceProgram) (count int64, ok bool, err error) {
 		return 0, false, err
 	}
 	next, outCount, total, overflow := ctrs, ctrs+8, ctrs+16, ctrs+24
-	root := make([]uint32, p.rootSeeds)
-	for i := range root {
-		root[i] = uint32(i)
-	}
-	seeds, err := x.upload("seeds", u32ptr(root), 4*len(root))
-	if err != nil {
-		return 0, false, err
-	}
+	seeds := arr[5]
 	depth, nseeds := 1, uint64(len(root))
 	launch := func(seeds, out cuda.DevicePtr, outDepth int, outCap uint64) error {
 		if err := x.ctx.Memset32(ctrs, 0, 8); err != nil {
