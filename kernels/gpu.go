@@ -141,10 +141,11 @@ type Options struct {
 	// keeps none, every level scanning its lists, for measuring what
 	// keeping buys.
 	KeepBytes int64
-	// SpaceEntries bounds the candidate space, in list entries, that the
-	// static matcher builds on the host for match_space; a query whose
-	// space would be larger is counted by match_delta over the graph's
-	// lists. 0 means autoSpaceEntries; a negative value builds none.
+	// SpaceEntries bounds the candidate space that the static matcher
+	// builds on the host for match_space, in entries of the graph's lists
+	// it comes from (incremental.Candidates.Space); a query whose space
+	// would pass it is counted by match_delta over the graph's lists. 0
+	// means autoSpaceEntries; a negative value builds none.
 	SpaceEntries int
 	// EnumRecords is the capacity of the enumeration buffer in matches;
 	// 0 means 1<<22. A launch that fills it stops, the host drains the
