@@ -66,16 +66,17 @@ func newSpace(g *dyngraph.Graph, f *Candidates, p *query.Plan, budget int, whole
 		u := p.Levels[d].Vertex
 		s.sets[d], s.ranks[d], s.verts[d] = f.Sets[u], rank(f.Sets[u]), f.Members(u)
 	}
-	if whole {
-		total := 0
-		for d := 1; d < n; d++ {
-			for ci := range p.Levels[d].Cons {
-				total += s.bound(d, ci)
-			}
+	bounds := make([][]int, n)
+	total := 0
+	for d := 1; d < n; d++ {
+		bounds[d] = make([]int, len(p.Levels[d].Cons))
+		for ci := range bounds[d] {
+			bounds[d][ci] = s.bound(d, ci)
+			total += bounds[d][ci]
 		}
-		if total > budget {
-			return nil
-		}
+	}
+	if whole && total > budget {
+		return nil
 	}
 	for d := 1; d < n; d++ {
 		lv := &p.Levels[d]
@@ -83,7 +84,7 @@ func newSpace(g *dyngraph.Graph, f *Candidates, p *query.Plan, budget int, whole
 		s.nbr[d] = make([][]uint32, len(lv.Cons))
 		for ci := range lv.Cons {
 			from := s.verts[lv.Cons[ci].From]
-			if s.bound(d, ci) > budget {
+			if bounds[d][ci] > budget {
 				continue
 			}
 			off := make([]uint32, 1, len(from)+1)

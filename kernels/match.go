@@ -83,13 +83,6 @@ func (x *GPU) Static(g *dyngraph.Graph, queries []*query.Query, mode incremental
 		if !ok {
 			continue
 		}
-		// The last level goes without: a vertex that completes a match is
-		// in its set anyway, and without one the kernel counts that level
-		// from the list's label range.
-		sets := make([][]uint64, len(plan.Levels))
-		for d, lv := range plan.Levels[:len(plan.Levels)-1] {
-			sets[d] = f.Sets[lv.Vertex]
-		}
 		if mode == incremental.Count && x.opts.SpaceEntries >= 0 {
 			n, ok, err := x.staticSpace(g, f, &plan)
 			if err != nil {
@@ -99,6 +92,13 @@ func (x *GPU) Static(g *dyngraph.Graph, queries []*query.Query, mode incremental
 				out[qi] = n * int64(q.CountFactor)
 				continue
 			}
+		}
+		// The last level goes without: a vertex that completes a match is
+		// in its set anyway, and without one the kernel counts that level
+		// from the list's label range.
+		sets := make([][]uint64, len(plan.Levels))
+		for d, lv := range plan.Levels[:len(plan.Levels)-1] {
+			sets[d] = f.Sets[lv.Vertex]
 		}
 		changes := rootEdges(g, f.Sets[plan.Levels[0].Vertex], f.Sets[plan.Levels[1].Vertex])
 		if len(changes) == 0 {
