@@ -55,6 +55,30 @@ __device__ __forceinline__ uint32_t sp_search(const uint32_t* a, uint32_t lo, ui
     return lo;
 }
 
+// sp_fits says whether data vertex v may stand at depth d below the placed
+// vertices vid[0, d): no vertex twice, and v above (below) the placed
+// vertices the depth's symmetry conditions name.
+__device__ __forceinline__ bool sp_fits(const uint32_t* vid, uint32_t d, uint32_t above, uint32_t below, uint32_t v)
+{
+    for (uint32_t a = 0; a < d; a++) {
+        uint32_t u = vid[a];
+        if (u == v || (((above >> a) & 1) && v <= u) || (((below >> a) & 1) && v >= u))
+            return false;
+    }
+    return true;
+}
+
+// sp_emit is called by the whole warp: the lanes whose ok is set append
+// their y to buf after its first cnt entries (when buf is not null), in lane
+// order; it returns how many did.
+__device__ __forceinline__ uint32_t sp_emit(uint32_t* buf, uint32_t cnt, bool ok, uint32_t y, uint32_t lane)
+{
+    unsigned mask = __ballot_sync(0xFFFFFFFFu, ok);
+    if (buf && ok)
+        buf[cnt + __popc(mask & ((1u << lane) - 1))] = y;
+    return __popc(mask);
+}
+
 // sp_level makes the candidates of depth d below the placed prefix idx/vid
 // [0, d): it writes them to buf and returns their number, or, at the last
 // depth, only counts them. lo and hi are the warp's room for the constraints'
@@ -113,15 +137,9 @@ __device__ uint32_t sp_level(const uint32_t* prog, const uint32_t* cons, const u
                     uint32_t p = sp_search(nbrs, lo[c], hi[c], y);
                     ok = p < hi[c] && nbrs[p] == y;
                 }
-                for (uint32_t a = 0; a < d && ok; a++) {
-                    uint32_t u = vid[a];
-                    ok = u != v && (!((above >> a) & 1) || v > u) && (!((below >> a) & 1) || v < u);
-                }
+                ok = ok && sp_fits(vid, d, above, below, v);
             }
-            unsigned mask = __ballot_sync(0xFFFFFFFFu, ok);
-            if (buf && ok)
-                buf[cnt + __popc(mask & ((1u << lane) - 1))] = y;
-            cnt += __popc(mask);
+            cnt += sp_emit(buf, cnt, ok, y, lane);
         }
         __syncwarp();
         return cnt;
@@ -141,15 +159,9 @@ __device__ uint32_t sp_level(const uint32_t* prog, const uint32_t* cons, const u
         }
         if (ok) {
             v = dv[y];
-            for (uint32_t a = 0; a < d && ok; a++) {
-                uint32_t u = vid[a];
-                ok = u != v && (!((above >> a) & 1) || v > u) && (!((below >> a) & 1) || v < u);
-            }
+            ok = sp_fits(vid, d, above, below, v);
         }
-        unsigned mask = __ballot_sync(0xFFFFFFFFu, ok);
-        if (buf && ok)
-            buf[cnt + __popc(mask & ((1u << lane) - 1))] = y;
-        cnt += __popc(mask);
+        cnt += sp_emit(buf, cnt, ok, y, lane);
     }
     __syncwarp();
     return cnt;
