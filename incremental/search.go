@@ -147,7 +147,18 @@ type finder struct {
 	// of depth d went to another worker.
 	anc, ordAnc, conf [query.MaxVertices]uint64
 	gave              [query.MaxVertices]bool
-	_                 [cacheLine]byte
+
+	// Counting the independent tail (tail.go): its first depth, or the
+	// last depth where it is not counted; per depth the candidates as data
+	// vertices; a group's levels; per subset of a group the intersection of
+	// its sets and its size.
+	tail     int
+	sets     [query.MaxVertices][]graph.VertexID
+	group    []int
+	inter    [1 << maxGroup][]graph.VertexID
+	interBuf [1 << maxGroup][]graph.VertexID
+	size     [1 << maxGroup]int64
+	_        [cacheLine]byte
 }
 
 // found is the failing set of a subtree that holds a match, or whose
@@ -184,6 +195,10 @@ func (c *CPU) search(g *dyngraph.Graph, sp *space, qi int, mode Mode, sink Sink)
 		}
 		f.sp, f.plan, f.mode, f.sink, f.qi, f.work, f.stop = sp, sp.plan, mode, sink, qi, work, c.stop
 		f.failing()
+		f.tail = len(sp.plan.Levels) - 1
+		if mode == Count {
+			f.tail = independentTail(sp.plan)
+		}
 		f.count, f.splits, f.pruned, f.stopped = 0, 0, 0, false
 		wg.Go(func() {
 			for {
@@ -260,8 +275,12 @@ func (f *finder) unplace(d int) {
 // walk (DP-iso's failing-set pruning): every other candidate would fail
 // alike.
 func (f *finder) walk(d int) uint64 {
-	if d == len(f.plan.Levels)-1 {
-		f.emit(d)
+	if d == f.tail {
+		if d == len(f.plan.Levels)-1 {
+			f.emit(d)
+		} else {
+			f.countTail(d)
+		}
 		return found
 	}
 	f.pos[d], f.end[d], f.gave[d] = 0, len(f.cand[d]), false

@@ -19,9 +19,10 @@ import (
 // the fewest candidates and then takes the vertex with the most edges to
 // those placed, the fewest candidates first among equals: RI's rule with
 // GQL's tie-break, which on 21 mid-weight yeast queries took 4.4 s against
-// 6.5 s for GQL's fewest-candidates-first. The search (search.go) walks the
-// candidate space depth first, a busy worker handing half of its untried
-// candidates to an idle one.
+// 6.5 s for GQL's fewest-candidates-first. Counting, the query's leaves go
+// last and are counted, not walked (tail.go). The search (search.go) walks
+// the candidate space depth first, a busy worker handing half of its
+// untried candidates to an idle one.
 func (c *CPU) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink Sink) ([]int64, error) {
 	if g.Pending() {
 		return nil, fmt.Errorf("incremental: Static on a graph with a pending batch")
@@ -37,19 +38,20 @@ func (c *CPU) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink 
 		}
 		c.prof = profilesOf(c.prof, g)
 		f := filter(c.prof, q)
-		plan, ok := f.Plan(q, mode == Count)
+		start, ok := f.start()
 		if !ok {
 			continue
+		}
+		plan, factor := q.StaticPlan(start, f.Count, false), int64(1)
+		if mode == Count {
+			plan, factor = countPlan(q, start, f.Count)
 		}
 		budget := c.SpaceEntries
 		if budget == 0 {
 			budget = DefaultSpaceEntries
 		}
 		sp := newSpace(g, f, &plan, budget, false)
-		res[qi] = c.search(g, sp, qi, mode, sink)
-		if mode == Count {
-			res[qi] *= int64(q.CountFactor)
-		}
+		res[qi] = c.search(g, sp, qi, mode, sink) * factor
 	}
 	return res, nil
 }
@@ -78,16 +80,22 @@ func (c *Candidates) Members(u int) []graph.VertexID {
 // Plan is q's static plan (query.StaticPlan) from the vertex with the
 // fewest candidates; ok is false when some vertex has none, and q no match.
 func (c *Candidates) Plan(q *query.Query, forCount bool) (plan query.Plan, ok bool) {
-	start := 0
-	for u := range c.Count {
-		if c.Count[u] < c.Count[start] {
-			start = u
-		}
-	}
-	if c.Count[start] == 0 {
+	start, ok := c.start()
+	if !ok {
 		return query.Plan{}, false
 	}
 	return q.StaticPlan(start, c.Count, forCount), true
+}
+
+// start is the query vertex with the fewest candidates; ok is false when
+// it has none.
+func (c *Candidates) start() (u int, ok bool) {
+	for v := range c.Count {
+		if c.Count[v] < c.Count[u] {
+			u = v
+		}
+	}
+	return u, c.Count[u] > 0
 }
 
 // Filter computes the candidate sets of q in g (not pending).

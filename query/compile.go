@@ -239,7 +239,7 @@ func (q *Query) imagesOf() {
 
 func (q *Query) termPlan(i int, less [][2]int) Plan {
 	e := q.Edges[i]
-	return q.plan(i, []int{e.A, e.B}, nil, less)
+	return q.plan(i, []int{e.A, e.B}, nil, less, nil)
 }
 
 // StaticPlan builds a plan for the static matcher starting at vertex start.
@@ -247,14 +247,35 @@ func (q *Query) termPlan(i int, less [][2]int) Plan {
 // breaks ties towards the most selective vertex. forCount asks for the plan
 // whose count is multiplied by CountFactor.
 func (q *Query) StaticPlan(start int, candidates []int, forCount bool) Plan {
-	less := q.Less
-	if forCount && q.CountFactor > 1 {
-		less = q.symLess
-	}
-	return q.plan(-1, []int{start}, candidates, less)
+	return q.plan(-1, []int{start}, candidates, q.staticLess(forCount), nil)
 }
 
-func (q *Query) plan(term int, prefix []int, cands []int, less [][2]int) Plan {
+// StaticPlanLeavesLast is StaticPlan with the query's leaves (vertices of
+// one edge, start excepted) placed after every other vertex, where a
+// counting search can count them instead of walking them.
+func (q *Query) StaticPlanLeavesLast(start int, candidates []int, forCount bool) Plan {
+	deg := make([]int, q.N())
+	for _, e := range q.Edges {
+		deg[e.A]++
+		deg[e.B]++
+	}
+	last := make([]bool, q.N())
+	for v, k := range deg {
+		last[v] = k == 1 && v != start && q.N() > 2
+	}
+	return q.plan(-1, []int{start}, candidates, q.staticLess(forCount), last)
+}
+
+func (q *Query) staticLess(forCount bool) [][2]int {
+	if forCount && q.CountFactor > 1 {
+		return q.symLess
+	}
+	return q.Less
+}
+
+// plan orders the vertices after prefix, each joined to one placed before
+// it, those in last (when not nil) after all others.
+func (q *Query) plan(term int, prefix []int, cands []int, less [][2]int, last []bool) Plan {
 	n := q.N()
 	depth := make([]int, n)
 	for v := range depth {
@@ -269,10 +290,16 @@ func (q *Query) plan(term int, prefix []int, cands []int, less [][2]int) Plan {
 		deg[e.A]++
 		deg[e.B]++
 	}
+	rest := 0 // vertices not in last still to place
+	for v := range n {
+		if depth[v] < 0 && (last == nil || !last[v]) {
+			rest++
+		}
+	}
 	for len(order) < n {
 		best, bestLinks := -1, -1
 		for v := 0; v < n; v++ {
-			if depth[v] >= 0 {
+			if depth[v] >= 0 || (rest > 0 && last != nil && last[v]) {
 				continue
 			}
 			links := 0
@@ -293,6 +320,9 @@ func (q *Query) plan(term int, prefix []int, cands []int, less [][2]int) Plan {
 		}
 		depth[best] = len(order)
 		order = append(order, best)
+		if last == nil || !last[best] {
+			rest--
+		}
 	}
 	p := Plan{Edge: term, Levels: make([]Level, n)}
 	for d, v := range order {

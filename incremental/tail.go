@@ -1,0 +1,247 @@
+package incremental
+
+import (
+	"math/bits"
+	"slices"
+
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/query"
+)
+
+// Counting, the static search stops short of a plan's independent tail:
+// its last levels, none of which constrains or conditions another (a
+// sparse query's leaves, typically). Once every level above the tail holds
+// a vertex, each tail level's candidates are fixed, and the matches below
+// are the ways to pick one candidate per tail level, all distinct: counted
+// from the sets, not walked. Walking them costs the product of the sets'
+// sizes; counting, a few intersections of them.
+//
+// Candidates of levels with different labels never meet (a data vertex has
+// one label), so the tail splits into groups of one label (a wildcard level
+// joins every group into one), and the count is the product of the groups'.
+// A group's count of distinct picks is, by Möbius inversion over the
+// partitions of the group (Rota 1964),
+//
+//	Σ over partitions π of Π over blocks B of π of (-1)^(|B|-1) (|B|-1)! |∩_{i∈B} S_i|
+//
+// With one level that is |S|, with two |S1||S2| - |S1∩S2|. A group of more
+// than maxGroup levels is walked, only its last level counted.
+
+// maxGroup bounds the levels of one group counted by partitions: a group of
+// 6 has 203 partitions and 63 intersections.
+const maxGroup = 6
+
+// partition is one partition of a group's levels: its blocks as bit masks,
+// and its Möbius coefficient.
+type partition struct {
+	coef   int64
+	blocks []uint8
+}
+
+// partitions[t] are the partitions of t levels.
+var partitions = func() [][]partition {
+	out := make([][]partition, maxGroup+1)
+	for t := 1; t <= maxGroup; t++ {
+		var rec func(i int, blocks []uint8)
+		rec = func(i int, blocks []uint8) {
+			if i == t {
+				coef := int64(1)
+				for _, b := range blocks {
+					k := bits.OnesCount8(b)
+					for j := 2; j < k; j++ {
+						coef *= int64(j)
+					}
+					if k%2 == 0 {
+						coef = -coef
+					}
+				}
+				out[t] = append(out[t], partition{coef: coef, blocks: slices.Clone(blocks)})
+				return
+			}
+			for bi := range blocks {
+				blocks[bi] |= 1 << i
+				rec(i+1, blocks)
+				blocks[bi] &^= 1 << i
+			}
+			rec(i+1, append(blocks, 1<<i))
+		}
+		rec(0, nil)
+	}
+	return out
+}()
+
+// countPlan is the plan that counts q's matches from start, and the factor
+// its count is multiplied by. Leaves go last, to be counted (tail.go). The
+// symmetry conditions that let a count walk one match of each automorphism
+// class (query.StaticPlan's forCount) order like leaves one after another,
+// which leaves only the last of them to count: on a star they forgo a
+// count of the leaves to save a factor of their arrangements, most of
+// which counting the tail saves anyway. So where they shorten the tail,
+// the plan drops them.
+func countPlan(q *query.Query, start int, counts []int) (query.Plan, int64) {
+	plan := q.StaticPlanLeavesLast(start, counts, true)
+	if q.CountFactor == 1 {
+		return plan, 1
+	}
+	bare := q.StaticPlanLeavesLast(start, counts, false)
+	if independentTail(&bare) < independentTail(&plan) {
+		return bare, 1
+	}
+	return plan, int64(q.CountFactor)
+}
+
+// independentTail is the first depth of p's independent tail: the longest
+// run of last levels whose constraints and symmetry conditions read only
+// depths above it. It is the last depth where there is no such run of two
+// or more.
+func independentTail(p *query.Plan) int {
+	n := len(p.Levels)
+	k := n - 1
+	for k > 1 {
+		d := k - 1
+		for e := k; e < n; e++ {
+			lv := &p.Levels[e]
+			for _, c := range lv.Cons {
+				if c.From == d {
+					return k
+				}
+			}
+			if slices.Contains(lv.Above, d) || slices.Contains(lv.Below, d) {
+				return k
+			}
+		}
+		k = d
+	}
+	return k
+}
+
+// countTail counts the matches below the partial match whose tail, from
+// depth d, is left: f.cand[d] holds depth d's candidates, and the other
+// tail levels' are computed here.
+func (f *finder) countTail(d int) {
+	levels := f.plan.Levels
+	n := len(levels)
+	for e := d; e < n; e++ {
+		cands := f.cand[e]
+		if e > d {
+			cands = f.candidates(e, f.cand[e][:0])
+			f.cand[e] = cands
+		}
+		if len(cands) == 0 {
+			return
+		}
+		verts := f.sp.verts[e]
+		set := room(f.sets[e][:0], len(cands))
+		for _, x := range cands {
+			set = append(set, verts[x])
+		}
+		f.sets[e] = set
+	}
+	if f.halting(uint32(n - d)) {
+		return
+	}
+	// Group the tail's levels by label.
+	group := f.group[:0]
+	for e := d; e < n; e++ {
+		group = append(group, e)
+	}
+	wild := false
+	for _, e := range group {
+		wild = wild || levels[e].Label == graph.Wildcard
+	}
+	if !wild {
+		slices.SortFunc(group, func(a, b int) int { return int(levels[a].Label) - int(levels[b].Label) })
+	}
+	f.group = group
+	total := int64(1)
+	for i := 0; i < len(group); {
+		j := i + 1
+		for j < len(group) && (wild || levels[group[j]].Label == levels[group[i]].Label) {
+			j++
+		}
+		total *= f.distinct(group[i:j])
+		if total == 0 {
+			return
+		}
+		i = j
+	}
+	f.count += total
+}
+
+// distinct is the number of ways to pick one data vertex from each of the
+// sets of the levels in g, all different. Products may wrap: the sum is
+// exact whenever the query's count fits in an int64.
+func (f *finder) distinct(g []int) int64 {
+	if len(g) == 1 {
+		return int64(len(f.sets[g[0]]))
+	}
+	if len(g) > maxGroup {
+		return f.walkGroup(g, 0)
+	}
+	// size[mask] is the size of the intersection of the masked sets.
+	t := len(g)
+	inter, size := &f.inter, &f.size
+	for mask := 1; mask < 1<<t; mask++ {
+		low := mask & -mask
+		i := bits.TrailingZeros(uint(low))
+		if mask == low {
+			inter[mask] = f.sets[g[i]]
+		} else {
+			f.interBuf[mask] = intersect(f.interBuf[mask][:0], inter[mask^low], f.sets[g[i]])
+			inter[mask] = f.interBuf[mask]
+		}
+		size[mask] = int64(len(inter[mask]))
+	}
+	sum := int64(0)
+	for _, p := range partitions[t] {
+		term := p.coef
+		for _, b := range p.blocks {
+			term *= size[b]
+		}
+		sum += term
+	}
+	return sum
+}
+
+// walkGroup counts a group too large for partitions by walking its levels
+// from k, the last counted: f.visited marks the vertices picked above.
+func (f *finder) walkGroup(g []int, k int) int64 {
+	set := f.sets[g[k]]
+	if k == len(g)-1 {
+		n := int64(0)
+		for _, v := range set {
+			if f.visited[v>>6]&(1<<(v&63)) == 0 {
+				n++
+			}
+		}
+		return n
+	}
+	n := int64(0)
+	for _, v := range set {
+		if f.visited[v>>6]&(1<<(v&63)) != 0 {
+			continue
+		}
+		f.visited[v>>6] |= 1 << (v & 63)
+		n += f.walkGroup(g, k+1)
+		f.visited[v>>6] &^= 1 << (v & 63)
+	}
+	return n
+}
+
+// intersect appends a ∩ b (both ascending) to out.
+func intersect(out, a, b []graph.VertexID) []graph.VertexID {
+	out = room(out, min(len(a), len(b)))
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch {
+		case a[i] < b[j]:
+			i++
+		case a[i] > b[j]:
+			j++
+		default:
+			out = append(out, a[i])
+			i++
+			j++
+		}
+	}
+	return out
+}
