@@ -155,9 +155,9 @@ type finder struct {
 	tail     int
 	sets     [query.MaxVertices][]graph.VertexID
 	group    []int
-	inter    [1 << maxGroup][]graph.VertexID
-	interBuf [1 << maxGroup][]graph.VertexID
-	size     [1 << maxGroup]int64
+	inter    [1 << MaxGroup][]graph.VertexID
+	interBuf [1 << MaxGroup][]graph.VertexID
+	size     [1 << MaxGroup]int64
 	_        [cacheLine]byte
 }
 
@@ -197,7 +197,7 @@ func (c *CPU) search(g *dyngraph.Graph, sp *space, qi int, mode Mode, sink Sink)
 		f.failing()
 		f.tail = len(sp.plan.Levels) - 1
 		if mode == Count {
-			f.tail = independentTail(sp.plan)
+			f.tail = IndependentTail(sp.plan)
 		}
 		f.count, f.splits, f.pruned, f.stopped = 0, 0, 0, false
 		wg.Go(func() {

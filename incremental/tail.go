@@ -20,55 +20,49 @@ import (
 // one label), so the tail splits into groups of one label (a wildcard level
 // joins every group into one), and the count is the product of the groups'.
 // A group's count of distinct picks is, by Möbius inversion over the
-// partitions of the group (Rota 1964),
-//
-//	Σ over partitions π of Π over blocks B of π of (-1)^(|B|-1) (|B|-1)! |∩_{i∈B} S_i|
-//
-// With one level that is |S|, with two |S1||S2| - |S1∩S2|. A group of more
-// than maxGroup levels is walked, only its last level counted.
+// partitions of its levels (Rota 1964), a sum over the partitions π of
+// Π over blocks B of π of (-1)^(|B|-1) (|B|-1)! |∩_{i∈B} S_i|: with one level
+// |S|, with two |S1||S2| - |S1∩S2|. DistinctPicks sums it block by block.
+// A group of more than MaxGroup levels is walked, only its last level
+// counted. The GPU's match_space counts its tails the same way (space.cu,
+// sp_tail).
 
-// maxGroup bounds the levels of one group counted by partitions: a group of
-// 6 has 203 partitions and 63 intersections.
-const maxGroup = 6
+// MaxGroup bounds the levels of one group counted by partitions: a group of
+// 6 has 203 partitions and 57 intersections.
+const MaxGroup = 6
 
-// partition is one partition of a group's levels: its blocks as bit masks,
-// and its Möbius coefficient.
-type partition struct {
-	coef   int64
-	blocks []uint8
-}
-
-// partitions[t] are the partitions of t levels.
-var partitions = func() [][]partition {
-	out := make([][]partition, maxGroup+1)
-	for t := 1; t <= maxGroup; t++ {
-		var rec func(i int, blocks []uint8)
-		rec = func(i int, blocks []uint8) {
-			if i == t {
-				coef := int64(1)
-				for _, b := range blocks {
-					k := bits.OnesCount8(b)
-					for j := 2; j < k; j++ {
-						coef *= int64(j)
-					}
-					if k%2 == 0 {
-						coef = -coef
-					}
-				}
-				out[t] = append(out[t], partition{coef: coef, blocks: slices.Clone(blocks)})
-				return
+// DistinctPicks is the number of ways to pick one item from each of t sets,
+// all different, given size[mask], the size of the intersection of the
+// sets whose bits mask sets. It takes the block of the partition that holds
+// the lowest set first: picks(U) = Σ over B ⊆ U holding U's lowest of
+// (-1)^(|B|-1) (|B|-1)! size[B] picks(U \ B). Products may wrap: the sum is
+// exact whenever the true count fits in an int64.
+func DistinctPicks(t int, size *[1 << MaxGroup]int64) int64 {
+	var picks [1 << MaxGroup]int64
+	picks[0] = 1
+	for u := 1; u < 1<<t; u++ {
+		low := u & -u
+		rest := u ^ low
+		sum := int64(0)
+		for sub := rest; ; sub = (sub - 1) & rest { // every subset of rest
+			b := sub | low
+			k := bits.OnesCount(uint(b))
+			term := size[b] * picks[u^b]
+			for j := 2; j < k; j++ {
+				term *= int64(j)
 			}
-			for bi := range blocks {
-				blocks[bi] |= 1 << i
-				rec(i+1, blocks)
-				blocks[bi] &^= 1 << i
+			if k%2 == 0 {
+				term = -term
 			}
-			rec(i+1, append(blocks, 1<<i))
+			sum += term
+			if sub == 0 {
+				break
+			}
 		}
-		rec(0, nil)
+		picks[u] = sum
 	}
-	return out
-}()
+	return picks[1<<t-1]
+}
 
 // countPlan is the plan that counts q's matches from start, and the factor
 // its count is multiplied by. Leaves go last, to be counted (tail.go). The
@@ -84,17 +78,28 @@ func countPlan(q *query.Query, start int, counts []int) (query.Plan, int64) {
 		return plan, 1
 	}
 	bare := q.StaticPlanLeavesLast(start, counts, false)
-	if independentTail(&bare) < independentTail(&plan) {
+	if IndependentTail(&bare) < IndependentTail(&plan) {
 		return bare, 1
 	}
 	return plan, int64(q.CountFactor)
 }
 
-// independentTail is the first depth of p's independent tail: the longest
+// CountPlan is countPlan from the vertex with the fewest candidates, for a
+// counting search elsewhere (the GPU's); ok is false when a vertex has none.
+func (c *Candidates) CountPlan(q *query.Query) (plan query.Plan, factor int64, ok bool) {
+	start, ok := c.start()
+	if !ok {
+		return query.Plan{}, 0, false
+	}
+	plan, factor = countPlan(q, start, c.Count)
+	return plan, factor, true
+}
+
+// IndependentTail is the first depth of p's independent tail: the longest
 // run of last levels whose constraints and symmetry conditions read only
 // depths above it. It is the last depth where there is no such run of two
 // or more.
-func independentTail(p *query.Plan) int {
+func IndependentTail(p *query.Plan) int {
 	n := len(p.Levels)
 	k := n - 1
 	for k > 1 {
@@ -175,7 +180,7 @@ func (f *finder) distinct(g []int) int64 {
 	if len(g) == 1 {
 		return int64(len(f.sets[g[0]]))
 	}
-	if len(g) > maxGroup {
+	if len(g) > MaxGroup {
 		return f.walkGroup(g, 0)
 	}
 	// size[mask] is the size of the intersection of the masked sets.
@@ -192,15 +197,7 @@ func (f *finder) distinct(g []int) int64 {
 		}
 		size[mask] = int64(len(inter[mask]))
 	}
-	sum := int64(0)
-	for _, p := range partitions[t] {
-		term := p.coef
-		for _, b := range p.blocks {
-			term *= size[b]
-		}
-		sum += term
-	}
-	return sum
+	return DistinctPicks(t, size)
 }
 
 // walkGroup counts a group too large for partitions by walking its levels

@@ -10,31 +10,65 @@ import (
 	"github.com/gcsm/gcsm/query"
 )
 
-// TestPartitionCoefficients checks the Möbius coefficients that count a
-// group's distinct picks: t copies of one set of s vertices have
-// s(s-1)...(s-t+1) distinct picks, and there are Bell(t) partitions.
-func TestPartitionCoefficients(t *testing.T) {
-	bell := []int{1, 1, 2, 5, 15, 52, 203}
-	for k := 1; k <= maxGroup; k++ {
-		if len(partitions[k]) != bell[k] {
-			t.Fatalf("%d levels: %d partitions, want %d", k, len(partitions[k]), bell[k])
-		}
+// TestDistinctPicks checks the count of distinct picks against brute force
+// over random small sets, and on t copies of one set of s items, which
+// have s(s-1)...(s-t+1).
+func TestDistinctPicks(t *testing.T) {
+	for k := 1; k <= MaxGroup; k++ {
 		for s := int64(0); s <= 9; s++ {
-			sum := int64(0)
-			for _, p := range partitions[k] {
-				term := p.coef
-				for range p.blocks {
-					term *= s
-				}
-				sum += term
+			var size [1 << MaxGroup]int64
+			for mask := 1; mask < 1<<k; mask++ {
+				size[mask] = s
 			}
 			want := int64(1)
 			for i := range int64(k) {
 				want *= s - i
 			}
-			if sum != want {
-				t.Fatalf("%d levels over one set of %d: %d distinct picks, want %d", k, s, sum, want)
+			if got := DistinctPicks(k, &size); got != want {
+				t.Fatalf("%d copies of a set of %d: %d distinct picks, want %d", k, s, got, want)
 			}
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 5))
+	for trial := range 300 {
+		k := 1 + trial%MaxGroup
+		sets := make([][]int, k)
+		for i := range sets {
+			for v := range 7 {
+				if r.IntN(2) == 0 {
+					sets[i] = append(sets[i], v)
+				}
+			}
+		}
+		var size [1 << MaxGroup]int64
+		for mask := 1; mask < 1<<k; mask++ {
+			for v := range 7 {
+				in := true
+				for i := range k {
+					if mask>>i&1 == 1 && !slices.Contains(sets[i], v) {
+						in = false
+					}
+				}
+				if in {
+					size[mask]++
+				}
+			}
+		}
+		var walk func(i int, used uint) int64
+		walk = func(i int, used uint) int64 {
+			if i == k {
+				return 1
+			}
+			n := int64(0)
+			for _, v := range sets[i] {
+				if used>>v&1 == 0 {
+					n += walk(i+1, used|1<<v)
+				}
+			}
+			return n
+		}
+		if got, want := DistinctPicks(k, &size), walk(0, 0); got != want {
+			t.Fatalf("sets %v: %d distinct picks, want %d", sets, got, want)
 		}
 	}
 }
@@ -78,7 +112,7 @@ func TestIndependentTail(t *testing.T) {
 	} {
 		counts := slices.Repeat([]int{5}, tc.q.N())
 		p, _ := countPlan(tc.q, tc.start, counts)
-		if got := independentTail(&p); got != tc.want {
+		if got := IndependentTail(&p); got != tc.want {
 			t.Errorf("%s: tail from depth %d, want %d", tc.name, got, tc.want)
 		}
 	}
@@ -86,7 +120,7 @@ func TestIndependentTail(t *testing.T) {
 
 // TestStaticCountsTail compares Static's count, which counts independent
 // tails, with the brute-force oracle on patterns with many leaves: stars of
-// up to eight leaves (a group past maxGroup is walked), spiders and random
+// up to eight leaves (a group past MaxGroup is walked), spiders and random
 // trees with pendants; labels one or two, some query vertices wildcards;
 // directed and not; both semantics.
 func TestStaticCountsTail(t *testing.T) {
@@ -155,7 +189,7 @@ func TestStaticCountsTail(t *testing.T) {
 			f := Filter(g, q)
 			if start, ok := f.start(); ok {
 				plan, _ := countPlan(q, start, f.Count)
-				if independentTail(&plan) < q.N()-1 {
+				if IndependentTail(&plan) < q.N()-1 {
 					counted++
 				}
 			}

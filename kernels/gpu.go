@@ -145,7 +145,11 @@ type Options struct {
 	// builds on the host for match_space, in entries of the graph's lists
 	// it comes from (incremental.Candidates.Space); a query whose space
 	// would pass it is counted by match_delta over the graph's lists. 0
-	// means autoSpaceEntries; a negative value builds none.
+	// means incremental.DefaultSpaceEntries. Until match_space counted
+	// tails (sp_tail), 0 meant 2^18, which left STMatch's unlabelled
+	// patterns on match_delta; with tails counted the space takes them in
+	// 0.63 of match_delta's time (geometric mean, benchmarks.md). A
+	// negative value builds none.
 	SpaceEntries int
 	// EnumRecords is the capacity of the enumeration buffer in matches;
 	// 0 means 1<<22. A launch that fills it stops, the host drains the

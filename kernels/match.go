@@ -84,12 +84,14 @@ func (x *GPU) Static(g *dyngraph.Graph, queries []*query.Query, mode incremental
 			continue
 		}
 		if mode == incremental.Count && x.opts.SpaceEntries >= 0 {
-			n, ok, err := x.staticSpace(g, f, &plan)
+			// The CPU's counting plan: leaves last, counted (sp_tail).
+			cplan, factor, _ := f.CountPlan(q)
+			n, ok, err := x.staticSpace(g, f, &cplan)
 			if err != nil {
 				return nil, err
 			}
 			if ok {
-				out[qi] = n * int64(q.CountFactor)
+				out[qi] = n * factor
 				continue
 			}
 		}

@@ -22,6 +22,12 @@
 // list, checking only the other constraints (kernels/space.go, keptSource).
 // A clique's levels scan one candidate list each, however deep. A launch with out_depth > 0 writes the prefixes of
 // that depth as the next launch's seeds instead of walking on.
+//
+// Counting stops at the plan's independent tail as the CPU's search does
+// (incremental/tail.go): from depth tail on, no level constrains or
+// conditions another, so once the depths above it are placed, sp_tail makes
+// each tail level's candidates and counts the ways to pick one per level,
+// all distinct, group by group (a group: levels whose candidates may meet).
 
 // A depth's words in sp_prog.
 #define SP_VERTS 0 // offset of the depth's candidates (data vertex ids) in verts
@@ -34,13 +40,15 @@
 #define SP_SRC 7   // an earlier depth whose candidates this one may scan (see below), or SP_NONE
 #define SP_COVER 8 // bit c: constraint c holds for every candidate of SP_SRC
 #define SP_SAME 9  // 1: SP_SRC's candidates are this depth's, index for index
-#define SP_STRIDE 10
+#define SP_GROUP 10 // a tail depth's group: depths of one label (sp_tail)
+#define SP_STRIDE 11
 #define SP_NONE 0xFFFFFFFFu
 // A constraint's words in sp_cons.
 #define SC_FROM 0
 #define SC_OFF 1 // offset of its CSR offsets (one per candidate of SC_FROM, and one) in offs
 #define SC_NBR 2 // offset of its lists in nbrs
 #define SC_STRIDE 3
+#define SP_MAXGROUP 6 // incremental.MaxGroup: kernels/space.go counts no tail with a larger group
 
 // lower bound of y in a[lo, hi)
 __device__ __forceinline__ uint32_t sp_search(const uint32_t* a, uint32_t lo, uint32_t hi, uint32_t y)
@@ -80,15 +88,15 @@ __device__ __forceinline__ uint32_t sp_emit(uint32_t* buf, uint32_t cnt, bool ok
 }
 
 // sp_level makes the candidates of depth d below the placed prefix idx/vid
-// [0, d): it writes them to buf and returns their number, or, at the last
-// depth, only counts them. lo and hi are the warp's room for the constraints'
-// list bounds.
+// [0, placed) (placed is d but in a tail): it writes them to buf and returns
+// their number, or, with buf null, only counts them. lo and hi are the
+// warp's room for the constraints' list bounds.
 // kept and klen are SP_SRC's buffer and its length where the walk made it
 // (kept is null where it did not: a seed's depths were walked in the
 // launch before).
 __device__ uint32_t sp_level(const uint32_t* prog, const uint32_t* cons, const uint32_t* verts, const uint32_t* offs,
-                             const uint32_t* nbrs, uint32_t d, const uint32_t* idx, const uint32_t* vid, uint32_t* lo,
-                             uint32_t* hi, uint32_t* buf, const uint32_t* kept, uint32_t klen, uint32_t lane)
+                             const uint32_t* nbrs, uint32_t d, uint32_t placed, const uint32_t* idx, const uint32_t* vid,
+                             uint32_t* lo, uint32_t* hi, uint32_t* buf, const uint32_t* kept, uint32_t klen, uint32_t lane)
 {
     const uint32_t* P = prog + d * SP_STRIDE;
     uint32_t ncons = P[SP_NCONS];
@@ -137,7 +145,7 @@ __device__ uint32_t sp_level(const uint32_t* prog, const uint32_t* cons, const u
                     uint32_t p = sp_search(nbrs, lo[c], hi[c], y);
                     ok = p < hi[c] && nbrs[p] == y;
                 }
-                ok = ok && sp_fits(vid, d, above, below, v);
+                ok = ok && sp_fits(vid, placed, above, below, v);
             }
             cnt += sp_emit(buf, cnt, ok, y, lane);
         }
@@ -159,7 +167,7 @@ __device__ uint32_t sp_level(const uint32_t* prog, const uint32_t* cons, const u
         }
         if (ok) {
             v = dv[y];
-            ok = sp_fits(vid, d, above, below, v);
+            ok = sp_fits(vid, placed, above, below, v);
         }
         cnt += sp_emit(buf, cnt, ok, y, lane);
     }
@@ -231,7 +239,7 @@ __device__ __forceinline__ uint32_t sp_count(const uint32_t* prog, const uint32_
         if (n != 0xFFFFFFFFu)
             return n;
     }
-    return sp_level(prog, cons, verts, offs, nbrs, d, idx, vid, lo, hi, nullptr, kept, klen, lane);
+    return sp_level(prog, cons, verts, offs, nbrs, d, d, idx, vid, lo, hi, nullptr, kept, klen, lane);
 }
 
 // sp_kept returns the buffer of depth d's SP_SRC and sets *klen to its
@@ -247,9 +255,107 @@ __device__ __forceinline__ const uint32_t* sp_kept(const uint32_t* prog, uint32_
     return mine + prog[src * SP_STRIDE + SP_BUF];
 }
 
+// sp_in says whether data vertex v is among the candidates buf[0, n) of
+// the depth whose candidates are dv (ascending either way).
+__device__ __forceinline__ bool sp_in(const uint32_t* dv, const uint32_t* buf, uint32_t n, uint32_t v)
+{
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t m = (lo + hi) >> 1;
+        if (dv[buf[m]] < v)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo < n && dv[buf[lo]] == v;
+}
+
+// sp_tail counts the matches below the placed depths [0, tail): it makes
+// the candidates of every depth from tail to n-1 (len[d], in d's buffer)
+// and multiplies the groups' counts of distinct picks, each the sum that
+// incremental.DistinctPicks computes, over the sizes of its levels'
+// intersections. Every lane computes the same sum.
+__device__ unsigned long long sp_tail(const uint32_t* prog, const uint32_t* cons, const uint32_t* verts,
+                                      const uint32_t* offs, const uint32_t* nbrs, uint32_t n, uint32_t tail,
+                                      uint32_t seed_depth, const uint32_t* idx, const uint32_t* vid, uint32_t* lo,
+                                      uint32_t* hi, uint32_t* mine, uint32_t* len, uint32_t lane)
+{
+    uint32_t groups = 0;
+    for (uint32_t d = tail; d < n; d++) {
+        uint32_t klen;
+        const uint32_t* kept = sp_kept(prog, mine, len, d, seed_depth, &klen);
+        len[d] = sp_level(prog, cons, verts, offs, nbrs, d, tail, idx, vid, lo, hi, mine + prog[d * SP_STRIDE + SP_BUF],
+                          kept, klen, lane);
+        if (len[d] == 0)
+            return 0;
+        groups = max(groups, prog[d * SP_STRIDE + SP_GROUP] + 1);
+    }
+    unsigned long long total = 1;
+    for (uint32_t g = 0; g < groups; g++) {
+        uint32_t ds[SP_MAXGROUP], t = 0;
+        for (uint32_t d = tail; d < n; d++)
+            if (prog[d * SP_STRIDE + SP_GROUP] == g)
+                ds[t++] = d;
+        // size[mask]: the size of the intersection of the masked levels'
+        // candidates, the shortest scanned and the others searched.
+        unsigned long long size[1 << SP_MAXGROUP]; // and picks: wrapping, as in Go
+        for (uint32_t mask = 1; mask < (1u << t); mask++) {
+            uint32_t drv = 0xFFFFFFFFu;
+            for (uint32_t i = 0; i < t; i++)
+                if (((mask >> i) & 1) && (drv == 0xFFFFFFFFu || len[ds[i]] < len[ds[drv]]))
+                    drv = i;
+            if ((mask & (mask - 1)) == 0) {
+                size[mask] = len[ds[drv]];
+                continue;
+            }
+            const uint32_t* dbuf = mine + prog[ds[drv] * SP_STRIDE + SP_BUF];
+            const uint32_t* ddv = verts + prog[ds[drv] * SP_STRIDE + SP_VERTS];
+            uint32_t c = 0;
+            for (uint32_t base = 0; base < len[ds[drv]]; base += WARP) {
+                bool ok = base + lane < len[ds[drv]];
+                if (ok) {
+                    uint32_t v = ddv[dbuf[base + lane]];
+                    for (uint32_t i = 0; i < t && ok; i++) {
+                        if (i == drv || !((mask >> i) & 1))
+                            continue;
+                        ok = sp_in(verts + prog[ds[i] * SP_STRIDE + SP_VERTS], mine + prog[ds[i] * SP_STRIDE + SP_BUF],
+                                   len[ds[i]], v);
+                    }
+                }
+                c += __popc(__ballot_sync(0xFFFFFFFFu, ok));
+            }
+            size[mask] = c;
+        }
+        // picks[u] = Σ over b ⊆ u holding u's lowest of
+        // (-1)^(|b|-1) (|b|-1)! size[b] picks[u \ b].
+        unsigned long long picks[1 << SP_MAXGROUP];
+        picks[0] = 1;
+        for (uint32_t u = 1; u < (1u << t); u++) {
+            uint32_t low = u & (0u - u), rest = u ^ low;
+            unsigned long long sum = 0;
+            for (uint32_t sub = rest;; sub = (sub - 1) & rest) {
+                uint32_t b = sub | low;
+                int k = __popc(b);
+                unsigned long long term = size[b] * picks[u ^ b];
+                for (int j = 2; j < k; j++)
+                    term *= j;
+                sum += (k % 2 == 0) ? 0ull - term : term;
+                if (sub == 0)
+                    break;
+            }
+            picks[u] = sum;
+        }
+        total *= picks[(1u << t) - 1];
+        if (total == 0)
+            break;
+    }
+    __syncwarp();
+    return total;
+}
+
 extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * WARP, 8)
 match_space(const uint32_t* prog, const uint32_t* cons, const uint32_t* verts, const uint32_t* offs, const uint32_t* nbrs,
-            uint32_t n, const uint32_t* seeds, uint32_t seed_depth, unsigned long long nseeds,
+            uint32_t n, uint32_t tail, const uint32_t* seeds, uint32_t seed_depth, unsigned long long nseeds,
             unsigned long long* next_seed, uint32_t* out, uint32_t out_depth, unsigned long long out_cap,
             unsigned long long* out_count, uint32_t* overflow, uint32_t* scratch, uint32_t warp_words,
             unsigned long long* count)
@@ -277,12 +383,16 @@ match_space(const uint32_t* prog, const uint32_t* cons, const uint32_t* verts, c
         }
         __syncwarp();
         uint32_t d = seed_depth;
+        if (d == tail && tail < n - 1) {
+            cnt += sp_tail(prog, cons, verts, offs, nbrs, n, tail, seed_depth, idx, vid, lo, hi, mine, len, lane);
+            continue;
+        }
         if (d == n - 1) {
             cnt += sp_count(prog, cons, verts, offs, nbrs, d, idx, vid, lo, hi, nullptr, 0, lane);
             continue;
         }
-        len[d] = sp_level(prog, cons, verts, offs, nbrs, d, idx, vid, lo, hi, mine + prog[d * SP_STRIDE + SP_BUF], nullptr,
-                          0, lane);
+        len[d] = sp_level(prog, cons, verts, offs, nbrs, d, d, idx, vid, lo, hi, mine + prog[d * SP_STRIDE + SP_BUF],
+                          nullptr, 0, lane);
         pos[d] = 0;
         for (;;) {
             if (pos[d] == len[d]) {
@@ -317,6 +427,10 @@ match_space(const uint32_t* prog, const uint32_t* cons, const uint32_t* verts, c
                     out[slot * nd + lane] = idx[lane];
                 continue;
             }
+            if (nd == tail && tail < n - 1) {
+                cnt += sp_tail(prog, cons, verts, offs, nbrs, n, tail, seed_depth, idx, vid, lo, hi, mine, len, lane);
+                continue;
+            }
             if (nd == n - 1) {
                 uint32_t klen;
                 const uint32_t* kept = sp_kept(prog, mine, len, nd, seed_depth, &klen);
@@ -326,8 +440,8 @@ match_space(const uint32_t* prog, const uint32_t* cons, const uint32_t* verts, c
             d = nd;
             uint32_t klen;
             const uint32_t* kept = sp_kept(prog, mine, len, d, seed_depth, &klen);
-            len[d] = sp_level(prog, cons, verts, offs, nbrs, d, idx, vid, lo, hi, mine + prog[d * SP_STRIDE + SP_BUF], kept,
-                              klen, lane);
+            len[d] = sp_level(prog, cons, verts, offs, nbrs, d, d, idx, vid, lo, hi, mine + prog[d * SP_STRIDE + SP_BUF],
+                              kept, klen, lane);
             pos[d] = 0;
         }
     }

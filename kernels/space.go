@@ -26,6 +26,7 @@ const (
 	spSrc
 	spCover
 	spSame
+	spGroup
 	spStride
 )
 
@@ -44,21 +45,25 @@ const maxSpaceScratch = 2 << 30
 // spaceProgram is a candidate space laid out for match_space.
 type spaceProgram struct {
 	n                 int
+	tail              int // the first depth sp_tail counts from, or n-1: none
 	prog, cons        []uint32
 	verts, offs, nbrs []uint32
-	warpWords         int // a warp's scratch: the candidate buffers of depths 1 to n-2
+	warpWords         int // a warp's scratch: the candidate buffers of depths 1 to n-2, and of the tail
 	rootSeeds         int // candidates of depth 0, the first launch's seeds
 }
 
-// encodeSpace lays out sp, the candidate space of plan, for match_space.
-// ok is false when it cannot be: an array past 2^32 entries (the kernel
-// indexes them with 32 bits), or a plan deeper than the kernel's walk state.
-func encodeSpace(sp incremental.Space, plan *query.Plan) (p *spaceProgram, ok bool) {
+// encodeSpace lays out sp, the candidate space of plan, for match_space,
+// which counts from depth tail on as sp_tail does (n-1: walking to the
+// last depth). ok is false when it cannot be: an array past 2^32 entries
+// (the kernel indexes them with 32 bits), or a plan deeper than the
+// kernel's walk state.
+func encodeSpace(sp incremental.Space, plan *query.Plan, tail int) (p *spaceProgram, ok bool) {
 	n := len(plan.Levels)
 	if n < 2 || n > maxLevels {
 		return nil, false
 	}
 	p = &spaceProgram{n: n, prog: make([]uint32, n*spStride), rootSeeds: len(sp.Verts[0])}
+	p.tail = tailGroups(plan, tail, p.prog)
 	var verts, offs, nbrs int
 	for d := range n {
 		verts += len(sp.Verts[d])
@@ -90,7 +95,7 @@ func encodeSpace(sp incremental.Space, plan *query.Plan) (p *spaceProgram, ok bo
 			}
 			room = min(room, longest)
 		}
-		if d >= 1 && d < n-1 {
+		if d >= 1 && (d < n-1 || p.tail < n-1) { // a counted tail keeps its last depth's candidates too
 			w[spBuf] = uint32(p.warpWords)
 			p.warpWords += room
 		}
@@ -109,6 +114,39 @@ func encodeSpace(sp incremental.Space, plan *query.Plan) (p *spaceProgram, ok bo
 		}
 	}
 	return p, true
+}
+
+// tailGroups writes the group of each depth of plan's tail from depth tail
+// (levels of one label, or all one group if a level is a wildcard) into
+// prog, and returns tail; or n-1, no tail, where there is none or a group
+// has more levels than sp_tail counts.
+func tailGroups(plan *query.Plan, tail int, prog []uint32) int {
+	n := len(plan.Levels)
+	if tail >= n-1 {
+		return n - 1
+	}
+	wild := false
+	for _, lv := range plan.Levels[tail:] {
+		wild = wild || lv.Label == graph.Wildcard
+	}
+	group := map[graph.Label]uint32{}
+	size := map[uint32]int{}
+	for d := tail; d < n; d++ {
+		l := plan.Levels[d].Label
+		if wild {
+			l = graph.Wildcard
+		}
+		g, ok := group[l]
+		if !ok {
+			g = uint32(len(group))
+			group[l] = g
+		}
+		prog[d*spStride+spGroup] = g
+		if size[g]++; size[g] > incremental.MaxGroup {
+			return n - 1
+		}
+	}
+	return tail
 }
 
 // keptSource picks the deepest earlier depth s whose candidates depth d can
@@ -205,30 +243,19 @@ func subset(ds []int, set uint64) bool {
 	return true
 }
 
-// autoSpaceEntries is Options.SpaceEntries' default. The host builds the
-// space before the first launch, and the bound it checks is the label
-// ranges of the graph's lists the space's lists come from: for the heavy
-// labelled yeast queries 1,179 to 16,645 entries, for an unlabelled STMatch
-// pattern on Wiki-Vote 1.2 to 4.1 million. Building a space that large cost
-// more than a light pattern's whole count (pattern 8 on the H100: 0.087 s
-// over the space, 0.03 s without). The heavy unlabelled patterns gain from
-// the space all the same (17 and 20: 2.3 and 12.4 s without, 0.8 and 6.8 s
-// with; benchmarks.md), hence --gpu-static-space on.
-const autoSpaceEntries = 1 << 18
-
 // staticSpace counts the matches of plan over the candidate space of f's
 // sets with match_space; ok is false when the space or its buffers do not
 // fit, and the caller walks the graph's lists instead.
 func (x *GPU) staticSpace(g *dyngraph.Graph, f *incremental.Candidates, plan *query.Plan) (count int64, ok bool, err error) {
 	budget := x.opts.SpaceEntries
 	if budget == 0 {
-		budget = autoSpaceEntries
+		budget = incremental.DefaultSpaceEntries
 	}
 	sp, ok := f.Space(g, plan, budget)
 	if !ok {
 		return 0, false, nil
 	}
-	p, ok := encodeSpace(sp, plan)
+	p, ok := encodeSpace(sp, plan, incremental.IndependentTail(plan))
 	if !ok {
 		return 0, false, nil
 	}
@@ -282,7 +309,7 @@ func (x *GPU) countSpace(p *spaceProgram) (count int64, ok bool, err error) {
 			return err
 		}
 		err := x.space.Launch([3]uint32{blocks, 1, 1}, [3]uint32{warpsPerBlock * 32, 1, 1}, 0, nil,
-			arr[0], arr[1], arr[2], arr[3], arr[4], uint32(p.n),
+			arr[0], arr[1], arr[2], arr[3], arr[4], uint32(p.n), uint32(p.tail),
 			seeds, uint32(depth), nseeds, next, out, uint32(outDepth), outCap, outCount, overflow,
 			scratch, uint32(p.warpWords), total)
 		if err == nil {
@@ -294,7 +321,7 @@ func (x *GPU) countSpace(p *spaceProgram) (count int64, ok bool, err error) {
 		}
 		return nil
 	}
-	for buf := 0; depth < p.n-1 && nseeds < uint64(staticSeeds*warps); buf++ {
+	for buf := 0; depth < p.tail && nseeds < uint64(staticSeeds*warps); buf++ {
 		out, err := x.buf([2]string{"seeds_next", "seeds"}[buf%2], seedBytes)
 		if errors.Is(err, cuda.ErrOutOfMemory) {
 			break // under a tight --gpu-mem: walk what there is

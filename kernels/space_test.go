@@ -29,11 +29,18 @@ func TestEncodeSpace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		tails := 0
 		for qi, q := range qs {
-			p := spaceOf(t, g, q)
-			if got := countSpaceOnHost(t, p) * int64(q.CountFactor); got != want[qi] {
+			p, factor := spaceOf(t, g, q)
+			if p.tail < p.n-1 {
+				tails++
+			}
+			if got := countSpaceOnHost(t, p) * factor; got != want[qi] {
 				t.Errorf("%s query %d: the encoded space counts %d, the CPU %d", name, qi, got, want[qi])
 			}
+		}
+		if name == "leaves" && tails < len(qs)/2 {
+			t.Errorf("leaves: %d of %d queries have a tail to count", tails, len(qs))
 		}
 		g.Close()
 	}
@@ -50,7 +57,7 @@ func TestStaticSpace(t *testing.T) {
 		for qi, q := range qs {
 			where := fmt.Sprintf("%s query %d", name, qi)
 			f := incremental.Filter(g, q)
-			plan, _ := f.Plan(q, true)
+			plan, factor, _ := f.CountPlan(q)
 			n, ok, err := x.staticSpace(g, f, &plan)
 			if err != nil {
 				t.Fatal(err)
@@ -58,7 +65,7 @@ func TestStaticSpace(t *testing.T) {
 			if !ok {
 				t.Fatalf("%s: match_space did not take the query", where)
 			}
-			if got := n * int64(q.CountFactor); got != want[qi] {
+			if got := n * factor; got != want[qi] {
 				t.Errorf("%s: match_space counts %d, the CPU %d", where, got, want[qi])
 			}
 			if x.Last().Launches < 2 {
@@ -79,7 +86,7 @@ func TestStaticSpace(t *testing.T) {
 
 // spaceCases are the graphs and queries of the space tests.
 var spaceCases = map[string]func(*testing.T) ([]graph.Update, []*query.Query){"hub": hubCase, "dense core": denseCoreCase, "pendants": pendantCase,
-	"uneven degrees": unevenCase}
+	"uneven degrees": unevenCase, "leaves": leavesCase}
 
 // unevenCase is a graph whose vertices' degrees range from 1 to about 60,
 // and queries whose vertices need different degrees: the candidates of a
@@ -134,11 +141,31 @@ func pendantCase(t *testing.T) ([]graph.Update, []*query.Query) {
 	})
 }
 
-// spaceOf encodes the candidate space of q's static counting plan on g.
-func spaceOf(t *testing.T, g *dyngraph.Graph, q *query.Query) *spaceProgram {
+// leavesCase is denseCoreCase's graph with queries that end in leaves:
+// several of one label on one vertex (a group whose picks must differ),
+// leaves of both labels (two groups), and a wildcard leaf (one group of
+// all).
+func leavesCase(t *testing.T) ([]graph.Update, []*query.Query) {
+	t.Helper()
+	load, _ := denseCoreCase(t)
+	d := graph.NewDict()
+	d.Intern("A")
+	d.Intern("B")
+	d.Intern("x")
+	return load, compiled(t, d, "l", []pattern{
+		{"(a)-[]-(b)-[]-(c)-[]-(a), (d)-[]-(a), (e)-[]-(a), (f)-[]-(b)", query.Embeddings},
+		{"(a:A)-[]-(b:A)-[]-(c:A)-[]-(a), (d:B)-[]-(a), (e:A)-[]-(a), (f:B)-[]-(b), (g:A)-[]-(c)", query.Embeddings},
+		{"(a:A)-[]-(b:A)-[]-(c:A)-[]-(a), (d:B)-[]-(a), (e)-[]-(b), (f:A)-[]-(c)", query.Embeddings},
+		{"(a:B)-[]-(b), (a)-[]-(c), (a)-[]-(d), (a)-[]-(e), (b)-[]-(f), (b)-[]-(g)", query.Embeddings},
+	})
+}
+
+// spaceOf encodes the candidate space of q's static counting plan on g,
+// and returns the factor its count is multiplied by.
+func spaceOf(t *testing.T, g *dyngraph.Graph, q *query.Query) (*spaceProgram, int64) {
 	t.Helper()
 	f := incremental.Filter(g, q)
-	plan, ok := f.Plan(q, true)
+	plan, factor, ok := f.CountPlan(q)
 	if !ok {
 		t.Fatalf("query %s: a vertex without candidates", q.Name)
 	}
@@ -146,11 +173,11 @@ func spaceOf(t *testing.T, g *dyngraph.Graph, q *query.Query) *spaceProgram {
 	if !ok {
 		t.Fatalf("query %s: the space did not fit", q.Name)
 	}
-	p, ok := encodeSpace(sp, &plan)
+	p, ok := encodeSpace(sp, &plan, incremental.IndependentTail(&plan))
 	if !ok {
 		t.Fatalf("query %s: the space could not be encoded", q.Name)
 	}
-	return p
+	return p, factor
 }
 
 // countSpaceOnHost walks p depth first as match_space does and returns the
@@ -164,15 +191,21 @@ func countSpaceOnHost(t *testing.T, p *spaceProgram) int64 {
 	// room[d]: the buffer encodeSpace gives depth d, between its offset and
 	// the next depth's (the last buffered one ends at warpWords).
 	room := make([]int, p.n)
-	for d := 1; d < p.n-1; d++ {
+	buffered := func(d int) bool { return d >= 1 && d < p.n && (d < p.n-1 || p.tail < p.n-1) }
+	for d := 1; d < p.n; d++ {
+		if !buffered(d) {
+			continue
+		}
 		end := uint32(p.warpWords)
-		if d+1 < p.n-1 {
+		if buffered(d + 1) {
 			end = p.prog[(d+1)*spStride+spBuf]
 		}
 		room[d] = int(end - p.prog[d*spStride+spBuf])
 	}
 	bufs := make([][]uint32, p.n) // each depth's candidates on the current path
-	level := func(d int) []uint32 {
+	// level makes depth d's candidates below the vertices placed at depths
+	// [0, placed).
+	level := func(d, placed int) []uint32 {
 		w := p.prog[d*spStride : (d+1)*spStride]
 		var lists [][]uint32
 		for ci := range int(w[spNCons]) {
@@ -189,12 +222,12 @@ func countSpaceOnHost(t *testing.T, p *spaceProgram) int64 {
 					continue next
 				}
 			}
-			if placeable(w, d, vid, p.verts[w[spVerts]+y]) {
+			if placeable(w, placed, vid, p.verts[w[spVerts]+y]) {
 				out = append(out, y)
 			}
 		}
 		if w[spSrc] != noSrc {
-			if kept := keptOnHost(p, d, bufs[w[spSrc]], lists, vid); !slices.Equal(kept, out) {
+			if kept := keptOnHost(p, d, placed, bufs[w[spSrc]], lists, vid); !slices.Equal(kept, out) {
 				t.Fatalf("depth %d: scanning depth %d's candidates gives %v, the lists %v", d, w[spSrc], kept, out)
 			}
 		}
@@ -203,7 +236,11 @@ func countSpaceOnHost(t *testing.T, p *spaceProgram) int64 {
 	var count int64
 	var walk func(d int)
 	walk = func(d int) {
-		c := level(d)
+		if d == p.tail && d < p.n-1 {
+			count += tailOnHost(t, p, d, level, room, bufs)
+			return
+		}
+		c := level(d, d)
 		if d == p.n-1 {
 			if p.prog[d*spStride+spNCons] == 1 {
 				if one := countOneOnHost(p, d, idx, vid); one != len(c) {
@@ -227,6 +264,51 @@ func countSpaceOnHost(t *testing.T, p *spaceProgram) int64 {
 		walk(1)
 	}
 	return count
+}
+
+// tailOnHost is space.cu's sp_tail: the candidates of each depth from tail
+// on, and the product over groups of their distinct picks.
+func tailOnHost(t *testing.T, p *spaceProgram, tail int, level func(d, placed int) []uint32, room []int, bufs [][]uint32) int64 {
+	t.Helper()
+	groups := map[uint32][]int{}
+	sets := make([][]uint32, p.n) // data vertices, ascending
+	for d := tail; d < p.n; d++ {
+		c := level(d, tail)
+		if len(c) > room[d] {
+			t.Fatalf("tail depth %d: %d candidates in a buffer of %d", d, len(c), room[d])
+		}
+		if len(c) == 0 {
+			return 0
+		}
+		bufs[d] = c
+		for _, y := range c {
+			sets[d] = append(sets[d], p.verts[p.prog[d*spStride+spVerts]+y])
+		}
+		g := p.prog[d*spStride+spGroup]
+		groups[g] = append(groups[g], d)
+	}
+	total := int64(1)
+	for _, ds := range groups {
+		var size [1 << incremental.MaxGroup]int64
+		for mask := 1; mask < 1<<len(ds); mask++ {
+			var in []uint32
+			for i, d := range ds {
+				if mask>>i&1 == 1 {
+					if mask&(1<<i-1) == 0 { // the first in mask
+						in = sets[d]
+					} else {
+						in = slices.DeleteFunc(slices.Clone(in), func(v uint32) bool {
+							_, ok := slices.BinarySearch(sets[d], v)
+							return !ok
+						})
+					}
+				}
+			}
+			size[mask] = int64(len(in))
+		}
+		total *= incremental.DistinctPicks(len(ds), &size)
+	}
+	return total
 }
 
 // countOneOnHost is space.cu's sp_count_one: the last depth d's count from
@@ -271,7 +353,7 @@ func lowerBound(l []uint32, x uint32) int {
 // each translated to depth d's candidate index, checked against the lists
 // of the constraints the source does not cover and against the placed
 // vertices and d's symmetry conditions.
-func keptOnHost(p *spaceProgram, d int, kept []uint32, lists [][]uint32, vid []uint32) []uint32 {
+func keptOnHost(p *spaceProgram, d, placed int, kept []uint32, lists [][]uint32, vid []uint32) []uint32 {
 	w := p.prog[d*spStride : (d+1)*spStride]
 	src := p.prog[w[spSrc]*spStride:]
 	dv := p.verts[w[spVerts] : w[spVerts]+w[spNVerts]]
@@ -293,18 +375,18 @@ next:
 				}
 			}
 		}
-		if placeable(w, d, vid, v) {
+		if placeable(w, placed, vid, v) {
 			out = append(out, y)
 		}
 	}
 	return out
 }
 
-// placeable says whether data vertex v may go at depth d, whose program
-// words are w, below the placed vertices vid: none of them, and above and
-// below those its symmetry conditions name.
-func placeable(w []uint32, d int, vid []uint32, v uint32) bool {
-	for a := range d {
+// placeable says whether data vertex v may go at a depth whose program
+// words are w, below the vertices vid placed at depths [0, placed): none of
+// them, and above and below those its symmetry conditions name.
+func placeable(w []uint32, placed int, vid []uint32, v uint32) bool {
+	for a := range placed {
 		u := vid[a]
 		if u == v || (w[spAbove]>>a&1 == 1 && v <= u) || (w[spBelow]>>a&1 == 1 && v >= u) {
 			return false

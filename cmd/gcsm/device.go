@@ -88,7 +88,7 @@ const keepUsage = "on: a level of the GPU static matcher whose constraints inclu
 // keepLists parses --gpu-static-keep.
 func keepLists(v string) (bool, error) { return twoWay("gpu-static-keep", v, "off", "on") }
 
-const spaceUsage = "how the GPU static matcher counts a query: over the candidate space the CPU matcher builds (lists of the candidates adjacent to each candidate) or over the graph's lists; auto: the space where it is small (labelled queries), on: wherever it fits, off: never"
+const spaceUsage = "how the GPU static matcher counts a query: over the candidate space the CPU matcher builds (lists of the candidates adjacent to each candidate) or over the graph's lists; auto and on: wherever it fits in 2^26 entries, off: never"
 
 // spaceEntries parses --gpu-static-space into kernels.Options.SpaceEntries.
 func spaceEntries(v string) (int, error) {
