@@ -65,7 +65,7 @@ func DistinctPicks(t int, size *[1 << MaxGroup]int64) int64 {
 }
 
 // countPlan is the plan that counts q's matches from start, and the factor
-// its count is multiplied by. Leaves go last, to be counted (tail.go). The
+// its count is multiplied by. Leaves go last, to be counted as above. The
 // symmetry conditions that let a count walk one match of each automorphism
 // class (query.StaticPlan's forCount) order like leaves one after another,
 // which leaves only the last of them to count: on a star they forgo a
@@ -200,8 +200,10 @@ func (f *finder) distinct(g []int) int64 {
 	return DistinctPicks(t, size)
 }
 
-// walkGroup counts a group too large for partitions by walking its levels
-// from k, the last counted: f.visited marks the vertices picked above.
+// walkGroup counts the distinct picks of a group too large for
+// DistinctPicks by walking it: each pick at levels k and on is marked in
+// f.visited (which holds the placed vertices already), and the last level
+// counts its unmarked vertices.
 func (f *finder) walkGroup(g []int, k int) int64 {
 	set := f.sets[g[k]]
 	if k == len(g)-1 {
