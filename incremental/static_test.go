@@ -381,11 +381,7 @@ func TestStaticFailingSets(t *testing.T) {
 		r := rand.New(rand.NewPCG(uint64(9000+i), 3))
 		dir := i%2 == 1
 		sem := []query.Semantics{query.Embeddings, query.Instances}[i/2%2]
-		labels := graph.NewDict()
-		names := []string{"A", "B"}[:1+r.IntN(2)]
-		for _, n := range append(slices.Clone(names), "x") {
-			labels.Intern(n)
-		}
+		labels, names := trialLabels(r)
 		nv := 12 + r.IntN(14)
 		g, o := staticGraph(t, r, labels, dir, nv,
 			func() string { return names[r.IntN(len(names))] },
@@ -408,6 +404,17 @@ func TestStaticFailingSets(t *testing.T) {
 	if pruned == 0 {
 		t.Fatal("no failing set ever ended a walk early: the test checks nothing of them")
 	}
+}
+
+// trialLabels is a dictionary of one or two vertex labels (names, drawn by
+// r) and the edge label x.
+func trialLabels(r *rand.Rand) (*graph.Dict, []string) {
+	labels := graph.NewDict()
+	names := []string{"A", "B"}[:1+r.IntN(2)]
+	for _, n := range append(slices.Clone(names), "x") {
+		labels.Intern(n)
+	}
+	return labels, names
 }
 
 // staticGraph builds a graph of nv vertices, labelled one after another by

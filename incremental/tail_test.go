@@ -133,11 +133,7 @@ func TestStaticCountsTail(t *testing.T) {
 		r := rand.New(rand.NewPCG(uint64(11000+i), 7))
 		dir := i%2 == 1
 		sem := []query.Semantics{query.Embeddings, query.Instances}[i/2%2]
-		labels := graph.NewDict()
-		names := []string{"A", "B"}[:1+r.IntN(2)]
-		for _, n := range append(slices.Clone(names), "x") {
-			labels.Intern(n)
-		}
+		labels, names := trialLabels(r)
 		nv := 10 + r.IntN(8)
 		g, o := staticGraph(t, r, labels, dir, nv,
 			func() string { return names[r.IntN(len(names))] },

@@ -127,13 +127,7 @@ func unevenCase(t *testing.T) ([]graph.Update, []*query.Query) {
 // hangs off one other and is symmetric to an earlier one: match_space
 // counts those with sp_count_one, under symmetry bounds.
 func pendantCase(t *testing.T) ([]graph.Update, []*query.Query) {
-	t.Helper()
-	load, _ := denseCoreCase(t)
-	d := graph.NewDict()
-	d.Intern("A")
-	d.Intern("B")
-	d.Intern("x")
-	return load, compiled(t, d, "p", []pattern{
+	return denseCoreWith(t, "p", []pattern{
 		{"(a)-[]-(b), (a)-[]-(c), (a)-[]-(d)", query.Instances},
 		{"(a)-[]-(b)-[]-(c)-[]-(a), (d)-[]-(a), (e)-[]-(a)", query.Instances},
 		{"(a:A)-[]-(b:A)-[]-(c:A)-[]-(d:A)-[]-(a), (e:B)-[]-(a)", query.Instances},
@@ -146,18 +140,24 @@ func pendantCase(t *testing.T) ([]graph.Update, []*query.Query) {
 // leaves of both labels (two groups), and a wildcard leaf (one group of
 // all).
 func leavesCase(t *testing.T) ([]graph.Update, []*query.Query) {
+	return denseCoreWith(t, "l", []pattern{
+		{"(a)-[]-(b)-[]-(c)-[]-(a), (d)-[]-(a), (e)-[]-(a), (f)-[]-(b)", query.Embeddings},
+		{"(a:A)-[]-(b:A)-[]-(c:A)-[]-(a), (d:B)-[]-(a), (e:A)-[]-(a), (f:B)-[]-(b), (g:A)-[]-(c)", query.Embeddings},
+		{"(a:A)-[]-(b:A)-[]-(c:A)-[]-(a), (d:B)-[]-(a), (e)-[]-(b), (f:A)-[]-(c)", query.Embeddings},
+		{"(a:B)-[]-(b), (a)-[]-(c), (a)-[]-(d), (a)-[]-(e), (b)-[]-(f), (b)-[]-(g)", query.Embeddings},
+	})
+}
+
+// denseCoreWith is denseCoreCase's graph with the patterns ps, named with
+// prefix, over its labels A, B and x.
+func denseCoreWith(t *testing.T, prefix string, ps []pattern) ([]graph.Update, []*query.Query) {
 	t.Helper()
 	load, _ := denseCoreCase(t)
 	d := graph.NewDict()
 	d.Intern("A")
 	d.Intern("B")
 	d.Intern("x")
-	return load, compiled(t, d, "l", []pattern{
-		{"(a)-[]-(b)-[]-(c)-[]-(a), (d)-[]-(a), (e)-[]-(a), (f)-[]-(b)", query.Embeddings},
-		{"(a:A)-[]-(b:A)-[]-(c:A)-[]-(a), (d:B)-[]-(a), (e:A)-[]-(a), (f:B)-[]-(b), (g:A)-[]-(c)", query.Embeddings},
-		{"(a:A)-[]-(b:A)-[]-(c:A)-[]-(a), (d:B)-[]-(a), (e)-[]-(b), (f:A)-[]-(c)", query.Embeddings},
-		{"(a:B)-[]-(b), (a)-[]-(c), (a)-[]-(d), (a)-[]-(e), (b)-[]-(f), (b)-[]-(g)", query.Embeddings},
-	})
+	return load, compiled(t, d, prefix, ps)
 }
 
 // spaceOf encodes the candidate space of q's static counting plan on g,
