@@ -149,12 +149,12 @@ type finder struct {
 	gave              [query.MaxVertices]bool
 
 	// Counting the independent tail (tail.go): its first depth, or the
-	// last depth where it is not counted; per depth the candidates as data
-	// vertices; a group's levels; per subset of a group the intersection of
-	// its sets and its size.
+	// last depth where it is not counted; its groups (TailGroups); per
+	// depth the candidates as data vertices; per subset of a group the
+	// intersection of its sets and its size.
 	tail     int
+	groups   [][]int
 	sets     [query.MaxVertices][]graph.VertexID
-	group    []int
 	inter    [1 << MaxGroup][]graph.VertexID
 	interBuf [1 << MaxGroup][]graph.VertexID
 	size     [1 << MaxGroup]int64
@@ -195,9 +195,10 @@ func (c *CPU) search(g *dyngraph.Graph, sp *space, qi int, mode Mode, sink Sink)
 		}
 		f.sp, f.plan, f.mode, f.sink, f.qi, f.work, f.stop = sp, sp.plan, mode, sink, qi, work, c.stop
 		f.failing()
-		f.tail = len(sp.plan.Levels) - 1
+		f.tail, f.groups = len(sp.plan.Levels)-1, nil
 		if mode == Count {
 			f.tail = IndependentTail(sp.plan)
+			f.groups = TailGroups(sp.plan, f.tail)
 		}
 		f.count, f.splits, f.pruned, f.stopped = 0, 0, 0, false
 		wg.Go(func() {

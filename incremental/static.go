@@ -42,9 +42,12 @@ func (c *CPU) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink 
 		if !ok {
 			continue
 		}
-		plan, factor := q.StaticPlan(start, f.Count, false), int64(1)
+		var plan query.Plan
+		factor := int64(1)
 		if mode == Count {
 			plan, factor = countPlan(q, start, f.Count)
+		} else {
+			plan = q.StaticPlan(start, f.Count, false)
 		}
 		budget := c.SpaceEntries
 		if budget == 0 {

@@ -120,12 +120,39 @@ func IndependentTail(p *query.Plan) int {
 	return k
 }
 
+// TailGroups splits the depths of p's tail, from depth tail on, into the
+// groups whose candidates may meet: the depths of one label, or all of
+// them where a level is a wildcard.
+func TailGroups(p *query.Plan, tail int) [][]int {
+	levels := p.Levels[tail:]
+	for _, lv := range levels {
+		if lv.Label == graph.Wildcard {
+			all := make([]int, len(levels))
+			for i := range all {
+				all[i] = tail + i
+			}
+			return [][]int{all}
+		}
+	}
+	var groups [][]int
+	at := map[graph.Label]int{}
+	for i, lv := range levels {
+		g, ok := at[lv.Label]
+		if !ok {
+			g = len(groups)
+			at[lv.Label] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], tail+i)
+	}
+	return groups
+}
+
 // countTail counts the matches below the partial match whose tail, from
 // depth d, is left: f.cand[d] holds depth d's candidates, and the other
 // tail levels' are computed here.
 func (f *finder) countTail(d int) {
-	levels := f.plan.Levels
-	n := len(levels)
+	n := len(f.plan.Levels)
 	for e := d; e < n; e++ {
 		cands := f.cand[e]
 		if e > d {
@@ -145,30 +172,11 @@ func (f *finder) countTail(d int) {
 	if f.halting(uint32(n - d)) {
 		return
 	}
-	// Group the tail's levels by label.
-	group := f.group[:0]
-	for e := d; e < n; e++ {
-		group = append(group, e)
-	}
-	wild := false
-	for _, e := range group {
-		wild = wild || levels[e].Label == graph.Wildcard
-	}
-	if !wild {
-		slices.SortFunc(group, func(a, b int) int { return int(levels[a].Label) - int(levels[b].Label) })
-	}
-	f.group = group
 	total := int64(1)
-	for i := 0; i < len(group); {
-		j := i + 1
-		for j < len(group) && (wild || levels[group[j]].Label == levels[group[i]].Label) {
-			j++
-		}
-		total *= f.distinct(group[i:j])
-		if total == 0 {
+	for _, g := range f.groups {
+		if total *= f.distinct(g); total == 0 {
 			return
 		}
-		i = j
 	}
 	f.count += total
 }

@@ -79,13 +79,12 @@ func (x *GPU) Static(g *dyngraph.Graph, queries []*query.Query, mode incremental
 	for _, qi := range possible(g, queries) {
 		q := queries[qi]
 		f := incremental.Filter(g, q)
-		plan, ok := f.Plan(q, mode == incremental.Count)
-		if !ok {
-			continue
-		}
 		if mode == incremental.Count && x.opts.SpaceEntries >= 0 {
 			// The CPU's counting plan: leaves last, counted (sp_tail).
-			cplan, factor, _ := f.CountPlan(q)
+			cplan, factor, ok := f.CountPlan(q)
+			if !ok {
+				continue
+			}
 			n, ok, err := x.staticSpace(g, f, &cplan)
 			if err != nil {
 				return nil, err
@@ -94,6 +93,10 @@ func (x *GPU) Static(g *dyngraph.Graph, queries []*query.Query, mode incremental
 				out[qi] = n * factor
 				continue
 			}
+		}
+		plan, ok := f.Plan(q, mode == incremental.Count)
+		if !ok {
+			continue
 		}
 		// The last level goes without: a vertex that completes a match is
 		// in its set anyway, and without one the kernel counts that level

@@ -116,34 +116,20 @@ func encodeSpace(sp incremental.Space, plan *query.Plan, tail int) (p *spaceProg
 	return p, true
 }
 
-// tailGroups writes the group of each depth of plan's tail from depth tail
-// (levels of one label, or all one group if a level is a wildcard) into
-// prog, and returns tail; or n-1, no tail, where there is none or a group
-// has more levels than sp_tail counts.
+// tailGroups writes the group (incremental.TailGroups) of each depth of
+// plan's tail from depth tail into prog, and returns tail; or n-1, no
+// tail, where there is none or a group has more levels than sp_tail counts.
 func tailGroups(plan *query.Plan, tail int, prog []uint32) int {
 	n := len(plan.Levels)
 	if tail >= n-1 {
 		return n - 1
 	}
-	wild := false
-	for _, lv := range plan.Levels[tail:] {
-		wild = wild || lv.Label == graph.Wildcard
-	}
-	group := map[graph.Label]uint32{}
-	size := map[uint32]int{}
-	for d := tail; d < n; d++ {
-		l := plan.Levels[d].Label
-		if wild {
-			l = graph.Wildcard
-		}
-		g, ok := group[l]
-		if !ok {
-			g = uint32(len(group))
-			group[l] = g
-		}
-		prog[d*spStride+spGroup] = g
-		if size[g]++; size[g] > incremental.MaxGroup {
+	for g, ds := range incremental.TailGroups(plan, tail) {
+		if len(ds) > incremental.MaxGroup {
 			return n - 1
+		}
+		for _, d := range ds {
+			prog[d*spStride+spGroup] = uint32(g)
 		}
 	}
 	return tail
