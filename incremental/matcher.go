@@ -76,3 +76,18 @@ type Matcher interface {
 	// count per query.
 	Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink Sink) ([]int64, error)
 }
+
+// Overlapper is a Matcher whose Match can finish while the caller goes on
+// changing the graph: the GPU executor, once its copy of the graph is in
+// device memory, needs the host graph only to bring that copy up to date.
+// A service that reorganizes batch n and applies n+1 while the GPU matches
+// n hides the GPU's fixed cost per batch behind that host work.
+type Overlapper interface {
+	// Begin does the part of Match(g, delta, queries, mode, sink) that
+	// reads g and returns wait, which finishes the match and returns what
+	// Match would have. Until wait returns, the caller may reorganize g and
+	// apply later batches to it, but must not use the executor otherwise,
+	// and sink may be called on another goroutine. An executor that cannot
+	// overlap this call does all of it in Begin.
+	Begin(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, mode Mode, sink Sink) (wait func() ([]Counts, error))
+}

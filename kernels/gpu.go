@@ -190,6 +190,9 @@ type GPU struct {
 	listBytes [2]uint64
 	cache     cacheState
 	last      BatchStats
+	// inFlight is set between a Begin that overlaps and its wait, while a
+	// goroutine of run's drives the device.
+	inFlight bool
 	// FellBack is set when a device placement did not fit under the
 	// memory cap and zero-copy is used instead.
 	FellBack bool
@@ -205,7 +208,10 @@ type slabMirror struct {
 	ids, lbl cuda.DevicePtr
 }
 
-var _ incremental.Matcher = (*GPU)(nil)
+var (
+	_ incremental.Matcher    = (*GPU)(nil)
+	_ incremental.Overlapper = (*GPU)(nil)
+)
 
 // Open starts the executor on a device. The error wraps cuda.ErrNoDriver or
 // cuda.ErrNoDevice when there is no GPU to use.

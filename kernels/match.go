@@ -25,8 +25,24 @@ const (
 
 // Match implements incremental.Matcher.
 func (x *GPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, mode incremental.Mode, sink incremental.Sink) ([]incremental.Counts, error) {
+	return x.begin(g, delta, queries, mode, sink, false)()
+}
+
+// Begin implements incremental.Overlapper. The match overlaps with the
+// caller's work only where the kernel reads nothing of the host graph: in
+// the device and unified placements, whose copy of the graph prepare has
+// brought up to date before Begin returns. The zero-copy and cache
+// placements read the host's lists, which the caller's next changes would
+// rewrite under the kernel, so Begin does all of their match.
+func (x *GPU) Begin(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, mode incremental.Mode, sink incremental.Sink) func() ([]incremental.Counts, error) {
+	return x.begin(g, delta, queries, mode, sink, true)
+}
+
+// begin is Match, and Begin when overlap is set.
+func (x *GPU) begin(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, mode incremental.Mode, sink incremental.Sink,
+	overlap bool) func() ([]incremental.Counts, error) {
 	if !g.Pending() && len(delta) > 0 {
-		return nil, fmt.Errorf("kernels: Match on a graph with no pending batch")
+		return finished(nil, fmt.Errorf("kernels: Match on a graph with no pending batch"))
 	}
 	res := make([]incremental.Counts, len(queries))
 	live := possible(g, queries)
@@ -36,26 +52,35 @@ func (x *GPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 		// that the next one need not copy everything again.
 		if g.NumSlabs() > 0 {
 			_, err := x.prepare(g, false, nil, nil)
-			return res, err
+			return finished(res, err)
 		}
-		return res, nil
+		return finished(res, nil)
 	}
 	prog, err := encode(pick(queries, live), g.MultiLabel())
 	if err != nil {
-		return nil, err
+		return finished(nil, err)
 	}
 	changes := make([]uint32, 0, 4*len(delta))
 	for _, c := range delta {
 		changes = append(changes, c.Src, c.Dst, c.Label, b2u(c.Sign > 0))
 	}
-	counts, err := x.run(g, delta, prog, changes, pick(queries, live), mode, sink, live)
-	if err != nil {
-		return nil, err
+	wait := x.run(g, delta, prog, changes, pick(queries, live), mode, sink, live, overlap)
+	return func() ([]incremental.Counts, error) {
+		counts, err := wait()
+		if err != nil {
+			return nil, err
+		}
+		for i, qi := range live {
+			res[qi] = counts[i]
+		}
+		return res, nil
 	}
-	for i, qi := range live {
-		res[qi] = counts[i]
-	}
-	return res, nil
+}
+
+// finished is a wait function (incremental.Overlapper) for a match that is
+// already done.
+func finished(c []incremental.Counts, err error) func() ([]incremental.Counts, error) {
+	return func() ([]incremental.Counts, error) { return c, err }
 }
 
 // Static implements incremental.Matcher. The matches of a graph are the
@@ -113,7 +138,7 @@ func (x *GPU) Static(g *dyngraph.Graph, queries []*query.Query, mode incremental
 		if err != nil {
 			return nil, err
 		}
-		counts, err := x.run(g, nil, prog, changes, []*query.Query{q}, mode, sink, []int{qi})
+		counts, err := x.run(g, nil, prog, changes, []*query.Query{q}, mode, sink, []int{qi}, false)()
 		if err != nil {
 			return nil, err
 		}
@@ -191,21 +216,66 @@ func pick(queries []*query.Query, idx []int) []*query.Query {
 // run launches the kernel over every (term, change) unit until all units
 // are done: in Enumerate mode a launch that fills the record buffer stops,
 // the finished units' matches go to the sink, and the rest run again. delta
-// is the batch's, or nil for the static matcher (prog.static).
+// is the batch's, or nil for the static matcher (prog.static). With overlap
+// (Begin), the launches run on a goroutine of their own once prepare has
+// read what it needs of g, where the placement allows it; the returned
+// function waits for them.
 func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, changes []uint32, qs []*query.Query,
-	mode incremental.Mode, sink incremental.Sink, live []int) ([]incremental.Counts, error) {
+	mode incremental.Mode, sink incremental.Sink, live []int, overlap bool) func() ([]incremental.Counts, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	t0 := time.Now()
-	ga, err := x.prepare(g, delta == nil, delta, qs)
-	if err != nil {
-		return nil, err
+	if x.inFlight {
+		return finished(nil, errors.New("kernels: BUG: the executor was used before the wait of its last Begin"))
 	}
+	r := &batchRun{prog: prog, changes: changes, qs: qs, mode: mode, sink: sink, live: live,
+		static: delta == nil, edges: len(delta), maxDegree: g.MaxDegreeBound(), start: time.Now()}
+	var err error
+	if r.graph, err = x.prepare(g, delta == nil, delta, qs); err != nil {
+		return finished(nil, err)
+	}
+	if !overlap || !x.Placement().mirrored() {
+		return finished(x.launchAll(r))
+	}
+	x.inFlight = true
+	done := make(chan struct{})
+	var counts []incremental.Counts
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		counts, err = x.launchAll(r)
+		close(done)
+	}()
+	return func() ([]incremental.Counts, error) {
+		<-done
+		x.inFlight = false
+		return counts, err
+	}
+}
+
+// batchRun is what run's launches need: nothing of the host graph, which
+// may change while they run (Begin).
+type batchRun struct {
+	graph     cuda.DevicePtr // the device's description of the graph (prepare)
+	prog      *program
+	changes   []uint32
+	qs        []*query.Query
+	mode      incremental.Mode
+	sink      incremental.Sink
+	live      []int
+	static    bool // the static matcher's run: no batch
+	edges     int  // the batch's changes
+	maxDegree int  // the graph's dyngraph.Graph.MaxDegreeBound
+	start     time.Time
+}
+
+// launchAll is run's work after prepare.
+func (x *GPU) launchAll(r *batchRun) ([]incremental.Counts, error) {
+	prog, changes, qs, mode, sink, live, ga := r.prog, r.changes, r.qs, r.mode, r.sink, r.live, r.graph
 	t1 := time.Now()
 	defer func() {
 		x.last.Kernel = time.Since(t1)
-		x.last.Match = time.Since(t0) - x.last.Estimate - x.last.Pack
-		x.tuneEstimate(qs, len(delta))
+		x.last.Match = time.Since(r.start) - x.last.Estimate - x.last.Pack
+		x.tuneEstimate(qs, r.edges)
 	}()
 	nch := len(changes) / 4
 	total := uint64(len(prog.terms)) * uint64(nch)
@@ -279,14 +349,14 @@ func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, change
 	l := launch{x.match, pp, tp, uint32(len(prog.terms)), cp, uint32(nch), ga, counts, scratch, next, flags, blocks, lb, cands, 0, 0, 0}
 	// What the last launches walk: the units, or seeds of depth split.
 	units, split, seeds, seedWords := total, uint32(0), cuda.DevicePtr(0), uint32(0)
-	if (delta == nil || mode == incremental.Enumerate) && !x.opts.NoSplit {
+	if (r.static || mode == incremental.Enumerate) && !x.opts.NoSplit {
 		// The static matcher's plan starts at its most selective vertex,
 		// so a few root edges can hold all the work; and enumerating a
 		// batch, its hub edges' units would each keep one warp busy while
 		// the others idle. An expansion launch cannot emit matches, so
 		// seeds stop short of the shallowest term.
 		perWarp := uint64(enumerateSeeds)
-		if delta == nil {
+		if r.static {
 			perWarp = staticSeeds
 		}
 		if seeds, seedWords, units, err = x.deepen(l, total, prog.minN(), perWarp*uint64(warps)); err != nil {
@@ -323,7 +393,7 @@ func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, change
 	// last launches walk from the seeds' depth: they keep lists only where
 	// a level at or below it reads one.
 	if start := max(int(split), 2); prog.keepSlots > 0 && prog.readsKept(start) {
-		if err := x.keepLists(&l, g, warps, prog.keepSlots); err != nil {
+		if err := x.keepLists(&l, r.maxDegree, warps, prog.keepSlots); err != nil {
 			return nil, err
 		}
 	}
@@ -439,12 +509,12 @@ const defaultKeepBytes = 1 << 30
 // longer keeps nothing, and the levels below it read the lists), and has
 // the launches run match_keep. Without room they run match_delta, which
 // ignores the plan's kept lists.
-func (x *GPU) keepLists(l *launch, g *dyngraph.Graph, warps, slots int) error {
+func (x *GPU) keepLists(l *launch, maxDegree, warps, slots int) error {
 	budget := int64(defaultKeepBytes)
 	if x.opts.KeepBytes > 0 {
 		budget = x.opts.KeepBytes
 	}
-	capacity := min(int64(g.MaxDegreeBound()), budget/int64(4*warps*slots))
+	capacity := min(int64(maxDegree), budget/int64(4*warps*slots))
 	if capacity < 32 {
 		return nil // too little room to keep anything worth reading
 	}

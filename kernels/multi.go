@@ -23,17 +23,25 @@ type Multi struct {
 	GPUs []*GPU
 }
 
-var _ incremental.Matcher = (*Multi)(nil)
+var (
+	_ incremental.Matcher    = (*Multi)(nil)
+	_ incremental.Overlapper = (*Multi)(nil)
+)
 
 // Match implements incremental.Matcher.
 func (m *Multi) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, mode incremental.Mode, sink incremental.Sink) ([]incremental.Counts, error) {
+	return m.Begin(g, delta, queries, mode, sink)()
+}
+
+// Begin implements incremental.Overlapper: every GPU begins its share at
+// once, and the wait takes each GPU's result in turn.
+func (m *Multi) Begin(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, mode incremental.Mode, sink incremental.Sink) func() ([]incremental.Counts, error) {
 	n := len(m.GPUs)
 	if n == 0 {
-		return nil, errors.New("kernels: Multi with no GPU")
+		return finished(nil, errors.New("kernels: Multi with no GPU"))
 	}
 	shards := split(g, delta, n)
-	res := make([][]incremental.Counts, n)
-	errs := make([]error, n)
+	waits := make([]func() ([]incremental.Counts, error), n)
 	var wg sync.WaitGroup
 	for i, x := range m.GPUs {
 		var s incremental.Sink
@@ -42,20 +50,25 @@ func (m *Multi) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.
 			// GPU gets its own worker number.
 			s = func(_, q int, sign graph.Sign, mv []graph.VertexID) { sink(i, q, sign, mv) }
 		}
-		wg.Go(func() { res[i], errs[i] = x.Match(g, shards[i], queries, mode, s) })
+		wg.Go(func() { waits[i] = x.Begin(g, shards[i], queries, mode, s) })
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	out := make([]incremental.Counts, len(queries))
-	for _, r := range res {
-		for q, c := range r {
-			out[q].Positive += c.Positive
-			out[q].Negative += c.Negative
+	return func() ([]incremental.Counts, error) {
+		out := make([]incremental.Counts, len(queries))
+		var errs []error
+		for _, wait := range waits {
+			r, err := wait()
+			errs = append(errs, err)
+			for q, c := range r {
+				out[q].Positive += c.Positive
+				out[q].Negative += c.Negative
+			}
 		}
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+		return out, nil
 	}
-	return out, nil
 }
 
 // Static implements incremental.Matcher on the first GPU; the others'

@@ -41,7 +41,7 @@ func (s *Service) events(b *batchState, c *collector, initial bool) {
 		}
 	}
 	if kept > 0 {
-		mt := &matched{c: c, queries: slices.Clone(s.queries), batch: s.batch, initial: initial, n: kept, bound: s.binder != nil,
+		mt := &matched{c: c, queries: slices.Clone(s.queries), batch: b.id, initial: initial, n: kept, bound: s.binder != nil,
 			parts: make([]int32, len(b.msgs))}
 		for _, st := range s.queries {
 			mt.maxN = max(mt.maxN, st.q.N())
@@ -65,7 +65,7 @@ func (s *Service) events(b *batchState, c *collector, initial bool) {
 	for qi, limit := range b.withheld {
 		st := s.queries[qi]
 		st.LimitHits++
-		st.LastLimit = fmt.Sprintf("batch %d: %s", s.batch, limit)
+		st.LastLimit = fmt.Sprintf("batch %d: %s", b.id, limit)
 		s.met.limitHits.WithLabelValues(st.cfg.Name, limit).Inc()
 		var emitted int64
 		for _, w := range c.all() {
@@ -75,7 +75,7 @@ func (s *Service) events(b *batchState, c *collector, initial bool) {
 				}
 			}
 		}
-		s.log.Warn().Str("query", st.cfg.Name).Str("limit", limit).Uint64("batch", s.batch).
+		s.log.Warn().Str("query", st.cfg.Name).Str("limit", limit).Uint64("batch", b.id).
 			Int64("emitted", emitted).Msg("query limit hit: further matches of this batch were counted but not emitted")
 	}
 	s.publishQueries()

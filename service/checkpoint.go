@@ -356,7 +356,7 @@ func (s *Service) emitInitial(ctx context.Context, st *standing) error {
 	if err != nil {
 		return err
 	}
-	b := &batchState{}
+	b := &batchState{id: s.batch}
 	s.events(b, c, true)
 	if err := s.deliver(ctx, b); err != nil {
 		return err

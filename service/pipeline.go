@@ -195,8 +195,25 @@ func (s *Service) handOff(p *pipeline, b *batchState) error {
 	return nil
 }
 
-// drain waits until every batch handed to delivery is acknowledged.
+// abandonOverlapped waits for a match left running when the loop ends on an
+// error, so that nothing drives the executor after the loop, and drops the
+// batch: as with any batch not acknowledged, its offsets do not count.
+func (s *Service) abandonOverlapped() {
+	if b := s.overlapped; b != nil {
+		s.overlapped = nil
+		b.wait()
+		if st, ok := s.matcher.(stoppable); ok {
+			st.SetStop(nil)
+		}
+	}
+}
+
+// drain completes the batch whose match overlapped, if any, and waits
+// until every batch handed to delivery is acknowledged.
 func (s *Service) drain(p *pipeline) error {
+	if err := s.completeOverlapped(p); err != nil {
+		return err
+	}
 	for p.inflight > 0 {
 		if err := s.takeBack(p, <-p.acked); err != nil {
 			return err
@@ -241,6 +258,7 @@ func (s *Service) takeBack(p *pipeline, b *batchState) error {
 func (s *Service) loop(ctx context.Context, gen *ingest.Generation, p *pipeline) error {
 	tick := time.NewTicker(max(s.cfg.State.CheckpointEvery, 10*time.Millisecond))
 	defer tick.Stop()
+	defer s.abandonOverlapped()
 	// idle counts the loop's waits from its first batch on: the wait for a
 	// generation's first records is not the decoding stage's doing.
 	started := false
@@ -249,28 +267,44 @@ func (s *Service) loop(ctx context.Context, gen *ingest.Generation, p *pipeline)
 			s.met.idle.Add(time.Since(t0).Seconds())
 		}
 	}
+	// batch takes the next decoded batch through the graph stages; ok is
+	// false once the input has ended.
+	batch := func(b *batchState, ok bool) (end bool, err error) {
+		if !ok {
+			if err := s.drain(p); err != nil {
+				return true, err
+			}
+			return true, s.maybeCheckpoint(gen, p)
+		}
+		s.met.wait.WithLabelValues("graph").Observe(time.Since(b.queued).Seconds())
+		started = true
+		return false, s.process(p, b)
+	}
 	for {
 		t0 := time.Now()
+		if s.overlapped != nil {
+			// A match left running overlaps the next batch's apply only
+			// if that batch is decoded already: its alerts would otherwise
+			// wait for the input.
+			select {
+			case b, ok := <-p.ready:
+				if end, err := batch(b, ok); end || err != nil {
+					return err
+				}
+				if err := s.maybeCheckpoint(gen, p); err != nil {
+					return err
+				}
+				continue
+			default:
+				if err := s.completeOverlapped(p); err != nil {
+					return err
+				}
+			}
+		}
 		select {
 		case b, ok := <-p.ready:
 			idle(t0)
-			if !ok {
-				if err := s.drain(p); err != nil {
-					return err
-				}
-				return s.maybeCheckpoint(gen, p)
-			}
-			s.met.wait.WithLabelValues("graph").Observe(time.Since(b.queued).Seconds())
-			if err := s.process(b); err != nil {
-				return err
-			}
-			started = true
-			select {
-			case p.free <- b.buf:
-			default:
-			}
-			b.buf, b.msgs = nil, nil
-			if err := s.handOff(p, b); err != nil {
+			if end, err := batch(b, ok); end || err != nil {
 				return err
 			}
 		case b := <-p.acked:

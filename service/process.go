@@ -20,9 +20,12 @@ import (
 )
 
 // process runs a decoded batch through the graph stages: window expiry,
-// resolving ids, apply, match (building the events) and reorganize. It
-// returns only errors that end the service; bad input becomes dead letters.
-func (s *Service) process(b *batchState) error {
+// resolving ids, apply, match and reorganize. It returns only errors that
+// end the service; bad input becomes dead letters. A match that overlaps
+// (incremental.Overlapper) is left running in b.wait for complete to
+// finish; the last batch's, if still running, finishes after this batch's
+// apply, which it overlapped.
+func (s *Service) process(p *pipeline, b *batchState) error {
 	t0 := time.Now()
 	if err := s.forget(b.recycled); err != nil {
 		return err
@@ -48,6 +51,10 @@ func (s *Service) process(b *batchState) error {
 		}
 	}
 	s.track(b)
+	b.applied = stats
+	if err := s.completeOverlapped(p); err != nil {
+		return err
+	}
 	t2 := time.Now()
 
 	if b.fixed > 0 {
@@ -73,8 +80,44 @@ func (s *Service) process(b *batchState) error {
 	b.times[stageApply] = t2.Sub(t1)
 	b.times[stageMatch] = t3.Sub(t2)
 	b.times[stageReorganize] = t4.Sub(t3)
-	s.observe(b, stats)
-	return nil
+	if b.wait != nil {
+		s.overlapped = b
+		return nil
+	}
+	return s.complete(p, b)
+}
+
+// complete ends b's graph stages, once process has run: it waits for b's
+// match if that overlapped and builds its events, gives b's buffers back to
+// the decoding stage and hands b to delivery.
+func (s *Service) complete(p *pipeline, b *batchState) error {
+	if b.wait != nil {
+		t0 := time.Now()
+		err := s.finishMatch(b)
+		b.times[stageMatch] += time.Since(t0)
+		if err != nil {
+			return fmt.Errorf("match: %w", err)
+		}
+	}
+	s.observe(b, b.applied)
+	select {
+	case p.free <- b.buf:
+	default:
+	}
+	b.buf, b.msgs = nil, nil
+	return s.handOff(p, b)
+}
+
+// completeOverlapped completes the batch whose match is still running, if
+// any: before anything else uses the executor or needs every batch handed
+// to delivery.
+func (s *Service) completeOverlapped(p *pipeline) error {
+	b := s.overlapped
+	if b == nil {
+		return nil
+	}
+	s.overlapped = nil
+	return s.complete(p, b)
 }
 
 // batchState is one batch on its way through the pipeline.
@@ -104,9 +147,16 @@ type batchState struct {
 	recycled []graph.VertexID
 	isolated []graph.VertexID
 
-	id     uint64                         // the batch's number, set by the graph stages
-	fixed  uint64                         // a member's: the batch's number from the cuts topic
-	ends   map[int]int64                  // a member's: per partition, the offset after the batch
+	id    uint64        // the batch's number, set by the graph stages
+	fixed uint64        // a member's: the batch's number from the cuts topic
+	ends  map[int]int64 // a member's: per partition, the offset after the batch
+	// applied is what Apply said of the batch. wait, when set, finishes
+	// its match, which overlaps the graph stages of the next batch; its
+	// matches go to collected.
+	applied   dyngraph.ApplyStats
+	wait      func() ([]incremental.Counts, error)
+	collected *collector
+
 	cut    time.Time                      // when the batcher closed it
 	queued time.Time                      // when it entered its current queue
 	times  [stageOutput + 1]time.Duration // per stage, indexed like stages
@@ -398,7 +448,10 @@ func (c *collector) all() []*workerBuf {
 	return append(out, &c.overflow)
 }
 
-// match runs the queries on the batch and turns their matches into events.
+// match runs the queries on the batch and turns their matches into events,
+// or, where the executor can overlap the match with the next batch's apply
+// (incremental.Overlapper, and no binder reading the transfers beside the
+// graph), begins it and leaves the rest to finishMatch.
 func (s *Service) match(b *batchState, delta []graph.Change) error {
 	if len(s.queries) == 0 || len(delta) == 0 {
 		return nil
@@ -408,20 +461,35 @@ func (s *Service) match(b *batchState, delta []graph.Change) error {
 		// The engine abandons a query once a limit is hit, instead of
 		// finishing matches that would only be counted.
 		st.SetStop(c.stop)
-		defer st.SetStop(nil)
 	}
-	var err error
-	if s.binder != nil {
-		_, err = s.binder.Match(s.g, delta, s.compiled(), incremental.Enumerate, c.boundSink(s.bundles))
-	} else {
-		_, err = s.matcher.Match(s.g, delta, s.compiled(), incremental.Enumerate, c.sink)
+	b.collected = c
+	switch o, ok := s.matcher.(incremental.Overlapper); {
+	case s.binder != nil:
+		_, err := s.binder.Match(s.g, delta, s.compiled(), incremental.Enumerate, c.boundSink(s.bundles))
+		b.wait = func() ([]incremental.Counts, error) { return nil, err }
+	case ok:
+		b.wait = o.Begin(s.g, delta, s.compiled(), incremental.Enumerate, c.sink)
+		return nil
+	default:
+		_, err := s.matcher.Match(s.g, delta, s.compiled(), incremental.Enumerate, c.sink)
+		b.wait = func() ([]incremental.Counts, error) { return nil, err }
+	}
+	return s.finishMatch(b)
+}
+
+// finishMatch waits for b's match and builds its events.
+func (s *Service) finishMatch(b *batchState) error {
+	_, err := b.wait()
+	b.wait = nil
+	if st, ok := s.matcher.(stoppable); ok {
+		st.SetStop(nil)
 	}
 	if err != nil {
 		return err
 	}
 	s.countGPU()
 	s.countPlacement()
-	s.events(b, c, false)
+	s.events(b, b.collected, false)
 	return nil
 }
 

@@ -91,6 +91,9 @@ type Service struct {
 	// matches over them.
 	bundles *bundle.Store
 	binder  *incremental.Binder
+	// overlapped is the batch whose match runs on beside the next batch's
+	// graph stages (Service.match), until the run loop completes it.
+	overlapped *batchState
 	// keep and keepTime are what the decoding stage keeps of events: the
 	// properties the store keeps, and event times when a query reads them.
 	keep     atomic.Pointer[ingest.PropFilter]

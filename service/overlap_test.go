@@ -1,0 +1,120 @@
+package service
+
+import (
+	"context"
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/incremental"
+	"github.com/gcsm/gcsm/kernels"
+	"github.com/gcsm/gcsm/query"
+)
+
+// held is the run loop's side of incremental.Overlapper on a machine
+// without a GPU: Begin matches on the CPU at once, but the matches reach
+// the sink from another goroutine, while the run loop goes on with the
+// next batch, as the GPU's launches do (kernels.GPU.Begin).
+type held struct {
+	incremental.CPU
+	// overlapped counts the waits called after the graph had moved on to
+	// a later batch: the overlaps that the test wants to see.
+	overlapped atomic.Int64
+}
+
+func (h *held) Begin(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, mode incremental.Mode, sink incremental.Sink) func() ([]incremental.Counts, error) {
+	type match struct {
+		q    int
+		sign graph.Sign
+		m    []graph.VertexID
+	}
+	var (
+		mu      sync.Mutex
+		matches []match
+	)
+	counts, err := h.Match(g, delta, queries, mode, func(_, q int, sign graph.Sign, m []graph.VertexID) {
+		mu.Lock()
+		matches = append(matches, match{q, sign, slices.Clone(m)})
+		mu.Unlock()
+	})
+	epoch := g.Epoch()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(time.Millisecond)
+		for _, m := range matches {
+			sink(0, m.q, m.sign, m.m)
+		}
+	}()
+	return func() ([]incremental.Counts, error) {
+		<-done
+		// The run loop calls wait, so reading the graph here is no race.
+		if g.Epoch() > epoch {
+			h.overlapped.Add(1)
+		}
+		return counts, err
+	}
+}
+
+// TestOverlappedMatch runs the stream of TestEndToEnd through an executor
+// whose matches finish while the next batch is applied: the events must be
+// the replay's, in batch order, and the last batch's must come out although
+// no batch follows it. With -service.gpu it runs the GPU
+// executor in the device placement instead, whose Begin overlaps for real.
+func TestOverlappedMatch(t *testing.T) {
+	addrs := cluster(t, 1, 1)
+	cfg := testConfig(t, addrs)
+	recs, vals := transferStream(24*cfg.Batch.Size, 7)
+	produce(t, addrs, "edges", vals)
+	cfg.Batch.Linger = 10 * time.Second
+	// No checkpoint completes the last batch: the run loop must, once no
+	// batch follows it.
+	cfg.State.CheckpointEvery = time.Hour
+	out := consume(t, addrs, "matches", true)
+
+	opts := Options{Config: cfg, Log: zerolog.New(io.Discard)}
+	h := &held{CPU: incremental.CPU{Workers: 2}}
+	opts.Matcher = h
+	if *benchGPU {
+		x, err := kernels.Open(kernels.Options{Placement: kernels.Device})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Close()
+		opts.Matcher, opts.Alloc = x, x.Allocator()
+	}
+	s, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{s: s, stop: cancel, done: make(chan error, 1)}
+	go func() { r.done <- s.Run(ctx) }()
+	t.Cleanup(func() { r.shutdown(t) })
+
+	waitFor(t, "the stream to be applied", time.Minute, func() bool { return r.s.Progress().Position[0] == int64(len(vals)) })
+	waitFor(t, "the events to be read", time.Minute, func() bool { return int64(out.count()) == r.s.Progress().Events })
+	events, _ := out.snapshot(t)
+	got := make([]string, len(events))
+	for i, ev := range events {
+		got[i] = describe(ev)
+		if i > 0 && ev.Batch < events[i-1].Batch {
+			t.Fatalf("event %d of batch %d follows one of batch %d", i, ev.Batch, events[i-1].Batch)
+		}
+	}
+	slices.Sort(got)
+	if want := replayEvents(t, cfg, recs); !slices.Equal(got, want) {
+		t.Fatalf("events differ from the replay's: got %d, want %d\nfirst got  %v\nfirst want %v", len(got), len(want), head(got), head(want))
+	}
+	if !*benchGPU && h.overlapped.Load() == 0 {
+		t.Fatal("no match overlapped the next batch's apply")
+	}
+	t.Logf("%d events; %d of 24 batches overlapped", len(got), h.overlapped.Load())
+}
