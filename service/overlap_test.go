@@ -87,7 +87,9 @@ func TestOverlappedMatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer x.Close()
+		// After the service's shutdown, registered below: the graph lives
+		// in the GPU's pinned memory until its last checkpoint is written.
+		t.Cleanup(func() { x.Close() })
 		opts.Matcher, opts.Alloc = x, x.Allocator()
 	}
 	s, err := New(opts)

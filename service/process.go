@@ -52,10 +52,12 @@ func (s *Service) process(p *pipeline, b *batchState) error {
 	}
 	s.track(b)
 	b.applied = stats
+	t2 := time.Now()
+	// The last batch's wait and hand-off count as its own match stage.
 	if err := s.completeOverlapped(p); err != nil {
 		return err
 	}
-	t2 := time.Now()
+	tm := time.Now()
 
 	if b.fixed > 0 {
 		s.batch = b.fixed
@@ -78,7 +80,7 @@ func (s *Service) process(p *pipeline, b *batchState) error {
 
 	b.times[stageDecode] += t1.Sub(t0)
 	b.times[stageApply] = t2.Sub(t1)
-	b.times[stageMatch] = t3.Sub(t2)
+	b.times[stageMatch] = t3.Sub(tm)
 	b.times[stageReorganize] = t4.Sub(t3)
 	if b.wait != nil {
 		s.overlapped = b
