@@ -193,6 +193,11 @@ type GPU struct {
 	// inFlight is set between a Begin that overlaps and its wait, while a
 	// goroutine of run's drives the device.
 	inFlight bool
+	// deferring is set while prepare runs for a Begin that overlaps: its
+	// copies and launches wait in ops, their data in staged (copyIn).
+	deferring bool
+	ops       []func() error
+	staged    staging
 	// FellBack is set when a device placement did not fit under the
 	// memory cap and zero-copy is used instead.
 	FellBack bool
@@ -371,8 +376,71 @@ func (x *GPU) upload(name string, data unsafe.Pointer, n int) (cuda.DevicePtr, e
 	if err != nil || n == 0 {
 		return p, err
 	}
-	return p, x.ctx.CopyHtoD(p, data, n)
+	return p, x.copyIn(p, data, n)
 }
+
+// copyIn copies n bytes from host memory to dst: at once, or, while prepare
+// runs for a Begin that overlaps (x.deferring), from a copy of them taken
+// now, on the goroutine that then runs the launches. Those copies, and the
+// scatter launches after them (later), are the driver calls of a batch's
+// prepare; deferred, they leave the run loop only the reads of the graph.
+func (x *GPU) copyIn(dst cuda.DevicePtr, src unsafe.Pointer, n int) error {
+	if !x.deferring {
+		return x.ctx.CopyHtoD(dst, src, n)
+	}
+	b := x.staged.take(n)
+	copy(b, unsafe.Slice((*byte)(src), n))
+	x.ops = append(x.ops, func() error { return x.ctx.CopyHtoD(dst, unsafe.Pointer(&b[0]), n) })
+	return nil
+}
+
+// later runs f now, or after the copies and launches deferred before it
+// (copyIn).
+func (x *GPU) later(f func() error) error {
+	if !x.deferring {
+		return f()
+	}
+	x.ops = append(x.ops, f)
+	return nil
+}
+
+// flush runs the deferred copies and launches in order.
+func (x *GPU) flush() error {
+	var err error
+	for _, f := range x.ops {
+		if err == nil {
+			err = f()
+		}
+	}
+	clear(x.ops)
+	x.ops = x.ops[:0]
+	x.staged.reset()
+	return err
+}
+
+// staging is host memory for deferred copies, reused from batch to batch:
+// chunks that never move, so that a copy taken keeps its address.
+type staging struct {
+	chunks    [][]byte
+	cur, used int
+}
+
+const stagingChunk = 1 << 20
+
+// take returns n bytes that stay put until reset.
+func (s *staging) take(n int) []byte {
+	for ; s.cur < len(s.chunks); s.cur, s.used = s.cur+1, 0 {
+		if c := s.chunks[s.cur]; len(c)-s.used >= n {
+			s.used += n
+			return c[s.used-n : s.used : s.used]
+		}
+	}
+	s.chunks = append(s.chunks, make([]byte, max(n, stagingChunk)))
+	s.cur, s.used = len(s.chunks)-1, n
+	return s.chunks[s.cur][:n:n]
+}
+
+func (s *staging) reset() { s.cur, s.used = 0, 0 }
 
 func u32ptr(s []uint32) unsafe.Pointer {
 	if len(s) == 0 {
@@ -617,7 +685,7 @@ func (x *GPU) syncLabels(g *dyngraph.Graph) error {
 		b.p = p
 	}
 	if tail := vl[x.tab.vlNV:]; len(tail) > 0 {
-		if err := x.ctx.CopyHtoD(b.p+cuda.DevicePtr(4*x.tab.vlNV), u32ptr(tail), 4*len(tail)); err != nil {
+		if err := x.copyIn(b.p+cuda.DevicePtr(4*x.tab.vlNV), u32ptr(tail), 4*len(tail)); err != nil {
 			return err
 		}
 	}
@@ -742,7 +810,7 @@ func (x *GPU) appendRows(g *dyngraph.Graph, lo, hi int) error {
 			name = "in_tab"
 		}
 		at := x.bufs[name].p + cuda.DevicePtr(4*dyngraph.TableWords*lo)
-		if err := x.ctx.CopyHtoD(at, u32ptr(tab), 4*len(tab)); err != nil {
+		if err := x.copyIn(at, u32ptr(tab), 4*len(tab)); err != nil {
 			return err
 		}
 	}
@@ -799,7 +867,9 @@ func (x *GPU) scatterSegments(name string, dst []uint64, hdr, data []uint32) err
 		return err
 	}
 	nseg := uint32(len(hdr) / 4)
-	return x.scat.Launch([3]uint32{min(nseg, 65535), 1, 1}, [3]uint32{64, 1, 1}, 0, nil, dp, hp, nseg, sp)
+	return x.later(func() error {
+		return x.scat.Launch([3]uint32{min(nseg, 65535), 1, 1}, [3]uint32{64, 1, 1}, 0, nil, dp, hp, nseg, sp)
+	})
 }
 
 // presentAppended rewrites table rows so that each list reads as wholly
@@ -917,6 +987,8 @@ func (x *GPU) syncMirror(g *dyngraph.Graph, refs []dyngraph.ListRef) error {
 		if m.ids, err = x.mirrorAlloc(4 * len(ids)); err != nil {
 			return err
 		}
+		// At once, even for a Begin (copyIn): the next batch writes into
+		// the slab, and a slab is too large to stage.
 		if err = x.ctx.CopyHtoD(m.ids, unsafe.Pointer(&ids[0]), 4*len(ids)); err != nil {
 			return err
 		}

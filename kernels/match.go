@@ -229,11 +229,19 @@ func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, change
 	}
 	r := &batchRun{prog: prog, changes: changes, qs: qs, mode: mode, sink: sink, live: live,
 		static: delta == nil, edges: len(delta), maxDegree: g.MaxDegreeBound(), start: time.Now()}
+	x.deferring = overlap && x.Placement().mirrored()
 	var err error
-	if r.graph, err = x.prepare(g, delta == nil, delta, qs); err != nil {
-		return finished(nil, err)
+	r.graph, err = x.prepare(g, delta == nil, delta, qs)
+	x.deferring = false
+	if err != nil {
+		return finished(nil, errors.Join(err, x.flush()))
 	}
+	// A mirror that did not fit falls back to zero-copy in prepare: then
+	// the kernel reads the host's lists, which must not change under it.
 	if !overlap || !x.Placement().mirrored() {
+		if err := x.flush(); err != nil {
+			return finished(nil, err)
+		}
 		return finished(x.launchAll(r))
 	}
 	x.inFlight = true
@@ -242,7 +250,9 @@ func (x *GPU) run(g *dyngraph.Graph, delta []graph.Change, prog *program, change
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		counts, err = x.launchAll(r)
+		if err = x.flush(); err == nil {
+			counts, err = x.launchAll(r)
+		}
 		close(done)
 	}()
 	return func() ([]incremental.Counts, error) {
