@@ -142,7 +142,13 @@ type running struct {
 
 func start(t testing.TB, cfg Config) *running {
 	t.Helper()
-	s, err := New(Options{Config: cfg, Log: zerolog.New(io.Discard)})
+	return startOpts(t, Options{Config: cfg, Log: zerolog.New(io.Discard)})
+}
+
+// startOpts starts a service with opts and shuts it down at the test's end.
+func startOpts(t testing.TB, opts Options) *running {
+	t.Helper()
+	s, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

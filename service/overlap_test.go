@@ -1,7 +1,6 @@
 package service
 
 import (
-	"context"
 	"io"
 	"slices"
 	"sync"
@@ -92,14 +91,7 @@ func TestOverlappedMatch(t *testing.T) {
 		t.Cleanup(func() { x.Close() })
 		opts.Matcher, opts.Alloc = x, x.Allocator()
 	}
-	s, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{s: s, stop: cancel, done: make(chan error, 1)}
-	go func() { r.done <- s.Run(ctx) }()
-	t.Cleanup(func() { r.shutdown(t) })
+	r := startOpts(t, opts)
 
 	waitFor(t, "the stream to be applied", time.Minute, func() bool { return r.s.Progress().Position[0] == int64(len(vals)) })
 	waitFor(t, "the events to be read", time.Minute, func() bool { return int64(out.count()) == r.s.Progress().Events })

@@ -78,15 +78,7 @@ func (g *gatedSink) WriteDead(ctx context.Context, letters []output.DeadLetter) 
 // startWith is start with a sink of the test's.
 func startWith(t testing.TB, cfg Config, sink output.Sink) *running {
 	t.Helper()
-	s, err := New(Options{Config: cfg, Log: zerolog.New(io.Discard), Sink: sink})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{s: s, stop: cancel, done: make(chan error, 1)}
-	go func() { r.done <- s.Run(ctx) }()
-	t.Cleanup(func() { r.shutdown(t) })
-	return r
+	return startOpts(t, Options{Config: cfg, Log: zerolog.New(io.Discard), Sink: sink})
 }
 
 // counter reads a counter without labels from the service's registry.
