@@ -19,6 +19,8 @@
 // Batches overlap: batch n+1 is decoded while n is matched and n-1 is
 // delivered, through queues of one or two batches, and undelivered output
 // stops matching, decoding and reading in turn. Output keeps batch order.
+// An executor that can (incremental.Overlapper: the GPU with the graph in its
+// memory) matches batch n while the run loop reorganizes n and applies n+1.
 // The graph runs ahead of the acknowledged offsets by the batches in
 // delivery, so a due checkpoint, and an HTTP operation (a query's
 // registration or removal, which checkpoints too), first waits until every
