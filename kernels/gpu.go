@@ -183,7 +183,7 @@ type GPU struct {
 	refs     []dyngraph.ListRef               // the lists prepare copies, kept so they allocate once
 	tabHost  []uint32                         // staging for whole-table copies, kept so they allocate once
 	labelLog []graph.VertexID                 // staging for syncLabels, kept so it allocates once
-	rows     rowWrites                        // staging for syncTable's rows, kept so they allocate once
+	rows     rowWrites                        // the changed lists' rows (readRows), kept so they allocate once
 	gathered struct{ at, hdr, data []uint32 } // staging for syncMirror's lists, kept so they allocate once
 	// listBytes counts the neighbour-list bytes the kernel read through
 	// the slabs ([0]) and from the cache block ([1]).
@@ -1011,10 +1011,11 @@ func (x *GPU) syncMirror(g *dyngraph.Graph, refs []dyngraph.ListRef) error {
 		return nil
 	}
 	// Each list's place in data is a prefix sum of the lengths in the
-	// staged rows; then every core copies its share of the lists. Gathering them one after another
-	// on one core took most of a batch's GPU time on the service's mixes
-	// (some 16,000 lists a batch of 4,096 updates: those it touched and
-	// those the last batch's Reorganize rewrote).
+	// staged rows; then every core copies its share of the lists.
+	// Gathering them one after another on one core took most of a batch's
+	// GPU time on the service's mixes (some 16,000 lists a batch of 4,096
+	// updates: those it touched and those the last batch's Reorganize
+	// rewrote).
 	segs := uint32(1)
 	if g.MultiLabel() {
 		segs = 2 // the ids, then the labels
