@@ -15,19 +15,16 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
-// Franz is a Sink that produces to Kafka with franz-go's kgo client: each Write buffers its records and
-// flushes them, so a gcsm batch goes out in as few produce requests as its partitions and BatchBytes
-// allow, with idempotent, acks=all produce.
+// Franz is a Sink that produces to Kafka with franz-go's kgo client, idempotent with acks=all. It is also
+// a Sender: a batch's records go out while the last batch's are still being acknowledged, in as few
+// produce requests as the partitions and BatchBytes allow.
 type Franz struct {
 	cl        *kgo.Client
 	topic     string
 	deadTopic string
 
-	// chunks hold the keys and values of one call's records, encodeChunk events each, and recs points
-	// into them; both are reused so that a steady stream of batches allocates no encoding buffers and no
-	// records.
-	chunks []encoded
-	recs   []kgo.Record
+	mu   sync.Mutex
+	free []*sendBufs // of Sends whose records are all acknowledged or failed
 }
 
 // encoded is a run of records' keys and values in buf; ends holds each record's key and value end
@@ -43,7 +40,7 @@ type encoded struct {
 // 400-byte event costs about as much as producing it, and both ran one after the other on one core.
 const encodeChunk = 1024
 
-var _ Sink = (*Franz)(nil)
+var _ Sender = (*Franz)(nil)
 
 // franzCodec returns kgo's codec of a KafkaConfig.Compression that validate accepted.
 func franzCodec(name string) kgo.CompressionCodec {
@@ -97,6 +94,10 @@ func franzOptions(cfg KafkaConfig) []kgo.Opt {
 		// partition that Kafka Streams or any Java producer would pick for the same key.
 		kgo.RecordPartitioner(onePartitionFirst{kgo.StickyKeyPartitioner(nil)}),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
+		// Nothing flushes a Send, so records go out as soon as the broker's last produce request is
+		// answered: the records that arrive meanwhile fill the next request, without a linger's wait on
+		// every batch's last records (kgo's default is 10ms).
+		kgo.ProducerLinger(0),
 		kgo.ProducerBatchCompression(franzCodec(cfg.Compression)),
 		kgo.ProducerBatchMaxBytes(int32(cfg.BatchBytes)),
 		kgo.ProduceRequestTimeout(cfg.WriteTimeout),
@@ -104,8 +105,8 @@ func franzOptions(cfg KafkaConfig) []kgo.Opt {
 		// A record that cannot be delivered, because the cluster is gone or refuses the login, fails
 		// after as long as kafka-go's attempts would take, rather than waiting for ever.
 		kgo.RecordDeliveryTimeout(max(time.Second, time.Duration(cfg.MaxAttempts)*cfg.WriteTimeout)), // kgo refuses less than 1s
-		// Write waits for its records, so the buffer never holds more than one call's: the caller's batch
-		// bounds it, and a smaller bound would only make Produce wait in the middle of a Write.
+		// The caller bounds the Sends in flight, and with them the records buffered; a smaller bound would
+		// only make Produce wait in the middle of a Send.
 		kgo.MaxBufferedRecords(math.MaxInt32),
 	}
 	copts := []kgo.Opt{
@@ -153,14 +154,57 @@ func (p onePartitionFirstTopic) OnNewBatch() {
 // Write produces events to the output topic, keyed by Event.Key, and returns when all in-sync replicas
 // have acknowledged every one, or the error of the first that failed.
 func (k *Franz) Write(ctx context.Context, events []Event) error {
-	if len(events) == 0 {
-		return nil
+	return k.send(ctx, nil, events).wait(ctx)
+}
+
+// WriteDead produces dead letters to the dead letter topic, keyed "topic/partition/offset", with the
+// durability of Write. Without a dead letter topic it drops them.
+func (k *Franz) WriteDead(ctx context.Context, letters []DeadLetter) error {
+	return k.send(ctx, letters, nil).wait(ctx)
+}
+
+// Send hands the client the dead letters (dropped without a dead letter topic), then the events, and
+// returns once it holds their records, before any is acknowledged. The records of successive Sends keep
+// their order within each partition: the client is idempotent, with one produce request in flight per
+// broker.
+func (k *Franz) Send(ctx context.Context, letters []DeadLetter, events []Event) Pending {
+	return k.send(ctx, letters, events)
+}
+
+func (k *Franz) send(ctx context.Context, letters []DeadLetter, events []Event) *sending {
+	if k.deadTopic == "" {
+		letters = nil
 	}
+	p := newSending(len(letters), len(events), k.topic, k.deadTopic)
+	if len(letters)+len(events) == 0 {
+		p.finish()
+		return p
+	}
+	bufs := k.take()
+	p.release = func() { k.put(bufs) }
+	// Every record is counted before the first is produced: a promise may run before the next Produce.
+	p.left.Store(int64(len(letters) + len(events)))
+	if len(letters) > 0 {
+		bufs.dead.buf, bufs.dead.ends = appendDeadLetters(bufs.dead.buf[:0], bufs.dead.ends[:0], letters)
+		bufs.deadRecs = appendRecords(bufs.deadRecs[:0], k.deadTopic, bufs.dead.buf, bufs.dead.ends)
+		for i := range bufs.deadRecs {
+			k.cl.Produce(ctx, &bufs.deadRecs[i], p.deadPromise)
+		}
+	}
+	if len(events) > 0 {
+		k.sendEvents(ctx, bufs, p, events)
+	}
+	return p
+}
+
+// sendEvents encodes events on all cores, encodeChunk at a time, while it produces the chunks already
+// encoded, in order.
+func (k *Franz) sendEvents(ctx context.Context, bufs *sendBufs, p *sending, events []Event) {
 	n := (len(events) + encodeChunk - 1) / encodeChunk
-	if cap(k.chunks) < n {
-		k.chunks = append(k.chunks[:cap(k.chunks)], make([]encoded, n-cap(k.chunks))...)
+	if cap(bufs.chunks) < n {
+		bufs.chunks = append(bufs.chunks[:cap(bufs.chunks)], make([]encoded, n-cap(bufs.chunks))...)
 	}
-	chunks := k.chunks[:n]
+	chunks := bufs.chunks[:n]
 	encode := func(i int) {
 		c := &chunks[i]
 		c.buf, c.ends = appendEvents(c.buf[:0], c.ends[:0], events[i*encodeChunk:min((i+1)*encodeChunk, len(events))])
@@ -174,7 +218,7 @@ func (k *Franz) Write(ctx context.Context, events []Event) error {
 			encode(i)
 		}
 	} else {
-		// Every chunk is encoded before Write returns: the producing loop below waits for each.
+		// Every chunk is encoded before Send returns: the producing loop below waits for each.
 		var next atomic.Int64
 		for range workers {
 			go func() {
@@ -184,60 +228,121 @@ func (k *Franz) Write(ctx context.Context, events []Event) error {
 			}()
 		}
 	}
-	recs := k.recs[:0]
+	recs := bufs.recs[:0]
 	if cap(recs) < len(events) {
 		recs = make([]kgo.Record, 0, len(events))
 	}
-	p := new(produced)
 	for i := range chunks {
 		<-chunks[i].ready
 		at := len(recs)
 		recs = appendRecords(recs, k.topic, chunks[i].buf, chunks[i].ends)
 		for j := at; j < len(recs); j++ {
-			k.cl.Produce(ctx, &recs[j], p.promise)
+			k.cl.Produce(ctx, &recs[j], p.eventPromise)
 		}
 	}
-	k.recs = recs
-	return k.await(ctx, p, len(recs), k.topic, "events")
+	bufs.recs = recs
 }
 
-// WriteDead produces dead letters to the dead letter topic, keyed "topic/partition/offset", with the
-// durability of Write. Without a dead letter topic it drops them.
-func (k *Franz) WriteDead(ctx context.Context, letters []DeadLetter) error {
-	if len(letters) == 0 || k.deadTopic == "" {
-		return nil
-	}
-	if len(k.chunks) == 0 {
-		k.chunks = make([]encoded, 1)
-	}
-	c := &k.chunks[0]
-	c.buf, c.ends = appendDeadLetters(c.buf[:0], c.ends[:0], letters)
-	k.recs = appendRecords(k.recs[:0], k.deadTopic, c.buf, c.ends)
-	p := new(produced)
-	for i := range k.recs {
-		k.cl.Produce(ctx, &k.recs[i], p.promise)
-	}
-	return k.await(ctx, p, len(k.recs), k.deadTopic, "dead letters")
+// sendBufs hold the keys and values of one Send's records, and the records, which point into them. They
+// go back to Franz.free once every record's promise has run, so that a steady stream of batches
+// allocates no encoding buffers and no records; a Send abandoned by its caller keeps them until then.
+type sendBufs struct {
+	chunks   []encoded
+	recs     []kgo.Record
+	dead     encoded
+	deadRecs []kgo.Record
 }
 
-// produced collects the outcome of one produce call's records. Each call has its own, because the
-// promises of a call abandoned by its context still run after the call returned.
-type produced struct {
-	mu     sync.Mutex
-	failed int
-	err    error // the first failure
+func (k *Franz) take() *sendBufs {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if n := len(k.free); n > 0 {
+		b := k.free[n-1]
+		k.free = k.free[:n-1]
+		return b
+	}
+	return new(sendBufs)
 }
 
-func (p *produced) promise(_ *kgo.Record, err error) {
-	if err == nil {
-		return
+func (k *Franz) put(b *sendBufs) {
+	k.mu.Lock()
+	k.free = append(k.free, b)
+	k.mu.Unlock()
+}
+
+// sending is one Send's records on their way to the brokers: a Pending.
+type sending struct {
+	left    atomic.Int64 // records whose promise has not run
+	done    chan struct{}
+	release func() // after the last promise: the records' buffers are free again
+
+	mu    sync.Mutex
+	kinds [2]pendingKind // dead letters, events
+}
+
+// pendingKind is what a sending knows of one topic's records.
+type pendingKind struct {
+	what, topic string
+	n, failed   int
+	err         error // the first failure
+}
+
+func newSending(letters, events int, topic, deadTopic string) *sending {
+	return &sending{done: make(chan struct{}), kinds: [2]pendingKind{
+		{what: "dead letters", topic: deadTopic, n: letters},
+		{what: "events", topic: topic, n: events},
+	}}
+}
+
+func (p *sending) deadPromise(_ *kgo.Record, err error)  { p.promise(0, err) }
+func (p *sending) eventPromise(_ *kgo.Record, err error) { p.promise(1, err) }
+
+func (p *sending) promise(kind int, err error) {
+	if err != nil {
+		p.mu.Lock()
+		k := &p.kinds[kind]
+		if k.failed == 0 {
+			k.err = err
+		}
+		k.failed++
+		p.mu.Unlock()
 	}
+	if p.left.Add(-1) == 0 {
+		if p.release != nil {
+			p.release()
+		}
+		p.finish()
+	}
+}
+
+func (p *sending) finish() { close(p.done) }
+
+func (p *sending) Done() <-chan struct{} { return p.done }
+
+// Err reports the dead letters' failure before the events'.
+func (p *sending) Err() error {
 	p.mu.Lock()
-	if p.failed == 0 {
-		p.err = err
+	defer p.mu.Unlock()
+	for _, k := range p.kinds {
+		if k.failed > 0 {
+			return fmt.Errorf("cannot write %d of %d %s to Kafka topic %q: %w", k.failed, k.n, k.what, k.topic, k.err)
+		}
 	}
-	p.failed++
-	p.mu.Unlock()
+	return nil
+}
+
+// wait waits for Done and returns Err, or returns ctx's error once ctx ends first.
+func (p *sending) wait(ctx context.Context) error {
+	select {
+	case <-p.done:
+		return p.Err()
+	case <-ctx.Done():
+		k := p.kinds[1]
+		if k.n == 0 {
+			k = p.kinds[0]
+		}
+		return fmt.Errorf("cannot write %d %s to Kafka topic %q: %w", k.n, k.what, k.topic, ctx.Err())
+	}
 }
 
 // appendRecords appends to recs the records whose keys and values lie in buf, delimited by ends.
@@ -255,23 +360,6 @@ func appendRecords(recs []kgo.Record, topic string, buf []byte, ends []int) []kg
 		start = valueEnd
 	}
 	return recs
-}
-
-// await waits for the n records of one call, whose outcomes p collects.
-func (k *Franz) await(ctx context.Context, p *produced, n int, topic, what string) error {
-	// Flush sends lingering batches at once and returns after the last record's promise has run.
-	if err := k.cl.Flush(ctx); err != nil {
-		// The client still holds the records and may still send their bytes: give them up instead of
-		// overwriting them on the next call.
-		k.chunks, k.recs = nil, nil
-		return fmt.Errorf("cannot write %d %s to Kafka topic %q: %w", n, what, topic, err)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.failed > 0 {
-		return fmt.Errorf("cannot write %d of %d %s to Kafka topic %q: %w", p.failed, n, what, topic, p.err)
-	}
-	return nil
 }
 
 // Close fails records still buffered and closes the connections. Writes after Close fail.

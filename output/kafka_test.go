@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -376,7 +377,9 @@ func TestKafkaCanceled(t *testing.T) {
 		var kept bool
 		switch k := k.(type) {
 		case *Franz:
-			kept = k.chunks != nil
+			k.mu.Lock()
+			kept = len(k.free) > 0
+			k.mu.Unlock()
 		case *KafkaGo:
 			kept = k.buf != nil
 		}
@@ -640,5 +643,81 @@ func TestKafkaWriteOrder(t *testing.T) {
 	}
 	if len(recs) != len(want) {
 		t.Fatalf("read %d records, wrote %d", len(recs), len(want))
+	}
+}
+
+// TestFranzSend checks that Send returns while the brokers hold its records back, that several Sends can
+// be in flight at once, and that each key's events reach its partition in the order they were sent.
+func TestFranzSend(t *testing.T) {
+	c := newCluster(t)
+	k := newKafka(t, KafkaConfig{Brokers: c.ListenAddrs(), Topic: "matches", DeadTopic: "dead"}).(*Franz)
+	ctx := context.Background()
+	if err := k.Write(ctx, matchEvents(1, 5)); err != nil { // creates the topic
+		t.Fatal(err)
+	}
+
+	release := make(chan struct{})
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		c.SleepControl(func() { <-release })
+		return nil, nil, false
+	})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock)
+	const batches, n = 4, 300
+	var sent []Pending
+	all := make(chan struct{})
+	go func() {
+		defer close(all)
+		for b := uint64(2); b < 2+batches; b++ {
+			letters := []DeadLetter{NewDeadLetter("bad_json", "edges", 0, int64(b), []byte("{"))}
+			sent = append(sent, k.Send(ctx, letters, matchEvents(b, n)))
+		}
+	}()
+	select {
+	case <-all:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Send waits for the brokers' acknowledgement")
+	}
+	select {
+	case <-sent[0].Done():
+		t.Fatal("a Send was acknowledged while the brokers held back every produce request")
+	case <-time.After(100 * time.Millisecond):
+	}
+	unblock()
+	for i, p := range sent {
+		<-p.Done()
+		if err := p.Err(); err != nil {
+			t.Fatalf("Send %d: %v", i, err)
+		}
+	}
+
+	recs := consume(t, c, "matches", 5+batches*n)
+	last := map[string]uint64{}
+	for _, r := range recs {
+		ev, err := decodeEvent(r.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Batch < last[ev.Key] {
+			t.Fatalf("key %s: batch %d's event after batch %d's", ev.Key, ev.Batch, last[ev.Key])
+		}
+		last[ev.Key] = ev.Batch
+	}
+	for i := range n {
+		key := matchEvents(2, n)[i].Key
+		if last[key] != 1+batches {
+			t.Fatalf("key %s ends at batch %d, want %d", key, last[key], 1+batches)
+		}
+	}
+	if dead := consume(t, c, "dead", batches); len(dead) != batches {
+		t.Fatalf("%d dead letters, want %d", len(dead), batches)
+	}
+	k.mu.Lock()
+	free := len(k.free)
+	k.mu.Unlock()
+	if free != batches {
+		t.Fatalf("%d buffers back for reuse after %d acknowledged Sends, want %d", free, batches, batches)
 	}
 }

@@ -17,3 +17,26 @@ type Sink interface {
 	// Close releases the sink's connections. Writes after Close fail.
 	Close() error
 }
+
+// A Sender is a Sink that can have several batches' records in flight: the caller hands over batch n+1's
+// while the brokers acknowledge n's, which would otherwise leave the encoding idle during every round trip
+// and the brokers idle during every encoding.
+type Sender interface {
+	Sink
+
+	// Send hands the client the dead letters, then the events, and returns once it holds their records,
+	// without waiting for acknowledgements. The records of successive Sends keep their order within a
+	// partition. The sink does not keep events or their strings after Send returns.
+	Send(ctx context.Context, letters []DeadLetter, events []Event) Pending
+}
+
+// Pending is a Send's records on their way to the brokers.
+type Pending interface {
+	// Done is closed once every record is acknowledged or has failed.
+	Done() <-chan struct{}
+
+	// Err is the outcome once Done is closed: nil when every record is durable, as Write's are; else
+	// what failed. On error some records may have been delivered, and the caller must treat all of the
+	// Send's as undelivered, as with Write.
+	Err() error
+}

@@ -21,6 +21,9 @@
 // stops matching, decoding and reading in turn. Output keeps batch order.
 // An executor that can (incremental.Overlapper: the GPU with the graph in its
 // memory) matches batch n while the run loop reorganizes n and applies n+1.
+// A sink that can (output.Sender: franz-go) sends batch n+1's output while
+// the brokers acknowledge n's; if n's fails, n and the batches sent after it
+// are delivered again, in order, so a key's last event stays its newest.
 // The graph runs ahead of the acknowledged offsets by the batches in
 // delivery, so a due checkpoint, and an HTTP operation (a query's
 // registration or removal, which checkpoints too), first waits until every
@@ -63,6 +66,8 @@
 //	zero_copy_bytes_total         neighbour-list bytes the GPU read from host memory (zero on the CPU)
 //	batch_seconds{stage}          time per batch in decode, apply, estimate, upload, match, reorganize,
 //	                              output and commit (estimate and upload are the GPU cache's)
+//	output_step_seconds{step}     the output stage per batch: build (the events), send (encode and hand
+//	                              to the producer; the whole delivery with kafka-go) and acknowledge
 //	batch_wait_seconds{queue}     time a batch waited for its next stage: graph (decoded, for apply and
 //	                              match) or output (matched, for delivery); long graph waits mean the
 //	                              graph stages are the bottleneck, long output waits the output

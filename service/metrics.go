@@ -18,6 +18,7 @@ type metrics struct {
 	batches      prometheus.Counter
 	zeroCopy     prometheus.Counter
 	batchSeconds *prometheus.HistogramVec // stage
+	outputSteps  *prometheus.HistogramVec // step
 	wait         *prometheus.HistogramVec // queue
 	idle         prometheus.Counter
 	checkpoint   prometheus.Histogram
@@ -45,6 +46,9 @@ const (
 	stageOutput
 )
 
+// outputSteps are the values of output_step_seconds' step label.
+var outputSteps = []string{"build", "send", "acknowledge"}
+
 // rejectReasons are the values of rejects_total's reason label: ingest's
 // decoding reasons and the service's own.
 var rejectReasons = append(ingest.DecodeReasons(), "self_loop", "label_conflict", "transfer_moved", "late", "missing_time")
@@ -69,6 +73,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		batchSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "batch_seconds",
 			Help:    "Time per batch in each stage.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14)}, []string{"stage"}),
+		outputSteps: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "output_step_seconds",
+			Help:    "The output stage's time per batch in each step: build (sorting the matches, building the events), send (encoding and handing the records to the producer; with a client that cannot pipeline, the whole delivery) and acknowledge (from the send to the acknowledgement, while later batches are sent).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14)}, []string{"step"}),
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "batch_wait_seconds",
 			Help:    "Time a batch waited in a queue for the next stage: graph (decoded, for the graph stages) or output (matched, for delivery).",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14)}, []string{"queue"}),
@@ -87,13 +94,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		units: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "units_total",
 			Help: "Work units (update edges with their delta terms) matched; a cluster member matches only its shards'."}),
 	}
-	reg.MustRegister(m.updates, m.rejects, m.matches, m.limitHits, m.queryBatches, m.batches, m.zeroCopy, m.batchSeconds, m.wait, m.idle, m.checkpoint,
+	reg.MustRegister(m.updates, m.rejects, m.matches, m.limitHits, m.queryBatches, m.batches, m.zeroCopy, m.batchSeconds, m.outputSteps, m.wait, m.idle, m.checkpoint,
 		m.vertices, m.edges, m.cacheBytes, m.cacheRatio, m.lag, m.checkpointAge, m.queries, m.shards, m.units,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Series that exist from the start, so a dashboard shows zeros rather
 	// than "no data" before the first batch.
 	for _, s := range stages {
 		m.batchSeconds.WithLabelValues(s)
+	}
+	for _, st := range outputSteps {
+		m.outputSteps.WithLabelValues(st)
 	}
 	for _, q := range []string{"graph", "output"} {
 		m.wait.WithLabelValues(q)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/output"
 )
 
 // A generation runs as four stages joined by bounded queues, so that
@@ -159,26 +160,113 @@ func (s *Service) buildAll(p *pipeline) {
 		t0 := time.Now()
 		s.build(b)
 		b.times[stageOutput] = time.Since(t0)
+		s.met.outputSteps.WithLabelValues("build").Observe(b.times[stageOutput].Seconds())
 		b.queued = time.Now()
 		p.built <- b // never blocks: p.built holds maxInflight
 	}
 }
 
-// deliverAll delivers batches in order. After a failure, which only an
-// ending ctx causes (deliver retries anything else), it writes nothing
-// more: the later batches come back failed too.
+// deliverAll delivers batches and hands them back in order. After a
+// failure, which only an ending ctx causes (delivery retries anything
+// else), it writes nothing more: the later batches come back failed too.
 func (s *Service) deliverAll(ctx context.Context, p *pipeline) {
-	var failed error
-	for b := range p.built {
-		t0 := time.Now()
-		s.met.wait.WithLabelValues("output").Observe(t0.Sub(b.queued).Seconds())
-		if failed == nil {
-			failed = s.deliver(ctx, b)
+	sender, ok := s.sink.(output.Sender)
+	if !ok {
+		var failed error
+		for b := range p.built {
+			t0 := s.taken(b)
+			if failed == nil {
+				failed = s.deliver(ctx, b)
+			}
+			s.met.outputSteps.WithLabelValues("send").Observe(time.Since(t0).Seconds())
+			s.delivered(p, b, t0, failed)
 		}
-		b.err = failed
-		b.times[stageOutput] += time.Since(t0)
-		p.acked <- b
+		return
 	}
+	s.sendAll(ctx, p, sender)
+}
+
+// sent is a batch whose output was handed to a Sender, and when.
+type sent struct {
+	b       *batchState
+	pending output.Pending
+	t0, t1  time.Time // taken from the queue; sent
+}
+
+// sendAll is deliverAll through a Sender: it sends each batch as soon as
+// it is built, while earlier batches wait for their acknowledgement (at
+// most maxInflight in all, which the run loop bounds), and hands batches
+// back in order as their acknowledgements arrive. If a batch's output
+// fails, the batches sent after it may already be in the topic ahead of
+// its retry; so it waits for them, then delivers that batch and all of
+// them again, in order, with deliver's retries: the topic's last event of
+// a key is still the newest, and every event is there at least once.
+func (s *Service) sendAll(ctx context.Context, p *pipeline, sender output.Sender) {
+	var (
+		failed error
+		window []sent // sent, not yet handed back, in batch order
+		in     = p.built
+	)
+	for in != nil || len(window) > 0 {
+		var acked <-chan struct{}
+		if len(window) > 0 {
+			acked = window[0].pending.Done()
+		}
+		select {
+		case b, ok := <-in:
+			if !ok {
+				in = nil
+				continue
+			}
+			t0 := s.taken(b)
+			if failed != nil { // the window is empty: a failure drains it
+				s.delivered(p, b, t0, failed)
+				continue
+			}
+			w := sent{b: b, pending: sender.Send(ctx, b.dead, b.events), t0: t0, t1: time.Now()}
+			s.met.outputSteps.WithLabelValues("send").Observe(w.t1.Sub(t0).Seconds())
+			window = append(window, w)
+		case <-acked:
+			w := window[0]
+			window = window[1:]
+			s.met.outputSteps.WithLabelValues("acknowledge").Observe(time.Since(w.t1).Seconds())
+			err := w.pending.Err()
+			if err == nil {
+				s.delivered(p, w.b, w.t0, nil)
+				continue
+			}
+			s.log.Warn().Err(err).Uint64("batch", w.b.id).Int("later_batches", len(window)).Msg("output not acknowledged; delivering it and the batches sent after it again")
+			redo := append([]sent{w}, window...)
+			window = nil
+			for _, l := range redo[1:] {
+				select {
+				case <-l.pending.Done():
+				case <-ctx.Done():
+				}
+			}
+			for _, r := range redo {
+				if failed == nil {
+					failed = s.deliver(ctx, r.b)
+				}
+				s.delivered(p, r.b, r.t0, failed)
+			}
+		}
+	}
+}
+
+// taken records the wait of a built batch for delivery, and returns when
+// delivery took it.
+func (s *Service) taken(b *batchState) time.Time {
+	t0 := time.Now()
+	s.met.wait.WithLabelValues("output").Observe(t0.Sub(b.queued).Seconds())
+	return t0
+}
+
+// delivered hands b back to the run loop, failed with err if not nil.
+func (s *Service) delivered(p *pipeline, b *batchState, t0 time.Time, err error) {
+	b.err = err
+	b.times[stageOutput] += time.Since(t0)
+	p.acked <- b
 }
 
 // handOff passes a matched batch to delivery, first taking back

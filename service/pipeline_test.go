@@ -2,7 +2,9 @@ package service
 
 import (
 	"context"
+	"errors"
 	"io"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -15,10 +17,10 @@ import (
 )
 
 // gatedSink is the Kafka output behind a gate: while the gate is shut,
-// writes wait before they reach Kafka, so a test decides when a batch's
-// output is acknowledged. delay slows every write down.
+// writes and sends wait before they reach Kafka, so a test decides when a
+// batch's output is acknowledged. delay slows every write down.
 type gatedSink struct {
-	output.Sink
+	output.Sender
 	delay time.Duration
 
 	mu   sync.Mutex
@@ -31,7 +33,7 @@ func newGatedSink(t testing.TB, brokers []string, cfg Config) *gatedSink {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &gatedSink{Sink: k, open: make(chan struct{})}
+	g := &gatedSink{Sender: k.(output.Sender), open: make(chan struct{})}
 	close(g.open)
 	return g
 }
@@ -65,15 +67,31 @@ func (g *gatedSink) Write(ctx context.Context, events []output.Event) error {
 	if err := g.wait(ctx); err != nil {
 		return err
 	}
-	return g.Sink.Write(ctx, events)
+	return g.Sender.Write(ctx, events)
 }
 
 func (g *gatedSink) WriteDead(ctx context.Context, letters []output.DeadLetter) error {
 	if err := g.wait(ctx); err != nil {
 		return err
 	}
-	return g.Sink.WriteDead(ctx, letters)
+	return g.Sender.WriteDead(ctx, letters)
 }
+
+// Send holds the batch at the gate, as Write does, and then sends it.
+func (g *gatedSink) Send(ctx context.Context, letters []output.DeadLetter, events []output.Event) output.Pending {
+	if err := g.wait(ctx); err != nil {
+		return failed{err}
+	}
+	return g.Sender.Send(ctx, letters, events)
+}
+
+// failed is a Pending that failed at once.
+type failed struct{ err error }
+
+func (f failed) Done() <-chan struct{} { return closed }
+func (f failed) Err() error            { return f.err }
+
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // startWith is start with a sink of the test's.
 func startWith(t testing.TB, cfg Config, sink output.Sink) *running {
@@ -221,4 +239,99 @@ func checkOrder(t *testing.T, cfg Config, events []outEvent) {
 			t.Fatalf("event %d (batch, query, change %v) follows %v", i, b, a)
 		}
 	}
+}
+
+// failingSink fails the output of its fail-th Send without sending it, and
+// reports the failure only once the next batch has been sent, so that
+// later batches' events reach the topic ahead of the failed batch's retry.
+type failingSink struct {
+	output.Sender
+	fail int
+
+	mu    sync.Mutex
+	sends int
+	next  chan struct{} // closed by the Send after the failed one
+}
+
+func (f *failingSink) Send(ctx context.Context, letters []output.DeadLetter, events []output.Event) output.Pending {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sends++
+	if f.next != nil {
+		close(f.next)
+		f.next = nil
+	}
+	if f.sends != f.fail {
+		return f.Sender.Send(ctx, letters, events)
+	}
+	f.next = make(chan struct{})
+	p := &latePending{done: make(chan struct{})}
+	go func(next chan struct{}) {
+		select {
+		case <-next:
+		case <-time.After(time.Second): // no batch after it
+		}
+		close(p.done)
+	}(f.next)
+	return p
+}
+
+// latePending is a Send that fails once done is closed.
+type latePending struct{ done chan struct{} }
+
+func (p *latePending) Done() <-chan struct{} { return p.done }
+func (p *latePending) Err() error            { return errors.New("the broker refused the batch") }
+
+// TestOutputResent fails one batch's output after the next batch was sent,
+// and requires every event of the replay in the topic, the failed batch's
+// and the later ones' sent again after it, so that every key's last event
+// is its newest: a consumer keeping matches by key ends with the final
+// graph's.
+func TestOutputResent(t *testing.T) {
+	addrs := cluster(t, 1, 1)
+	cfg := testConfig(t, addrs)
+	recs, vals := transferStream(12*cfg.Batch.Size, 7)
+	produce(t, addrs, "edges", vals)
+	cfg.Batch.Linger = 10 * time.Second
+	out := consume(t, addrs, "matches", true)
+	sink := &failingSink{Sender: newGatedSink(t, addrs, cfg).Sender, fail: 4}
+	r := startWith(t, cfg, sink)
+	waitFor(t, "the stream", time.Minute, func() bool { return r.s.Progress().Position[0] == int64(len(vals)) })
+	// Progress counts a batch's events once, however often they were sent;
+	// the last batch, sent after every retry, comes last.
+	want := replayEvents(t, cfg, recs)
+	var events []outEvent
+	waitFor(t, "every event", time.Minute, func() bool {
+		events, _ = out.snapshot(t)
+		distinct := map[string]bool{}
+		for _, ev := range events {
+			distinct[describe(ev)] = true
+		}
+		return len(distinct) == len(want)
+	})
+
+	seen := map[string]bool{}
+	newest, last := map[string]uint64{}, map[string]uint64{}
+	resent := 0
+	for _, ev := range events {
+		d := describe(ev)
+		if seen[d] {
+			resent++
+		}
+		seen[d] = true
+		newest[ev.Key] = max(newest[ev.Key], ev.Batch)
+		last[ev.Key] = ev.Batch
+	}
+	for k, b := range last {
+		if b != newest[k] {
+			t.Fatalf("key %s: the last event is batch %d's, but batch %d's came before it", k, b, newest[k])
+		}
+	}
+	if resent == 0 {
+		t.Fatal("no event was sent twice: the failure was not met, or its batch's successors were not sent again")
+	}
+	if got := slices.Sorted(maps.Keys(seen)); !slices.Equal(got, want) {
+		t.Fatalf("distinct events differ from the replay's: got %d, want %d", len(got), len(want))
+	}
+	checkNet(t, events, finalMatches(t, cfg, recs))
 }

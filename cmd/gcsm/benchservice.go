@@ -379,8 +379,11 @@ type serviceResult struct {
 	AlertLatency    latencySummary `json:"alert_latency_ms"` // input record's arrival → alert acknowledged, per event
 	BatchLatency    latencySummary `json:"batch_latency_ms"` // batch cut → its output acknowledged, per batch
 	Stages          []stageShare   `json:"stages"`
-	LoopIdle        float64        `json:"run_loop_idle_s"` // the run loop's waits, from its first batch on
-	Matches         []queryMatches `json:"matches"`
+	// OutputSteps split the output stage: build, send and acknowledge
+	// (service.output_step_seconds), seconds summed over batches.
+	OutputSteps []stageShare   `json:"output_steps"`
+	LoopIdle    float64        `json:"run_loop_idle_s"` // the run loop's waits, from its first batch on
+	Matches     []queryMatches `json:"matches"`
 	// Pairs sets each bare pattern of the mix beside its predicated form.
 	Pairs  []queryPair   `json:"pairs,omitempty"`
 	Engine *engineResult `json:"engine,omitempty"`
@@ -556,13 +559,17 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 		return nil, err
 	}
 	ts := &timedSink{Sink: sink, arr: arr}
+	var out output.Sink = ts
+	if sender, ok := sink.(output.Sender); ok {
+		out = timedSender{ts, sender}
+	}
 	ob := &batchLog{}
 	reg := prometheus.NewRegistry()
 	log, err := newLogger(stderr, service.LogConfig{Level: "warn", Format: "console"})
 	if err != nil {
 		return nil, err
 	}
-	s, err := service.New(service.Options{Config: cfg, Matcher: eng.matcher, Alloc: eng.alloc, Log: log, Registry: reg, Sink: ts, OnBatch: ob.add})
+	s, err := service.New(service.Options{Config: cfg, Matcher: eng.matcher, Alloc: eng.alloc, Log: log, Registry: reg, Sink: out, OnBatch: ob.add})
 	if err != nil {
 		sink.Close()
 		return nil, err
@@ -1014,7 +1021,8 @@ func (p *streamProducer) soak(ctx context.Context, accounts int, seed uint64, he
 // the producer, which stamps the record with that time, to then.
 type timedSink struct {
 	output.Sink
-	arr *arrivals
+	arr    *arrivals
+	noting sync.WaitGroup // timedSender's goroutines, noting acknowledgements
 
 	mu      sync.Mutex
 	events  int64
@@ -1037,24 +1045,56 @@ type pending struct {
 }
 
 func (t *timedSink) Write(ctx context.Context, evs []output.Event) error {
+	counts := sourceCounts(evs)
 	if err := t.Sink.Write(ctx, evs); err != nil {
 		return err
 	}
-	now := time.Now().UnixNano()
+	t.acked(counts, len(evs))
+	return nil
+}
+
+// timedSender is a timedSink whose sink is an output.Sender, which it
+// stays: the service pipelines its delivery only through a Sender.
+type timedSender struct {
+	*timedSink
+	sender output.Sender
+}
+
+// Send notes the alerts' acknowledgement when the sender's Pending is done,
+// on a goroutine of its own, so as not to hold up the next Send.
+func (t timedSender) Send(ctx context.Context, letters []output.DeadLetter, evs []output.Event) output.Pending {
+	counts := sourceCounts(evs)
+	p := t.sender.Send(ctx, letters, evs)
+	t.noting.Go(func() {
+		<-p.Done()
+		if p.Err() == nil {
+			t.acked(counts, len(evs))
+		}
+	})
+	return p
+}
+
+// sourceCounts counts events by their source's newest input record.
+func sourceCounts(evs []output.Event) map[[2]int64]int64 {
 	counts := map[[2]int64]int64{}
 	for _, ev := range evs {
 		if ev.Source != nil {
 			counts[[2]int64{int64(ev.Source.Partition), ev.Source.ToOffset}]++
 		}
 	}
+	return counts
+}
+
+// acked notes n alerts, from the sources counted, acknowledged now.
+func (t *timedSink) acked(counts map[[2]int64]int64, n int) {
+	now := time.Now().UnixNano()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.events += int64(len(evs))
+	t.events += int64(n)
 	for k, n := range counts {
 		t.pending = append(t.pending, pending{int(k[0]), k[1], now, n})
 	}
 	t.resolve()
-	return nil
 }
 
 // resolve turns the pending alerts whose source is now known into
@@ -1074,6 +1114,7 @@ func (t *timedSink) resolve() {
 }
 
 func (t *timedSink) summarize(res *serviceResult) {
+	t.noting.Wait()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.resolve()
@@ -1165,6 +1206,10 @@ func gatherService(reg *prometheus.Registry, res *serviceResult) error {
 				}
 				stages[st] += m.GetHistogram().GetSampleSum()
 			}
+		case "gcsm_output_step_seconds":
+			for _, m := range mf.GetMetric() {
+				res.OutputSteps = append(res.OutputSteps, stageShare{Stage: labelOf(m.GetLabel(), "step"), Seconds: m.GetHistogram().GetSampleSum()})
+			}
 		case "gcsm_run_loop_idle_seconds_total":
 			for _, m := range mf.GetMetric() {
 				res.LoopIdle += m.GetCounter().GetValue()
@@ -1208,6 +1253,10 @@ func gatherService(reg *prometheus.Registry, res *serviceResult) error {
 		}
 		res.Stages = append(res.Stages, sh)
 	}
+	steps := []string{"build", "send", "acknowledge"}
+	slices.SortFunc(res.OutputSteps, func(a, b stageShare) int {
+		return slices.Index(steps, a.Stage) - slices.Index(steps, b.Stage)
+	})
 	for _, q := range res.Queries {
 		name, _, _ := strings.Cut(q, "=")
 		m := queryMatches{Query: name}
@@ -1360,6 +1409,11 @@ func (r *serviceResult) report(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(tw, "  stages\t%s\t\n", strings.Join(stages, ", "))
+	var steps []string
+	for _, s := range r.OutputSteps {
+		steps = append(steps, fmt.Sprintf("%s %.2fs", s.Stage, s.Seconds))
+	}
+	fmt.Fprintf(tw, "  output steps\t%s (summed over batches; they overlap)\t\n", strings.Join(steps, ", "))
 	if r.Seconds > 0 {
 		fmt.Fprintf(tw, "  run loop idle\t%.2fs, %.0f%% of the run (under a backlog: waiting for the decoding stage)\t\n", r.LoopIdle, 100*r.LoopIdle/r.Seconds)
 	}
