@@ -721,3 +721,50 @@ func TestFranzSend(t *testing.T) {
 		t.Fatalf("%d buffers back for reuse after %d acknowledged Sends, want %d", free, batches, batches)
 	}
 }
+
+// BenchmarkFranzSend sends batches of 10,000 events with up to window Sends awaiting their
+// acknowledgement, as the service's delivery stage does; window=1 is Write's pace. The broker answers
+// each produce request after delay, a stand-in for a network round trip and a broker's fsync.
+func BenchmarkFranzSend(b *testing.B) {
+	const events = 10000
+	for _, delay := range []time.Duration{0, 2 * time.Millisecond} {
+		for _, window := range []int{1, 2, 3} {
+			b.Run(fmt.Sprintf("delay=%v/window=%d", delay, window), func(b *testing.B) {
+				c := newCluster(b)
+				k := newKafka(b, KafkaConfig{Brokers: c.ListenAddrs(), Topic: "matches"}).(*Franz)
+				ctx := context.Background()
+				batch := matchEvents(1, events)
+				if err := k.Write(ctx, batch); err != nil { // creates the topic and connects
+					b.Fatal(err)
+				}
+				if delay > 0 {
+					c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+						c.KeepControl()
+						c.SleepControl(func() { time.Sleep(delay) })
+						return nil, nil, false
+					})
+				}
+				var sent []Pending
+				wait := func() {
+					<-sent[0].Done()
+					if err := sent[0].Err(); err != nil {
+						b.Fatal(err)
+					}
+					sent = sent[1:]
+				}
+				b.ReportAllocs()
+				start := time.Now()
+				for b.Loop() {
+					if len(sent) == window {
+						wait()
+					}
+					sent = append(sent, k.Send(ctx, nil, batch))
+				}
+				for len(sent) > 0 {
+					wait()
+				}
+				b.ReportMetric(float64(b.N*events)/time.Since(start).Seconds(), "events/s")
+			})
+		}
+	}
+}
