@@ -68,11 +68,7 @@ func (h *held) Begin(g *dyngraph.Graph, delta []graph.Change, queries []*query.Q
 // no batch follows it. With -service.gpu it runs the GPU
 // executor in the device placement instead, whose Begin overlaps for real.
 func TestOverlappedMatch(t *testing.T) {
-	addrs := cluster(t, 1, 1)
-	cfg := testConfig(t, addrs)
-	recs, vals := transferStream(24*cfg.Batch.Size, 7)
-	produce(t, addrs, "edges", vals)
-	cfg.Batch.Linger = 10 * time.Second
+	addrs, cfg, recs, vals := fullBatches(t, 24, 7)
 	// No checkpoint completes the last batch: the run loop must, once no
 	// batch follows it.
 	cfg.State.CheckpointEvery = time.Hour

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/gcsm/gcsm/ingest"
 	"github.com/gcsm/gcsm/output"
 )
 
@@ -195,12 +196,7 @@ func TestPipelineOverlap(t *testing.T) {
 // requires the events of a replay in batch order, each batch's in the
 // service's order.
 func TestPipelineOrder(t *testing.T) {
-	addrs := cluster(t, 1, 1)
-	cfg := testConfig(t, addrs)
-	recs, vals := transferStream(12*cfg.Batch.Size, 5)
-	produce(t, addrs, "edges", vals)
-	// Every batch fills to Size, as in a replay.
-	cfg.Batch.Linger = 10 * time.Second
+	addrs, cfg, recs, vals := fullBatches(t, 12, 5)
 	out := consume(t, addrs, "matches", true)
 	sink := newGatedSink(t, addrs, cfg)
 	sink.delay = 20 * time.Millisecond
@@ -217,6 +213,18 @@ func TestPipelineOrder(t *testing.T) {
 	if want := replayEvents(t, cfg, recs); !slices.Equal(got, want) {
 		t.Fatalf("events differ from the replay's: got %d, want %d\nfirst got  %v\nfirst want %v", len(got), len(want), head(got), head(want))
 	}
+}
+
+// fullBatches starts a broker holding a transfer stream of n batches of
+// the test configuration's size, which every batch fills, as in a replay.
+func fullBatches(t *testing.T, n int, seed uint64) ([]string, Config, []ingest.Record, [][]byte) {
+	t.Helper()
+	addrs := cluster(t, 1, 1)
+	cfg := testConfig(t, addrs)
+	recs, vals := transferStream(n*cfg.Batch.Size, seed)
+	produce(t, addrs, "edges", vals)
+	cfg.Batch.Linger = 10 * time.Second
+	return addrs, cfg, recs, vals
 }
 
 // checkOrder requires events in batch order and, within a batch, by query
@@ -288,11 +296,7 @@ func (p *latePending) Err() error            { return errors.New("the broker ref
 // is its newest: a consumer keeping matches by key ends with the final
 // graph's.
 func TestOutputResent(t *testing.T) {
-	addrs := cluster(t, 1, 1)
-	cfg := testConfig(t, addrs)
-	recs, vals := transferStream(12*cfg.Batch.Size, 7)
-	produce(t, addrs, "edges", vals)
-	cfg.Batch.Linger = 10 * time.Second
+	addrs, cfg, recs, vals := fullBatches(t, 12, 7)
 	out := consume(t, addrs, "matches", true)
 	sink := &failingSink{Sender: newGatedSink(t, addrs, cfg).Sender, fail: 4}
 	r := startWith(t, cfg, sink)
