@@ -186,7 +186,7 @@ func (k *Franz) send(ctx context.Context, letters []DeadLetter, events []Event) 
 	p.left.Store(int64(len(letters) + len(events)))
 	if len(letters) > 0 {
 		bufs.dead.buf, bufs.dead.ends = appendDeadLetters(bufs.dead.buf[:0], bufs.dead.ends[:0], letters)
-		bufs.deadRecs = appendRecords(bufs.deadRecs[:0], k.deadTopic, bufs.dead.buf, bufs.dead.ends)
+		bufs.deadRecs = appendRecords(bufs.deadRecs[:0], k.deadTopic, bufs.dead.buf, bufs.dead.ends, time.Now())
 		for i := range bufs.deadRecs {
 			k.cl.Produce(ctx, &bufs.deadRecs[i], p.deadPromise)
 		}
@@ -232,11 +232,12 @@ func (k *Franz) sendEvents(ctx context.Context, bufs *sendBufs, p *sending, even
 	if cap(recs) < len(events) {
 		recs = make([]kgo.Record, 0, len(events))
 	}
+	now := time.Now()
 	for i := range chunks {
 		<-chunks[i].ready
-		at := len(recs)
-		recs = appendRecords(recs, k.topic, chunks[i].buf, chunks[i].ends)
-		for j := at; j < len(recs); j++ {
+		from := len(recs)
+		recs = appendRecords(recs, k.topic, chunks[i].buf, chunks[i].ends, now)
+		for j := from; j < len(recs); j++ {
 			k.cl.Produce(ctx, &recs[j], p.eventPromise)
 		}
 	}
@@ -345,17 +346,19 @@ func (p *sending) wait(ctx context.Context) error {
 	}
 }
 
-// appendRecords appends to recs the records whose keys and values lie in buf, delimited by ends.
-func appendRecords(recs []kgo.Record, topic string, buf []byte, ends []int) []kgo.Record {
+// appendRecords appends to recs the records whose keys and values lie in buf, delimited by ends, stamped
+// with the time at (kgo would read the clock for every record without one).
+func appendRecords(recs []kgo.Record, topic string, buf []byte, ends []int, at time.Time) []kgo.Record {
 	start := 0
 	for i := 0; i < len(ends); i += 2 {
 		keyEnd, valueEnd := ends[i], ends[i+1]
 		// A whole new Record: kgo fills in Partition, Offset, Timestamp and more, which the previous call
 		// left set.
 		recs = append(recs, kgo.Record{
-			Topic: topic,
-			Key:   buf[start:keyEnd:keyEnd],
-			Value: buf[keyEnd:valueEnd:valueEnd],
+			Topic:     topic,
+			Key:       buf[start:keyEnd:keyEnd],
+			Value:     buf[keyEnd:valueEnd:valueEnd],
+			Timestamp: at,
 		})
 		start = valueEnd
 	}
