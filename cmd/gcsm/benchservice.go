@@ -136,6 +136,7 @@ type benchServiceFlags struct {
 	partitions        int
 	rate              int
 	duration, window  time.Duration
+	warmup            time.Duration // a soak's warm-up; 0: a minute, or a quarter of a shorter soak
 	brokers           string
 	brokerDir         string // --broker-dir: the data directory of --brokers' broker, for a soak's disk figure
 	client            string // output.client
@@ -165,6 +166,7 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.partitions, "partitions", 1, "partitions of the input and output topics")
 	fs.IntVar(&f.rate, "rate", 0, "updates per second to produce while the service runs, for end-to-end latency; 0 loads the whole stream first and measures throughput")
 	fs.DurationVar(&f.duration, "duration", 0, "run at --rate for this long, sampling RSS, Go heap, consumer lag and the broker's disk (the embedded one's, or --broker-dir) every second, and report their drift (a soak); the engine alone is not run")
+	fs.DurationVar(&f.warmup, "warmup", 0, "a soak's warm-up before the first window it compares with the last: long enough for the window's graph and accounts to fill (they grow for minutes when the service keeps pace on 2 cores); 0: a minute, or a quarter of a soak shorter than four minutes")
 	fs.DurationVar(&f.window, "window", 24*time.Hour, "a soak's event-time window (window.size), which bounds its graph: the stream's transfers are 200 ms of event time apart on average, so 24h holds about 430,000")
 	fs.StringVar(&f.brokers, "brokers", "", "comma-separated Kafka `brokers` (a gcsm broker in another process, say); empty starts the embedded broker in this process")
 	fs.StringVar(&f.brokerDir, "broker-dir", "", "with --brokers and --duration, the `directory` that broker keeps its log in (gcsm broker's --data), whose size the soak samples; the embedded broker's is sampled anyway")
@@ -197,6 +199,7 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 		intIn("rate", int64(f.rate), 0, math.MaxInt32),
 		durationFlag(f.duration, f.rate),
 		windowFlag(f.window, f.duration, fs),
+		warmupFlag(f.warmup, f.duration),
 		intIn("members", int64(f.members), 0, 64),
 		membersFlag(f.members, f.rate, f.duration),
 		brokerDirFlag(f.brokerDir, f.brokers, f.duration),
@@ -292,6 +295,20 @@ func brokerDirFlag(dir, brokers string, d time.Duration) error {
 	}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return fmt.Errorf("--broker-dir %s: not a directory", dir)
+	}
+	return nil
+}
+
+// warmupFlag allows --warmup only in a soak, and short enough to leave a
+// minute (or a quarter of the soak) after it to compare.
+func warmupFlag(w, d time.Duration) error {
+	switch {
+	case w < 0:
+		return fmt.Errorf("--warmup %v: want a positive duration", w)
+	case w > 0 && d == 0:
+		return errors.New("--warmup needs --duration: only a soak warms up")
+	case w > 0 && w+soakWindow(d) > d:
+		return fmt.Errorf("--warmup %v leaves less than the %v window to compare in a soak of %v", w, soakWindow(d), d)
 	}
 	return nil
 }
@@ -642,7 +659,7 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 		return nil, err
 	}
 	if soak != nil {
-		res.Soak = soak.result(f.duration)
+		res.Soak = soak.result(f.duration, f.warmup)
 	}
 	if res.Mode == "backlog" && res.Events > 0 {
 		c := eventCeiling{brokers: cfg.Brokers, from: cfg.Output.Topic, to: "bench-" + run + "-ceiling",
@@ -1519,19 +1536,26 @@ func (k *soaker) stop() {
 	})
 }
 
-// result compares the first window after the warm-up with the last one:
-// a minute each on a run of four minutes or more, a quarter of the run on
-// a shorter one.
-func (k *soaker) result(d time.Duration) *soakResult {
+// soakWindow is how long the windows are whose means a soak compares: a
+// minute on a run of four minutes or more, a quarter of a shorter one.
+func soakWindow(d time.Duration) time.Duration { return min(time.Minute, d/4) }
+
+// result compares the first window after the warm-up (warmup, or one
+// window when 0) with the last one.
+func (k *soaker) result(d, warmup time.Duration) *soakResult {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	win := min(time.Minute, d/4).Seconds()
-	r := &soakResult{Warmup: win, Window: win, Samples: k.samples, Drift: map[string]any{}, DiskSampled: k.brokerDir != ""}
+	win := soakWindow(d).Seconds()
+	from := win
+	if warmup > 0 {
+		from = warmup.Seconds()
+	}
+	r := &soakResult{Warmup: from, Window: win, Samples: k.samples, Drift: map[string]any{}, DiskSampled: k.brokerDir != ""}
 	end := 0.0
 	if n := len(k.samples); n > 0 {
 		end = k.samples[n-1].T
 	}
-	r.First = meanSample(k.samples, win, 2*win)
+	r.First = meanSample(k.samples, from, from+win)
 	r.Last = meanSample(k.samples, end-win, end+1)
 	rel := func(a, b int64) any {
 		if a == 0 {

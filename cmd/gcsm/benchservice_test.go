@@ -141,9 +141,12 @@ func TestBenchServiceRate(t *testing.T) {
 }
 
 func TestBenchServiceSoak(t *testing.T) {
-	r := benchServiceJSON(t, "--mix", "alert-sparse", "--accounts", "5000", "--rate", "2000", "--duration", "4s")
+	r := benchServiceJSON(t, "--mix", "alert-sparse", "--accounts", "5000", "--rate", "2000", "--duration", "4s", "--warmup", "2s")
 	if r.Soak == nil || len(r.Soak.Samples) < 3 {
 		t.Fatalf("soak: %+v", r.Soak)
+	}
+	if r.Soak.Warmup != 2 || r.Soak.First.T != 2 {
+		t.Errorf("soak with --warmup 2s: warm-up %vs, first window from %vs", r.Soak.Warmup, r.Soak.First.T)
 	}
 	if r.Engine != nil {
 		t.Error("a soak runs no engine-alone pass")
@@ -178,6 +181,8 @@ func TestBenchServiceFlags(t *testing.T) {
 		{[]string{"--mix", "rings-where", "--select", "ring3", "-q", "(a)-[:X]->(b)"}, "--select picks among the mix's queries; -q replaces them"},
 		{[]string{"--duration", "10s"}, "--duration 10s needs --rate"},
 		{[]string{"--broker-dir", "."}, "--broker-dir . needs --brokers and --duration"},
+		{[]string{"--warmup", "1m"}, "--warmup needs --duration"},
+		{[]string{"--rate", "10", "--duration", "5m", "--warmup", "4m30s"}, "--warmup 4m30s leaves less than the 1m0s window to compare in a soak of 5m0s"},
 		{[]string{"--brokers", "127.0.0.1:1", "--rate", "10", "--duration", "1s", "--broker-dir", "no-such-dir"}, "--broker-dir no-such-dir: not a directory"},
 		{[]string{"--batch", "0"}, "--batch 0: want 1"},
 		{[]string{"--output-client", "sarama"}, `--output-client "sarama": want franz-go or kafka-go`},
