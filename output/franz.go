@@ -228,10 +228,12 @@ func (k *Franz) sendEvents(ctx context.Context, bufs *sendBufs, p *sending, even
 			}()
 		}
 	}
-	recs := bufs.recs[:0]
-	if cap(recs) < len(events) {
-		recs = make([]kgo.Record, 0, len(events))
+	if cap(bufs.recs) < len(events) {
+		bufs.recs = make([]kgo.Record, 0, len(events))
 	}
+	// recs never outgrows bufs.recs' array, which is in bufs before the first Produce: the last promise
+	// may hand bufs to the next Send before this loop ends.
+	recs := bufs.recs[:0]
 	now := time.Now()
 	for i := range chunks {
 		<-chunks[i].ready
@@ -241,7 +243,6 @@ func (k *Franz) sendEvents(ctx context.Context, bufs *sendBufs, p *sending, even
 			k.cl.Produce(ctx, &recs[j], p.eventPromise)
 		}
 	}
-	bufs.recs = recs
 }
 
 // sendBufs hold the keys and values of one Send's records, and the records, which point into them. They
