@@ -107,51 +107,80 @@ func EnsureTopic(ctx context.Context, brokers []string, tlsCfg *tls.Config, topi
 	return nil
 }
 
-// AppendCut appends the cut record of ends (input partition → the batch's
-// end offset, exclusive): {"ends":{"0":120,"1":97}}.
-func AppendCut(dst []byte, ends map[int]int64) []byte {
-	dst = append(dst, `{"ends":{`...)
-	for i, p := range slices.Sorted(maps.Keys(ends)) {
+// AppendCut appends the cut record of a batch: ends maps an input
+// partition to the batch's end offset (exclusive), and from, when not nil,
+// to the position before it, so that a reader can tell which batch follows
+// which: {"from":{"0":20},"ends":{"0":120,"1":97}}. Members write ends
+// alone; a single service writes both (service's batch log).
+func AppendCut(dst []byte, from, ends map[int]int64) []byte {
+	dst = append(dst, '{')
+	if from != nil {
+		dst = appendOffsets(append(dst, `"from":`...), from)
+		dst = append(dst, ',')
+	}
+	dst = appendOffsets(append(dst, `"ends":`...), ends)
+	return append(dst, '}')
+}
+
+// appendOffsets appends partition → offset as a JSON object, partitions in
+// order, so that equal maps encode alike.
+func appendOffsets(dst []byte, m map[int]int64) []byte {
+	dst = append(dst, '{')
+	for i, p := range slices.Sorted(maps.Keys(m)) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, '"')
 		dst = strconv.AppendInt(dst, int64(p), 10)
 		dst = append(dst, `":`...)
-		dst = strconv.AppendInt(dst, ends[p], 10)
+		dst = strconv.AppendInt(dst, m[p], 10)
 	}
-	return append(dst, "}}"...)
+	return append(dst, '}')
 }
 
-// ParseCut reads a cut record written by AppendCut. Partitions and offsets
-// must be non-negative integers; anything else is refused.
-func ParseCut(b []byte) (map[int]int64, error) {
+// ParseCut reads a cut record written by AppendCut; from is nil when the
+// record has none. Partitions and offsets must be non-negative integers;
+// anything else is refused.
+func ParseCut(b []byte) (from, ends map[int]int64, err error) {
 	var c struct {
+		From map[string]int64 `json:"from"`
 		Ends map[string]int64 `json:"ends"`
 	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&c); err != nil {
-		return nil, fmt.Errorf("cut record: %w", err)
+		return nil, nil, fmt.Errorf("cut record: %w", err)
 	}
 	if d.More() {
-		return nil, errors.New("cut record: data after the object")
+		return nil, nil, errors.New("cut record: data after the object")
 	}
 	if c.Ends == nil {
-		return nil, errors.New(`cut record: no "ends"`)
+		return nil, nil, errors.New(`cut record: no "ends"`)
 	}
-	ends := make(map[int]int64, len(c.Ends))
-	for k, o := range c.Ends {
+	if ends, err = parseOffsets("end", c.Ends); err != nil {
+		return nil, nil, err
+	}
+	if c.From != nil {
+		if from, err = parseOffsets("start", c.From); err != nil {
+			return nil, nil, err
+		}
+	}
+	return from, ends, nil
+}
+
+func parseOffsets(what string, m map[string]int64) (map[int]int64, error) {
+	out := make(map[int]int64, len(m))
+	for k, o := range m {
 		p, err := strconv.Atoi(k)
 		if err != nil || p < 0 || strconv.Itoa(p) != k {
 			return nil, fmt.Errorf("cut record: partition %q is not a partition number", k)
 		}
 		if o < 0 {
-			return nil, fmt.Errorf("cut record: partition %d: negative end offset %d", p, o)
+			return nil, fmt.Errorf("cut record: partition %d: negative %s offset %d", p, what, o)
 		}
-		ends[p] = o
+		out[p] = o
 	}
-	return ends, nil
+	return out, nil
 }
 
 // CutWriter appends cut records to the cuts topic's partition 0.
@@ -174,13 +203,47 @@ func NewCutWriter(brokers []string, tlsCfg *tls.Config, topic string) (*CutWrite
 	return &CutWriter{cl: cl, topic: topic}, nil
 }
 
-// Write appends the cut of ends and waits for its acknowledgement.
-func (w *CutWriter) Write(ctx context.Context, ends map[int]int64) error {
-	r := &kgo.Record{Topic: w.topic, Partition: 0, Value: AppendCut(nil, ends)}
-	if err := w.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
-		return fmt.Errorf("ingest: cuts topic %q: %w", w.topic, err)
+// Topic is the cuts topic.
+func (w *CutWriter) Topic() string { return w.topic }
+
+// Write appends a cut record and waits for its acknowledgement.
+func (w *CutWriter) Write(ctx context.Context, from, ends map[int]int64) error {
+	return w.Start(ctx, from, ends).Wait(ctx)
+}
+
+// Start appends a cut record without waiting: the returned CutWritten
+// reports its acknowledgement.
+func (w *CutWriter) Start(ctx context.Context, from, ends map[int]int64) *CutWritten {
+	c := &CutWritten{done: make(chan struct{}), Offset: -1}
+	r := &kgo.Record{Topic: w.topic, Partition: 0, Value: AppendCut(nil, from, ends)}
+	w.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+		if err != nil {
+			c.err = fmt.Errorf("ingest: cuts topic %q: %w", w.topic, err)
+		} else {
+			c.Offset = r.Offset
+		}
+		close(c.done)
+	})
+	return c
+}
+
+// CutWritten is a cut record on its way to the cuts topic.
+type CutWritten struct {
+	done chan struct{}
+	err  error
+	// Offset is the record's offset in the cuts topic, once Wait has
+	// returned nil.
+	Offset int64
+}
+
+// Wait waits until the record is acknowledged or failed, or ctx ends.
+func (c *CutWritten) Wait(ctx context.Context) error {
+	select {
+	case <-c.done:
+		return c.err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	return nil
 }
 
 // Close releases the writer's client.

@@ -14,44 +14,56 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
-// FuzzParseCut: a cut record either parses to ends that AppendCut writes
-// back to a record parsing to the same ends, or is refused with an error
-// saying it is a cut record.
+// FuzzParseCut: a cut record either parses to a start and ends that
+// AppendCut writes back to a record parsing to the same, or is refused
+// with an error saying it is a cut record.
 func FuzzParseCut(f *testing.F) {
 	for _, s := range []string{`{"ends":{}}`, `{"ends":{"0":120,"1":97}}`, `{"ends":{"01":5}}`, `{"ends":{"-1":5}}`,
 		`{"ends":{"0":-5}}`, `{"ends":{"x":1}}`, `{"ends":null}`, `{}`, `{"ends":{"0":1}} {}`, `{"ends":{"0":1},"v":2}`,
-		`{"ends":{"0":1.5}}`, `[]`, ``, `{"ends":{"99999999999999999999":1}}`} {
+		`{"ends":{"0":1.5}}`, `[]`, ``, `{"ends":{"99999999999999999999":1}}`, `{"from":{},"ends":{"0":4}}`,
+		`{"from":{"0":4,"2":7},"ends":{"0":8}}`, `{"from":{"0":-1},"ends":{}}`, `{"from":null,"ends":{}}`, `{"from":{"a":1},"ends":{}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ends, err := ParseCut(b)
+		from, ends, err := ParseCut(b)
 		if err != nil {
-			if ends != nil || !strings.HasPrefix(err.Error(), "cut record") {
-				t.Fatalf("%q: %v, %v", b, ends, err)
+			if from != nil || ends != nil || !strings.HasPrefix(err.Error(), "cut record") {
+				t.Fatalf("%q: %v, %v, %v", b, from, ends, err)
 			}
 			return
 		}
-		for p, o := range ends {
-			if p < 0 || o < 0 {
-				t.Fatalf("%q: partition %d end %d", b, p, o)
+		for _, m := range []map[int]int64{from, ends} {
+			for p, o := range m {
+				if p < 0 || o < 0 {
+					t.Fatalf("%q: partition %d offset %d", b, p, o)
+				}
 			}
 		}
-		again, err := ParseCut(AppendCut(nil, ends))
-		if err != nil || !maps.Equal(again, ends) {
-			t.Fatalf("%q: %v written back reads as %v, %v", b, ends, again, err)
+		from2, ends2, err := ParseCut(AppendCut(nil, from, ends))
+		if err != nil || !maps.Equal(ends2, ends) || !maps.Equal(from2, from) || (from2 == nil) != (from == nil) {
+			t.Fatalf("%q: %v %v written back reads as %v %v, %v", b, from, ends, from2, ends2, err)
 		}
 	})
 }
 
 func TestCutRoundTrip(t *testing.T) {
 	ends := map[int]int64{0: 120, 3: 0, 17: 1 << 40}
-	b := AppendCut(nil, ends)
+	b := AppendCut(nil, nil, ends)
 	if string(b) != `{"ends":{"0":120,"3":0,"17":1099511627776}}` {
 		t.Fatalf("cut record %s", b)
 	}
-	got, err := ParseCut(b)
-	if err != nil || !maps.Equal(got, ends) {
-		t.Fatalf("%v, %v", got, err)
+	from, got, err := ParseCut(b)
+	if err != nil || from != nil || !maps.Equal(got, ends) {
+		t.Fatalf("%v %v, %v", from, got, err)
+	}
+	start := map[int]int64{0: 100, 3: 0}
+	b = AppendCut(nil, start, ends)
+	if string(b) != `{"from":{"0":100,"3":0},"ends":{"0":120,"3":0,"17":1099511627776}}` {
+		t.Fatalf("cut record %s", b)
+	}
+	from, got, err = ParseCut(b)
+	if err != nil || !maps.Equal(from, start) || !maps.Equal(got, ends) {
+		t.Fatalf("%v %v, %v", from, got, err)
 	}
 }
 

@@ -73,3 +73,52 @@ func (b *batcher) next(buf []ingest.Message, done <-chan struct{}) ([]ingest.Mes
 		}
 	}
 }
+
+// upTo appends to buf[:0] the batch from the position from to ends, as a
+// previous run logged it, and returns it once it is whole: the messages of
+// each partition below its end, in the order they arrive. Messages past a
+// partition's end, or of a partition the batch does not take, stay for the
+// next batches. It returns nothing and false if the stream ends, or done is
+// closed, before the batch is whole.
+func (b *batcher) upTo(buf []ingest.Message, from, ends map[int]int64, done <-chan struct{}) ([]ingest.Message, bool) {
+	buf = buf[:0]
+	var rest []ingest.Message
+	// reached is, per partition, the offset after the last message seen:
+	// the batch is whole once every partition has reached its end. A
+	// partition whose records below the end are gone (retention) reaches
+	// it with the first record past them.
+	reached := map[int]int64{}
+	take := func(chunk []ingest.Message) {
+		for _, m := range chunk {
+			if m.Offset < ends[m.Partition] {
+				buf = append(buf, m)
+			} else {
+				rest = append(rest, m)
+			}
+			reached[m.Partition] = max(reached[m.Partition], m.Offset+1)
+		}
+	}
+	whole := func() bool {
+		for p, e := range ends {
+			if e > from[p] && reached[p] < e {
+				return false
+			}
+		}
+		return true
+	}
+	take(b.pending)
+	b.pending = nil
+	for !whole() {
+		select {
+		case c, ok := <-b.in:
+			if !ok {
+				return buf[:0], false
+			}
+			take(c)
+		case <-done:
+			return buf[:0], false
+		}
+	}
+	b.pending = rest
+	return buf, true
+}

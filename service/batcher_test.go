@@ -1,6 +1,7 @@
 package service
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -104,5 +105,59 @@ func TestLag(t *testing.T) {
 	}
 	if got := lag(nil); got != 0 {
 		t.Fatalf("lag of no messages = %d, want 0", got)
+	}
+}
+
+// TestBatcherUpTo re-forms logged batches over two partitions whose
+// chunks straddle them: each batch takes exactly the messages below its
+// ends, waits for the ones not read yet, and leaves the rest, in order, to
+// the next batch, logged or cut.
+func TestBatcherUpTo(t *testing.T) {
+	part := func(p int, from int64, n int) []ingest.Message {
+		c := chunk(from, n)
+		for i := range c {
+			c[i].Partition = p
+		}
+		return c
+	}
+	in := make(chan []ingest.Message, 8)
+	in <- part(0, 0, 5)
+	in <- part(1, 10, 3)
+	bt := newBatcher(in, 100, time.Millisecond)
+	done := make(chan struct{})
+	offsets := func(batch []ingest.Message) [][2]int64 {
+		var o [][2]int64
+		for _, m := range batch {
+			o = append(o, [2]int64{int64(m.Partition), m.Offset})
+		}
+		return o
+	}
+	// Partition 1 must reach 14, which is not read yet.
+	got := make(chan []ingest.Message)
+	go func() {
+		b, _ := bt.upTo(nil, map[int]int64{0: 0, 1: 10}, map[int]int64{0: 2, 1: 14}, done)
+		got <- b
+	}()
+	select {
+	case b := <-got:
+		t.Fatalf("a batch %v before partition 1 reached its end", offsets(b))
+	case <-time.After(20 * time.Millisecond):
+	}
+	in <- part(1, 13, 2)
+	b := <-got
+	want := [][2]int64{{0, 0}, {0, 1}, {1, 10}, {1, 11}, {1, 12}, {1, 13}}
+	if g := offsets(b); !slices.Equal(g, want) {
+		t.Fatalf("first batch %v, want %v", g, want)
+	}
+	// The second takes nothing of partition 1, whose 14 waits.
+	b, ok := bt.upTo(nil, map[int]int64{0: 2, 1: 14}, map[int]int64{0: 4, 1: 14}, done)
+	if want := [][2]int64{{0, 2}, {0, 3}}; !ok || !slices.Equal(offsets(b), want) {
+		t.Fatalf("second batch %v, %v, want %v", offsets(b), ok, want)
+	}
+	// Past the log, the batcher cuts the rest as it arrived.
+	close(in)
+	b, _ = bt.next(nil, done)
+	if want := [][2]int64{{0, 4}, {1, 14}}; !slices.Equal(offsets(b), want) {
+		t.Fatalf("cut after the log %v, want %v", offsets(b), want)
 	}
 }

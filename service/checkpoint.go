@@ -42,6 +42,9 @@ type ckptMeta struct {
 	// Transfers says that a "bundles" section (package bundle's encoding)
 	// follows "window".
 	Transfers bool `json:"transfers,omitempty"`
+	// BatchLog is the batch log's offset of the first batch past this
+	// checkpoint (batchlog.go).
+	BatchLog int64 `json:"batch_log,omitempty"`
 }
 
 // restore loads the newest valid checkpoint, or sets up an empty state when
@@ -70,7 +73,7 @@ func (s *Service) restore() error {
 // fresh sets up an empty state.
 func (s *Service) fresh() error {
 	s.labels, s.ids = graph.NewDict(), graph.NewIDs()
-	s.batch, s.position, s.queries = 0, map[int]int64{}, nil
+	s.batch, s.position, s.queries, s.logNext = 0, map[int]int64{}, nil, 0
 	s.lastCkpt = time.Time{}
 	return s.setup(nil)
 }
@@ -176,7 +179,7 @@ func (s *Service) readCheckpoint(r io.Reader) error {
 	if err := s.setup(br); err != nil {
 		return fmt.Errorf("graph: %w", err)
 	}
-	s.batch, s.position, s.queries = meta.Batch, map[int]int64{}, nil
+	s.batch, s.position, s.queries, s.logNext = meta.Batch, map[int]int64{}, nil, meta.BatchLog
 	for p, o := range meta.Position {
 		pi, err := strconv.Atoi(p)
 		if err != nil {
@@ -208,7 +211,7 @@ func (s *Service) readCheckpoint(r io.Reader) error {
 func (s *Service) checkpoint() error {
 	t0 := time.Now()
 	meta := ckptMeta{Batch: s.batch, Position: map[string]int64{}, Directed: s.cfg.Graph.Directed, Written: t0.UTC(),
-		Transfers: s.bundles != nil}
+		Transfers: s.bundles != nil, BatchLog: s.logNext}
 	for p, o := range s.position {
 		meta.Position[strconv.Itoa(p)] = o
 	}

@@ -448,7 +448,7 @@ func (s *Service) prepareCuts(ctx context.Context, in, cuts <-chan ingest.Messag
 				deadline = oldest.Add(s.cfg.Batch.Linger)
 				if n >= s.cfg.Batch.Size || !time.Now().Before(deadline) {
 					ends := st.cutEnds(s.cfg.Batch.Size)
-					if err := cw.Write(ctx, ends); err != nil {
+					if err := cw.Write(ctx, nil, ends); err != nil {
 						if ctx.Err() == nil {
 							s.log.Warn().Err(err).Msg("member: cannot write a cut; reading again")
 						}
@@ -498,7 +498,7 @@ func (s *Service) prepareCuts(ctx context.Context, in, cuts <-chan ingest.Messag
 					Msg("member: the cuts topic skips offsets; its batches cannot be formed alike on every member")
 				return
 			}
-			ends, err := ingest.ParseCut(m.Value)
+			_, ends, err := ingest.ParseCut(m.Value)
 			if err != nil {
 				// A cut nobody can read is an empty batch on every member.
 				s.log.Error().Err(err).Str("topic", cutsTopic).Int("partition", m.Partition).Int64("offset", m.Offset).

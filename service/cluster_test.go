@@ -229,7 +229,7 @@ func shardsDone(t testing.TB, brokers []string, cfg Config, records int64) bool 
 		if err != nil {
 			return false
 		}
-		ends, err := ingest.ParseCut(m.Value)
+		_, ends, err := ingest.ParseCut(m.Value)
 		if err != nil {
 			t.Fatalf("cut %d: %v", m.Offset, err)
 		}

@@ -81,6 +81,9 @@ type InputConfig struct {
 type OutputConfig struct {
 	Topic           string `yaml:"topic"`
 	DeadLetterTopic string `yaml:"dead_letter_topic"` // "" counts bad input without keeping it
+	// BatchesTopic is the batch log of a service alone (batchlog.go);
+	// "" is output.topic + ".batches".
+	BatchesTopic string `yaml:"batches_topic"`
 	// Client is the Kafka producer library: franz-go (the default) or
 	// kafka-go (output.KafkaConfig.Client).
 	Client string `yaml:"client"`
@@ -207,6 +210,9 @@ func (c *Config) Validate() error {
 	if c.Input.Topic == c.Output.Topic || c.Input.Topic == c.Output.DeadLetterTopic {
 		bad("input.topic %q must differ from the output topics", c.Input.Topic)
 	}
+	if bt := c.batchesTopic(); bt == c.Input.Topic || bt == c.Output.Topic || bt == c.Output.DeadLetterTopic {
+		bad("output.batches_topic %q must differ from the input, output and dead letter topics", bt)
+	}
 	switch c.Output.Client {
 	case "franz-go", "kafka-go":
 	default:
@@ -328,6 +334,14 @@ func (c *Config) validateCluster(bad func(string, ...any)) {
 // maxShards bounds cluster.shards: each shard is a partition of the
 // coordination topic that every rebalance hands out.
 const maxShards = 4096
+
+// batchesTopic is the batch log's topic, its default applied.
+func (c *Config) batchesTopic() string {
+	if c.Output.BatchesTopic != "" {
+		return c.Output.BatchesTopic
+	}
+	return c.Output.Topic + ".batches"
+}
 
 // clusterNames are the cluster's group and topics, defaults applied.
 func (c *Config) clusterNames() (group, topic, cuts string) {

@@ -60,14 +60,9 @@ type buffers struct {
 	dec  []decoded
 }
 
-// startPipeline starts the decoding stage on in, until ctx ends, and the
-// delivery stage, whose writes dctx bounds; stop ends them.
-func (s *Service) startPipeline(ctx, dctx context.Context, in <-chan []ingest.Message) *pipeline {
-	return s.startPipelineWith(ctx, dctx, func(ctx context.Context, p *pipeline) { s.prepare(ctx, in, p) })
-}
-
-// startPipelineWith is startPipeline with prepare as the decoding stage,
-// which must close p.ready when it ends.
+// startPipelineWith starts prepare as the decoding stage, until ctx ends,
+// and the delivery stage, whose writes dctx bounds; stop ends them.
+// prepare must close p.ready when it ends.
 func (s *Service) startPipelineWith(ctx, dctx context.Context, prepare func(context.Context, *pipeline)) *pipeline {
 	p := &pipeline{
 		ready: make(chan *batchState),
@@ -89,8 +84,10 @@ func (p *pipeline) stop() {
 	p.wg.Wait()
 }
 
-// prepare cuts and decodes batches until the input ends or ctx is done.
-func (s *Service) prepare(ctx context.Context, in <-chan []ingest.Message, p *pipeline) {
+// prepare cuts and decodes batches, the input being at pos, until the
+// input ends or ctx is done. It first re-forms the batches of logged, as
+// a previous run cut them, then cuts its own and logs them (batchlog.go).
+func (s *Service) prepare(ctx context.Context, in <-chan []ingest.Message, pos map[int]int64, logged []loggedCut, p *pipeline) {
 	defer close(p.ready)
 	bt := newBatcher(in, s.cfg.Batch.Size, s.cfg.Batch.Linger)
 	decs := s.decoders()
@@ -101,10 +98,22 @@ func (s *Service) prepare(ctx context.Context, in <-chan []ingest.Message, p *pi
 		default:
 			buf = &buffers{}
 		}
-		msgs, more := bt.next(buf.msgs, ctx.Done())
+		var msgs []ingest.Message
+		more := true
+		if len(logged) > 0 {
+			msgs, more = bt.upTo(buf.msgs, pos, logged[0].ends, ctx.Done())
+		} else {
+			msgs, more = bt.next(buf.msgs, ctx.Done())
+		}
 		buf.msgs = msgs
 		if len(msgs) > 0 {
 			b := newBatchState(buf)
+			if len(logged) > 0 {
+				b.logOffset = logged[0].offset
+				pos, logged = logged[0].ends, logged[1:]
+			} else {
+				pos = s.logCut(ctx, b, pos)
+			}
 			s.decodeBatch(b, buf, decs)
 			if !p.send(ctx, b) {
 				return
@@ -176,6 +185,9 @@ func (s *Service) deliverAll(ctx context.Context, p *pipeline) {
 		for b := range p.built {
 			t0 := s.taken(b)
 			if failed == nil {
+				failed = s.awaitLogged(ctx, b)
+			}
+			if failed == nil {
 				failed = s.deliver(ctx, b)
 			}
 			s.met.outputSteps.WithLabelValues("send").Observe(time.Since(t0).Seconds())
@@ -219,6 +231,9 @@ func (s *Service) sendAll(ctx context.Context, p *pipeline, sender output.Sender
 				continue
 			}
 			t0 := s.taken(b)
+			if failed == nil {
+				failed = s.awaitLogged(ctx, b)
+			}
 			if failed != nil { // the window is empty: a failure drains it
 				s.delivered(p, b, t0, failed)
 				continue
@@ -320,6 +335,9 @@ func (s *Service) takeBack(p *pipeline, b *batchState) error {
 		s.position[part] = r[1] + 1
 	}
 	maps.Copy(s.position, b.ends)
+	if b.logOffset >= 0 {
+		s.logNext = b.logOffset + 1
+	}
 	if s.member != nil {
 		s.member.acked.Store(b.id)
 	}

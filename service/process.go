@@ -150,6 +150,12 @@ type batchState struct {
 	isolated []graph.VertexID
 
 	id    uint64        // the batch's number, set by the graph stages
+	// logging is the batch's cut on its way to the batch log (batchlog.go),
+	// from logFrom to logEnds, and logOffset its offset there once
+	// acknowledged (or read back); -1 for a member's batch.
+	logging          *ingest.CutWritten
+	logFrom, logEnds map[int]int64
+	logOffset        int64
 	fixed uint64        // a member's: the batch's number from the cuts topic
 	ends  map[int]int64 // a member's: per partition, the offset after the batch
 	// applied is what Apply said of the batch. wait, when set, finishes
@@ -169,7 +175,7 @@ type batchState struct {
 func newBatchState(buf *buffers) *batchState {
 	msgs := buf.msgs
 	b := &batchState{buf: buf, msgs: msgs, messages: len(msgs), origin: make([]int, 0, len(msgs)),
-		msgTime: make([]int64, len(msgs)), ranges: map[int][2]int64{}, cut: time.Now()}
+		msgTime: make([]int64, len(msgs)), ranges: map[int][2]int64{}, cut: time.Now(), logOffset: -1}
 	// Messages come in runs of one partition (ingest.MaxChunk), so the map
 	// is touched once a run, not once a message.
 	for lo := 0; lo < len(msgs); {

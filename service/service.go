@@ -115,6 +115,10 @@ type Service struct {
 	// hostBytes is the GPU's cumulative count of list bytes read from
 	// host memory, as of the last batch (countGPU).
 	hostBytes uint64
+	// batchLog, alone, records each batch's cut (batchlog.go); logNext
+	// is its offset of the first record past the applied batches.
+	batchLog *ingest.CutWriter
+	logNext  int64
 	// member is the state of a cluster member (cluster.go); nil alone.
 	member *member
 	// limit, while a member reloads an older state, makes checkpoints of
@@ -263,6 +267,9 @@ func (s *Service) Run(ctx context.Context) error {
 	if s.cfg.Cluster.Shards > 0 {
 		return s.runCluster(ctx)
 	}
+	if err := s.openBatchLog(ctx); err != nil {
+		return err
+	}
 	cons, err := ingest.NewConsumer(ingest.ConsumerConfig{
 		Brokers: s.brokers, Topic: s.cfg.Input.Topic, Group: s.cfg.Input.Group,
 		SessionTimeout: s.cfg.Input.SessionTimeout,
@@ -378,8 +385,13 @@ func (s *Service) consume(ctx context.Context, gen *ingest.Generation) error {
 	if err := s.forgetOutstanding(); err != nil {
 		return err
 	}
-	p := s.startPipeline(gctx, dctx, msgs)
-	err := s.loop(ctx, gen, p)
+	logged, err := s.readBatchLog(ctx)
+	if err != nil {
+		return err
+	}
+	pos := maps.Clone(s.position)
+	p := s.startPipelineWith(gctx, dctx, func(ctx context.Context, p *pipeline) { s.prepare(ctx, msgs, pos, logged, p) })
+	err = s.loop(ctx, gen, p)
 	if err != nil {
 		cancel()
 		dcancel()
@@ -439,6 +451,9 @@ func (s *Service) close() {
 	}
 	if s.sink != nil {
 		s.sink.Close()
+	}
+	if s.batchLog != nil {
+		s.batchLog.Close()
 	}
 	if s.broker != nil {
 		s.broker.close()

@@ -1,0 +1,139 @@
+package service
+
+import (
+	"context"
+	"io"
+	"maps"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/output"
+)
+
+// firstThenGate sends its first batch at once and holds the rest at the
+// gate: a run killed after its first batch's events were written and
+// before its second's.
+type firstThenGate struct {
+	*gatedSink
+	sent atomic.Int32
+}
+
+func (f *firstThenGate) Send(ctx context.Context, letters []output.DeadLetter, events []output.Event) output.Pending {
+	if f.sent.Add(1) == 1 {
+		return f.Sender.Send(ctx, letters, events)
+	}
+	return f.gatedSink.Send(ctx, letters, events)
+}
+
+// TestRestartReformsBatches: a ring appears in a run's first batch and
+// disappears in its second, and the run dies with only the first batch's
+// events written. A restart whose batches are larger would take both in
+// one batch, in which the ring nets to nothing, and leave "appeared" as
+// its last event; re-forming the logged batches writes "disappeared".
+func TestRestartReformsBatches(t *testing.T) {
+	addrs := cluster(t, 1, 1)
+	cfg := testConfig(t, addrs)
+	cfg.Batch = BatchConfig{Size: 4, Linger: time.Hour}
+	cfg.State.CheckpointEvery = time.Hour
+	cfg.Queries = cfg.Queries[:1] // ring3
+	ev := func(op graph.Op, src, dst string) []byte {
+		return ingest.AppendEvent(nil, ingest.Record{Op: op, Src: src, Dst: dst})
+	}
+	vals := [][]byte{
+		ev(graph.Insert, "x", "y"), ev(graph.Insert, "y", "z"), ev(graph.Insert, "z", "x"), ev(graph.Insert, "p", "q"),
+		ev(graph.Delete, "z", "x"), ev(graph.Insert, "q", "r"), ev(graph.Insert, "r", "s"), ev(graph.Insert, "s", "t"),
+	}
+	out := consume(t, addrs, "matches", true)
+	produce(t, addrs, "edges", vals)
+
+	g := newGatedSink(t, addrs, cfg)
+	g.shut()
+	startWith(t, cfg, &firstThenGate{gatedSink: g})
+	t.Cleanup(g.release) // before the run's shutdown: it delivers what it holds
+	waitFor(t, "the first batch's events", 30*time.Second, func() bool { return out.count() > 0 })
+
+	// The restart has its own (empty) state and group, so it starts from
+	// the input's beginning, as from a checkpoint taken before the batches.
+	cfg2 := cfg
+	cfg2.State.Dir = t.TempDir()
+	cfg2.Input.Group = "restart"
+	cfg2.Batch = BatchConfig{Size: 8, Linger: 20 * time.Millisecond}
+	r := start(t, cfg2)
+	waitFor(t, "the restart to apply the stream", 30*time.Second, func() bool {
+		return r.s.Progress().Position[0] == int64(len(vals))
+	})
+	end := topicEnd(t, addrs, "matches")
+	waitFor(t, "the output", 30*time.Second, func() bool { return int64(out.count()) >= end })
+	events, _ := out.snapshot(t)
+	checkNet(t, events, map[string]bool{})
+	if n := r.s.Progress().Batches; n != 2 {
+		t.Errorf("the restart applied the stream in %d batches, want the logged 2", n)
+	}
+	if n := topicEnd(t, addrs, "matches.batches"); n != 2 {
+		t.Errorf("the batch log holds %d records, want 2: a batch re-formed is not logged again", n)
+	}
+}
+
+// TestReadBatchLog: the chain starts at the service's position, follows
+// each batch's end to the next one's start, skips records that start
+// elsewhere or cannot be read, and takes a later record over an earlier
+// one from the same start, with what followed it.
+func TestReadBatchLog(t *testing.T) {
+	addrs := cluster(t, 1, 2)
+	cfg := testConfig(t, addrs)
+	s, err := New(Options{Config: cfg, Log: zerolog.New(io.Discard)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.close)
+	ctx := context.Background()
+	if err := s.openBatchLog(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := func(a, b int64) map[int]int64 { return map[int]int64{0: a, 1: b} }
+	write := func(from, ends map[int]int64) {
+		t.Helper()
+		if err := s.batchLog.Write(ctx, from, ends); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(p(0, 0), p(4, 0))  // 0: superseded by 4
+	write(p(4, 0), p(4, 3))  // 1: superseded with 0
+	write(p(9, 9), p(10, 9)) // 2: starts elsewhere
+	write(nil, p(5, 5))      // 3: a member's cut, no start
+	write(p(0, 0), p(2, 1))  // 4
+	write(p(2, 1), p(6, 2))  // 5
+	write(p(4, 0), p(8, 8))  // 6: starts where 0 ended, which no longer leads here
+	write(p(6, 2), p(6, 5))  // 7
+
+	s.position = p(0, 0)
+	chain, err := s.readBatchLog(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []loggedCut{{p(0, 0), p(2, 1), 4}, {p(2, 1), p(6, 2), 5}, {p(6, 2), p(6, 5), 7}}
+	if len(chain) != len(want) {
+		t.Fatalf("chain %v, want %v", chain, want)
+	}
+	for i, c := range chain {
+		if !maps.Equal(c.from, want[i].from) || !maps.Equal(c.ends, want[i].ends) || c.offset != want[i].offset {
+			t.Fatalf("chain[%d] = %v, want %v", i, c, want[i])
+		}
+	}
+
+	// From a checkpoint past the first two, the chain starts at the third.
+	s.position, s.logNext = p(6, 2), 6
+	if chain, err = s.readBatchLog(ctx); err != nil || len(chain) != 1 || chain[0].offset != 7 {
+		t.Fatalf("from offset 6: %v, %v", chain, err)
+	}
+	// Past the log's end there is nothing to follow.
+	s.logNext = 8
+	if chain, err = s.readBatchLog(ctx); err != nil || len(chain) != 0 {
+		t.Fatalf("past the end: %v, %v", chain, err)
+	}
+}
