@@ -150,14 +150,16 @@ type batchState struct {
 	isolated []graph.VertexID
 
 	id    uint64        // the batch's number, set by the graph stages
+	fixed uint64        // a member's: the batch's number from the cuts topic
+	ends  map[int]int64 // a member's: per partition, the offset after the batch
+
 	// logging is the batch's cut on its way to the batch log (batchlog.go),
 	// from logFrom to logEnds, and logOffset its offset there once
 	// acknowledged (or read back); -1 for a member's batch.
 	logging          *ingest.CutWritten
 	logFrom, logEnds map[int]int64
 	logOffset        int64
-	fixed uint64        // a member's: the batch's number from the cuts topic
-	ends  map[int]int64 // a member's: per partition, the offset after the batch
+
 	// applied is what Apply said of the batch. wait, when set, finishes
 	// its match, which overlaps the graph stages of the next batch; its
 	// matches go to collected.
