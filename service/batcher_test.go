@@ -161,3 +161,20 @@ func TestBatcherUpTo(t *testing.T) {
 		t.Fatalf("cut after the log %v, want %v", offsets(b), want)
 	}
 }
+
+// TestBatcherUpToGone: a logged batch whose records retention removed is
+// whole, and empty, once a record past its end arrives, which stays for
+// the next batch.
+func TestBatcherUpToGone(t *testing.T) {
+	in := make(chan []ingest.Message, 1)
+	in <- chunk(6, 2)
+	bt := newBatcher(in, 100, time.Millisecond)
+	b, ok := bt.upTo(nil, map[int]int64{0: 0}, map[int]int64{0: 4}, make(chan struct{}))
+	if !ok || len(b) != 0 {
+		t.Fatalf("upTo over removed records: %d messages, %v", len(b), ok)
+	}
+	close(in)
+	if b, _ = bt.next(nil, make(chan struct{})); len(b) != 2 || b[0].Offset != 6 {
+		t.Fatalf("next batch %v", b)
+	}
+}

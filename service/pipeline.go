@@ -100,17 +100,20 @@ func (s *Service) prepare(ctx context.Context, in <-chan []ingest.Message, pos m
 		}
 		var msgs []ingest.Message
 		more := true
+		var following *loggedCut
 		if len(logged) > 0 {
 			msgs, more = bt.upTo(buf.msgs, pos, logged[0].ends, ctx.Done())
+			// A logged batch whose records are all gone (retention) is
+			// passed over, empty.
+			following, pos, logged = &logged[0], logged[0].ends, logged[1:]
 		} else {
 			msgs, more = bt.next(buf.msgs, ctx.Done())
 		}
 		buf.msgs = msgs
 		if len(msgs) > 0 {
 			b := newBatchState(buf)
-			if len(logged) > 0 {
-				b.logOffset = logged[0].offset
-				pos, logged = logged[0].ends, logged[1:]
+			if following != nil {
+				b.logOffset = following.offset
 			} else {
 				pos = s.logCut(ctx, b, pos)
 			}
