@@ -31,7 +31,29 @@ func TestCrashRestart(t *testing.T) {
 	for trial := range trials {
 		t.Run(fmt.Sprint("trial=", trial), func(t *testing.T) {
 			recs, vals := transferStream(2500, uint64(100+trial))
-			crashTrial(t, uint64(trial), vals, func(cfg *Config) {}, func(cfg Config) map[string]bool { return finalMatches(t, cfg, recs) })
+			crashTrial(t, uint64(trial), 1, vals, nil, func(cfg *Config) {}, func(cfg Config) map[string]bool { return finalMatches(t, cfg, recs) })
+		})
+	}
+}
+
+// TestCrashRestartPartitions is TestCrashRestart over three input
+// partitions, whose records reach a batch interleaved: a restart must
+// re-form the logged batches partition by partition.
+func TestCrashRestartPartitions(t *testing.T) {
+	trials := 6
+	if testing.Short() {
+		trials = 1
+	}
+	for trial := range trials {
+		t.Run(fmt.Sprint("trial=", trial), func(t *testing.T) {
+			recs, vals := transferStream(2500, uint64(300+trial))
+			// Keyed by edge, so that each edge's updates keep their order
+			// on one partition and the final graph is the reference's.
+			keys := make([][]byte, len(recs))
+			for i, r := range recs {
+				keys[i] = []byte(r.Src + ">" + r.Dst)
+			}
+			crashTrial(t, uint64(trial), 3, vals, keys, func(cfg *Config) {}, func(cfg Config) map[string]bool { return finalMatches(t, cfg, recs) })
 		})
 	}
 }
@@ -47,7 +69,7 @@ func TestCrashRestartTransfers(t *testing.T) {
 	for trial := range trials {
 		t.Run(fmt.Sprint("trial=", trial), func(t *testing.T) {
 			recs, vals := transferRecords(1500, uint64(200+trial))
-			crashTrial(t, uint64(trial), vals, func(cfg *Config) {
+			crashTrial(t, uint64(trial), 1, vals, nil, func(cfg *Config) {
 				cfg.Engine.Semantics = "embeddings"
 				cfg.Queries = transferQueries[:2]
 			}, func(cfg Config) map[string]bool { return finalTransferKeys(t, cfg, recs) })
@@ -55,12 +77,13 @@ func TestCrashRestartTransfers(t *testing.T) {
 	}
 }
 
-// crashTrial runs the service as a child process over vals, SIGKILLs it one
+// crashTrial runs the service as a child process over vals (keyed by keys
+// unless nil) on the input's partitions, SIGKILLs it one
 // to three times at random moments while half the stream arrives, lets a
 // last run finish, and checks that the events' net effect is want's keys.
-func crashTrial(t *testing.T, seed uint64, vals [][]byte, configure func(*Config), want func(Config) map[string]bool) {
+func crashTrial(t *testing.T, seed uint64, partitions int, vals, keys [][]byte, configure func(*Config), want func(Config) map[string]bool) {
 	rng := rand.New(rand.NewPCG(seed, 99))
-	addrs := cluster(t, 1, 1)
+	addrs := cluster(t, 1, partitions)
 	cfg := testConfig(t, addrs)
 	cfg.Batch = BatchConfig{Size: 64, Linger: 5 * time.Millisecond}
 	cfg.State.CheckpointEvery = time.Duration(50+rng.IntN(200)) * time.Millisecond
@@ -71,13 +94,14 @@ func crashTrial(t *testing.T, seed uint64, vals [][]byte, configure func(*Config
 	}
 	out := consume(t, addrs, "matches", true)
 	// Half the stream waits; the rest arrives while the service runs.
-	produce(t, addrs, "edges", vals[:len(vals)/2])
+	half := len(vals) / 2
+	produceKeyed(t, addrs, "edges", vals[:half], keys[:min(half, len(keys))])
 	produced := make(chan struct{})
 	delay := time.Duration(rng.IntN(500)) * time.Millisecond
 	go func() {
 		defer close(produced)
 		time.Sleep(delay)
-		produce(t, addrs, "edges", vals[len(vals)/2:])
+		produceKeyed(t, addrs, "edges", vals[half:], keys[min(half, len(keys)):])
 	}()
 	var stderr syncBuilder
 	t.Cleanup(func() {
@@ -103,7 +127,7 @@ func crashTrial(t *testing.T, seed uint64, vals [][]byte, configure func(*Config
 		// The last run goes on until the group's committed offset,
 		// which only a checkpoint moves, covers the whole stream.
 		waitFor(t, "the stream to be committed", 2*time.Minute, func() bool {
-			return committed(t, addrs, cfg.Input.Group) == int64(len(vals))
+			return committed(t, addrs, cfg.Input.Group, partitions) == int64(len(vals))
 		})
 		cmd.Process.Signal(syscall.SIGTERM)
 		if err := cmd.Wait(); err != nil {
@@ -140,18 +164,27 @@ func (s *syncBuilder) String() string {
 }
 
 // committed is the group's committed offset of partition 0, or -1.
-func committed(t testing.TB, brokers []string, group string) int64 {
+func committed(t testing.TB, brokers []string, group string, partitions int) int64 {
+	parts := make([]int, partitions)
+	for i := range parts {
+		parts[i] = i
+	}
 	c := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second}
-	resp, err := c.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{"edges": {0}}})
+	resp, err := c.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{"edges": parts}})
 	if err != nil || resp.Error != nil {
 		return -1
 	}
-	for _, p := range resp.Topics["edges"] {
-		if p.Partition == 0 && p.Error == nil {
-			return p.CommittedOffset
-		}
+	if len(resp.Topics["edges"]) != partitions {
+		return -1
 	}
-	return -1
+	var total int64
+	for _, p := range resp.Topics["edges"] {
+		if p.Error != nil || p.CommittedOffset < 0 {
+			return -1
+		}
+		total += p.CommittedOffset
+	}
+	return total
 }
 
 // topicEnd is the end offset of partition 0 of topic.

@@ -206,12 +206,26 @@ func transferStreamAmong(accounts, n int, seed uint64) ([]ingest.Record, [][]byt
 
 func produce(t testing.TB, brokers []string, topic string, vals [][]byte) {
 	t.Helper()
+	produceKeyed(t, brokers, topic, vals, nil)
+}
+
+// produceKeyed is produce with the messages keyed by keys, which choose
+// their partitions by hash, unless keys is empty.
+func produceKeyed(t testing.TB, brokers []string, topic string, vals, keys [][]byte) {
+	t.Helper()
+	var bal kafka.Balancer = &kafka.RoundRobin{}
+	if len(keys) > 0 {
+		bal = &kafka.Hash{}
+	}
 	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, RequiredAcks: kafka.RequireAll,
-		BatchTimeout: time.Millisecond, BatchSize: 1000, Balancer: &kafka.RoundRobin{}}
+		BatchTimeout: time.Millisecond, BatchSize: 1000, Balancer: bal}
 	defer w.Close()
 	msgs := make([]kafka.Message, len(vals))
 	for i, v := range vals {
 		msgs[i] = kafka.Message{Value: v}
+		if len(keys) > 0 {
+			msgs[i].Key = keys[i]
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

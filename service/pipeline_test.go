@@ -137,8 +137,8 @@ func TestPipelineOverlap(t *testing.T) {
 	half := len(vals) / 2
 	produce(t, addrs, "edges", vals[:half])
 	waitFor(t, "the first half", time.Minute, func() bool { return s.Progress().Position[0] == int64(half) })
-	waitFor(t, "the first checkpoint's commit", time.Minute, func() bool { return committed(t, addrs, cfg.Input.Group) > 0 })
-	commit := committed(t, addrs, cfg.Input.Group)
+	waitFor(t, "the first checkpoint's commit", time.Minute, func() bool { return committed(t, addrs, cfg.Input.Group, 1) > 0 })
+	commit := committed(t, addrs, cfg.Input.Group, 1)
 	before := s.Progress()
 	matched := counter(t, s.Registry(), "gcsm_batches_total")
 
@@ -158,7 +158,7 @@ func TestPipelineOverlap(t *testing.T) {
 	if p := s.Progress(); p.Position[0] != int64(half) || p.Batches != before.Batches || p.Events != before.Events {
 		t.Fatalf("progress moved past unacknowledged output: %+v, was %+v", p, before)
 	}
-	if c := committed(t, addrs, cfg.Input.Group); c != commit {
+	if c := committed(t, addrs, cfg.Input.Group, 1); c != commit {
 		t.Fatalf("committed offset %d with output unacknowledged, want %d", c, commit)
 	}
 

@@ -614,16 +614,16 @@ func TestLoadedCheckpointCommitted(t *testing.T) {
 	cfg := testConfig(t, addrs)
 	produce(t, addrs, "edges", vals)
 	r := start(t, cfg)
-	waitFor(t, "the stream to be committed", time.Minute, func() bool { return committed(t, addrs, cfg.Input.Group) == int64(len(vals)) })
+	waitFor(t, "the stream to be committed", time.Minute, func() bool { return committed(t, addrs, cfg.Input.Group, 1) == int64(len(vals)) })
 	r.shutdown(t)
 
 	cfg.Input.Group += "-other"
-	if got := committed(t, addrs, cfg.Input.Group); got >= 0 {
+	if got := committed(t, addrs, cfg.Input.Group, 1); got >= 0 {
 		t.Fatalf("a new group has offset %d committed", got)
 	}
 	r2 := start(t, cfg)
 	if r2.s.position[0] != int64(len(vals)) {
 		t.Fatalf("restored position %v, want %d", r2.s.position, len(vals))
 	}
-	waitFor(t, "the loaded checkpoint to be committed", time.Minute, func() bool { return committed(t, addrs, cfg.Input.Group) == int64(len(vals)) })
+	waitFor(t, "the loaded checkpoint to be committed", time.Minute, func() bool { return committed(t, addrs, cfg.Input.Group, 1) == int64(len(vals)) })
 }

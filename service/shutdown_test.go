@@ -56,7 +56,7 @@ func TestShutdownCommitsOnEmbeddedBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.close()
-	if got := committed(t, s2.Brokers(), cfg.Input.Group); got != int64(len(vals)) {
+	if got := committed(t, s2.Brokers(), cfg.Input.Group, 1); got != int64(len(vals)) {
 		t.Errorf("committed offset after the restart is %d, want %d (all of the input)", got, len(vals))
 	}
 }
