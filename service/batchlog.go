@@ -144,6 +144,8 @@ func (s *Service) awaitLogged(ctx context.Context, b *batchState) error {
 	if b.logging == nil {
 		return nil
 	}
+	t0 := time.Now()
+	defer func() { s.met.outputSteps.WithLabelValues("log").Observe(time.Since(t0).Seconds()) }()
 	backoff := 100 * time.Millisecond
 	for {
 		err := b.logging.Wait(ctx)

@@ -396,7 +396,7 @@ type serviceResult struct {
 	AlertLatency    latencySummary `json:"alert_latency_ms"` // input record's arrival → alert acknowledged, per event
 	BatchLatency    latencySummary `json:"batch_latency_ms"` // batch cut → its output acknowledged, per batch
 	Stages          []stageShare   `json:"stages"`
-	// OutputSteps split the output stage: build, send and acknowledge
+	// OutputSteps split the output stage: build, log, send and acknowledge
 	// (service.output_step_seconds), seconds summed over batches.
 	OutputSteps []stageShare   `json:"output_steps"`
 	LoopIdle    float64        `json:"run_loop_idle_s"` // the run loop's waits, from its first batch on
@@ -1270,7 +1270,7 @@ func gatherService(reg *prometheus.Registry, res *serviceResult) error {
 		}
 		res.Stages = append(res.Stages, sh)
 	}
-	steps := []string{"build", "send", "acknowledge"}
+	steps := []string{"build", "log", "send", "acknowledge"}
 	slices.SortFunc(res.OutputSteps, func(a, b stageShare) int {
 		return slices.Index(steps, a.Stage) - slices.Index(steps, b.Stage)
 	})
