@@ -123,6 +123,26 @@ func (s *Service) readBatchLog(ctx context.Context) ([]loggedCut, error) {
 	return chain, nil
 }
 
+// readLogPatiently is readBatchLog, tried again while the brokers fail
+// it: cutting anew instead could leave a stale event, and a broker's
+// outage should not end the service. It fails only once ctx has ended.
+func (s *Service) readLogPatiently(ctx context.Context) ([]loggedCut, error) {
+	backoff := time.Second
+	for {
+		chain, err := s.readBatchLog(ctx)
+		if err == nil || ctx.Err() != nil {
+			return chain, err
+		}
+		s.log.Warn().Err(err).Dur("retry_in", backoff).Msg("cannot read the batch log; retrying")
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
 // ckey is a position as a comparable string.
 func ckey(pos map[int]int64) string { return string(ingest.AppendCut(nil, nil, pos)) }
 

@@ -385,9 +385,9 @@ func (s *Service) consume(ctx context.Context, gen *ingest.Generation) error {
 	if err := s.forgetOutstanding(); err != nil {
 		return err
 	}
-	logged, err := s.readBatchLog(ctx)
+	logged, err := s.readLogPatiently(ctx)
 	if err != nil {
-		return err
+		return nil // ctx ended: Run shuts down
 	}
 	pos := maps.Clone(s.position)
 	p := s.startPipelineWith(gctx, dctx, func(ctx context.Context, p *pipeline) { s.prepare(ctx, msgs, pos, logged, p) })
