@@ -269,15 +269,7 @@ func shardsDone(t testing.TB, brokers []string, cfg Config, records int64) bool 
 // members' output) against the final graph: their shards moved to the
 // others, and nothing was lost or left stale.
 func TestMembersKill(t *testing.T) {
-	trials := 6
-	if testing.Short() {
-		trials = 1
-	}
-	for trial := range trials {
-		t.Run(fmt.Sprint("trial=", trial), func(t *testing.T) {
-			membersKillTrial(t, uint64(trial))
-		})
-	}
+	eachTrial(t, 6, func(t *testing.T, trial int) { membersKillTrial(t, uint64(trial)) })
 }
 
 func membersKillTrial(t *testing.T, seed uint64) {

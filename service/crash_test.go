@@ -24,15 +24,19 @@ func newTestLogger(w io.Writer) zerolog.Logger { return zerolog.New(w) }
 // with exactly the final graph's matches (duplicates from re-reading after
 // a crash are allowed; they carry the same keys).
 func TestCrashRestart(t *testing.T) {
-	trials := 20
+	eachTrial(t, 20, func(t *testing.T, trial int) {
+		recs, vals := transferStream(2500, uint64(100+trial))
+		crashTrial(t, uint64(trial), 1, vals, nil, func(cfg *Config) {}, func(cfg Config) map[string]bool { return finalMatches(t, cfg, recs) })
+	})
+}
+
+// eachTrial runs trial as n subtests, seeded 0 to n-1; one under -short.
+func eachTrial(t *testing.T, n int, trial func(t *testing.T, trial int)) {
 	if testing.Short() {
-		trials = 1
+		n = 1
 	}
-	for trial := range trials {
-		t.Run(fmt.Sprint("trial=", trial), func(t *testing.T) {
-			recs, vals := transferStream(2500, uint64(100+trial))
-			crashTrial(t, uint64(trial), 1, vals, nil, func(cfg *Config) {}, func(cfg Config) map[string]bool { return finalMatches(t, cfg, recs) })
-		})
+	for i := range n {
+		t.Run(fmt.Sprint("trial=", i), func(t *testing.T) { trial(t, i) })
 	}
 }
 
@@ -40,41 +44,29 @@ func TestCrashRestart(t *testing.T) {
 // partitions, whose records reach a batch interleaved: a restart must
 // re-form the logged batches partition by partition.
 func TestCrashRestartPartitions(t *testing.T) {
-	trials := 6
-	if testing.Short() {
-		trials = 1
-	}
-	for trial := range trials {
-		t.Run(fmt.Sprint("trial=", trial), func(t *testing.T) {
-			recs, vals := transferStream(2500, uint64(300+trial))
-			// Keyed by edge, so that each edge's updates keep their order
-			// on one partition and the final graph is the reference's.
-			keys := make([][]byte, len(recs))
-			for i, r := range recs {
-				keys[i] = []byte(r.Src + ">" + r.Dst)
-			}
-			crashTrial(t, uint64(trial), 3, vals, keys, func(cfg *Config) {}, func(cfg Config) map[string]bool { return finalMatches(t, cfg, recs) })
-		})
-	}
+	eachTrial(t, 6, func(t *testing.T, trial int) {
+		recs, vals := transferStream(2500, uint64(300+trial))
+		// Keyed by edge, so that each edge's updates keep their order on
+		// one partition and the final graph is the reference's.
+		keys := make([][]byte, len(recs))
+		for i, r := range recs {
+			keys[i] = []byte(r.Src + ">" + r.Dst)
+		}
+		crashTrial(t, uint64(trial), 3, vals, keys, func(cfg *Config) {}, func(cfg Config) map[string]bool { return finalMatches(t, cfg, recs) })
+	})
 }
 
 // TestCrashRestartTransfers is TestCrashRestart over parallel transfers
 // with predicates: the bundles a checkpoint holds must agree with its graph
 // and offsets, whatever the moment of the kill.
 func TestCrashRestartTransfers(t *testing.T) {
-	trials := 6
-	if testing.Short() {
-		trials = 1
-	}
-	for trial := range trials {
-		t.Run(fmt.Sprint("trial=", trial), func(t *testing.T) {
-			recs, vals := transferRecords(1500, uint64(200+trial))
-			crashTrial(t, uint64(trial), 1, vals, nil, func(cfg *Config) {
-				cfg.Engine.Semantics = "embeddings"
-				cfg.Queries = transferQueries[:2]
-			}, func(cfg Config) map[string]bool { return finalTransferKeys(t, cfg, recs) })
-		})
-	}
+	eachTrial(t, 6, func(t *testing.T, trial int) {
+		recs, vals := transferRecords(1500, uint64(200+trial))
+		crashTrial(t, uint64(trial), 1, vals, nil, func(cfg *Config) {
+			cfg.Engine.Semantics = "embeddings"
+			cfg.Queries = transferQueries[:2]
+		}, func(cfg Config) map[string]bool { return finalTransferKeys(t, cfg, recs) })
+	})
 }
 
 // crashTrial runs the service as a child process over vals (keyed by keys
