@@ -4,11 +4,15 @@ import (
 	"context"
 	"io"
 	"maps"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/ingest"
@@ -135,5 +139,48 @@ func TestReadBatchLog(t *testing.T) {
 	s.logNext = 8
 	if chain, err = s.readBatchLog(ctx); err != nil || len(chain) != 0 {
 		t.Fatalf("past the end: %v, %v", chain, err)
+	}
+}
+
+// TestBatchLogUnreadable: while the brokers refuse the batch log's offsets,
+// a generation waits and reads it again instead of ending the service or
+// cutting anew; once they answer, it runs.
+func TestBatchLogUnreadable(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.AllowAutoTopicCreation(), kfake.SeedTopics(1, "edges", "matches", "edges.dlq"),
+		kfake.GroupMinSessionTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	var refused atomic.Int32
+	c.ControlKey(int16(kmsg.ListOffsets), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		lo := req.(*kmsg.ListOffsetsRequest)
+		if len(lo.Topics) != 1 || lo.Topics[0].Topic != "matches.batches" || refused.Load() >= 2 {
+			return nil, nil, false
+		}
+		refused.Add(1)
+		resp := lo.ResponseKind().(*kmsg.ListOffsetsResponse)
+		for _, rt := range lo.Topics {
+			st := kmsg.NewListOffsetsResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewListOffsetsResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = kerr.UnknownServerError.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	addrs := c.ListenAddrs()
+	_, vals := transferStream(300, 3)
+	produce(t, addrs, "edges", vals)
+	var logs syncBuilder
+	r := startOpts(t, Options{Config: testConfig(t, addrs), Log: zerolog.New(&logs).Level(zerolog.WarnLevel)})
+	waitFor(t, "the stream to be applied", 30*time.Second, func() bool { return r.s.Progress().Position[0] == int64(len(vals)) })
+	if n := refused.Load(); n != 2 || !strings.Contains(logs.String(), "cannot read the batch log; retrying") {
+		t.Fatalf("the batch log's offsets were refused %d times, want 2, with a retry logged:\n%s", n, logs.String())
 	}
 }
