@@ -14,7 +14,9 @@
 // valid checkpoint and re-reads the input from the checkpoint's offsets, so
 // some events are written again, with the same keys (package output). It
 // commits that checkpoint's offsets at once, new input or not: a crash
-// between a checkpoint and its commit leaves them uncommitted.
+// between a checkpoint and its commit leaves them uncommitted. Alone, it
+// re-forms the batches the run before it logged past the checkpoint
+// (batchlog.go), so each match's last event stays its state.
 //
 // Batches overlap: batch n+1 is decoded while n is matched and n-1 is
 // delivered, through queues of one or two batches, and undelivered output
