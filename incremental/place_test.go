@@ -33,16 +33,25 @@ func placerScenarios(t *testing.T) []*mmScenario {
 // no lock (under -race, two devices sharing a worker number is a race).
 // Exploration measures every query alone on both devices, so subsets change
 // from batch to batch, and on the streams of many batches each query must
-// have run on both.
+// have run on both. Through Begin, the GPU's side is an executor that
+// overlaps (its matches reach the sink from its own goroutine, and its
+// counts come with wait).
 func TestPlacerEqualsCPU(t *testing.T) {
 	const cpuW, gpuW = 2, 3
 	for _, s := range placerScenarios(t) {
-		for _, bs := range []int{1, 3, 40} {
+		for _, c := range []struct {
+			bs    int
+			begin bool
+		}{{1, false}, {3, false}, {40, false}, {1, true}, {40, true}} {
+			bs := c.bs
 			p := &Placer{CPU: &CPU{Workers: cpuW}, GPU: &CPU{Workers: gpuW}, Explore: 2, CPUBelow: 1}
+			if c.begin {
+				p.GPU = &overlappingGPU{CPU: &CPU{Workers: gpuW}}
+			}
 			ran := make([][2]int, len(s.queries))
 			subsets := map[string]bool{}
 			s.replay(t, &CPU{Workers: 1}, bs, func(bi int, g *dyngraph.Graph, delta []graph.Change, want []Counts) {
-				where := fmt.Sprintf("%s, batch size %d, batch %d", s, bs, bi)
+				where := fmt.Sprintf("%s, batch size %d, begin %v, batch %d", s, bs, c.begin, bi)
 				mode := Mode(bi % 2)
 				var bufs [cpuW + gpuW][]string
 				var sink Sink
@@ -55,7 +64,13 @@ func TestPlacerEqualsCPU(t *testing.T) {
 						bufs[worker] = append(bufs[worker], fmt.Sprint(q, sign, m))
 					}
 				}
-				got, err := p.Match(g, delta, s.queries, mode, sink)
+				var got []Counts
+				var err error
+				if c.begin {
+					got, err = p.Begin(g, delta, s.queries, mode, sink)()
+				} else {
+					got, err = p.Match(g, delta, s.queries, mode, sink)
+				}
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -99,11 +114,11 @@ func TestPlacerEqualsCPU(t *testing.T) {
 			}
 			for qi, r := range ran {
 				if r[OnCPU] == 0 || r[OnGPU] == 0 {
-					t.Errorf("%s, batch size %d: query %d ran %d batches on the cpu, %d on the gpu; want both", s, bs, qi, r[OnCPU], r[OnGPU])
+					t.Errorf("%s, batch size %d, begin %v: query %d ran %d batches on the cpu, %d on the gpu; want both", s, bs, c.begin, qi, r[OnCPU], r[OnGPU])
 				}
 			}
 			if len(subsets) < 2 {
-				t.Errorf("%s, batch size %d: one placement all along", s, bs)
+				t.Errorf("%s, batch size %d, begin %v: one placement all along", s, bs, c.begin)
 			}
 		}
 	}
@@ -568,5 +583,100 @@ func TestCostModelBalanceIdleGPU(t *testing.T) {
 	cost := map[*query.Query][2]float64{ring4: {0.56e-3, 2.2e-3}, ring5: {0.66e-3, 2.2e-3}, cashout: {0.61e-3, 1.9e-3}}
 	if home := settle(&m, qs, 12, cost); !slices.Equal(home, []Device{OnCPU, OnCPU, OnCPU}) {
 		t.Fatalf("ring4, ring5 and cashout on %v, want all on the cpu", home)
+	}
+}
+
+// overlappingGPU is a real CPU executor posing as the GPU with the graph in
+// its own memory (an Overlapper): Begin costs begin on the clock and leaves
+// the match to a goroutine, whose kernel takes kernel from Begin's return;
+// wait costs only what the caller's own work since has not covered. Match
+// is Begin and an immediate wait. With no clock nothing costs time.
+type overlappingGPU struct {
+	*CPU
+	clock         *fakeClock
+	begin, kernel time.Duration
+}
+
+func (x *overlappingGPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, mode Mode, sink Sink) ([]Counts, error) {
+	return x.Begin(g, delta, queries, mode, sink)()
+}
+
+func (x *overlappingGPU) Begin(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, mode Mode, sink Sink) func() ([]Counts, error) {
+	timed := x.clock != nil && len(queries) > 0
+	var t0 time.Time
+	if timed {
+		x.clock.advance(x.begin)
+		t0 = x.clock.now()
+	}
+	type result struct {
+		c   []Counts
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		c, err := x.CPU.Match(g, delta, queries, mode, sink)
+		ch <- result{c, err}
+	}()
+	return func() ([]Counts, error) {
+		if timed {
+			if left := x.kernel - x.clock.now().Sub(t0); left > 0 {
+				x.clock.advance(left)
+			}
+		}
+		r := <-ch
+		return r.c, r.err
+	}
+}
+
+// TestPlacerPricesOverlap: a query costs 5 ms on the CPU, and on the GPU
+// 1 ms of Begin and a 10 ms kernel. Matched within the call the GPU costs
+// 11 ms, and the query stays on the CPU. Begun while the caller works 20
+// ms on the next batch, the kernel costs the caller nothing, and the query
+// must run on the GPU: priced from Begin to the end of wait, the GPU would
+// have cost 21 ms.
+func TestPlacerPricesOverlap(t *testing.T) {
+	labels := graph.NewDict()
+	qs := hubQueries(t, labels, true)[:1]
+	h, a, e := labels.Intern("H"), labels.Intern("A"), labels.Intern("e")
+	for _, begin := range []bool{false, true} {
+		clock := &fakeClock{}
+		p := &Placer{CPU: &pricedCPU{CPU: &CPU{Workers: 1}, clock: clock, cost: 5 * time.Millisecond},
+			GPU:     &overlappingGPU{CPU: &CPU{Workers: 1}, clock: clock, begin: time.Millisecond, kernel: 10 * time.Millisecond},
+			Explore: 4, CPUBelow: 1, Now: clock.now}
+		g := newTestGraph(true)
+		var ran [2]int
+		for b := range 200 {
+			var batch []graph.Update
+			for i := range uint32(32) {
+				v := uint32(b)*32 + i
+				batch = append(batch, graph.Update{Op: graph.Insert, Src: v, Dst: v + 1, Label: e, SrcLabel: a, DstLabel: a})
+			}
+			batch[0].SrcLabel = h
+			delta, _, _, err := g.Apply(batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if begin {
+				wait := p.Begin(g, delta, qs, Count, nil)
+				clock.advance(20 * time.Millisecond) // the caller's next batch
+				_, err = wait()
+			} else {
+				_, err = p.Match(g, delta, qs, Count, nil)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.Reorganize()
+			ran[p.Placed(nil)[0]]++
+		}
+		g.Close()
+		home, other := OnCPU, OnGPU
+		if begin {
+			home, other = OnGPU, OnCPU
+		}
+		if ran[home] < 180 {
+			t.Errorf("begin %v: the query ran %d of 200 batches on the %s and %d on the %s; want 180 or more on the %s",
+				begin, ran[home], home, ran[other], other, home)
+		}
 	}
 }

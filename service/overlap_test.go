@@ -1,6 +1,7 @@
 package service
 
 import (
+	"fmt"
 	"io"
 	"slices"
 	"sync"
@@ -65,9 +66,17 @@ func (h *held) Begin(g *dyngraph.Graph, delta []graph.Change, queries []*query.Q
 // TestOverlappedMatch runs the stream of TestEndToEnd through an executor
 // whose matches finish while the next batch is applied: the events must be
 // the replay's, in batch order, and the last batch's must come out although
-// no batch follows it. With -service.gpu it runs the GPU
-// executor in the device placement instead, whose Begin overlaps for real.
+// no batch follows it. The executor is the run loop's alone, or the GPU
+// side of a Placer (--device auto), which begins it beside its CPU side.
+// With -service.gpu it is the GPU executor in the device placement
+// instead, whose Begin overlaps for real.
 func TestOverlappedMatch(t *testing.T) {
+	for _, placer := range []bool{false, true} {
+		t.Run(fmt.Sprintf("placer=%v", placer), func(t *testing.T) { overlappedMatch(t, placer) })
+	}
+}
+
+func overlappedMatch(t *testing.T, placer bool) {
 	addrs, cfg, recs, vals := fullBatches(t, 24, 7)
 	// No checkpoint completes the last batch: the run loop must, once no
 	// batch follows it.
@@ -76,7 +85,7 @@ func TestOverlappedMatch(t *testing.T) {
 
 	opts := Options{Config: cfg, Log: zerolog.New(io.Discard)}
 	h := &held{CPU: incremental.CPU{Workers: 2}}
-	opts.Matcher = h
+	var gpu incremental.Matcher = h
 	if *benchGPU {
 		x, err := kernels.Open(kernels.Options{Placement: kernels.Device})
 		if err != nil {
@@ -85,7 +94,12 @@ func TestOverlappedMatch(t *testing.T) {
 		// After the service's shutdown, registered below: the graph lives
 		// in the GPU's pinned memory until its last checkpoint is written.
 		t.Cleanup(func() { x.Close() })
-		opts.Matcher, opts.Alloc = x, x.Allocator()
+		gpu, opts.Alloc = x, x.Allocator()
+	}
+	opts.Matcher = gpu
+	p := &incremental.Placer{CPU: &incremental.CPU{Workers: 2}, GPU: gpu, Explore: 2, CPUBelow: 1}
+	if placer {
+		opts.Matcher = p
 	}
 	r := startOpts(t, opts)
 
