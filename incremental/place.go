@@ -187,7 +187,7 @@ func (p *Placer) begin(g *dyngraph.Graph, delta []graph.Change, queries []*query
 		return done(p.cpuOnly(g, delta, queries, mode, sink))
 	}
 	b := bucket(len(delta))
-	home, solo, soloOn := p.model.plan(queries, b, p.explore())
+	home, solo, soloOn := p.model.plan(queries, b, p.explore(), o != nil)
 	for d := range p.sides {
 		p.sides[d] = side{idx: p.sides[d].idx[:0], solo: -1}
 	}
@@ -422,6 +422,9 @@ type costModel struct {
 	calls uint64 // plan calls, to age out the cells of removed queries
 	home  []Device
 	cur   []*cell // the cells of the batch being planned
+	// overlapped: the batch being planned is begun (Placer.Begin), its
+	// GPU share priced at what it costs the caller.
+	overlapped bool
 }
 
 type cellKey struct {
@@ -491,10 +494,32 @@ func (m *costModel) cell(q *query.Query, b, explore int) *cell {
 // whose device's average has drifted up. Each query runs where it is
 // cheaper (its cell's home), except that queries move off the device with
 // the longer expected share while that shortens the batch (balance).
-func (m *costModel) plan(queries []*query.Query, b, explore int) (home []Device, solo int, on Device) {
+//
+// An overlapped batch (Placer.Begin) weighs the CPU's seconds
+// cpuLoadWeight times in every comparison, and balance moves no query off
+// the GPU while others stay there. Its caller works beside the executors
+// (the service's run loop applies the next batch, its other stages decode
+// and deliver), and the CPU's workers take their cores while the GPU's
+// kernel does not. And what the overlapped GPU costs the caller is mostly
+// fixed per batch (reading the batch's changed lists and table rows), but
+// is shared out among its queries: moving one off saves the GPU little of
+// what its share says. On the alert-sparse mix such moves split three
+// queries between the devices in most batches, and the service ran at 0.9
+// of either device alone (H200 machine).
+func (m *costModel) plan(queries []*query.Query, b, explore int, overlapped bool) (home []Device, solo int, on Device) {
+	m.overlapped = overlapped
 	home, solo, on = m.choose(queries, b, explore)
 	m.balance(solo, on)
 	return home, solo, on
+}
+
+// cost is c's average on d as the model compares it: the CPU's weighed
+// in an overlapped batch.
+func (m *costModel) cost(c *cell, d Device) float64 {
+	if d == OnCPU && m.overlapped {
+		return cpuLoadWeight * c.est[d]
+	}
+	return c.est[d]
 }
 
 // balanceGain is the least share of the batch's expected time a move must
@@ -521,12 +546,14 @@ const cpuLoadWeight = 1.5
 // queries measured on both devices move.
 func (m *costModel) balance(solo int, on Device) {
 	var load [2]float64
+	var n [2]int
 	for qi, c := range m.cur {
 		d := m.home[qi]
 		if qi == solo {
 			d = on
 		}
 		load[d] += c.est[d]
+		n[d]++
 	}
 	for qi, c := range m.cur {
 		if qi == solo || !c.known[OnCPU] || !c.known[OnGPU] {
@@ -534,31 +561,38 @@ func (m *costModel) balance(solo int, on Device) {
 		}
 		d := m.home[qi]
 		o := 1 - d
-		if share(load, d) < share(load, o) {
+		if m.share(load, d) < m.share(load, o) {
 			continue // already on the shorter share
+		}
+		if m.overlapped && d == OnGPU && n[d] > 1 {
+			continue // see plan
 		}
 		moved := load
 		moved[d] -= c.est[d]
 		moved[o] += c.est[o]
-		if span(moved) < (1-balanceGain)*span(load) {
+		if m.span(moved) < (1-balanceGain)*m.span(load) {
 			m.home[qi] = o
 			load = moved
+			n[d]--
+			n[o]++
 		}
 	}
 }
 
 // share is device d's expected part of a batch whose devices have these
 // loads (seconds of their queries' averages): the CPU's counts
-// cpuLoadWeight times while the GPU works too.
-func share(load [2]float64, d Device) float64 {
-	if d == OnCPU && load[OnGPU] > 0 {
+// cpuLoadWeight times while the GPU works too, and in an overlapped batch.
+func (m *costModel) share(load [2]float64, d Device) float64 {
+	if d == OnCPU && (load[OnGPU] > 0 || m.overlapped) {
 		return cpuLoadWeight * load[OnCPU]
 	}
 	return load[d]
 }
 
 // span is a batch's expected time: both devices' shares run at once.
-func span(load [2]float64) float64 { return max(share(load, OnCPU), share(load, OnGPU)) }
+func (m *costModel) span(load [2]float64) float64 {
+	return max(m.share(load, OnCPU), m.share(load, OnGPU))
+}
 
 // choose is plan without the balance.
 func (m *costModel) choose(queries []*query.Query, b, explore int) (home []Device, solo int, on Device) {
@@ -658,13 +692,13 @@ func (c *cell) update(d Device, secs, alpha float64) {
 // cheaper. measured says the other device was just measured: a choice it
 // confirms doubles the interval to the next measurement, a switch resets
 // it.
-func (*costModel) decide(c *cell, measured bool) {
+func (m *costModel) decide(c *cell, measured bool) {
 	if !c.known[OnCPU] || !c.known[OnGPU] {
 		return
 	}
 	other := 1 - c.home
 	switch {
-	case c.est[other] < switchBelow*c.est[c.home]:
+	case m.cost(c, other) < switchBelow*m.cost(c, c.home):
 		c.home = other
 		c.every, c.ref, c.next = c.base, c.est[other], 1-other
 	case measured:
@@ -675,7 +709,7 @@ func (*costModel) decide(c *cell, measured bool) {
 		// apart, and a query left on the device it outgrew (the 5-vertex
 		// mix's first hundred batches on the H200) cost more than the
 		// measurements would have.
-		n := int(min(c.est[other]/max(c.est[c.home], 1e-9), maxBackoff))
+		n := int(min(m.cost(c, other)/max(m.cost(c, c.home), 1e-9), maxBackoff))
 		c.every = max(n, 1) * c.base
 		c.ref = c.est[c.home]
 	case c.ref == 0:

@@ -183,7 +183,7 @@ func TestCostModel(t *testing.T) {
 	// step plans a batch, "runs" it at the costs above and returns the
 	// plan.
 	step := func() ([]Device, int, Device) {
-		home, solo, on := m.plan(qs, b, explore)
+		home, solo, on := m.plan(qs, b, explore, false)
 		home = slices.Clone(home)
 		var share [2][]int
 		for qi, d := range home {
@@ -316,12 +316,17 @@ func TestCostModelBalanceWeighsCPU(t *testing.T) {
 // settle runs m for rounds batches of 4096 changes at these costs per
 // query and device, each query timed alone, and returns the last plan.
 func settle(m *costModel, qs []*query.Query, rounds int, cost map[*query.Query][2]float64) []Device {
+	return settleOverlapped(m, qs, rounds, cost, false)
+}
+
+// settleOverlapped is settle with the batches begun (Placer.Begin) or not.
+func settleOverlapped(m *costModel, qs []*query.Query, rounds int, cost map[*query.Query][2]float64, overlapped bool) []Device {
 	const b = 12
 	var home []Device
 	for range rounds {
 		var solo int
 		var on Device
-		home, solo, on = m.plan(qs, b, 64)
+		home, solo, on = m.plan(qs, b, 64, overlapped)
 		home = slices.Clone(home)
 		for qi, d := range home {
 			if qi == solo {
@@ -339,7 +344,7 @@ func TestCostModelGPUFirst(t *testing.T) {
 	qs := []*query.Query{{}, {}}
 	var m costModel
 	for _, b := range []int{gpuFirst - 1, gpuFirst} {
-		home, solo, on := m.plan(qs, b, 4)
+		home, solo, on := m.plan(qs, b, 4, false)
 		want := OnCPU
 		if b >= gpuFirst {
 			want = OnGPU
@@ -366,7 +371,7 @@ func TestCostModelDeterministic(t *testing.T) {
 		var out []string
 		for i := range 200 {
 			b := 1 + i%3
-			home, solo, on := m.plan(qs, b, 4)
+			home, solo, on := m.plan(qs, b, 4, false)
 			out = append(out, fmt.Sprint(home, solo, on))
 			for qi := range qs {
 				d := home[qi]
@@ -447,7 +452,7 @@ func TestCostModelNoticesChange(t *testing.T) {
 		var m costModel
 		gpu := 1.5e-3
 		step := func() Device {
-			home, solo, on := m.plan(qs, b, explore)
+			home, solo, on := m.plan(qs, b, explore, false)
 			d := home[0]
 			if solo == 0 {
 				d = on
@@ -586,6 +591,86 @@ func TestCostModelBalanceIdleGPU(t *testing.T) {
 	}
 }
 
+// TestCostModelOverlapKeepsGPU: three queries as the alert-sparse mix's
+// were through the service on the H200 machine. Begun, the GPU costs the
+// caller 0.9 ms a batch, for its first call of the batch, and little more
+// per query: reading the batch's lists is most of it. The CPU costs 0.5 ms
+// a query. All three must stay on the GPU: balance, taking a query's part
+// of the GPU's 0.9 ms for what moving it saves, split them between the
+// devices. Matched within the call, where each query also costs the GPU
+// its kernel (0.7 ms), all three go to the CPU.
+func TestCostModelOverlapKeepsGPU(t *testing.T) {
+	ring4, ring5, cashout := &query.Query{}, &query.Query{}, &query.Query{}
+	qs := []*query.Query{ring4, ring5, cashout}
+	const b, fixed, cpu = 12, 0.9e-3, 0.5e-3
+	for _, overlapped := range []bool{true, false} {
+		perQuery := 0.03e-3
+		if !overlapped {
+			perQuery = 0.7e-3
+		}
+		var m costModel
+		var last []Device
+		split := 0
+		for round := range 200 {
+			home, solo, on := m.plan(qs, b, 8, overlapped)
+			home = slices.Clone(home)
+			var main [2][]int
+			for qi, d := range home {
+				if qi != solo {
+					main[d] = append(main[d], qi)
+				}
+			}
+			// Each device's main share, then its solo call; the GPU's
+			// first call pays the fixed cost.
+			gpuFixed := fixed
+			if n := len(main[OnGPU]); n > 0 {
+				m.observe(qs, b, OnGPU, main[OnGPU], gpuFixed+perQuery*float64(n))
+				gpuFixed = 0
+			}
+			if n := len(main[OnCPU]); n > 0 {
+				m.observe(qs, b, OnCPU, main[OnCPU], cpu*float64(n))
+			}
+			switch {
+			case solo >= 0 && on == OnGPU:
+				m.observe(qs, b, OnGPU, []int{solo}, gpuFixed+perQuery)
+			case solo >= 0:
+				m.observe(qs, b, OnCPU, []int{solo}, cpu)
+			}
+			if round >= 100 && len(main[OnCPU]) > 0 && len(main[OnGPU]) > 0 {
+				split++
+			}
+			last = home
+		}
+		want := []Device{OnGPU, OnGPU, OnGPU}
+		if !overlapped {
+			want = []Device{OnCPU, OnCPU, OnCPU}
+		}
+		if !slices.Equal(last, want) || split > 10 {
+			t.Errorf("overlapped %v: the queries on %v at the end, split between the devices in %d of the last 100 batches; want %v, and split in at most 10 (measurements)",
+				overlapped, last, split, want)
+		}
+	}
+}
+
+// TestCostModelOverlapWeighsCPU: a ring5 costs 1.0 ms on the CPU and, to
+// the caller, 1.2 ms on the GPU. Matched within the call it runs on the
+// CPU; begun, it runs on the GPU, whose kernel does not take the cores the
+// caller's other work needs, as the CPU's workers do. On the 5-vertex mix
+// the service's output stage needs them most.
+func TestCostModelOverlapWeighsCPU(t *testing.T) {
+	ring5 := &query.Query{}
+	cost := map[*query.Query][2]float64{ring5: {1.0e-3, 1.2e-3}}
+	for _, c := range []struct {
+		overlapped bool
+		want       Device
+	}{{false, OnCPU}, {true, OnGPU}} {
+		var m costModel
+		if home := settleOverlapped(&m, []*query.Query{ring5}, 12, cost, c.overlapped); home[0] != c.want {
+			t.Errorf("overlapped %v: ring5 on the %s, want the %s", c.overlapped, home[0], c.want)
+		}
+	}
+}
+
 // overlappingGPU is a real CPU executor posing as the GPU with the graph in
 // its own memory (an Overlapper): Begin costs begin on the clock and leaves
 // the match to a goroutine, whose kernel takes kernel from Begin's return;
@@ -674,8 +759,8 @@ func TestPlacerPricesOverlap(t *testing.T) {
 		if begin {
 			home, other = OnGPU, OnCPU
 		}
-		if ran[home] < 180 {
-			t.Errorf("begin %v: the query ran %d of 200 batches on the %s and %d on the %s; want 180 or more on the %s",
+		if ran[home] < 160 {
+			t.Errorf("begin %v: the query ran %d of 200 batches on the %s and %d on the %s; want 160 or more on the %s",
 				begin, ran[home], home, ran[other], other, home)
 		}
 	}
