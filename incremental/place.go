@@ -97,6 +97,13 @@ type stopper interface{ SetStop(stop func(q int) bool) }
 // workerCounter is an executor that says how many sink workers it uses.
 type workerCounter interface{ NumWorkers() int }
 
+// Preparer is an executor that keeps its own copy of the graph and says
+// what its last call spent bringing that copy up to date (kernels.GPU): a
+// batch's first call pays it whatever its queries, and a second call in
+// the same batch nothing. The Placer keeps it apart from the queries' own
+// costs, as the device's fixed cost per batch.
+type Preparer interface{ LastPrepare() time.Duration }
+
 // Follower is an executor that keeps its own copy of the graph and needs to
 // know of every batch: the Placer calls Follow, during the batch (after
 // Apply, before Reorganize), instead of Match when it gives it no query, so
@@ -126,6 +133,10 @@ type side struct {
 	wait       func() error
 	begun      time.Duration
 	unmeasured bool
+	// fixed is what the device's first timed call of the batch spent
+	// preparing (Preparer), when no untimed call prepared before it.
+	fixed      time.Duration
+	fixedKnown bool
 }
 
 func (p *Placer) now() time.Time {
@@ -248,6 +259,9 @@ func (p *Placer) begin(g *dyngraph.Graph, delta []graph.Change, queries []*query
 		}
 		for d := range p.sides {
 			s := &p.sides[d]
+			if s.fixedKnown && Device(d) == OnGPU {
+				p.model.observeFixed(b, s.fixed.Seconds())
+			}
 			if len(s.idx) > 0 && !s.unmeasured {
 				p.model.observe(queries, b, Device(d), s.idx, s.main.Seconds())
 			}
@@ -309,7 +323,9 @@ func (p *Placer) follow(g *dyngraph.Graph, d Device) {
 // The warm-up keeps the device's one-time costs (the GPU copies the whole
 // graph, loads its kernels, compiles each query's program) out of the
 // measurements, and runs while the other device works. With o, the
-// device's last call is begun through o and left to s.wait.
+// device's last call is begun through o and left to s.wait. What a
+// Preparer spends preparing is kept apart from the queries' time, as the
+// device's fixed cost.
 //
 // A device that has only followed the batches since its last call first
 // catches up on them in a call with no query, untimed. Timed, that catch-up
@@ -319,37 +335,53 @@ func (p *Placer) follow(g *dyngraph.Graph, d Device) {
 // alert-sparse 1.6 times as fast as the CPU, auto kept every query on the CPU.
 func (p *Placer) run(d Device, s *side, offset int, g *dyngraph.Graph, delta []graph.Change, queries []*query.Query,
 	mode Mode, sink Sink, res []Counts, o Overlapper) {
+	fresh := true // no call has prepared the device for this batch yet
 	if !p.warm[d] {
 		if _, s.err = p.device(d).Match(g, delta[:1], queries, Count, nil); s.err != nil {
 			return
 		}
-		p.warm[d] = true
+		p.warm[d], fresh = true, false
 	} else if p.followed[d] {
 		if _, s.err = p.device(d).Match(g, delta, nil, Count, nil); s.err != nil {
 			return
 		}
+		fresh = false
 	}
 	p.followed[d] = false
+	// spent is a call's time since t0 less what it spent preparing, which
+	// the batch's first call records as the fixed cost.
+	spent := func(t0 time.Time) time.Duration {
+		t := p.now().Sub(t0)
+		pr, ok := p.device(d).(Preparer)
+		if !ok {
+			return t
+		}
+		prep := min(pr.LastPrepare(), t)
+		if fresh {
+			s.fixed, s.fixedKnown, fresh = prep, true, false
+		}
+		return t - prep
+	}
 	if len(s.idx) > 0 {
 		t0 := p.now()
 		if o != nil && s.solo < 0 {
 			s.wait = p.start(d, s.idx, offset, g, delta, queries, mode, sink, res, o)
-			s.begun = p.now().Sub(t0)
+			s.begun = spent(t0)
 			return
 		}
 		s.err = p.start(d, s.idx, offset, g, delta, queries, mode, sink, res, nil)()
-		s.main = p.now().Sub(t0)
+		s.main = spent(t0)
 		s.unmeasured = o != nil
 	}
 	if s.solo >= 0 && s.err == nil {
 		t0 := p.now()
 		if o != nil {
 			s.wait = p.start(d, []int{s.solo}, offset, g, delta, queries, mode, sink, res, o)
-			s.begun = p.now().Sub(t0)
+			s.begun = spent(t0)
 			return
 		}
 		s.err = p.start(d, []int{s.solo}, offset, g, delta, queries, mode, sink, res, nil)()
-		s.one = p.now().Sub(t0)
+		s.one = spent(t0)
 	}
 }
 
@@ -423,8 +455,12 @@ type costModel struct {
 	home  []Device
 	cur   []*cell // the cells of the batch being planned
 	// overlapped: the batch being planned is begun (Placer.Begin), its
-	// GPU share priced at what it costs the caller.
+	// GPU share priced at what it costs the caller; b is its bucket.
 	overlapped bool
+	b          int
+	// fixed is, per bucket, the average of the GPU's fixed cost per batch
+	// (observeFixed).
+	fixed map[int]float64
 }
 
 type cellKey struct {
@@ -495,31 +531,59 @@ func (m *costModel) cell(q *query.Query, b, explore int) *cell {
 // cheaper (its cell's home), except that queries move off the device with
 // the longer expected share while that shortens the batch (balance).
 //
-// An overlapped batch (Placer.Begin) weighs the CPU's seconds
-// cpuLoadWeight times in every comparison, and balance moves no query off
-// the GPU while others stay there. Its caller works beside the executors
-// (the service's run loop applies the next batch, its other stages decode
-// and deliver), and the CPU's workers take their cores while the GPU's
-// kernel does not. And what the overlapped GPU costs the caller is mostly
-// fixed per batch (reading the batch's changed lists and table rows), but
-// is shared out among its queries: moving one off saves the GPU little of
-// what its share says. On the alert-sparse mix such moves split three
-// queries between the devices in most batches, and the service ran at 0.9
-// of either device alone (H200 machine).
+// The GPU's cost is its queries' own averages plus a fixed cost per batch
+// (observeFixed): bringing its copy of the graph up to date, paid once
+// whatever the queries, and most of what the overlapped GPU costs its
+// caller. Shared out among the queries, as their averages once were, it
+// made moving one off the GPU look like it saved the GPU that query's part
+// of it: on the alert-sparse mix, through the service, balance then split
+// the three queries between the devices in most batches, and the service
+// ran at 0.9 of either device alone (H200 machine).
+//
+// An overlapped batch (Placer.Begin) also weighs the CPU's seconds
+// cpuLoadWeight times in every comparison: its caller works beside the
+// executors (the service's run loop applies the next batch, its other
+// stages decode and deliver), and the CPU's workers take their cores while
+// the GPU's kernel does not.
 func (m *costModel) plan(queries []*query.Query, b, explore int, overlapped bool) (home []Device, solo int, on Device) {
-	m.overlapped = overlapped
+	m.overlapped, m.b = overlapped, b
 	home, solo, on = m.choose(queries, b, explore)
 	m.balance(solo, on)
 	return home, solo, on
 }
 
-// cost is c's average on d as the model compares it: the CPU's weighed
-// in an overlapped batch.
-func (m *costModel) cost(c *cell, d Device) float64 {
-	if d == OnCPU && m.overlapped {
-		return cpuLoadWeight * c.est[d]
+// observeFixed takes the GPU's fixed cost in a batch of bucket b (the
+// Placer's Preparer).
+func (m *costModel) observeFixed(b int, secs float64) {
+	if m.fixed == nil {
+		m.fixed = map[int]float64{}
 	}
-	return c.est[d]
+	f, ok := m.fixed[b]
+	switch {
+	case !ok || f == 0:
+		m.fixed[b] = secs
+	default:
+		m.fixed[b] = f + alphaShared*(min(secs, clip*f)-f)
+	}
+}
+
+// cost is c's average on d as a choice for c alone compares it: on the
+// GPU with the fixed cost when no other query of the batch is placed there
+// (then c decides whether it is paid), on the CPU weighed in an overlapped
+// batch.
+func (m *costModel) cost(c *cell, d Device) float64 {
+	if d == OnCPU {
+		if m.overlapped {
+			return cpuLoadWeight * c.est[d]
+		}
+		return c.est[d]
+	}
+	for qi, o := range m.cur {
+		if o != c && m.home[qi] == OnGPU {
+			return c.est[d]
+		}
+	}
+	return c.est[d] + m.fixed[m.b]
 }
 
 // balanceGain is the least share of the batch's expected time a move must
@@ -533,30 +597,64 @@ const balanceGain = 0.1
 // CPU slows the rest more than its own time says: moving the house or the
 // mule of the 5-vertex mix beside the GPU's ring5, 20% shorter on paper,
 // made the H200's batches longer. With the GPU idle the CPU's share counts
-// as it is: weighed then, three alert-sparse queries on the CPU (1.8 ms a
-// batch) looked longer than moving one to the idle GPU (2.2 ms there), and
-// those split batches took 2.2-3.2 ms against the CPU's 1.1-1.3 ms alone
-// (H200 machine, 1M updates).
+// as it is, unless the batch is overlapped: weighed then, three
+// alert-sparse queries on the CPU (1.8 ms a batch) looked longer than
+// moving one to the idle GPU (2.2 ms there), and those split batches took
+// 2.2-3.2 ms against the CPU's 1.1-1.3 ms alone (H200 machine, 1M updates,
+// matched within the call).
 const cpuLoadWeight = 1.5
 
-// balance moves queries, in order, from the device whose share of the
-// batch is expected to take longer to the other, while a move shortens the
-// batch's expected span (span) by balanceGain of it: a triangle cheaper on
-// the GPU still runs on the idle CPU while the GPU matches a house. Only
-// queries measured on both devices move.
+// loads is what a batch's queries are expected to cost each device: the
+// sum of their averages, and how many there are.
+type loads struct {
+	secs [2]float64
+	n    [2]int
+}
+
+func (l *loads) add(c *cell, d Device, sign int) {
+	l.secs[d] += float64(sign) * c.est[d]
+	l.n[d] += sign
+}
+
+// balance moves queries from the device whose share of the batch is
+// expected to take longer to the other while that shortens the batch's
+// expected span by balanceGain of it: first all that can move at once,
+// onto either device (only then is the GPU's fixed cost saved or paid),
+// then one at a time, in order (a triangle cheaper on the GPU still runs
+// on the idle CPU while the GPU matches a house). Only queries measured on
+// both devices move.
 func (m *costModel) balance(solo int, on Device) {
-	var load [2]float64
-	var n [2]int
+	var load loads
+	movable := func(qi int) bool {
+		c := m.cur[qi]
+		return qi != solo && c.known[OnCPU] && c.known[OnGPU]
+	}
 	for qi, c := range m.cur {
 		d := m.home[qi]
 		if qi == solo {
 			d = on
 		}
-		load[d] += c.est[d]
-		n[d]++
+		load.add(c, d, 1)
+	}
+	for _, to := range []Device{OnCPU, OnGPU} {
+		moved := load
+		for qi, c := range m.cur {
+			if movable(qi) && m.home[qi] != to {
+				moved.add(c, 1-to, -1)
+				moved.add(c, to, 1)
+			}
+		}
+		if m.span(moved) < (1-balanceGain)*m.span(load) {
+			for qi := range m.cur {
+				if movable(qi) {
+					m.home[qi] = to
+				}
+			}
+			load = moved
+		}
 	}
 	for qi, c := range m.cur {
-		if qi == solo || !c.known[OnCPU] || !c.known[OnGPU] {
+		if !movable(qi) {
 			continue
 		}
 		d := m.home[qi]
@@ -564,34 +662,32 @@ func (m *costModel) balance(solo int, on Device) {
 		if m.share(load, d) < m.share(load, o) {
 			continue // already on the shorter share
 		}
-		if m.overlapped && d == OnGPU && n[d] > 1 {
-			continue // see plan
-		}
 		moved := load
-		moved[d] -= c.est[d]
-		moved[o] += c.est[o]
+		moved.add(c, d, -1)
+		moved.add(c, o, 1)
 		if m.span(moved) < (1-balanceGain)*m.span(load) {
 			m.home[qi] = o
 			load = moved
-			n[d]--
-			n[o]++
 		}
 	}
 }
 
-// share is device d's expected part of a batch whose devices have these
-// loads (seconds of their queries' averages): the CPU's counts
-// cpuLoadWeight times while the GPU works too, and in an overlapped batch.
-func (m *costModel) share(load [2]float64, d Device) float64 {
-	if d == OnCPU && (load[OnGPU] > 0 || m.overlapped) {
-		return cpuLoadWeight * load[OnCPU]
+// share is device d's expected part of a batch with these loads: the
+// GPU's with its fixed cost when it has queries, the CPU's counting
+// cpuLoadWeight times while the GPU works too and in an overlapped batch.
+func (m *costModel) share(l loads, d Device) float64 {
+	switch {
+	case d == OnGPU && l.n[OnGPU] > 0:
+		return l.secs[d] + m.fixed[m.b]
+	case d == OnCPU && (l.n[OnGPU] > 0 || m.overlapped):
+		return cpuLoadWeight * l.secs[d]
 	}
-	return load[d]
+	return l.secs[d]
 }
 
 // span is a batch's expected time: both devices' shares run at once.
-func (m *costModel) span(load [2]float64) float64 {
-	return max(m.share(load, OnCPU), m.share(load, OnGPU))
+func (m *costModel) span(l loads) float64 {
+	return max(m.share(l, OnCPU), m.share(l, OnGPU))
 }
 
 // choose is plan without the balance.

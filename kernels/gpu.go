@@ -179,6 +179,12 @@ type GPU struct {
 	tracked  *dyngraph.Graph
 	epoch    uint64 // tracked's Epoch when last prepared
 	stale    []dyngraph.ListRef
+	// current says the copies are tracked's as of its pending batch: a
+	// second call in that batch (the Placer's query measured alone after
+	// its share) copies nothing again.
+	current bool
+	// prepared is what the last call spent in prepare (LastPrepare).
+	prepared time.Duration
 	tab      tableCopy
 	refs     []dyngraph.ListRef               // the lists prepare copies, kept so they allocate once
 	tabHost  []uint32                         // staging for whole-table copies, kept so they allocate once
@@ -472,13 +478,17 @@ type graphDesc struct {
 func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool, delta []graph.Change, queries []*query.Query) (cuda.DevicePtr, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	t0 := time.Now()
+	defer func() { x.prepared = time.Since(t0) }()
 	var a graphDesc
 	// The lists changed since the last batch: rewritten by the last
 	// Reorganize, or touched by this Apply. Only they need copying.
 	var refs []dyngraph.ListRef
 	switch e := g.Epoch(); {
+	case x.tracked == g && e == x.epoch && x.current && g.Pending():
+		refs = x.refs[:0] // the same pending batch again: nothing changed since
 	case x.tracked == g && e == x.epoch:
-		refs = append(x.refs[:0], x.stale...) // the same batch again, or Static after it
+		refs = append(x.refs[:0], x.stale...) // Static after the batch, its lists rewritten by Reorganize
 	case x.tracked == g && e == x.epoch+1:
 		refs = g.Touched(append(x.refs[:0], x.stale...))
 		x.cache.touchFills(g)
@@ -497,6 +507,7 @@ func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool, delta []graph.Change,
 	}
 	x.epoch = g.Epoch()
 	x.stale = g.Touched(x.stale[:0])
+	x.current = false // until the copies below are made
 	x.readRows(g, refs)
 	ids, lbls, err := x.slabAddresses(g, refs)
 	if err != nil {
@@ -545,7 +556,12 @@ func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool, delta []graph.Change,
 	a.oneVLabel = b2u(g.Order().IDOnly())
 	a.multi = b2u(g.MultiLabel())
 	a.directed = b2u(g.Directed())
-	return x.upload("graph", unsafe.Pointer(&a), int(unsafe.Sizeof(a)))
+	p, err := x.upload("graph", unsafe.Pointer(&a), int(unsafe.Sizeof(a)))
+	if err != nil {
+		return 0, err
+	}
+	x.current = g.Pending()
+	return p, nil
 }
 
 // Follow implements incremental.Follower: the executor matches nothing in
@@ -564,11 +580,19 @@ func (x *GPU) Follow(g *dyngraph.Graph) {
 	// this batch's join them: the copy reads them as they will be then.
 	x.stale = g.Touched(x.stale)
 	x.epoch = g.Epoch()
+	x.current = false
 	x.cache.touchFills(g)
 	if len(x.stale) > g.NumVertices()/16+4096 {
 		x.tracked = nil
 	}
 }
+
+// LastPrepare implements incremental.Preparer: what the last call spent
+// bringing the device's copies up to date (in Begin, reading the host graph
+// for the copies it leaves to the launching goroutine). A batch's first
+// call pays it for the lists the batch changed; a second call in the same
+// batch copies nothing again.
+func (x *GPU) LastPrepare() time.Duration { return x.prepared }
 
 // tableCopy records what the device's copy of the per-vertex table and the
 // vertex labels reflect.
