@@ -176,9 +176,9 @@ type GPU struct {
 	mirrorOf *dyngraph.Graph // the graph the mirror copies
 	// tracked is the graph whose batches stale follows: the lists its last
 	// Reorganize rewrote, which copies on the device must refresh.
-	tracked  *dyngraph.Graph
-	epoch    uint64 // tracked's Epoch when last prepared
-	stale    []dyngraph.ListRef
+	tracked *dyngraph.Graph
+	epoch   uint64 // tracked's Epoch when last prepared
+	stale   []dyngraph.ListRef
 	// current says the copies are tracked's as of its pending batch: a
 	// second call in that batch (the Placer's query measured alone after
 	// its share) copies nothing again.
