@@ -22,7 +22,8 @@
 // delivered, through queues of one or two batches, and undelivered output
 // stops matching, decoding and reading in turn. Output keeps batch order.
 // An executor that can (incremental.Overlapper: the GPU with the graph in its
-// memory) matches batch n while the run loop reorganizes n and applies n+1.
+// memory, alone or as the Placer's GPU side) matches batch n while the run
+// loop reorganizes n and applies n+1.
 // A sink that can (output.Sender: franz-go) sends batch n+1's output while
 // the brokers acknowledge n's; if n's fails, n and the batches sent after it
 // are delivered again, in order, so a key's last event stays its newest.
