@@ -37,13 +37,15 @@ func (d Device) String() string {
 //
 // Per query and batch-size bucket (log2 of the batch's changes, rounded
 // up) it keeps an average of the seconds the query took on each device
-// (costModel). A device's call over several queries is split among them by
-// their averages; a query alone in a call is measured exactly. Each query
-// is first measured alone on each device (on the GPU first for batches of
-// more than 512 changes, on the CPU below), and again now and then
-// (Explore). It runs where it is cheaper, unless moving it to the other
-// device shortens the batch, both shares running at once. Given the same
-// timings the choices are the same.
+// (costModel), and per bucket the GPU's fixed cost of bringing its copy of
+// the graph up to date (Preparer), which its first call of a batch pays
+// whatever the queries. A device's call over several queries is split
+// among them by their averages; a query alone in a call is measured
+// exactly. Each query is first measured alone on each device (on the GPU
+// first for batches of more than 512 changes, on the CPU below), and again
+// now and then (Explore). It runs where it is cheaper, unless moving it to
+// the other device shortens the batch, both shares running at once. Given
+// the same timings the choices are the same.
 //
 // Static goes to the CPU: its static matcher searches a filtered candidate
 // space with work split deep in the tree, while the GPU's walks the whole
@@ -51,8 +53,9 @@ func (d Device) String() string {
 // took 0.036 s for a yeast query of 11M matches; the GPU did not finish ten
 // smaller ones in 150 s).
 //
-// Match must not be called concurrently; it calls both executors at once
-// on the same graph, which they only read.
+// Match and Begin must not be called concurrently, nor before the wait of
+// the last Begin; they call both executors at once on the same graph, which
+// they only read.
 type Placer struct {
 	// CPU and GPU are the two executors. The CPU's must say how many sink
 	// workers it uses (NumWorkers): the GPU's worker numbers are offset past
