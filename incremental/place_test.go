@@ -484,6 +484,25 @@ func TestCostModelNoticesChange(t *testing.T) {
 	}
 }
 
+// applyChains applies batch b of a stream of n edges a batch, each from a
+// new A vertex to the next, the batch's first from an H vertex: a stream
+// on which a hubQueries query costs every batch alike.
+func applyChains(t *testing.T, g *dyngraph.Graph, b, n int, labels *graph.Dict) []graph.Change {
+	t.Helper()
+	h, a, e := labels.Intern("H"), labels.Intern("A"), labels.Intern("e")
+	var batch []graph.Update
+	for i := range n {
+		v := uint32(b*n + i)
+		batch = append(batch, graph.Update{Op: graph.Insert, Src: v, Dst: v + 1, Label: e, SrcLabel: a, DstLabel: a})
+	}
+	batch[0].SrcLabel = h
+	delta, _, _, err := g.Apply(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return delta
+}
+
 // fakeClock is a clock that executors advance by what their calls are to
 // cost; both devices may run at once, so it is atomic.
 type fakeClock struct{ ns atomic.Int64 }
@@ -550,19 +569,9 @@ func TestPlacerCatchUpUntimed(t *testing.T) {
 	qs := hubQueries(t, labels, true)[:1]
 	g := newTestGraph(true)
 	defer g.Close()
-	h, a, e := labels.Intern("H"), labels.Intern("A"), labels.Intern("e")
 	var onGPU []int
 	for b := range 400 {
-		var batch []graph.Update
-		for i := range uint32(32) {
-			v := uint32(b)*32 + i
-			batch = append(batch, graph.Update{Op: graph.Insert, Src: v, Dst: v + 1, Label: e, SrcLabel: a, DstLabel: a})
-		}
-		batch[0].SrcLabel = h
-		delta, _, _, err := g.Apply(batch)
-		if err != nil {
-			t.Fatal(err)
-		}
+		delta := applyChains(t, g, b, 32, labels)
 		if _, err := p.Match(g, delta, qs, Count, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -726,7 +735,6 @@ func (x *overlappingGPU) Begin(g *dyngraph.Graph, delta []graph.Change, queries 
 func TestPlacerPricesOverlap(t *testing.T) {
 	labels := graph.NewDict()
 	qs := hubQueries(t, labels, true)[:1]
-	h, a, e := labels.Intern("H"), labels.Intern("A"), labels.Intern("e")
 	for _, begin := range []bool{false, true} {
 		clock := &fakeClock{}
 		p := &Placer{CPU: &pricedCPU{CPU: &CPU{Workers: 1}, clock: clock, cost: 5 * time.Millisecond},
@@ -735,16 +743,8 @@ func TestPlacerPricesOverlap(t *testing.T) {
 		g := newTestGraph(true)
 		var ran [2]int
 		for b := range 200 {
-			var batch []graph.Update
-			for i := range uint32(32) {
-				v := uint32(b)*32 + i
-				batch = append(batch, graph.Update{Op: graph.Insert, Src: v, Dst: v + 1, Label: e, SrcLabel: a, DstLabel: a})
-			}
-			batch[0].SrcLabel = h
-			delta, _, _, err := g.Apply(batch)
-			if err != nil {
-				t.Fatal(err)
-			}
+			delta := applyChains(t, g, b, 32, labels)
+			var err error
 			if begin {
 				wait := p.Begin(g, delta, qs, Count, nil)
 				clock.advance(20 * time.Millisecond) // the caller's next batch
@@ -805,7 +805,6 @@ func (x *preparingGPU) Begin(g *dyngraph.Graph, delta []graph.Change, queries []
 func TestPlacerFixedCost(t *testing.T) {
 	labels := graph.NewDict()
 	qs := hubQueries(t, labels, true)[:2]
-	h, a, e := labels.Intern("H"), labels.Intern("A"), labels.Intern("e")
 	clock := &fakeClock{}
 	gpu := &preparingGPU{overlappingGPU: overlappingGPU{CPU: &CPU{Workers: 1}, clock: clock, begin: time.Millisecond}, prepare: 3 * time.Millisecond}
 	p := &Placer{CPU: &pricedCPU{CPU: &CPU{Workers: 1}, clock: clock, cost: 50 * time.Millisecond}, GPU: gpu,
@@ -814,16 +813,7 @@ func TestPlacerFixedCost(t *testing.T) {
 	defer g.Close()
 	const n = 1024 // one bucket, past gpuFirst: the queries start on the GPU
 	for b := range 40 {
-		var batch []graph.Update
-		for i := range uint32(n) {
-			v := uint32(b)*n + i
-			batch = append(batch, graph.Update{Op: graph.Insert, Src: v, Dst: v + 1, Label: e, SrcLabel: a, DstLabel: a})
-		}
-		batch[0].SrcLabel = h
-		delta, _, _, err := g.Apply(batch)
-		if err != nil {
-			t.Fatal(err)
-		}
+		delta := applyChains(t, g, b, n, labels)
 		wait := p.Begin(g, delta, qs, Count, nil)
 		clock.advance(20 * time.Millisecond) // the caller's next batch
 		if _, err := wait(); err != nil {
