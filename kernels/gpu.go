@@ -222,6 +222,7 @@ type slabMirror struct {
 var (
 	_ incremental.Matcher    = (*GPU)(nil)
 	_ incremental.Overlapper = (*GPU)(nil)
+	_ incremental.Preparer   = (*GPU)(nil)
 )
 
 // Open starts the executor on a device. The error wraps cuda.ErrNoDriver or

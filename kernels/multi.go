@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
@@ -26,6 +27,7 @@ type Multi struct {
 var (
 	_ incremental.Matcher    = (*Multi)(nil)
 	_ incremental.Overlapper = (*Multi)(nil)
+	_ incremental.Preparer   = (*Multi)(nil)
 )
 
 // Match implements incremental.Matcher.
@@ -108,6 +110,16 @@ func (m *Multi) Last() BatchStats {
 		st.Launches += l.Launches
 	}
 	return st
+}
+
+// LastPrepare implements incremental.Preparer: the GPUs prepare at once,
+// so the longest one's.
+func (m *Multi) LastPrepare() time.Duration {
+	var d time.Duration
+	for _, x := range m.GPUs {
+		d = max(d, x.LastPrepare())
+	}
+	return d
 }
 
 // Follow implements incremental.Follower: every GPU's copy follows the

@@ -192,4 +192,7 @@ func TestMultiStats(t *testing.T) {
 	if st.SlabBytes != a.SlabBytes+b.SlabBytes || st.Match != max(a.Match, b.Match) || m.HostBytes() != xs[0].HostBytes()+xs[1].HostBytes() {
 		t.Fatalf("merged %+v from %+v and %+v", st, a, b)
 	}
+	if p := m.LastPrepare(); p <= 0 || p != max(xs[0].LastPrepare(), xs[1].LastPrepare()) {
+		t.Fatalf("LastPrepare %v from %v and %v, want the larger, over 0", p, xs[0].LastPrepare(), xs[1].LastPrepare())
+	}
 }
