@@ -482,6 +482,15 @@ type cell struct {
 	next  Device     // the device the next such measurement is on
 	ref   float64    // est[home] when the choice was last confirmed
 	seen  uint64     // the plan call that last saw it
+	// spent is the seconds the query has been measured taking on its home
+	// device; drifted those of the measurements drift brought forward,
+	// which may take at most spent/base (driftBudget). pending says such a
+	// measurement is under way.
+	spent, drifted float64
+	pending        bool
+	// at[d] is the other device's average when d was last measured: d's
+	// average is stale once the other's has grown drift times since.
+	at [2]float64
 }
 
 const (
@@ -630,7 +639,7 @@ func (m *costModel) balance(solo int, on Device) {
 	var load loads
 	movable := func(qi int) bool {
 		c := m.cur[qi]
-		return qi != solo && c.known[OnCPU] && c.known[OnGPU]
+		return qi != solo && c.known[OnCPU] && c.known[OnGPU] && !c.stale()
 	}
 	for qi, c := range m.cur {
 		d := m.home[qi]
@@ -716,8 +725,8 @@ func (m *costModel) choose(queries []*query.Query, b, explore int) (home []Devic
 	}
 	for qi, c := range m.cur {
 		switch {
-		case c.ref > 0 && c.est[c.home] > drift*c.ref && drift*c.est[c.home] > c.est[1-c.home]:
-			c.since, c.ref = 0, c.est[c.home]
+		case c.ref > 0 && c.est[c.home] > drift*c.ref && drift*c.est[c.home] > c.est[1-c.home] && c.driftBudget():
+			c.since, c.ref, c.pending = 0, c.est[c.home], true
 			return m.home, qi, 1 - c.home
 		case c.since >= c.every:
 			on, c.next, c.since = c.next, 1-c.next, 0
@@ -725,6 +734,36 @@ func (m *costModel) choose(queries []*query.Query, b, explore int) (home []Devic
 		}
 	}
 	return m.home, -1, 0
+}
+
+// stale says the average on the device the query does not run on was
+// measured when the home device's was under 1/drift of what it is now. The
+// graph may have grown since, and the other device's cost with it: the
+// query moves on that average (decide, balance) only once drift has
+// measured it again (driftBudget). Moved on it, ring5 of the 5-vertex mix ran
+// a batch on a CPU up to 25 times slower, and moved back, each time its
+// GPU average caught up with the CPU's old one.
+func (c *cell) stale() bool {
+	o := 1 - c.home
+	return c.at[o] > 0 && c.est[c.home] > drift*c.at[o]
+}
+
+// driftBudget says whether drift may bring a measurement forward: those
+// measurements, the next one at the other device's average, must stay
+// within 1/Explore of the query's time on its home device. On a graph that
+// densifies, the query's own device slows on every batch, the other
+// slows alike unseen, and its old average soon looks close: on the 5-vertex
+// mix each doubling of ring5's GPU cost had its CPU, up to 25 times as slow,
+// measured again, and auto ran at 0.88 of the GPU alone. A device that
+// slows alone (contention) is still caught at once while the budget lasts,
+// and at the interval after.
+func (c *cell) driftBudget() bool {
+	o := 1 - c.home
+	next := c.est[o]
+	if c.at[o] > 0 {
+		next *= c.est[c.home] / c.at[o]
+	}
+	return c.drifted+next <= c.spent/float64(c.base)
 }
 
 // prune drops, now and then, the cells of queries no plan has seen for a
@@ -750,7 +789,21 @@ func (m *costModel) observe(queries []*query.Query, b int, d Device, idx []int, 
 		if c == nil {
 			return
 		}
-		c.update(d, secs, alphaAlone)
+		switch {
+		case d == c.home:
+			c.spent += secs
+			c.update(d, secs, alphaAlone)
+		default:
+			if c.pending {
+				c.drifted, c.pending = c.drifted+secs, false
+			}
+			// The other device's average is as old as the interval, on a
+			// graph that may have grown since: replace it. Nudged by at
+			// most clip times, it stayed so low that the query moved onto
+			// a device many times slower, batch after batch.
+			c.est[d], c.known[d] = secs, true
+		}
+		c.at[d] = c.est[1-d]
 		m.decide(c, d != c.home)
 		return
 	}
@@ -768,7 +821,11 @@ func (m *costModel) observe(queries []*query.Query, b int, d Device, idx []int, 
 		if total > 0 {
 			share = c.est[d] / total
 		}
+		if d == c.home {
+			c.spent += secs * share
+		}
 		c.update(d, secs*share, alphaShared)
+		c.at[d] = c.est[1-d]
 		m.decide(c, false)
 	}
 }
@@ -797,7 +854,7 @@ func (m *costModel) decide(c *cell, measured bool) {
 	}
 	other := 1 - c.home
 	switch {
-	case m.cost(c, other) < switchBelow*m.cost(c, c.home):
+	case (measured || !c.stale()) && m.cost(c, other) < switchBelow*m.cost(c, c.home):
 		c.home = other
 		c.every, c.ref, c.next = c.base, c.est[other], 1-other
 	case measured:

@@ -484,6 +484,36 @@ func TestCostModelNoticesChange(t *testing.T) {
 	}
 }
 
+// TestCostModelExploresDensifying: on a graph that densifies, a ring5's
+// cost grows 3% a batch on both devices, the CPU's 25 times the GPU's, as
+// on the 5-vertex mix. Each doubling of its GPU average made the CPU's old
+// one look close, and drift measured the CPU again, each time at a cost
+// of 25 GPU batches: 6 of 200 batches ran on the CPU. At most 3 may, the
+// first measurement included.
+func TestCostModelExploresDensifying(t *testing.T) {
+	const b, explore = 12, 64
+	qs := []*query.Query{{}}
+	var m costModel
+	gpu, onCPU := 1e-3, 0
+	for range 200 {
+		home, solo, on := m.plan(qs, b, explore, true)
+		d := home[0]
+		if solo == 0 {
+			d = on
+		}
+		cost := gpu
+		if d == OnCPU {
+			cost = 25 * gpu
+			onCPU++
+		}
+		m.observe(qs, b, d, []int{0}, cost)
+		gpu *= 1.03
+	}
+	if onCPU > 3 {
+		t.Errorf("the ring5 ran %d of 200 batches on the cpu, want at most 3", onCPU)
+	}
+}
+
 // applyChains applies batch b of a stream of n edges a batch, each from a
 // new A vertex to the next, the batch's first from an H vertex: a stream
 // on which a hubQueries query costs every batch alike.
