@@ -119,6 +119,15 @@ func (s *Service) serveShards(ctx context.Context, gen *ingest.ShardGeneration, 
 	s.setActive(len(gen.Shards) > 0)
 	s.log.Info().Int32("generation", gen.ID).Ints("shards", gen.Shards).Uint64("batch", s.batch).Bool("cutter", s.member.cutter.Load()).
 		Msg("member: matching the shards owned")
+	if s.hold != nil {
+		select {
+		case <-s.hold:
+		case <-gen.Ended():
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
 	for {
 		err := s.session(ctx, gen, cw)
 		s.commitShards(gen)

@@ -410,6 +410,42 @@ func TestMemberJoins(t *testing.T) {
 	}
 }
 
+// TestMemberHolds: members started on a backlog with Options.Hold read
+// none of it while they join, so the one started first does not match the
+// backlog alone; once Hold is closed both apply all of it and share the
+// units.
+func TestMemberHolds(t *testing.T) {
+	brokers := memberCluster(t, 2, "held")
+	_, vals := transferStream(3000, 43)
+	produce(t, brokers, "edges", vals)
+	hold := make(chan struct{})
+	var rs []*running
+	for range 2 {
+		cfg := memberConfig(t, brokers, 8, "held", "held")
+		cfg.Batch = BatchConfig{Size: 50, Linger: 5 * time.Millisecond}
+		rs = append(rs, startOpts(t, Options{Config: cfg, Log: zerolog.New(io.Discard), Hold: hold}))
+		// Time for the first to read the backlog, were it not held.
+		time.Sleep(500 * time.Millisecond)
+	}
+	waitFor(t, "the shards to spread", time.Minute, func() bool {
+		a, b := rs[0].s.Progress().Shards, rs[1].s.Progress().Shards
+		return a > 0 && b > 0 && a+b == 8
+	})
+	for i, r := range rs {
+		if n := applied(r.s); n != 0 {
+			t.Fatalf("member %d applied %d records while held", i, n)
+		}
+	}
+	close(hold)
+	waitFor(t, "both members to apply the stream", time.Minute, func() bool {
+		return applied(rs[0].s) >= int64(len(vals)) && applied(rs[1].s) >= int64(len(vals))
+	})
+	a, b := rs[0].s.Progress().Units, rs[1].s.Progress().Units
+	if a == 0 || b == 0 || min(a, b)*4 < a+b {
+		t.Fatalf("the members matched %d and %d units: want each a quarter or more", a, b)
+	}
+}
+
 // TestMemberReplays: a member restarts on its state, past batch k, and
 // finds its shards' committed next batch rewound to c <= k, as when the
 // member that emitted them died before committing. It must emit every

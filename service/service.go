@@ -45,6 +45,11 @@ type Options struct {
 	// OnBatch, if set, is called by the run loop when a batch's output is
 	// acknowledged, in batch order; it must return quickly. Benchmarks take their latencies from it.
 	OnBatch func(BatchInfo)
+	// Hold, if set, keeps a cluster member from reading the input until it
+	// is closed; the member still joins the member group and takes its
+	// shards. gcsm bench service --members holds every member until all of
+	// them own shards, so that they start together on one backlog.
+	Hold <-chan struct{}
 	// keepVertices turns off the recycling of vertex ids (recycle.go), for
 	// the tests that compare a service with it.
 	keepVertices bool
@@ -76,6 +81,7 @@ type Service struct {
 	broker  *embedded // nil with external brokers
 	sink    output.Sink
 	onBatch func(BatchInfo)
+	hold    <-chan struct{}
 
 	// The engine state below belongs to the run loop. HTTP handlers reach it
 	// only through ops, which the loop runs between batches, or read the
@@ -161,7 +167,7 @@ func New(opts Options) (*Service, error) {
 	}
 	s := &Service{
 		cfg: cfg, log: opts.Log, reg: opts.Registry, matcher: opts.Matcher, alloc: opts.Alloc, sem: sem,
-		sink: opts.Sink, onBatch: opts.OnBatch, ops: make(chan op), position: map[int]int64{}, ckptPos: map[int]int64{},
+		sink: opts.Sink, onBatch: opts.OnBatch, hold: opts.Hold, ops: make(chan op), position: map[int]int64{}, ckptPos: map[int]int64{},
 	}
 	if s.reg == nil {
 		s.reg = prometheus.NewRegistry()

@@ -36,8 +36,9 @@ type memberRun struct {
 
 // startMembers starts n members of cfg's cluster, member i with state
 // under state/member-i; the first starts the embedded broker unless cfg
-// names brokers. open gives member i its engine.
-func startMembers(cfg service.Config, n int, log zerolog.Logger, open func(i int) (*engine, error)) ([]*memberRun, error) {
+// names brokers. open gives member i its engine; hold, if not nil, keeps
+// the members from reading the input until it is closed.
+func startMembers(cfg service.Config, n int, log zerolog.Logger, hold <-chan struct{}, open func(i int) (*engine, error)) ([]*memberRun, error) {
 	var ms []*memberRun
 	for i := range n {
 		c := cfg
@@ -51,7 +52,7 @@ func startMembers(cfg service.Config, n int, log zerolog.Logger, open func(i int
 			return nil, err
 		}
 		s, err := service.New(service.Options{Config: c, Matcher: eng.matcher, Alloc: eng.alloc,
-			Log: log.With().Int("member", i).Logger()})
+			Log: log.With().Int("member", i).Logger(), Hold: hold})
 		if err != nil {
 			eng.close()
 			stopMembers(ms)
@@ -217,7 +218,7 @@ func demoMembers(stdout io.Writer, log zerolog.Logger, cfg service.Config, dev *
 	cfg.Cluster = service.ClusterConfig{Shards: memberShards, Group: "gcsm-demo-members"}
 	var devLine strings.Builder
 	open := func(int) (*engine, error) { return dev.open(&devLine, 0) }
-	ms, err := startMembers(cfg, n, log, open)
+	ms, err := startMembers(cfg, n, log, nil, open)
 	if err != nil {
 		return err
 	}
@@ -258,7 +259,7 @@ func demoMembers(stdout io.Writer, log zerolog.Logger, cfg service.Config, dev *
 	one.Output.Topic = cfg.Output.Topic + "-one"
 	one.Brokers = brokers
 	one.State.Dir = filepath.Join(cfg.State.Dir, "one")
-	solo, err := startMembers(one, 1, log, open)
+	solo, err := startMembers(one, 1, log, nil, open)
 	if err != nil {
 		stopMembers(ms)
 		return err
@@ -329,8 +330,8 @@ type membersResult struct {
 
 // benchMembers runs the stream through one member, then through
 // f.members members, each run on topics of its own: the members first
-// share the shards, then the stream is produced as fast as the broker
-// takes it, and a run lasts until every member has applied all of it.
+// share the shards, the stream is then produced in full, and a run lasts
+// from the members' first read to every member's applying all of it.
 func benchMembers(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, human, stdout, stderr io.Writer) error {
 	state, err := os.MkdirTemp("", "gcsm-bench-members-")
 	if err != nil {
@@ -408,7 +409,8 @@ func benchMembersRun(f *benchServiceFlags, cfg service.Config, state string, n i
 		defer dropRunTopics(cl, "bench-"+run+"-", human)
 	}
 	var devLine strings.Builder
-	ms, err := startMembers(cfg, n, log, func(i int) (*engine, error) {
+	hold := make(chan struct{})
+	ms, err := startMembers(cfg, n, log, hold, func(i int) (*engine, error) {
 		d := f.dev
 		if d.device == "gpu" {
 			d.first = i * max(1, d.gpus)
@@ -423,12 +425,16 @@ func benchMembersRun(f *benchServiceFlags, cfg service.Config, state string, n i
 		stopMembers(ms)
 		return membersRun{}, "", err
 	}
+	// The whole stream is in the input before the members read any of it,
+	// so that they are timed on a backlog, as gcsm bench service times one
+	// member, and the broker does not take the producer's writes meanwhile.
 	p := &streamProducer{cl: cl, arr: newArrivals(f.partitions, 0, false), transfers: f.transfers}
-	t0 := time.Now()
 	if err := p.produce(ctx, stream, 0); err != nil {
 		stopMembers(ms)
 		return membersRun{}, "", err
 	}
+	t0 := time.Now()
+	close(hold)
 	if err := waitMembers(ms, "the members to apply the stream", time.Hour, appliedAll(int64(len(stream)))); err != nil {
 		stopMembers(ms)
 		return membersRun{}, "", err
