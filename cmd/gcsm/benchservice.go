@@ -742,39 +742,71 @@ const ceilingSample = 1 << 16
 // measure returns records per second and the records' mean size, key and
 // value, in bytes.
 func (c *eventCeiling) measure(ctx context.Context) (float64, float64, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokers...), kgo.ConsumeTopics(c.from), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	sample, size, err := sampleAlerts(ctx, c.brokers, c.from, c.have)
 	if err != nil {
 		return 0, 0, err
 	}
-	var sample []*kgo.Record
-	for int64(len(sample)) < min(c.have, ceilingSample) {
-		fs := cl.PollFetches(ctx)
-		if err := fs.Err0(); err != nil {
-			cl.Close()
-			return 0, 0, fmt.Errorf("read %s back: %w", c.from, err)
-		}
-		fs.EachRecord(func(r *kgo.Record) { sample = append(sample, r) })
-	}
-	cl.Close()
-	var size int64
-	for _, r := range sample {
-		size += int64(len(r.Key) + len(r.Value))
-	}
-
-	opts, err := output.FranzOptions(output.KafkaConfig{Brokers: c.brokers, Topic: c.to, Compression: c.compression})
-	if err != nil {
-		return 0, 0, err
-	}
-	// The sink buffers one Write's records; this client, all of them but
-	// for this bound.
-	pr, err := kgo.NewClient(append(opts, kgo.DefaultProduceTopic(c.to), kgo.MaxBufferedRecords(1<<20))...)
+	pr, err := newCopier(ctx, c.brokers, c.to, c.partitions, c.compression)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer pr.Close()
-	if err := createTopics(ctx, pr, c.partitions, c.to); err != nil {
+	t0 := time.Now()
+	if err := produceCopies(ctx, pr, sample, 0, c.n); err != nil {
 		return 0, 0, err
 	}
+	return float64(c.n) / time.Since(t0).Seconds(), size, nil
+}
+
+// sampleAlerts reads the first of topic's have alerts, up to
+// ceilingSample, and returns them with their mean size, key and value, in
+// bytes.
+func sampleAlerts(ctx context.Context, brokers []string, topic string, have int64) ([]*kgo.Record, float64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return nil, 0, err
+	}
+	defer cl.Close()
+	var sample []*kgo.Record
+	for int64(len(sample)) < min(have, ceilingSample) {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			return nil, 0, fmt.Errorf("read %s back: %w", topic, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { sample = append(sample, r) })
+	}
+	var size int64
+	for _, r := range sample {
+		size += int64(len(r.Key) + len(r.Value))
+	}
+	return sample, float64(size) / float64(max(1, len(sample))), nil
+}
+
+// newCopier is a bare client that produces to topic, which it creates,
+// with the service's producer settings (acks from all in-sync replicas,
+// idempotent, the same compression, batch bytes and partitioner).
+func newCopier(ctx context.Context, brokers []string, topic string, partitions int, compression string) (*kgo.Client, error) {
+	opts, err := output.FranzOptions(output.KafkaConfig{Brokers: brokers, Topic: topic, Compression: compression})
+	if err != nil {
+		return nil, err
+	}
+	// The sink buffers one Write's records; this client, all of them but
+	// for this bound.
+	pr, err := kgo.NewClient(append(opts, kgo.DefaultProduceTopic(topic), kgo.MaxBufferedRecords(1<<20))...)
+	if err != nil {
+		return nil, err
+	}
+	if err := createTopics(ctx, pr, partitions, topic); err != nil {
+		pr.Close()
+		return nil, err
+	}
+	return pr, nil
+}
+
+// produceCopies produces n copies of sample's records through pr, from
+// the one at first on, as fast as the broker takes them, and returns once
+// all are acknowledged.
+func produceCopies(ctx context.Context, pr *kgo.Client, sample []*kgo.Record, first, n int64) error {
 	var (
 		mu     sync.Mutex
 		failed error
@@ -786,19 +818,19 @@ func (c *eventCeiling) measure(ctx context.Context) (float64, float64, error) {
 			mu.Unlock()
 		}
 	}
-	t0 := time.Now()
-	for i := range c.n {
-		r := sample[i%int64(len(sample))]
+	for i := range n {
+		r := sample[(first+i)%int64(len(sample))]
 		pr.Produce(ctx, &kgo.Record{Key: r.Key, Value: r.Value}, done)
 	}
 	if err := pr.Flush(ctx); err != nil {
-		return 0, 0, err
+		return err
 	}
-	secs := time.Since(t0).Seconds()
+	mu.Lock()
+	defer mu.Unlock()
 	if failed != nil {
-		return 0, 0, fmt.Errorf("produce to %s: %w", c.to, failed)
+		return fmt.Errorf("produce copies of alerts: %w", failed)
 	}
-	return float64(c.n) / secs, float64(size) / float64(len(sample)), nil
+	return nil
 }
 
 // applied is the number of input records the service has applied, all

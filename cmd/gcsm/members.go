@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -311,6 +312,9 @@ type membersRun struct {
 	Units         []int64 `json:"units"`  // per member
 	Shards        []int   `json:"shards"` // per member
 	Events        int64   `json:"events"` // written, repeats included
+	// BrokerCeiling is the updates per second of the broker alone under
+	// the same traffic (membersCeiling).
+	BrokerCeiling float64 `json:"broker_ceiling_updates_per_sec"`
 	// Stages are each member's seconds per stage, summed over its
 	// batches: a stage that does not shrink with more members is what
 	// every member repeats.
@@ -465,5 +469,55 @@ func benchMembersRun(f *benchServiceFlags, cfg service.Config, state string, n i
 	if err := stopMembers(ms); err != nil {
 		return membersRun{}, "", err
 	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	r.BrokerCeiling, err = membersCeiling(cctx, cfg, f.partitions, int64(len(stream)), r.Events, n, "bench-"+run+"-ceiling")
+	if err != nil {
+		return membersRun{}, "", fmt.Errorf("broker ceiling: %w", err)
+	}
+	fmt.Fprintf(human, "the broker alone, with %d client(s) reading the stream and producing copies of the alerts as the members did: %.0f updates/s; the members at %.2f of it\n",
+		n, r.BrokerCeiling, r.UpdatesPerSec/r.BrokerCeiling)
 	return r, device, nil
+}
+
+// membersCeiling measures what the broker takes of n members' traffic with
+// nothing else running: n clients at once, each reading all of cfg's input
+// topic (updates records) as a member does, and producing its share of
+// events copies of the run's alerts to a topic of its own, to. It returns
+// updates per second: the most the members could reach through this
+// broker. The cuts, the batch log and the commits are left out; they are a
+// record or two a batch.
+func membersCeiling(ctx context.Context, cfg service.Config, partitions int, updates, events int64, n int, to string) (float64, error) {
+	var sample []*kgo.Record
+	if events > 0 {
+		var err error
+		if sample, _, err = sampleAlerts(ctx, cfg.Brokers, cfg.Output.Topic, events); err != nil {
+			return 0, err
+		}
+	}
+	copiers := make([]*kgo.Client, n)
+	for i := range copiers {
+		pr, err := newCopier(ctx, cfg.Brokers, to, partitions, cfg.Output.Compression)
+		if err != nil {
+			return 0, err
+		}
+		defer pr.Close()
+		copiers[i] = pr
+	}
+	errs := make([]error, 2*n)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for i, pr := range copiers {
+		wg.Go(func() {
+			_, errs[2*i] = readAll(ctx, cfg.Brokers, cfg.Input.Topic, updates)
+		})
+		if share := events/int64(n) + min(1, max(0, events%int64(n)-int64(i))); share > 0 {
+			wg.Go(func() { errs[2*i+1] = produceCopies(ctx, pr, sample, int64(i)*(events/int64(n)), share) })
+		}
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return 0, err
+	}
+	return float64(updates) / time.Since(t0).Seconds(), nil
 }

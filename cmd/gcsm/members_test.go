@@ -40,3 +40,28 @@ func TestMembersFlags(t *testing.T) {
 	wantFailure(t, 2, []string{"demo", "--members", "0"}, "--members 0: want 1 to 64")
 	wantFailure(t, 2, []string{"bench", "service", "--members", "2", "--rate", "100"}, "--members measures a backlog's throughput")
 }
+
+// TestBenchMembers: gcsm bench service --members 2 times one member, then
+// two, on the same backlog; each run reports its members' shares and the
+// broker's ceiling under the same traffic, and the two members, held until
+// both own shards, match about half the units each.
+func TestBenchMembers(t *testing.T) {
+	out := gcsmOK(t, "bench", "service", "--mix", "five", "--device", "cpu", "--members", "2", "--updates", "30000",
+		"--accounts", "5000", "--engine=false", "--json")
+	res := lastJSON[membersResult](t, out)
+	if len(res.Runs) != 2 || res.Runs[0].Members != 1 || res.Runs[1].Members != 2 {
+		t.Fatalf("runs %+v, want one member's, then two's", res.Runs)
+	}
+	for _, r := range res.Runs {
+		if r.UpdatesPerSec <= 0 || r.BrokerCeiling <= 0 || r.Events == 0 {
+			t.Errorf("%d member(s): %v updates/s, broker ceiling %v, %d events", r.Members, r.UpdatesPerSec, r.BrokerCeiling, r.Events)
+		}
+	}
+	u := res.Runs[1].Units
+	if len(u) != 2 || min(u[0], u[1])*3 < u[0]+u[1] {
+		t.Errorf("two members matched %v units: want each a third or more", u)
+	}
+	if total := res.Runs[0].Units[0]; u[0]+u[1] != total {
+		t.Errorf("two members matched %d units together, one %d", u[0]+u[1], total)
+	}
+}
