@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"runtime"
 	"slices"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -691,6 +692,14 @@ func (x *GPU) deepen(l launch, units uint64, n int, target uint64) (seeds cuda.D
 // parkWords is the size of a warp's park record (match.cu, PARK_WORDS).
 const parkWords = 5 + maxLevels
 
+// minDrainChunk is the fewest records a drain goroutine takes: below it
+// starting one costs more than it saves.
+const minDrainChunk = 2048
+
+// NumWorkers is the number of sink workers Match and Static use: the
+// goroutines that drain a launch's records, up to 16.
+func (x *GPU) NumWorkers() int { return min(16, runtime.GOMAXPROCS(0)) }
+
 // drain hands the launch's records to the sink and says whether the buffer
 // filled, so that parked units wait for another launch.
 func (x *GPU) drain(prog *program, qs []*query.Query, changes []uint32, rec, outCount, flags cuda.DevicePtr,
@@ -712,23 +721,39 @@ func (x *GPU) drain(prog *program, qs []*query.Query, changes []uint32, rec, out
 	}
 	total := uint64(len(prog.terms)) * uint64(len(changes)/4)
 	nch := uint64(len(changes) / 4)
-	m := make([]graph.VertexID, prog.maxN)
-	for r := uint64(0); r < got; r++ {
-		row := recs[r*uint64(words) : (r+1)*uint64(words)]
-		unit := uint64(row[0])
-		if unit >= total {
-			return false, fmt.Errorf("kernels: BUG: record %d names unit %d of %d", r, unit, total)
-		}
-		t := prog.owner[unit/nch]
-		q := qs[t.q]
-		sign := graph.Negative
-		if row[1] == 1 {
-			sign = graph.Positive
-		}
-		for d, lv := range t.plan.Levels {
-			m[lv.Vertex] = row[2+d]
-		}
-		sink(0, live[t.q], sign, m[:q.N()])
+	// The records go to the sink from several goroutines, each as a worker
+	// of its own, as the CPU's workers deliver theirs: a batch of
+	// alert-heavy's has 21,000, and the service builds its events from
+	// each worker's buffer on a goroutine of its own.
+	n := min(uint64(x.NumWorkers()), (got+minDrainChunk-1)/minDrainChunk)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Go(func() {
+			m := make([]graph.VertexID, prog.maxN)
+			for r := w * got / n; r < (w+1)*got/n; r++ {
+				row := recs[r*uint64(words) : (r+1)*uint64(words)]
+				unit := uint64(row[0])
+				if unit >= total {
+					errs[w] = fmt.Errorf("kernels: BUG: record %d names unit %d of %d", r, unit, total)
+					return
+				}
+				t := prog.owner[unit/nch]
+				q := qs[t.q]
+				sign := graph.Negative
+				if row[1] == 1 {
+					sign = graph.Positive
+				}
+				for d, lv := range t.plan.Levels {
+					m[lv.Vertex] = row[2+d]
+				}
+				sink(int(w), live[t.q], sign, m[:q.N()])
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return false, err
 	}
 	return ov[0] != 0, nil
 }

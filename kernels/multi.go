@@ -48,9 +48,9 @@ func (m *Multi) Begin(g *dyngraph.Graph, delta []graph.Change, queries []*query.
 	for i, x := range m.GPUs {
 		var s incremental.Sink
 		if sink != nil {
-			// A GPU's matches come from one goroutine, as worker 0; each
-			// GPU gets its own worker number.
-			s = func(_, q int, sign graph.Sign, mv []graph.VertexID) { sink(i, q, sign, mv) }
+			// Each GPU's sink workers get numbers of their own.
+			off := i * x.NumWorkers()
+			s = func(w, q int, sign graph.Sign, mv []graph.VertexID) { sink(off+w, q, sign, mv) }
 		}
 		wg.Go(func() { waits[i] = x.Begin(g, shards[i], queries, mode, s) })
 	}
@@ -140,8 +140,13 @@ func (m *Multi) Close() error {
 	return errors.Join(errs...)
 }
 
-// NumWorkers is the number of sink workers Match uses, one per GPU.
-func (m *Multi) NumWorkers() int { return len(m.GPUs) }
+// NumWorkers is the number of sink workers Match uses: each GPU's.
+func (m *Multi) NumWorkers() int {
+	if len(m.GPUs) == 0 {
+		return 0
+	}
+	return len(m.GPUs) * m.GPUs[0].NumWorkers()
+}
 
 // split deals the batch's changes out to n GPUs, heaviest first, each to
 // the GPU with the least so far (longest processing time first). A change's

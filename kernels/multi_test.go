@@ -36,6 +36,22 @@ func openGPUs(t *testing.T, n int, p Placement) []*GPU {
 	return xs
 }
 
+// openGPUsOrNil opens n GPUs, or none when the machine has fewer.
+func openGPUsOrNil(n int, p Placement) []*GPU {
+	var xs []*GPU
+	for i := range n {
+		x, err := Open(Options{Device: i, Placement: p, EnumRecords: 1 << 20})
+		if err != nil {
+			for _, y := range xs {
+				y.Close()
+			}
+			return nil
+		}
+		xs = append(xs, x)
+	}
+	return xs
+}
+
 // TestMultiGPUEqualsCPU splits each batch over two GPUs by shard, in every
 // placement: counts and match sets must equal the CPU's.
 func TestMultiGPUEqualsCPU(t *testing.T) {
