@@ -44,7 +44,9 @@ func TestMembersFlags(t *testing.T) {
 // TestBenchMembers: gcsm bench service --members 2 times one member, then
 // two, on the same backlog; each run reports its members' shares and the
 // broker's ceiling under the same traffic, and the two members, held until
-// both own shards, match about half the units each.
+// both own shards, match about half the units each. (Not the same units as
+// one member, to the unit: a batch's linger may cut it short of the
+// backlog, and a change made and undone within one batch folds away.)
 func TestBenchMembers(t *testing.T) {
 	out := gcsmOK(t, "bench", "service", "--mix", "five", "--device", "cpu", "--members", "2", "--updates", "30000",
 		"--accounts", "5000", "--engine=false", "--json")
@@ -60,8 +62,5 @@ func TestBenchMembers(t *testing.T) {
 	u := res.Runs[1].Units
 	if len(u) != 2 || min(u[0], u[1])*3 < u[0]+u[1] {
 		t.Errorf("two members matched %v units: want each a third or more", u)
-	}
-	if total := res.Runs[0].Units[0]; u[0]+u[1] != total {
-		t.Errorf("two members matched %d units together, one %d", u[0]+u[1], total)
 	}
 }
