@@ -357,6 +357,7 @@ func (s *Service) takeBack(p *pipeline, b *batchState) error {
 	if s.onBatch != nil {
 		s.onBatch(BatchInfo{Batch: b.id, Messages: b.messages, Events: len(b.events), Latency: time.Since(b.cut)})
 	}
+	s.recycleSlab(b)
 	return nil
 }
 

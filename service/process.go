@@ -133,7 +133,8 @@ type batchState struct {
 	msgTime  []int64          // per message: its event time, 0 if none
 	ranges   map[int][2]int64 // per partition: the batch's first and last offset
 	dead     []output.DeadLetter
-	events   []output.Event // built from matched by the build stage
+	events   []output.Event // built from matched by the build stage, in slab
+	slab     *eventSlab
 	matched  *matched
 	// changedBy maps each edge this batch changed to the message that
 	// changed it last, the "source" of the matches that edge completes;

@@ -82,6 +82,7 @@ type Service struct {
 	sink    output.Sink
 	onBatch func(BatchInfo)
 	hold    <-chan struct{}
+	slabs   chan *eventSlab // of batches taken back (build.go)
 
 	// The engine state below belongs to the run loop. HTTP handlers reach it
 	// only through ops, which the loop runs between batches, or read the
@@ -167,7 +168,7 @@ func New(opts Options) (*Service, error) {
 	}
 	s := &Service{
 		cfg: cfg, log: opts.Log, reg: opts.Registry, matcher: opts.Matcher, alloc: opts.Alloc, sem: sem,
-		sink: opts.Sink, onBatch: opts.OnBatch, hold: opts.Hold, ops: make(chan op), position: map[int]int64{}, ckptPos: map[int]int64{},
+		sink: opts.Sink, onBatch: opts.OnBatch, hold: opts.Hold, slabs: make(chan *eventSlab, maxInflight+1), ops: make(chan op), position: map[int]int64{}, ckptPos: map[int]int64{},
 	}
 	if s.reg == nil {
 		s.reg = prometheus.NewRegistry()
