@@ -339,3 +339,28 @@ func TestOutputResent(t *testing.T) {
 	}
 	checkNet(t, events, finalMatches(t, cfg, recs))
 }
+
+// TestEventSlabsRecycled: a batch taken back hands its events' memory to
+// the next batch built (one of at most maxInflight+1 kept), which grows it
+// when it needs more.
+func TestEventSlabsRecycled(t *testing.T) {
+	s := &Service{slabs: make(chan *eventSlab, maxInflight+1)}
+	a := s.slab(100, 300)
+	b := &batchState{slab: a, events: a.events[:100]}
+	s.recycleSlab(b)
+	if b.slab != nil || b.events != nil {
+		t.Fatal("the batch still holds its slab after handing it on")
+	}
+	if c := s.slab(90, 250); c != a || &c.events[0] != &a.events[0] {
+		t.Fatal("the next batch did not get the recycled slab")
+	}
+	if d := s.slab(1000, 10); cap(d.events) < 1000 || cap(d.bindings) < 10 {
+		t.Fatalf("a slab for 1,000 events has room for %d", cap(d.events))
+	}
+	for range maxInflight + 3 {
+		s.recycleSlab(&batchState{slab: &eventSlab{}})
+	}
+	if n := len(s.slabs); n != maxInflight+1 {
+		t.Fatalf("%d slabs kept, want %d", n, maxInflight+1)
+	}
+}
