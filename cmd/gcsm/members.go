@@ -511,7 +511,13 @@ func membersCeiling(ctx context.Context, cfg service.Config, partitions int, upd
 		wg.Go(func() {
 			_, errs[2*i] = readAll(ctx, cfg.Brokers, cfg.Input.Topic, updates)
 		})
-		if share := events/int64(n) + min(1, max(0, events%int64(n)-int64(i))); share > 0 {
+		// Client i produces the i-th share of the events, the first
+		// events%n shares one more than the rest.
+		share := events / int64(n)
+		if int64(i) < events%int64(n) {
+			share++
+		}
+		if share > 0 {
 			wg.Go(func() { errs[2*i+1] = produceCopies(ctx, pr, sample, int64(i)*(events/int64(n)), share) })
 		}
 	}
