@@ -186,11 +186,14 @@ type GPU struct {
 	// prepared is what the last call spent in prepare (LastPrepare).
 	prepared time.Duration
 	tab      tableCopy
-	refs     []dyngraph.ListRef               // the lists prepare copies, kept so they allocate once
-	tabHost  []uint32                         // staging for whole-table copies, kept so they allocate once
-	labelLog []graph.VertexID                 // staging for syncLabels, kept so it allocates once
-	rows     rowWrites                        // the changed lists' rows (readRows), kept so they allocate once
-	gathered struct{ at, hdr, data []uint32 } // staging for syncMirror's lists, kept so they allocate once
+	refs     []dyngraph.ListRef // the lists prepare copies, kept so they allocate once
+	tabHost  []uint32           // staging for whole-table copies, kept so they allocate once
+	labelLog []graph.VertexID   // staging for syncLabels, kept so it allocates once
+	rows     rowWrites          // the changed lists' rows (readRows), kept so they allocate once
+	// gathered is syncMirror's staging of the changed lists, kept so that
+	// it allocates once; their words go in pinned memory (gatheredData).
+	gathered     struct{ at, hdr, data []uint32 }
+	gatheredData pinnedWords
 	// listBytes counts the neighbour-list bytes the kernel read through
 	// the slabs ([0]) and from the cache block ([1]).
 	listBytes [2]uint64
@@ -310,7 +313,7 @@ func (x *GPU) Close() error {
 			errs = append(errs, x.ctx.Free(m.lbl))
 		}
 	}
-	errs = append(errs, x.cache.block.Free(), x.cache.dropFills(), x.cache.spare.Free())
+	errs = append(errs, x.cache.block.Free(), x.cache.dropFills(), x.cache.spare.Free(), x.gatheredData.free(x.alloc))
 	if x.mod != nil {
 		errs = append(errs, x.mod.Close())
 	}
@@ -386,6 +389,15 @@ func (x *GPU) upload(name string, data unsafe.Pointer, n int) (cuda.DevicePtr, e
 	return p, x.copyIn(p, data, n)
 }
 
+// uploadKept is upload through copyInKept.
+func (x *GPU) uploadKept(name string, data unsafe.Pointer, n int) (cuda.DevicePtr, error) {
+	p, err := x.buf(name, n)
+	if err != nil || n == 0 {
+		return p, err
+	}
+	return p, x.copyInKept(p, data, n)
+}
+
 // copyIn copies n bytes from host memory to dst: at once, or, while prepare
 // runs for a Begin that overlaps (x.deferring), from a copy of them taken
 // now, on the goroutine that then runs the launches. Those copies, and the
@@ -398,6 +410,21 @@ func (x *GPU) copyIn(dst cuda.DevicePtr, src unsafe.Pointer, n int) error {
 	b := x.staged.take(n)
 	copy(b, unsafe.Slice((*byte)(src), n))
 	x.ops = append(x.ops, func() error { return x.ctx.CopyHtoD(dst, unsafe.Pointer(&b[0]), n) })
+	return nil
+}
+
+// copyInKept is copyIn for a source that stays as it is until the
+// deferred copies have run: the executor's own staging of a batch's lists
+// and rows (x.gathered, x.rows), which only the next prepare rewrites, and
+// that prepare waits for the flush (inFlight). Deferred, the copy reads it
+// where it is. Taking a copy of it as well cost the run loop 0.6 s of its
+// 1.5 s on alert-heavy (the H200 machine, a million updates), one memmove
+// of every list a batch changed.
+func (x *GPU) copyInKept(dst cuda.DevicePtr, src unsafe.Pointer, n int) error {
+	if !x.deferring {
+		return x.ctx.CopyHtoD(dst, src, n)
+	}
+	x.ops = append(x.ops, func() error { return x.ctx.CopyHtoD(dst, src, n) })
 	return nil
 }
 
@@ -423,6 +450,39 @@ func (x *GPU) flush() error {
 	x.ops = x.ops[:0]
 	x.staged.reset()
 	return err
+}
+
+// pinnedWords is a staging buffer of words in the executor's pinned host
+// memory, kept from batch to batch and grown by doubling. The device copies
+// from pinned memory by DMA; from Go's memory the driver first copies every
+// byte again through a pinned buffer of its own, on the goroutine that
+// launches.
+type pinnedWords struct{ b []byte }
+
+// sized returns the buffer with length n, its contents whatever they were;
+// a buffer too small is replaced, so no copy may still read it.
+func (p *pinnedWords) sized(a hostmem.Allocator, n int) ([]uint32, error) {
+	if 4*n > len(p.b) {
+		b, err := a.Alloc(max(4*n, 2*len(p.b), 1<<16))
+		if err != nil {
+			return nil, fmt.Errorf("kernels: staging for the changed lists: %w", err)
+		}
+		if err := p.free(a); err != nil {
+			a.Free(b)
+			return nil, err
+		}
+		p.b = b
+	}
+	return hostmem.Uint32s(p.b)[:n], nil
+}
+
+func (p *pinnedWords) free(a hostmem.Allocator) error {
+	if p.b == nil {
+		return nil
+	}
+	b := p.b
+	p.b = nil
+	return a.Free(b)
 }
 
 // staging is host memory for deferred copies, reused from batch to batch:
@@ -477,6 +537,10 @@ type graphDesc struct {
 // matcher (see Static); there is no cache block then. delta and queries
 // are the batch's, for the cache policies.
 func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool, delta []graph.Change, queries []*query.Query) (cuda.DevicePtr, error) {
+	if x.inFlight {
+		// Its staging may still be read by the last Begin's copies.
+		return 0, errors.New("kernels: BUG: the executor was used before the wait of its last Begin")
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	t0 := time.Now()
@@ -877,17 +941,19 @@ func (x *GPU) writeRows(name string, directed bool, w *rowWrites) error {
 
 // scatterSegments copies staged segments to device addresses: hdr holds,
 // per segment, an index into dst, a word offset there, a length and the
-// segment's offset in data.
+// segment's offset in data. The three must stay as they are until the
+// copies have run (copyInKept): every caller's are either fresh or the
+// executor's staging, rewritten only by the next prepare.
 func (x *GPU) scatterSegments(name string, dst []uint64, hdr, data []uint32) error {
-	dp, err := x.upload(name+"_dst", unsafe.Pointer(&dst[0]), 8*len(dst))
+	dp, err := x.uploadKept(name+"_dst", unsafe.Pointer(&dst[0]), 8*len(dst))
 	if err != nil {
 		return err
 	}
-	hp, err := x.upload(name+"_hdr", u32ptr(hdr), 4*len(hdr))
+	hp, err := x.uploadKept(name+"_hdr", u32ptr(hdr), 4*len(hdr))
 	if err != nil {
 		return err
 	}
-	sp, err := x.upload(name+"_data", u32ptr(data), 4*len(data))
+	sp, err := x.uploadKept(name+"_data", u32ptr(data), 4*len(data))
 	if err != nil {
 		return err
 	}
@@ -1063,7 +1129,10 @@ func (x *GPU) syncMirror(g *dyngraph.Graph, refs []dyngraph.ListRef) error {
 		dst[2*i], dst[2*i+1] = uint64(m.ids), uint64(m.lbl)
 	}
 	st.hdr = sized(st.hdr, 4*int(segs)*len(refs))
-	st.data = sized(st.data, int(at[len(refs)]))
+	var err error
+	if st.data, err = x.gatheredData.sized(x.alloc, int(at[len(refs)])); err != nil {
+		return err
+	}
 	hdr, data := st.hdr, st.data
 	onCores(len(refs), parallelLists, func(lo, hi int) {
 		for i := lo; i < hi; i++ {

@@ -35,3 +35,32 @@ func TestStagingKeepsCopies(t *testing.T) {
 		t.Fatalf("%d chunks after one round, %d after a second of the same sizes: reset does not reuse them", chunks[0], chunks[1])
 	}
 }
+
+// TestPinnedWordsGrow checks the changed lists' staging: it is reused while
+// it is large enough, replaced (the old one freed) when it is not, and
+// freed once.
+func TestPinnedWordsGrow(t *testing.T) {
+	a := &countingAlloc{}
+	var p pinnedWords
+	for i, tc := range []struct{ n, allocs, frees int }{
+		{10, 1, 0}, {1 << 14, 1, 0}, {1 << 15, 2, 1}, {100, 2, 1}, {1 << 17, 3, 2},
+	} {
+		w, err := p.sized(a, tc.n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(w) != tc.n {
+			t.Fatalf("step %d: sized(%d) gave %d words", i, tc.n, len(w))
+		}
+		w[tc.n-1] = 1 // in range
+		if a.allocs != tc.allocs || a.frees != tc.frees {
+			t.Fatalf("step %d: sized(%d): %d allocations and %d frees, want %d and %d", i, tc.n, a.allocs, a.frees, tc.allocs, tc.frees)
+		}
+	}
+	if err := p.free(a); err != nil || a.frees != 3 {
+		t.Fatalf("free: %v, %d frees", err, a.frees)
+	}
+	if err := p.free(a); err != nil || a.frees != 3 {
+		t.Fatalf("second free: %v, %d frees", err, a.frees)
+	}
+}
