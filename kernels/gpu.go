@@ -191,9 +191,11 @@ type GPU struct {
 	labelLog []graph.VertexID   // staging for syncLabels, kept so it allocates once
 	rows     rowWrites          // the changed lists' rows (readRows), kept so they allocate once
 	// gathered is syncMirror's staging of the changed lists, kept so that
-	// it allocates once; their words go in pinned memory (gatheredData).
-	gathered     struct{ at, hdr, data []uint32 }
-	gatheredData pinnedWords
+	// it allocates once; their words go in pinned memory (data).
+	gathered struct {
+		at, hdr []uint32
+		data    pinnedWords
+	}
 	// listBytes counts the neighbour-list bytes the kernel read through
 	// the slabs ([0]) and from the cache block ([1]).
 	listBytes [2]uint64
@@ -313,7 +315,7 @@ func (x *GPU) Close() error {
 			errs = append(errs, x.ctx.Free(m.lbl))
 		}
 	}
-	errs = append(errs, x.cache.block.Free(), x.cache.dropFills(), x.cache.spare.Free(), x.gatheredData.free(x.alloc))
+	errs = append(errs, x.cache.block.Free(), x.cache.dropFills(), x.cache.spare.Free(), x.gathered.data.free(x.alloc))
 	if x.mod != nil {
 		errs = append(errs, x.mod.Close())
 	}
@@ -1129,11 +1131,11 @@ func (x *GPU) syncMirror(g *dyngraph.Graph, refs []dyngraph.ListRef) error {
 		dst[2*i], dst[2*i+1] = uint64(m.ids), uint64(m.lbl)
 	}
 	st.hdr = sized(st.hdr, 4*int(segs)*len(refs))
-	var err error
-	if st.data, err = x.gatheredData.sized(x.alloc, int(at[len(refs)])); err != nil {
+	data, err := st.data.sized(x.alloc, int(at[len(refs)]))
+	if err != nil {
 		return err
 	}
-	hdr, data := st.hdr, st.data
+	hdr := st.hdr
 	onCores(len(refs), parallelLists, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			slab, off, n := x.rows.place(i)
