@@ -214,9 +214,10 @@ func (k *Franz) sendEvents(ctx context.Context, bufs *sendBufs, p *sending, even
 	// the next Send before the loop below ends. Chunk i's records are recs[i*encodeChunk:], one an event.
 	recs := bufs.recs[:len(events)]
 	now := time.Now()
+	bounds := func(i int) (lo, hi int) { return i * encodeChunk, min((i+1)*encodeChunk, len(events)) }
 	encode := func(i int) {
 		c := &chunks[i]
-		lo, hi := i*encodeChunk, min((i+1)*encodeChunk, len(events))
+		lo, hi := bounds(i)
 		c.buf, c.ends = appendEvents(c.buf[:0], c.ends[:0], events[lo:hi])
 		appendRecords(recs[lo:lo:hi], k.topic, c.buf, c.ends, now)
 		close(c.ready)
@@ -241,7 +242,8 @@ func (k *Franz) sendEvents(ctx context.Context, bufs *sendBufs, p *sending, even
 	}
 	for i := range chunks {
 		<-chunks[i].ready
-		for j := i * encodeChunk; j < min((i+1)*encodeChunk, len(events)); j++ {
+		lo, hi := bounds(i)
+		for j := lo; j < hi; j++ {
 			k.cl.Produce(ctx, &recs[j], p.eventPromise)
 		}
 	}
