@@ -3,7 +3,6 @@ package ingest
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,8 +13,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/gcsm/gcsm/internal/kafkaconn"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // This file is the Kafka side of members, service instances that share one
@@ -33,7 +34,7 @@ func ReadAll(ctx context.Context, cfg ConsumerConfig, from map[int]int64, out ch
 	if err := cfg.defaults(); err != nil {
 		return err
 	}
-	n, err := Partitions(ctx, cfg.Brokers, cfg.TLS, cfg.Topic)
+	n, err := Partitions(ctx, cfg.Conn, cfg.Topic)
 	if err != nil {
 		return err
 	}
@@ -55,18 +56,33 @@ func ReadAll(ctx context.Context, cfg ConsumerConfig, from map[int]int64, out ch
 }
 
 // Partitions is the number of partitions of topic.
-func Partitions(ctx context.Context, brokers []string, tlsCfg *tls.Config, topic string) (int, error) {
-	c := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: &kafka.Transport{TLS: tlsCfg}}
-	resp, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+func Partitions(ctx context.Context, conn kafkaconn.Conn, topic string) (int, error) {
+	cl, err := conn.NewClient()
 	if err != nil {
-		return 0, fmt.Errorf("ingest: metadata of topic %q: %w", topic, err)
+		return 0, err
+	}
+	defer cl.Close()
+	return topicPartitions(ctx, cl, topic)
+}
+
+func topicPartitions(ctx context.Context, cl *kgo.Client, topic string) (int, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return 0, fmt.Errorf("ingest: metadata of topic %q: %w", topic, kafkaconn.Classify(err))
 	}
 	for _, t := range resp.Topics {
-		if t.Name != topic {
+		if t.Topic == nil || *t.Topic != topic {
 			continue
 		}
-		if t.Error != nil {
-			return 0, fmt.Errorf("ingest: metadata of topic %q: %w", topic, t.Error)
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			if errors.Is(err, kerr.UnknownTopicOrPartition) {
+				return 0, fmt.Errorf("ingest: topic %q does not exist", topic)
+			}
+			return 0, fmt.Errorf("ingest: metadata of topic %q: %w", topic, err)
 		}
 		return len(t.Partitions), nil
 	}
@@ -77,23 +93,35 @@ func Partitions(ctx context.Context, brokers []string, tlsCfg *tls.Config, topic
 // configs unless it exists, and checks that an existing one has that many
 // partitions: a coordination topic's partitions are its shards, which
 // cannot change under a deployment. An existing topic keeps its configs.
-func EnsureTopic(ctx context.Context, brokers []string, tlsCfg *tls.Config, topic string, partitions int, configs map[string]string) error {
-	c := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: &kafka.Transport{TLS: tlsCfg}}
-	tc := kafka.TopicConfig{Topic: topic, NumPartitions: partitions, ReplicationFactor: -1}
-	for _, k := range slices.Sorted(maps.Keys(configs)) {
-		tc.ConfigEntries = append(tc.ConfigEntries, kafka.ConfigEntry{ConfigName: k, ConfigValue: configs[k]})
-	}
-	resp, err := c.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{tc}})
+func EnsureTopic(ctx context.Context, conn kafkaconn.Conn, topic string, partitions int, configs map[string]string) error {
+	cl, err := conn.NewClient()
 	if err != nil {
 		return fmt.Errorf("ingest: cannot create topic %q: %w", topic, err)
 	}
-	if err := resp.Errors[topic]; err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
-		return fmt.Errorf("ingest: cannot create topic %q: %w", topic, err)
+	defer cl.Close()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 10_000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, int32(partitions), -1
+	for _, k := range slices.Sorted(maps.Keys(configs)) {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = k, kmsg.StringPtr(configs[k])
+		rt.Configs = append(rt.Configs, c)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("ingest: cannot create topic %q: %w", topic, kafkaconn.Classify(err))
+	}
+	for _, t := range resp.Topics {
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("ingest: cannot create topic %q: %w", topic, err)
+		}
 	}
 	// A topic just created may take a moment to appear in the metadata.
 	var n int
 	for try := 0; ; try++ {
-		if n, err = Partitions(ctx, brokers, tlsCfg, topic); err == nil && n > 0 || try == 50 || ctx.Err() != nil {
+		if n, err = topicPartitions(ctx, cl, topic); err == nil && n > 0 || try == 50 || ctx.Err() != nil {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -190,13 +218,8 @@ type CutWriter struct {
 }
 
 // NewCutWriter prepares a writer; it does not block on the brokers.
-func NewCutWriter(brokers []string, tlsCfg *tls.Config, topic string) (*CutWriter, error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ClientID("gcsm-cutter"),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0)}
-	if tlsCfg != nil {
-		opts = append(opts, kgo.DialTLSConfig(tlsCfg))
-	}
-	cl, err := kgo.NewClient(opts...)
+func NewCutWriter(conn kafkaconn.Conn, topic string) (*CutWriter, error) {
+	cl, err := conn.NewClient(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
 	if err != nil {
 		return nil, fmt.Errorf("ingest: cuts topic %q: %w", topic, err)
 	}
@@ -254,39 +277,36 @@ func (w *CutWriter) Close() { w.cl.Close() }
 // committed on each is the next batch whose output for that shard is
 // still to be emitted.
 type ShardGroup struct {
-	topic string
-	group *kafka.ConsumerGroup
-	bal   *sticky
+	g   *group
+	bal *sticky
+	cur *ShardGeneration
 }
 
-// NewShardGroup joins group on topic. cfg gives the brokers and the
-// session timing; its Topic and Group are not used.
+// NewShardGroup prepares the membership of group on topic; the first Next
+// joins. cfg gives the connection and the session timing; its Topic and
+// Group are not used.
 func NewShardGroup(cfg ConsumerConfig, group, topic string) (*ShardGroup, error) {
+	cfg.Topic = topic
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
 	bal := &sticky{}
-	g, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
-		ID:                group,
-		Brokers:           cfg.Brokers,
-		Topics:            []string{topic},
-		GroupBalancers:    []kafka.GroupBalancer{bal},
-		SessionTimeout:    cfg.SessionTimeout,
-		HeartbeatInterval: cfg.HeartbeatInterval,
-		RebalanceTimeout:  cfg.RebalanceTimeout,
-		JoinGroupBackoff:  time.Second,
-		StartOffset:       kafka.FirstOffset,
-		Logger:            logf(cfg.Logf),
-		Dialer:            &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true, TLS: cfg.TLS},
-	})
+	g, err := newGroup(cfg, group, topic, bal, 0)
 	if err != nil {
-		return nil, fmt.Errorf("ingest: cannot join group %q: %w", group, err)
+		return nil, err
 	}
-	return &ShardGroup{topic: topic, group: g, bal: bal}, nil
+	return &ShardGroup{g: g, bal: bal}, nil
 }
 
 // Close leaves the group, so the other members take the shards at once.
-func (s *ShardGroup) Close() error { return s.group.Close() }
+func (s *ShardGroup) Close() error {
+	var m *membership
+	if s.cur != nil {
+		m = s.cur.m
+	}
+	s.g.leave(m)
+	return nil
+}
 
 // ShardGeneration is one membership period: the shards owned, and for
 // each the committed next batch (absent where none was ever committed).
@@ -295,45 +315,54 @@ type ShardGeneration struct {
 	ID        int32
 	Shards    []int
 	Committed map[int]uint64
-	ended     chan struct{}
-	release   chan struct{}
-	once      sync.Once
-	gen       *kafka.Generation
-	topic     string
+	m         *membership
+	g         *group
+	timeout   time.Duration
 }
 
 // Next blocks until the group hands out the next generation. The previous
 // one must have been released.
 func (s *ShardGroup) Next(ctx context.Context) (*ShardGeneration, error) {
-	gen, err := s.group.Next(ctx)
-	if err != nil {
-		return nil, err
-	}
-	g := &ShardGeneration{ID: gen.ID, Committed: map[int]uint64{}, ended: make(chan struct{}), release: make(chan struct{}),
-		gen: gen, topic: s.topic}
-	for _, pa := range gen.Assignments[s.topic] {
-		g.Shards = append(g.Shards, pa.ID)
-		if pa.Offset >= 0 {
-			g.Committed[pa.ID] = uint64(pa.Offset)
+	if s.cur != nil {
+		select {
+		case <-s.cur.m.ended.Done():
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 	}
-	slices.Sort(g.Shards)
-	s.bal.setOwned(g.Shards)
-	gen.Start(func(gctx context.Context) {
-		<-gctx.Done()
-		close(g.ended)
-		// kafka-go ends the generation, and closes the connection Commit
-		// uses, when this returns: the member commits its last batches first.
-		<-g.release
-	})
-	return g, nil
+	for {
+		m, err := s.g.join(ctx)
+		if err != nil {
+			return nil, err
+		}
+		committed, err := s.g.committed(ctx, m.partitions)
+		if err != nil {
+			// The generation cannot be used without its commits; a new
+			// join tries again.
+			m.end()
+			<-m.beaten
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			s.g.logf("%v", err)
+			continue
+		}
+		g := &ShardGeneration{ID: m.id, Shards: m.partitions, Committed: map[int]uint64{}, m: m, g: s.g,
+			timeout: s.g.session}
+		for p, o := range committed {
+			g.Committed[p] = uint64(o)
+		}
+		s.bal.setOwned(g.Shards)
+		s.cur = g
+		return g, nil
+	}
 }
 
 // Ended is closed when the group rebalances or leaves.
-func (g *ShardGeneration) Ended() <-chan struct{} { return g.ended }
+func (g *ShardGeneration) Ended() <-chan struct{} { return g.m.ended.Done() }
 
 // Release lets the generation end; calling it again does nothing.
-func (g *ShardGeneration) Release() { g.once.Do(func() { close(g.release) }) }
+func (g *ShardGeneration) Release() { g.m.end() }
 
 // Commit records, per shard, the next batch to emit.
 func (g *ShardGeneration) Commit(next map[int]uint64) error {
@@ -344,7 +373,9 @@ func (g *ShardGeneration) Commit(next map[int]uint64) error {
 	for s, n := range next {
 		offs[s] = int64(n)
 	}
-	return g.gen.CommitOffsets(map[string]map[int]int64{g.topic: offs})
+	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	defer cancel()
+	return g.g.commit(ctx, g.m, offs)
 }
 
 // sticky is the shard group's assignment strategy, "gcsm-sticky-shards":
@@ -363,15 +394,16 @@ func (b *sticky) setOwned(s []int) {
 	b.mu.Unlock()
 }
 
-func (b *sticky) ProtocolName() string { return "gcsm-sticky-shards" }
+func (b *sticky) protocolName() string { return "gcsm-sticky-shards" }
 
-func (b *sticky) UserData() ([]byte, error) {
+func (b *sticky) userData() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return json.Marshal(b.owned)
+	data, _ := json.Marshal(b.owned)
+	return data
 }
 
-func (b *sticky) AssignGroups(members []kafka.GroupMember, partitions []kafka.Partition) kafka.GroupMemberAssignments {
+func (b *sticky) assign(members []groupMember, partitions []int) map[string][]int {
 	return assignSticky(members, partitions)
 }
 
@@ -379,8 +411,8 @@ func (b *sticky) AssignGroups(members []kafka.GroupMember, partitions []kafka.Pa
 // previous shards (its user data) up to its quota, then the rest to the
 // members below their quotas. The members holding the most keep the larger
 // quotas, and ties go by id, so that every leader decides alike.
-func assignSticky(members []kafka.GroupMember, partitions []kafka.Partition) kafka.GroupMemberAssignments {
-	out := kafka.GroupMemberAssignments{}
+func assignSticky(members []groupMember, partitions []int) map[string][]int {
+	out := map[string][]int{}
 	if len(members) == 0 {
 		return out
 	}
@@ -403,14 +435,12 @@ func assignSticky(members []kafka.GroupMember, partitions []kafka.Partition) kaf
 		}
 		return strings.Compare(a.id, b.id)
 	})
-	topic := ""
 	exists := map[int]bool{}
 	ids := make([]int, 0, len(partitions))
 	for _, p := range partitions {
-		topic = p.Topic
-		if !exists[p.ID] {
-			exists[p.ID] = true
-			ids = append(ids, p.ID)
+		if !exists[p] {
+			exists[p] = true
+			ids = append(ids, p)
 		}
 	}
 	slices.Sort(ids)
@@ -442,28 +472,52 @@ func assignSticky(members []kafka.GroupMember, partitions []kafka.Partition) kaf
 	}
 	for _, c := range cs {
 		slices.Sort(c.got)
-		out[c.id] = map[string][]int{topic: c.got}
+		out[c.id] = c.got
 	}
 	return out
 }
 
 // Offsets are the first and the end offset of a topic's partition.
-func Offsets(ctx context.Context, brokers []string, tlsCfg *tls.Config, topic string, partition int) (first, end int64, err error) {
-	c := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: &kafka.Transport{TLS: tlsCfg}}
-	resp, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{
-		topic: {kafka.FirstOffsetOf(partition), kafka.LastOffsetOf(partition)},
-	}})
+func Offsets(ctx context.Context, conn kafkaconn.Conn, topic string, partition int) (first, end int64, err error) {
+	cl, err := conn.NewClient()
 	if err != nil {
-		return 0, 0, fmt.Errorf("ingest: offsets of topic %q partition %d: %w", topic, partition, err)
+		return 0, 0, err
 	}
-	for _, po := range resp.Topics[topic] {
-		if po.Partition != partition {
-			continue
+	defer cl.Close()
+	return offsets(ctx, cl, topic, partition)
+}
+
+func offsets(ctx context.Context, cl *kgo.Client, topic string, partition int) (first, end int64, err error) {
+	var got [2]int64
+	// Timestamp -2 asks for the first offset, -1 for the end.
+	for i, ts := range [2]int64{-2, -1} {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.ReplicaID = -1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = int32(partition), ts, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return 0, 0, fmt.Errorf("ingest: offsets of topic %q partition %d: %w", topic, partition, kafkaconn.Classify(err))
 		}
-		if po.Error != nil {
-			return 0, 0, fmt.Errorf("ingest: offsets of topic %q partition %d: %w", topic, partition, po.Error)
+		found := false
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if t.Topic != topic || int(p.Partition) != partition {
+					continue
+				}
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					return 0, 0, fmt.Errorf("ingest: offsets of topic %q partition %d: %w", topic, partition, err)
+				}
+				got[i], found = p.Offset, true
+			}
 		}
-		return po.FirstOffset, po.LastOffset, nil
+		if !found {
+			return 0, 0, fmt.Errorf("ingest: topic %q has no partition %d", topic, partition)
+		}
 	}
-	return 0, 0, fmt.Errorf("ingest: topic %q has no partition %d", topic, partition)
+	return got[0], got[1], nil
 }

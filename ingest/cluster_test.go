@@ -8,10 +8,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // FuzzParseCut: a cut record either parses to a start and ends that
@@ -68,32 +68,31 @@ func TestCutRoundTrip(t *testing.T) {
 }
 
 // members makes group members whose user data say which shards they own.
-func members(owned ...[]int) []kafka.GroupMember {
-	var ms []kafka.GroupMember
+func members(owned ...[]int) []groupMember {
+	var ms []groupMember
 	for i, o := range owned {
 		data, _ := json.Marshal(o)
-		ms = append(ms, kafka.GroupMember{ID: fmt.Sprintf("m%d", i), UserData: data})
+		ms = append(ms, groupMember{ID: fmt.Sprintf("m%d", i), UserData: data})
 	}
 	return ms
 }
 
-func shardParts(n int) []kafka.Partition {
-	ps := make([]kafka.Partition, n)
+func shardParts(n int) []int {
+	ps := make([]int, n)
 	for i := range ps {
-		ps[i] = kafka.Partition{Topic: "s", ID: i}
+		ps[i] = i
 	}
 	return ps
 }
 
 // checkAssignment checks that every shard has one owner and shares differ
 // by at most one, and returns the assignment per member id.
-func checkAssignment(t *testing.T, a kafka.GroupMemberAssignments, n int) map[string][]int {
+func checkAssignment(t *testing.T, a map[string][]int, n int) map[string][]int {
 	t.Helper()
 	out := map[string][]int{}
 	owner := map[int]string{}
 	lo, hi := n, 0
-	for id, topics := range a {
-		got := topics["s"]
+	for id, got := range a {
 		out[id] = got
 		lo, hi = min(lo, len(got)), max(hi, len(got))
 		for _, p := range got {
@@ -157,24 +156,32 @@ func TestEnsureTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	brokers := c.ListenAddrs()
+	conn := kafkaconn.Plaintext(c.ListenAddrs()...)
 	ctx := context.Background()
-	if err := EnsureTopic(ctx, brokers, nil, "cuts", 1, map[string]string{"retention.ms": "-1"}); err != nil {
+	if err := EnsureTopic(ctx, conn, "cuts", 1, map[string]string{"retention.ms": "-1"}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := Partitions(ctx, brokers, nil, "cuts"); err != nil || n != 1 {
+	if n, err := Partitions(ctx, conn, "cuts"); err != nil || n != 1 {
 		t.Fatalf("cuts: %d partitions, %v", n, err)
 	}
-	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second}
-	resp, err := cl.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{
-		{ResourceType: kafka.ResourceTypeTopic, ResourceName: "cuts", ConfigNames: []string{"retention.ms"}}}})
-	if err != nil || len(resp.Resources) != 1 || len(resp.Resources[0].ConfigEntries) != 1 || resp.Resources[0].ConfigEntries[0].ConfigValue != "-1" {
+	cl, err := conn.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName, rr.ConfigNames = kmsg.ConfigResourceTypeTopic, "cuts", []string{"retention.ms"}
+	req.Resources = append(req.Resources, rr)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || len(resp.Resources) != 1 || len(resp.Resources[0].Configs) != 1 || resp.Resources[0].Configs[0].Value == nil ||
+		*resp.Resources[0].Configs[0].Value != "-1" {
 		t.Fatalf("cuts' retention.ms: %+v, %v", resp, err)
 	}
-	if err := EnsureTopic(ctx, brokers, nil, "taken", 3, nil); err != nil {
+	if err := EnsureTopic(ctx, conn, "taken", 3, nil); err != nil {
 		t.Fatalf("an existing topic of as many partitions: %v", err)
 	}
-	err = EnsureTopic(ctx, brokers, nil, "taken", 8, nil)
+	err = EnsureTopic(ctx, conn, "taken", 8, nil)
 	if err == nil || !strings.Contains(err.Error(), `topic "taken" has 3 partitions, want 8`) {
 		t.Fatalf("an existing topic of 3 partitions for 8 shards: %v", err)
 	}

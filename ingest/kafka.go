@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -29,9 +28,11 @@ type Message struct {
 // ConsumerConfig configures a Consumer. Zero durations take the defaults
 // in parentheses.
 type ConsumerConfig struct {
-	Brokers []string
-	Topic   string
-	Group   string
+	// Conn reaches the brokers, for the group's member and the reading
+	// client alike.
+	Conn  kafkaconn.Conn
+	Topic string
+	Group string
 	// SessionTimeout (10s) is how long the group coordinator waits for a
 	// silent member before it gives that member's partitions away, and so
 	// how long a standby waits after the active member crashed.
@@ -49,9 +50,6 @@ type ConsumerConfig struct {
 	// MaxWait (100ms) is how long a fetch waits for new records; it bounds
 	// how soon a quiet stream's first record is seen.
 	MaxWait time.Duration
-	// TLS, if set, is used to reach the brokers, by the group's member and
-	// by the reading client alike.
-	TLS *tls.Config
 	// Logf, if set, receives the group protocol's progress (joins,
 	// assignments, commits), for debugging.
 	Logf func(format string, args ...any)
@@ -65,7 +63,7 @@ type ConsumerConfig struct {
 }
 
 func (c *ConsumerConfig) defaults() error {
-	if len(c.Brokers) == 0 || c.Topic == "" {
+	if len(c.Conn.Brokers) == 0 || c.Topic == "" {
 		return errors.New("ingest: a consumer needs brokers and a topic")
 	}
 	if c.SessionTimeout <= 0 {
@@ -101,12 +99,14 @@ func (c *ConsumerConfig) defaults() error {
 // caller's state (a checkpoint) says which offsets it has applied, and
 // committed group offsets only record what a checkpoint made durable.
 type Consumer struct {
-	cfg   ConsumerConfig
-	group *kafka.ConsumerGroup
-	bal   *activeStandby
+	cfg ConsumerConfig
+	g   *group
+	bal *activeStandby
+	cur *Generation // the last generation handed out
 }
 
-// NewConsumer joins the group. It does not block on the brokers.
+// NewConsumer prepares the member. It does not block on the brokers: the
+// first Next joins.
 func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
@@ -115,53 +115,52 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 		return nil, errors.New("ingest: a consumer needs a group")
 	}
 	bal := &activeStandby{since: time.Now().UnixNano()}
-	g, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
-		ID:                cfg.Group,
-		Brokers:           cfg.Brokers,
-		Topics:            []string{cfg.Topic},
-		GroupBalancers:    []kafka.GroupBalancer{bal},
-		SessionTimeout:    cfg.SessionTimeout,
-		HeartbeatInterval: cfg.HeartbeatInterval,
-		RebalanceTimeout:  cfg.RebalanceTimeout,
-		JoinGroupBackoff:  time.Second,
-		// A new partition must reach the active member: without the watch a
-		// partition added to a live topic would never be read.
-		WatchPartitionChanges:  true,
-		PartitionWatchInterval: 5 * time.Second,
-		StartOffset:            kafka.FirstOffset,
-		Logger:                 logf(cfg.Logf),
-		Dialer:                 &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true, TLS: cfg.TLS},
-	})
+	// A new partition must reach the active member: without the watch a
+	// partition added to a live topic would never be read.
+	g, err := newGroup(cfg, cfg.Group, cfg.Topic, bal, 5*time.Second)
 	if err != nil {
-		return nil, fmt.Errorf("ingest: cannot join group %q: %w", cfg.Group, err)
+		return nil, err
 	}
-	return &Consumer{cfg: cfg, group: g, bal: bal}, nil
+	return &Consumer{cfg: cfg, g: g, bal: bal}, nil
 }
 
 // Close leaves the group, so a standby takes over at once instead of after
 // the session timeout.
-func (c *Consumer) Close() error { return c.group.Close() }
+func (c *Consumer) Close() error {
+	var m *membership
+	if c.cur != nil {
+		m = c.cur.m
+	}
+	c.g.leave(m)
+	return nil
+}
 
 // Generation is one membership period of the group. Partitions is empty
 // for a standby.
 type Generation struct {
 	ID         int32
 	Partitions []int
-	gen        *kafka.Generation
+	m          *membership
+	g          *group
 	cfg        *ConsumerConfig
 }
 
-// Next blocks until the group hands out the next generation.
+// Next blocks until the group hands out the next generation. The previous
+// one must have ended: a rebalance ended it, or its Reading was released.
 func (c *Consumer) Next(ctx context.Context) (*Generation, error) {
-	gen, err := c.group.Next(ctx)
+	if c.cur != nil {
+		select {
+		case <-c.cur.m.ended.Done():
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	m, err := c.g.join(ctx)
 	if err != nil {
 		return nil, err
 	}
-	g := &Generation{ID: gen.ID, gen: gen, cfg: &c.cfg}
-	for _, pa := range gen.Assignments[c.cfg.Topic] {
-		g.Partitions = append(g.Partitions, pa.ID)
-	}
-	slices.Sort(g.Partitions)
+	g := &Generation{ID: m.id, Partitions: m.partitions, m: m, g: c.g, cfg: &c.cfg}
+	c.cur = g
 	c.bal.setActive(len(g.Partitions) > 0)
 	return g, nil
 }
@@ -176,28 +175,24 @@ func (c *Consumer) Next(ctx context.Context) (*Generation, error) {
 // and are returned by Wait.
 func (g *Generation) Read(ctx context.Context, from map[int]int64, out chan<- []Message) *Reading {
 	rd := &Reading{done: make(chan struct{}), release: make(chan struct{})}
-	g.gen.Start(func(gctx context.Context) {
-		ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		rctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		go func() {
-			select {
-			case <-gctx.Done():
-			case <-ctx.Done():
-			}
-			cancel()
-		}()
+		stop := context.AfterFunc(g.m.ended, cancel)
+		defer stop()
 		if len(g.Partitions) > 0 {
-			rd.err = g.read(ctx, from, out)
+			rd.err = g.read(rctx, from, out)
 		}
 		close(out)
 		close(rd.done)
-		// kafka-go ends the generation, and closes the connection Commit
-		// uses, as soon as this function returns.
+		// The generation lives on, heartbeating, until released, so that
+		// the caller can commit what it applied after the read stopped.
 		select {
 		case <-rd.release:
-		case <-gctx.Done():
+			g.m.end()
+		case <-g.m.ended.Done():
 		}
-	})
+	}()
 	return rd
 }
 
@@ -222,9 +217,8 @@ func (r *Reading) Wait() error {
 }
 
 // read polls the assigned partitions with one kgo client until ctx is done
-// or a fetch fails. kgo's PollFetches reads 2.5-3x faster than kafka-go's
-// Reader (BenchmarkKafkaRead), and the group stays kafka-go's: the client
-// only fetches the partitions at the offsets given, it joins no group.
+// or a fetch fails. The client only fetches the partitions at the offsets
+// given; it joins no group (group.go holds the membership).
 func (g *Generation) read(ctx context.Context, from map[int]int64, out chan<- []Message) error {
 	return g.readEach(ctx, from, func(chunk []Message) bool {
 		select {
@@ -256,12 +250,10 @@ func (g *Generation) readEach(ctx context.Context, from map[int]int64, send func
 		next[int32(p)] = start
 	}
 	maxBytes := int32(min(g.cfg.MaxBytes, math.MaxInt32))
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(g.cfg.Brokers...),
-		kgo.ClientID("gcsm"),
+	cl, err := g.cfg.Conn.NewClient(
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{g.cfg.Topic: offsets}),
-		// An offset the broker no longer holds resumes at the log start,
-		// as kafka-go's Reader did; Skipped then names the gap.
+		// An offset the broker no longer holds resumes at the log start;
+		// Skipped then names the gap.
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxBytes(maxBytes),
 		kgo.FetchMaxPartitionBytes(maxBytes),
@@ -270,11 +262,7 @@ func (g *Generation) readEach(ctx context.Context, from map[int]int64, send func
 		// the fetch's cap whole, so leave room above it.
 		kgo.BrokerMaxReadBytes(int32(min(math.MaxInt32, max(100<<20, 2*int64(maxBytes))))),
 		kgo.WithPools(&recordPool{}),
-	}
-	if g.cfg.TLS != nil {
-		opts = append(opts, kgo.DialTLSConfig(g.cfg.TLS))
-	}
-	cl, err := kgo.NewClient(opts...)
+	)
 	if err != nil {
 		return fmt.Errorf("ingest: cannot start reading topic %q: %w", g.cfg.Topic, err)
 	}
@@ -379,7 +367,12 @@ func (g *Generation) Commit(offsets map[int]int64) error {
 	if len(offsets) == 0 {
 		return nil
 	}
-	return g.gen.CommitOffsets(map[string]map[int]int64{g.cfg.Topic: offsets})
+	if g.m.ended.Err() != nil {
+		return fmt.Errorf("ingest: group %q: generation %d has ended; not committing", g.g.name, g.ID)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.SessionTimeout)
+	defer cancel()
+	return g.g.commit(ctx, g.m, offsets)
 }
 
 // activeStandby is the group's assignment strategy (see Consumer).
@@ -403,19 +396,20 @@ func (b *activeStandby) setActive(v bool) {
 	b.mu.Unlock()
 }
 
-func (b *activeStandby) ProtocolName() string { return "gcsm-active-standby" }
+func (b *activeStandby) protocolName() string { return "gcsm-active-standby" }
 
-func (b *activeStandby) UserData() ([]byte, error) {
+func (b *activeStandby) userData() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return json.Marshal(memberInfo{Since: b.since, Active: b.active})
+	data, _ := json.Marshal(memberInfo{Since: b.since, Active: b.active})
+	return data
 }
 
-func (b *activeStandby) AssignGroups(members []kafka.GroupMember, partitions []kafka.Partition) kafka.GroupMemberAssignments {
-	out := kafka.GroupMemberAssignments{}
+func (b *activeStandby) assign(members []groupMember, partitions []int) map[string][]int {
+	out := map[string][]int{}
 	best, bestInfo := -1, memberInfo{}
 	for i, m := range members {
-		out[m.ID] = map[string][]int{}
+		out[m.ID] = nil
 		var info memberInfo
 		// A member whose data does not parse is still a member; it only
 		// loses the preference.
@@ -427,10 +421,7 @@ func (b *activeStandby) AssignGroups(members []kafka.GroupMember, partitions []k
 	if best < 0 {
 		return out
 	}
-	for _, p := range partitions {
-		a := out[members[best].ID]
-		a[p.Topic] = append(a[p.Topic], p.ID)
-	}
+	out[members[best].ID] = slices.Clone(partitions)
 	return out
 }
 
@@ -453,22 +444,8 @@ func preferred(a memberInfo, aID string, b memberInfo, bID string) bool {
 // Wait blocks until the generation ends (the group rebalances) or ctx is
 // done. A standby waits here for its turn.
 func (g *Generation) Wait(ctx context.Context) {
-	ended := make(chan struct{})
-	g.gen.Start(func(gctx context.Context) {
-		select {
-		case <-gctx.Done():
-		case <-ctx.Done():
-		}
-		close(ended)
-	})
-	<-ended
-}
-
-// logf adapts f to kafka-go's Logger; nil stays nil, which kafka-go takes
-// as no logging.
-func logf(f func(string, ...any)) kafka.Logger {
-	if f == nil {
-		return nil
+	select {
+	case <-g.m.ended.Done():
+	case <-ctx.Done():
 	}
-	return kafka.LoggerFunc(f)
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -21,8 +21,8 @@ func cpuTime(tb testing.TB) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkKafkaRead measures reading one partition with kafka-go's Reader, as Generation.Read does, and
-// with franz-go's kgo PollFetches, both with a 16 MiB fetch. The in-process broker answers every fetch
+// BenchmarkKafkaRead measures reading one partition with kgo's PollFetches, as Generation.Read does,
+// with a 16 MiB fetch. The in-process broker answers every fetch
 // from one canned record batch of 100-byte values (a JSON transfer's size), so the figure is the
 // client's cost with the broker's storage left out; cpu-ns/record counts every core's work, which on a
 // loaded machine says more than ns/record.
@@ -35,22 +35,6 @@ func BenchmarkKafkaRead(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(c.Close)
-		b.Run(fmt.Sprintf("client=kafka-go/compression=%s", codec), func(b *testing.B) {
-			r := kafka.NewReader(kafka.ReaderConfig{Brokers: c.ListenAddrs(), Topic: "edges", Partition: 0,
-				MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 100 * time.Millisecond})
-			defer r.Close()
-			ctx := context.Background()
-			if _, err := r.FetchMessage(ctx); err != nil { // connects
-				b.Fatal(err)
-			}
-			readBench(b, func(n int) {
-				for range n {
-					if _, err := r.FetchMessage(ctx); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
-		})
 		b.Run(fmt.Sprintf("client=franz-go/compression=%s", codec), func(b *testing.B) {
 			cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...),
 				kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"edges": {0: kgo.NewOffset().AtStart()}}),
@@ -101,7 +85,7 @@ func BenchmarkGenerationRead(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	cons, err := NewConsumer(ConsumerConfig{Brokers: c.ListenAddrs(), Topic: "edges", Group: "bench"})
+	cons, err := NewConsumer(ConsumerConfig{Conn: kafkaconn.Plaintext(c.ListenAddrs()...), Topic: "edges", Group: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}

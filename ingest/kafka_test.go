@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/gcsm/gcsm/internal/testtls"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -56,10 +57,10 @@ func testCluster(t *testing.T, partitions, n int, tc ...*tls.Config) (*kfake.Clu
 // holds every partition.
 func activeGeneration(t *testing.T, c *kfake.Cluster, group string, skipped func(int, int64, int64), tc ...*tls.Config) *Generation {
 	t.Helper()
-	cfg := ConsumerConfig{Brokers: c.ListenAddrs(), Topic: "edges", Group: group,
+	cfg := ConsumerConfig{Conn: kafkaconn.Plaintext(c.ListenAddrs()...), Topic: "edges", Group: group,
 		SessionTimeout: 6 * time.Second, MaxBytes: 1 << 10, Skipped: skipped}
 	if len(tc) > 0 {
-		cfg.TLS = tc[0]
+		cfg.Conn.TLS = tc[0]
 	}
 	cons, err := NewConsumer(cfg)
 	if err != nil {
@@ -302,7 +303,7 @@ func TestGenerationReadBacklog(t *testing.T) {
 	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	cons, err := NewConsumer(ConsumerConfig{Brokers: c.ListenAddrs(), Topic: "edges", Group: "backlog",
+	cons, err := NewConsumer(ConsumerConfig{Conn: kafkaconn.Plaintext(c.ListenAddrs()...), Topic: "edges", Group: "backlog",
 		SessionTimeout: 6 * time.Second, MaxBytes: 16 << 20})
 	if err != nil {
 		t.Fatal(err)
@@ -350,7 +351,7 @@ func flatten(chunks <-chan []Message) <-chan Message {
 func TestGenerationReadChunks(t *testing.T) {
 	const n = 1000
 	c, _ := testCluster(t, 2, n)
-	cons, err := NewConsumer(ConsumerConfig{Brokers: c.ListenAddrs(), Topic: "edges", Group: "chunks", SessionTimeout: 6 * time.Second})
+	cons, err := NewConsumer(ConsumerConfig{Conn: kafkaconn.Plaintext(c.ListenAddrs()...), Topic: "edges", Group: "chunks", SessionTimeout: 6 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

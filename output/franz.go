@@ -10,9 +10,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // Franz is a Sink that produces to Kafka with franz-go's kgo client, idempotent with acks=all. It is also
@@ -57,18 +54,6 @@ func franzCodec(name string) kgo.CompressionCodec {
 	return kgo.NoCompression()
 }
 
-// franzSASL returns kgo's mechanism for a validated, non-nil s.
-func franzSASL(s *SASL) sasl.Mechanism {
-	switch s.Mechanism {
-	case SASLPlain:
-		return plain.Auth{User: s.User, Pass: s.Password}.AsMechanism()
-	case SASLScramSHA256:
-		return scram.Auth{User: s.User, Pass: s.Password}.AsSha256Mechanism()
-	default:
-		return scram.Auth{User: s.User, Pass: s.Password}.AsSha512Mechanism()
-	}
-}
-
 // FranzOptions returns the kgo client options of the franz-go sink for cfg, so that a benchmark can
 // produce as the sink does.
 func FranzOptions(cfg KafkaConfig) ([]kgo.Opt, error) {
@@ -103,25 +88,15 @@ func franzOptions(cfg KafkaConfig) []kgo.Opt {
 		kgo.ProduceRequestTimeout(cfg.WriteTimeout),
 		kgo.RecordRetries(cfg.MaxAttempts),
 		// A record that cannot be delivered, because the cluster is gone or refuses the login, fails
-		// after as long as kafka-go's attempts would take, rather than waiting for ever.
+		// after MaxAttempts produce timeouts, rather than waiting for ever.
 		kgo.RecordDeliveryTimeout(max(time.Second, time.Duration(cfg.MaxAttempts)*cfg.WriteTimeout)), // kgo refuses less than 1s
 		// The caller bounds the Sends in flight, and with them the records buffered; a smaller bound would
 		// only make Produce wait in the middle of a Send.
 		kgo.MaxBufferedRecords(math.MaxInt32),
 	}
-	copts := []kgo.Opt{
-		kgo.SeedBrokers(cfg.Brokers...),
-		kgo.ClientID("gcsm"),
-		kgo.AllowAutoTopicCreation(),
-	}
+	copts := append(cfg.Conn.Opts(), kgo.AllowAutoTopicCreation())
 	for _, o := range opts {
 		copts = append(copts, o)
-	}
-	if cfg.TLS != nil {
-		copts = append(copts, kgo.DialTLSConfig(cfg.TLS))
-	}
-	if cfg.SASL != nil {
-		copts = append(copts, kgo.SASL(franzSASL(cfg.SASL)))
 	}
 	return copts
 }

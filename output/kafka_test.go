@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/gcsm/gcsm/internal/testtls"
-	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -36,16 +36,6 @@ func newCluster(tb testing.TB, opts ...kfake.Opt) *kfake.Cluster {
 	}
 	tb.Cleanup(c.Close)
 	return c
-}
-
-// clients are the KafkaConfig.Client values; every Kafka test runs on each.
-var clients = []string{ClientFranz, ClientKafkaGo}
-
-// eachClient runs f as a subtest per client.
-func eachClient(t *testing.T, f func(t *testing.T, client string)) {
-	for _, client := range clients {
-		t.Run(client, func(t *testing.T) { f(t, client) })
-	}
 }
 
 func newKafka(tb testing.TB, cfg KafkaConfig) Sink {
@@ -105,11 +95,9 @@ func matchEvents(batch uint64, n int) []Event {
 	return events
 }
 
-func TestKafka(t *testing.T) { eachClient(t, testKafka) }
-
-func testKafka(t *testing.T, client string) {
+func TestKafka(t *testing.T) {
 	c := newCluster(t)
-	k := newKafka(t, KafkaConfig{Client: client, Brokers: c.ListenAddrs(), Topic: "matches", DeadTopic: "dead"})
+	k := newKafka(t, KafkaConfig{Conn: kafkaconn.Plaintext(c.ListenAddrs()...), Topic: "matches", DeadTopic: "dead"})
 	ctx := context.Background()
 
 	const matches, batches = 50, 4
@@ -204,33 +192,28 @@ func testKafka(t *testing.T, client string) {
 }
 
 func TestKafkaNoDeadTopic(t *testing.T) {
-	eachClient(t, func(t *testing.T, client string) {
-		c := newCluster(t)
-		k := newKafka(t, KafkaConfig{Client: client, Brokers: c.ListenAddrs(), Topic: "matches"})
-		letters := []DeadLetter{NewDeadLetter("bad", "edges", 0, 1, []byte("x"))}
-		if err := k.WriteDead(context.Background(), letters); err != nil {
-			t.Fatal(err)
-		}
-	})
+	c := newCluster(t)
+	k := newKafka(t, KafkaConfig{Conn: kafkaconn.Plaintext(c.ListenAddrs()...), Topic: "matches"})
+	letters := []DeadLetter{NewDeadLetter("bad", "edges", 0, 1, []byte("x"))}
+	if err := k.WriteDead(context.Background(), letters); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestKafkaConfig(t *testing.T) {
-	ok := KafkaConfig{Brokers: []string{"localhost:9092"}, Topic: "matches"}
+	ok := KafkaConfig{Conn: kafkaconn.Plaintext("localhost:9092"), Topic: "matches"}
 	for _, tc := range []struct {
 		name   string
 		modify func(*KafkaConfig)
 		errSub string
 	}{
-		{"no brokers", func(c *KafkaConfig) { c.Brokers = nil }, "brokers"},
-		{"empty broker", func(c *KafkaConfig) { c.Brokers = []string{"a:1", ""} }, "broker address"},
+		{"no brokers", func(c *KafkaConfig) { c.Conn.Brokers = nil }, "brokers"},
+		{"empty broker", func(c *KafkaConfig) { c.Conn.Brokers = []string{"a:1", ""} }, "broker address"},
 		{"no topic", func(c *KafkaConfig) { c.Topic = "" }, "topic"},
 		{"dead is output", func(c *KafkaConfig) { c.DeadTopic = c.Topic }, "dead letter topic"},
-		{"negative", func(c *KafkaConfig) { c.BatchTimeout = -1 }, "negative"},
+		{"negative", func(c *KafkaConfig) { c.WriteTimeout = -1 }, "negative"},
 		{"batch bytes", func(c *KafkaConfig) { c.BatchBytes = 100 }, "batch bytes 100"},
 		{"compression", func(c *KafkaConfig) { c.Compression = "brotli" }, "compression"},
-		{"client", func(c *KafkaConfig) { c.Client = "sarama" }, "client"},
-		{"sasl", func(c *KafkaConfig) { c.SASL = &SASL{Mechanism: "GSSAPI", User: "u"} }, "SASL mechanism"},
-		{"sasl user", func(c *KafkaConfig) { c.SASL = &SASL{Mechanism: SASLPlain} }, "without a user"},
 	} {
 		cfg := ok
 		tc.modify(&cfg)
@@ -239,24 +222,14 @@ func TestKafkaConfig(t *testing.T) {
 			t.Errorf("%s: NewKafka error %v, want one about %q", tc.name, err, tc.errSub)
 		}
 	}
-	for _, client := range append(clients, "") {
-		for _, codec := range []string{"", "none", "gzip", "snappy", "lz4", "zstd"} {
-			cfg := ok
-			cfg.Client, cfg.Compression = client, codec
-			k, err := NewKafka(cfg)
-			if err != nil {
-				t.Fatalf("client %q, compression %q: %v", client, codec, err)
-			}
-			k.Close()
+	for _, codec := range []string{"", "none", "gzip", "snappy", "lz4", "zstd"} {
+		cfg := ok
+		cfg.Compression = codec
+		k, err := NewKafka(cfg)
+		if err != nil {
+			t.Fatalf("compression %q: %v", codec, err)
 		}
-	}
-	k, err := NewKafka(ok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
-	if _, isFranz := k.(*Franz); !isFranz {
-		t.Errorf("default client is %T, want *Franz", k)
+		k.Close()
 	}
 }
 
@@ -264,150 +237,134 @@ func TestKafkaConfig(t *testing.T) {
 // events come back intact.
 func TestKafkaCompressed(t *testing.T) {
 	codes := map[string]uint8{"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-	eachClient(t, func(t *testing.T, client string) {
-		for codec, code := range codes {
-			t.Run(codec, func(t *testing.T) {
-				c := newCluster(t)
-				k := newKafka(t, KafkaConfig{Client: client, Brokers: c.ListenAddrs(), Topic: "matches",
-					Compression: codec})
-				events := matchEvents(1, 50)
-				if err := k.Write(context.Background(), events); err != nil {
+	for codec, code := range codes {
+		t.Run(codec, func(t *testing.T) {
+			c := newCluster(t)
+			k := newKafka(t, KafkaConfig{Conn: kafkaconn.Plaintext(c.ListenAddrs()...), Topic: "matches",
+				Compression: codec})
+			events := matchEvents(1, 50)
+			if err := k.Write(context.Background(), events); err != nil {
+				t.Fatal(err)
+			}
+			byKey := map[string]*Event{}
+			for i := range events {
+				byKey[events[i].Key] = &events[i]
+			}
+			for _, r := range consume(t, c, "matches", len(events)) {
+				if got := r.Attrs.CompressionType(); got != code {
+					t.Fatalf("record batch compression %d, want %d (%s)", got, code, codec)
+				}
+				got, err := decodeEvent(r.Value)
+				if err != nil {
 					t.Fatal(err)
 				}
-				byKey := map[string]*Event{}
-				for i := range events {
-					byKey[events[i].Key] = &events[i]
+				if want := wantWire(byKey[string(r.Key)]); !reflect.DeepEqual(got, want) {
+					t.Fatalf("record %s:\ngot  %+v\nwant %+v", r.Key, got, want)
 				}
-				for _, r := range consume(t, c, "matches", len(events)) {
-					if got := r.Attrs.CompressionType(); got != code {
-						t.Fatalf("record batch compression %d, want %d (%s)", got, code, codec)
-					}
-					got, err := decodeEvent(r.Value)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if want := wantWire(byKey[string(r.Key)]); !reflect.DeepEqual(got, want) {
-						t.Fatalf("record %s:\ngot  %+v\nwant %+v", r.Key, got, want)
-					}
-				}
-			})
-		}
-	})
+			}
+		})
+	}
 }
 
 // TestKafkaRejected checks that a produce error from the brokers reaches the caller, so that it does not
 // commit input offsets for events that were not written.
 func TestKafkaRejected(t *testing.T) {
-	// Each client has its own error values for the broker's error codes.
-	wantErr := map[string]error{ClientFranz: kerr.TopicAuthorizationFailed, ClientKafkaGo: kafka.TopicAuthorizationFailed}
-	eachClient(t, func(t *testing.T, client string) {
-		c := newCluster(t)
-		c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
-			c.KeepControl()
-			req := kreq.(*kmsg.ProduceRequest)
-			resp := req.ResponseKind().(*kmsg.ProduceResponse)
-			for _, rt := range req.Topics {
-				st := kmsg.NewProduceResponseTopic()
-				st.Topic, st.TopicID = rt.Topic, rt.TopicID
-				for _, rp := range rt.Partitions {
-					sp := kmsg.NewProduceResponseTopicPartition()
-					sp.Partition = rp.Partition
-					sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
-					st.Partitions = append(st.Partitions, sp)
-				}
-				resp.Topics = append(resp.Topics, st)
+	c := newCluster(t)
+	c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kreq.(*kmsg.ProduceRequest)
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
 			}
-			return resp, nil, true
-		})
-		k := newKafka(t, KafkaConfig{Client: client, Brokers: c.ListenAddrs(), Topic: "matches", DeadTopic: "dead"})
-		err := k.Write(context.Background(), matchEvents(1, 10))
-		if !errors.Is(err, wantErr[client]) {
-			t.Fatalf("Write error %v, want topic authorization failed", err)
+			resp.Topics = append(resp.Topics, st)
 		}
-		t.Log(err)
-		err = k.WriteDead(context.Background(), []DeadLetter{NewDeadLetter("bad", "edges", 0, 1, []byte("x"))})
-		if !errors.Is(err, wantErr[client]) {
-			t.Fatalf("WriteDead error %v, want topic authorization failed", err)
-		}
+		return resp, nil, true
 	})
+	k := newKafka(t, KafkaConfig{Conn: kafkaconn.Plaintext(c.ListenAddrs()...), Topic: "matches", DeadTopic: "dead"})
+	err := k.Write(context.Background(), matchEvents(1, 10))
+	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("Write error %v, want topic authorization failed", err)
+	}
+	t.Log(err)
+	err = k.WriteDead(context.Background(), []DeadLetter{NewDeadLetter("bad", "edges", 0, 1, []byte("x"))})
+	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("WriteDead error %v, want topic authorization failed", err)
+	}
 }
 
 func TestKafkaTooLarge(t *testing.T) {
-	eachClient(t, func(t *testing.T, client string) {
-		c := newCluster(t)
-		k := newKafka(t, KafkaConfig{Client: client, Brokers: c.ListenAddrs(), Topic: "matches", BatchBytes: 512})
-		events := matchEvents(1, 3)
-		events[1].Match[0].ID = strings.Repeat("x", 600)
-		err := k.Write(context.Background(), events)
-		var tooLarge kafka.MessageTooLargeError
-		if !errors.As(err, &tooLarge) && !errors.Is(err, kerr.MessageTooLarge) {
-			t.Fatalf("Write error %v, want message too large", err)
-		}
-		t.Log(err)
-	})
+	c := newCluster(t)
+	k := newKafka(t, KafkaConfig{Conn: kafkaconn.Plaintext(c.ListenAddrs()...), Topic: "matches", BatchBytes: 512})
+	events := matchEvents(1, 3)
+	events[1].Match[0].ID = strings.Repeat("x", 600)
+	err := k.Write(context.Background(), events)
+	if !errors.Is(err, kerr.MessageTooLarge) {
+		t.Fatalf("Write error %v, want message too large", err)
+	}
+	t.Log(err)
 }
 
 // TestKafkaCanceled checks that a Write abandoned by its context leaves its buffers to the client, which
 // may still be sending them, and that the next Write works and is not corrupted by the first.
 func TestKafkaCanceled(t *testing.T) {
-	eachClient(t, func(t *testing.T, client string) {
-		c := newCluster(t)
-		k := newKafka(t, KafkaConfig{Client: client, Brokers: c.ListenAddrs(), Topic: "matches"})
-		ctx := context.Background()
-		first := matchEvents(1, 10)
-		if err := k.Write(ctx, first); err != nil { // creates the topic
-			t.Fatal(err)
-		}
+	c := newCluster(t)
+	k := newKafka(t, KafkaConfig{Conn: kafkaconn.Plaintext(c.ListenAddrs()...), Topic: "matches"})
+	ctx := context.Background()
+	first := matchEvents(1, 10)
+	if err := k.Write(ctx, first); err != nil { // creates the topic
+		t.Fatal(err)
+	}
 
-		release := make(chan struct{})
-		slept := false
-		c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
-			if !slept {
-				slept = true
-				c.SleepControl(func() { <-release })
-			}
-			return nil, nil, false
-		})
-		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-		defer cancel()
-		stuck := matchEvents(2, 10)
-		if err := k.Write(short, stuck); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Write error %v, want deadline exceeded", err)
+	release := make(chan struct{})
+	slept := false
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		if !slept {
+			slept = true
+			c.SleepControl(func() { <-release })
 		}
-		var kept bool
-		switch k := k.(type) {
-		case *Franz:
-			k.mu.Lock()
-			kept = len(k.free) > 0
-			k.mu.Unlock()
-		case *KafkaGo:
-			kept = k.buf != nil
-		}
-		if kept {
-			t.Fatal("canceled Write kept its buffer for reuse while the client may still read it")
-		}
-		close(release)
-		third := matchEvents(3, 10)
-		if err := k.Write(ctx, third); err != nil {
+		return nil, nil, false
+	})
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	stuck := matchEvents(2, 10)
+	if err := k.Write(short, stuck); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Write error %v, want deadline exceeded", err)
+	}
+	f := k.(*Franz)
+	f.mu.Lock()
+	kept := len(f.free) > 0
+	f.mu.Unlock()
+	if kept {
+		t.Fatal("canceled Write kept its buffer for reuse while the client may still read it")
+	}
+	close(release)
+	third := matchEvents(3, 10)
+	if err := k.Write(ctx, third); err != nil {
+		t.Fatal(err)
+	}
+	// At least once: the abandoned batch may still have been written; every record must be intact.
+	recs := consume(t, c, "matches", len(first)+len(third))
+	for _, r := range recs {
+		got, err := decodeEvent(r.Value)
+		if err != nil {
 			t.Fatal(err)
 		}
-		// At least once: the abandoned batch may still have been written; every record must be intact.
-		recs := consume(t, c, "matches", len(first)+len(third))
-		for _, r := range recs {
-			got, err := decodeEvent(r.Value)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.Key != string(r.Key) {
-				t.Fatalf("record key %q carries event key %q", r.Key, got.Key)
-			}
+		if got.Key != string(r.Key) {
+			t.Fatalf("record key %q carries event key %q", r.Key, got.Key)
 		}
-	})
+	}
 }
 
 // BenchmarkKafkaWrite measures synchronous writes of gcsm batches (events= per Write) through an
-// in-process three-broker cluster with acks=all, for each client and codec at the default settings, and
-// for kafka-go's batch settings that KafkaConfig's comments compare. events/s is the figure to compare;
+// in-process three-broker cluster with acks=all, for each codec at the default settings. events/s is the
+// figure to compare;
 // wire-B/event is the record batch bytes the brokers received (and store) per event. The cluster shares
 // the benchmark's cores and allocations, and a real cluster's network round trip adds to ns/op; with
 // broker=blackhole the cluster acknowledges without storing, which leaves mostly the client's own cost.
@@ -415,32 +372,17 @@ func TestKafkaCanceled(t *testing.T) {
 // ns/event.
 func BenchmarkKafkaWrite(b *testing.B) {
 	type benchCase struct {
-		client      string
 		blackhole   bool
 		events      int
 		compression string
-		timeout     time.Duration
-		batchSize   int
 	}
 	var cases []benchCase
-	for _, client := range clients {
-		for _, n := range []int{1, 1000, 10000, 100000} {
-			for _, codec := range []string{"none", "lz4", "zstd"} {
-				for _, blackhole := range []bool{false, true} {
-					cases = append(cases, benchCase{client: client, blackhole: blackhole, events: n, compression: codec})
-				}
+	for _, n := range []int{1, 1000, 10000, 100000} {
+		for _, codec := range []string{"none", "lz4", "zstd"} {
+			for _, blackhole := range []bool{false, true} {
+				cases = append(cases, benchCase{blackhole: blackhole, events: n, compression: codec})
 			}
 		}
-	}
-	for _, bc := range []benchCase{
-		{events: 1, timeout: time.Microsecond}, {events: 1000, timeout: time.Microsecond},
-		{events: 1, timeout: 100 * time.Microsecond}, {events: 1000, timeout: 100 * time.Microsecond},
-		{events: 1, timeout: time.Millisecond}, {events: 1000, timeout: time.Millisecond},
-		{events: 1000, batchSize: 100}, {events: 1000, batchSize: 10000},
-		{events: 10000, batchSize: 100}, {events: 10000, batchSize: 10000},
-	} {
-		bc.client, bc.compression = ClientKafkaGo, "none"
-		cases = append(cases, bc)
 	}
 	for _, bc := range cases {
 		broker := "kfake"
@@ -448,14 +390,11 @@ func BenchmarkKafkaWrite(b *testing.B) {
 		if bc.blackhole {
 			broker, opts = "blackhole", []kfake.Opt{kfake.BlackholeProduce()}
 		}
-		name := fmt.Sprintf("client=%s/broker=%s/events=%d/compression=%s", bc.client, broker, bc.events, bc.compression)
-		if bc.timeout != 0 || bc.batchSize != 0 {
-			name += fmt.Sprintf("/batch_timeout=%v/batch_size=%d", bc.timeout, bc.batchSize)
-		}
+		name := fmt.Sprintf("broker=%s/events=%d/compression=%s", broker, bc.events, bc.compression)
 		b.Run(name, func(b *testing.B) {
 			c := newCluster(b, opts...)
-			k := newKafka(b, KafkaConfig{Client: bc.client, Brokers: c.ListenAddrs(), Topic: "matches",
-				Compression: bc.compression, BatchTimeout: bc.timeout, BatchSize: bc.batchSize})
+			k := newKafka(b, KafkaConfig{Conn: kafkaconn.Plaintext(c.ListenAddrs()...), Topic: "matches",
+				Compression: bc.compression})
 			events := matchEvents(1, bc.events)
 			ctx := context.Background()
 			if err := k.Write(ctx, events); err != nil { // creates the topic and connects
@@ -501,105 +440,101 @@ func cpuTime(tb testing.TB) time.Duration {
 // events stay on one partition, and that they come back in the order they were written, across many
 // Writes and with compression on.
 func TestKafkaKeyOrder(t *testing.T) {
-	eachClient(t, func(t *testing.T, client string) {
-		c := newCluster(t)
-		k := newKafka(t, KafkaConfig{Client: client, Brokers: c.ListenAddrs(), Topic: "matches", Compression: "lz4"})
-		const matches, batches = 600, 8
-		for batch := uint64(1); batch <= batches; batch++ {
-			if err := k.Write(context.Background(), matchEvents(batch, matches)); err != nil {
-				t.Fatal(err)
+	c := newCluster(t)
+	k := newKafka(t, KafkaConfig{Conn: kafkaconn.Plaintext(c.ListenAddrs()...), Topic: "matches", Compression: "lz4"})
+	const matches, batches = 600, 8
+	for batch := uint64(1); batch <= batches; batch++ {
+		if err := k.Write(context.Background(), matchEvents(batch, matches)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs := consume(t, c, "matches", matches*batches)
+	if len(recs) != matches*batches {
+		t.Fatalf("read %d events, wrote %d", len(recs), matches*batches)
+	}
+	type seen struct {
+		partition int32
+		batch     uint64
+		offset    int64
+	}
+	last := map[string]seen{}
+	perPartition := make([]int, testPartitions)
+	for _, r := range recs {
+		ev, err := decodeEvent(r.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := string(r.Key)
+		if prev, ok := last[key]; ok {
+			if prev.partition != r.Partition {
+				t.Fatalf("key %s on partitions %d and %d", key, prev.partition, r.Partition)
 			}
-		}
-		recs := consume(t, c, "matches", matches*batches)
-		if len(recs) != matches*batches {
-			t.Fatalf("read %d events, wrote %d", len(recs), matches*batches)
-		}
-		type seen struct {
-			partition int32
-			batch     uint64
-			offset    int64
-		}
-		last := map[string]seen{}
-		perPartition := make([]int, testPartitions)
-		for _, r := range recs {
-			ev, err := decodeEvent(r.Value)
-			if err != nil {
-				t.Fatal(err)
+			// consume returns one partition's records in offset order.
+			if ev.Batch != prev.batch+1 || r.Offset <= prev.offset {
+				t.Fatalf("key %s: batch %d at offset %d after batch %d at offset %d", key, ev.Batch, r.Offset,
+					prev.batch, prev.offset)
 			}
-			key := string(r.Key)
-			if prev, ok := last[key]; ok {
-				if prev.partition != r.Partition {
-					t.Fatalf("key %s on partitions %d and %d", key, prev.partition, r.Partition)
-				}
-				// consume returns one partition's records in offset order.
-				if ev.Batch != prev.batch+1 || r.Offset <= prev.offset {
-					t.Fatalf("key %s: batch %d at offset %d after batch %d at offset %d", key, ev.Batch, r.Offset,
-						prev.batch, prev.offset)
-				}
-			} else if ev.Batch != 1 {
-				t.Fatalf("key %s starts with batch %d", key, ev.Batch)
-			}
-			last[key] = seen{r.Partition, ev.Batch, r.Offset}
-			perPartition[r.Partition]++
+		} else if ev.Batch != 1 {
+			t.Fatalf("key %s starts with batch %d", key, ev.Batch)
 		}
-		if len(last) != matches {
-			t.Fatalf("%d keys, want %d", len(last), matches)
+		last[key] = seen{r.Partition, ev.Batch, r.Offset}
+		perPartition[r.Partition]++
+	}
+	if len(last) != matches {
+		t.Fatalf("%d keys, want %d", len(last), matches)
+	}
+	// murmur2 spreads 600 keys evenly: each partition should get about 100 of them.
+	for p, n := range perPartition {
+		if keys := n / batches; keys < matches/testPartitions/2 {
+			t.Errorf("partition %d got %d of %d keys: %v", p, keys, matches, perPartition)
 		}
-		// murmur2 spreads 600 keys evenly: each partition should get about 100 of them.
-		for p, n := range perPartition {
-			if keys := n / batches; keys < matches/testPartitions/2 {
-				t.Errorf("partition %d got %d of %d keys: %v", p, keys, matches, perPartition)
-			}
-		}
-	})
+	}
 }
 
-// TestKafkaSASL checks that each client authenticates with each SASL mechanism, and is refused with a
+// TestKafkaSASL checks that the sink authenticates with each SASL mechanism, and is refused with a
 // wrong password.
 func TestKafkaSASL(t *testing.T) {
-	eachClient(t, func(t *testing.T, client string) {
-		for _, mech := range []string{SASLPlain, SASLScramSHA256, SASLScramSHA512} {
-			t.Run(mech, func(t *testing.T) {
-				c := newCluster(t, kfake.EnableSASL(), kfake.Superuser(mech, "gcsm", "s3cret"))
-				good := newKafka(t, KafkaConfig{Client: client, Brokers: c.ListenAddrs(), Topic: "matches",
-					SASL: &SASL{Mechanism: mech, User: "gcsm", Password: "s3cret"}})
-				if err := good.Write(context.Background(), matchEvents(1, 5)); err != nil {
-					t.Fatal(err)
-				}
-				bad := newKafka(t, KafkaConfig{Client: client, Brokers: c.ListenAddrs(), Topic: "matches",
-					MaxAttempts: 1, WriteTimeout: time.Second,
-					SASL: &SASL{Mechanism: mech, User: "gcsm", Password: "guess"}})
-				// The Write must fail by itself, as the service's retry loop expects, not wait for its context.
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				defer cancel()
-				err := bad.Write(ctx, matchEvents(2, 5))
-				if err == nil || ctx.Err() != nil {
-					t.Fatalf("Write with a wrong password: %v, want a failure before the context's end", err)
-				}
-				t.Log(err)
-			})
-		}
-	})
+	for _, mech := range []string{kafkaconn.Plain, kafkaconn.ScramSHA256, kafkaconn.ScramSHA512} {
+		t.Run(mech, func(t *testing.T) {
+			c := newCluster(t, kfake.EnableSASL(), kfake.Superuser(mech, "gcsm", "s3cret"))
+			conn := kafkaconn.Plaintext(c.ListenAddrs()...)
+			conn.SASL, _ = kafkaconn.Mechanism(mech, "gcsm", "s3cret")
+			good := newKafka(t, KafkaConfig{Conn: conn, Topic: "matches"})
+			if err := good.Write(context.Background(), matchEvents(1, 5)); err != nil {
+				t.Fatal(err)
+			}
+			conn.SASL, _ = kafkaconn.Mechanism(mech, "gcsm", "guess")
+			bad := newKafka(t, KafkaConfig{Conn: conn, Topic: "matches", MaxAttempts: 1, WriteTimeout: time.Second})
+			// The Write must fail by itself, as the service's retry loop expects, not wait for its context.
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			err := bad.Write(ctx, matchEvents(2, 5))
+			if err == nil || ctx.Err() != nil {
+				t.Fatalf("Write with a wrong password: %v, want a failure before the context's end", err)
+			}
+			t.Log(err)
+		})
+	}
 }
 
-// TestKafkaTLS checks that each client reaches a TLS-only cluster through KafkaConfig.TLS, verifying the
+// TestKafkaTLS checks that the sink reaches a TLS-only cluster through its Conn's TLS, verifying the
 // cluster's certificate.
 func TestKafkaTLS(t *testing.T) {
 	server, trust := testtls.Configs(t)
-	eachClient(t, func(t *testing.T, client string) {
-		c := newCluster(t, kfake.TLS(server))
-		k := newKafka(t, KafkaConfig{Client: client, Brokers: c.ListenAddrs(), Topic: "matches", TLS: trust})
-		if err := k.Write(context.Background(), matchEvents(1, 5)); err != nil {
-			t.Fatal(err)
-		}
-		plain := newKafka(t, KafkaConfig{Client: client, Brokers: c.ListenAddrs(), Topic: "matches",
-			MaxAttempts: 1, WriteTimeout: time.Second})
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := plain.Write(ctx, matchEvents(2, 5)); err == nil {
-			t.Fatal("Write without TLS to a TLS-only cluster succeeded")
-		}
-	})
+	c := newCluster(t, kfake.TLS(server))
+	conn := kafkaconn.Plaintext(c.ListenAddrs()...)
+	conn.TLS = trust
+	k := newKafka(t, KafkaConfig{Conn: conn, Topic: "matches"})
+	if err := k.Write(context.Background(), matchEvents(1, 5)); err != nil {
+		t.Fatal(err)
+	}
+	plain := newKafka(t, KafkaConfig{Conn: kafkaconn.Plaintext(c.ListenAddrs()...), Topic: "matches",
+		MaxAttempts: 1, WriteTimeout: time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := plain.Write(ctx, matchEvents(2, 5)); err == nil {
+		t.Fatal("Write without TLS to a TLS-only cluster succeeded")
+	}
 }
 
 // TestKafkaWriteOrder checks that a Write of many encoding chunks, encoded on several cores while the
@@ -608,7 +543,7 @@ func TestKafkaTLS(t *testing.T) {
 func TestKafkaWriteOrder(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	c := newCluster(t)
-	k := newKafka(t, KafkaConfig{Brokers: c.ListenAddrs(), Topic: "matches"})
+	k := newKafka(t, KafkaConfig{Conn: kafkaconn.Plaintext(c.ListenAddrs()...), Topic: "matches"})
 	const n = 3*encodeChunk + 17
 	var want []Event
 	for batch := uint64(1); batch <= 2; batch++ {
@@ -650,7 +585,7 @@ func TestKafkaWriteOrder(t *testing.T) {
 // be in flight at once, and that each key's events reach its partition in the order they were sent.
 func TestFranzSend(t *testing.T) {
 	c := newCluster(t)
-	k := newKafka(t, KafkaConfig{Brokers: c.ListenAddrs(), Topic: "matches", DeadTopic: "dead"}).(*Franz)
+	k := newKafka(t, KafkaConfig{Conn: kafkaconn.Plaintext(c.ListenAddrs()...), Topic: "matches", DeadTopic: "dead"}).(*Franz)
 	ctx := context.Background()
 	if err := k.Write(ctx, matchEvents(1, 5)); err != nil { // creates the topic
 		t.Fatal(err)
@@ -731,7 +666,7 @@ func BenchmarkFranzSend(b *testing.B) {
 		for _, window := range []int{1, 2, 3} {
 			b.Run(fmt.Sprintf("delay=%v/window=%d", delay, window), func(b *testing.B) {
 				c := newCluster(b)
-				k := newKafka(b, KafkaConfig{Brokers: c.ListenAddrs(), Topic: "matches"}).(*Franz)
+				k := newKafka(b, KafkaConfig{Conn: kafkaconn.Plaintext(c.ListenAddrs()...), Topic: "matches"}).(*Franz)
 				ctx := context.Background()
 				batch := matchEvents(1, events)
 				if err := k.Write(ctx, batch); err != nil { // creates the topic and connects

@@ -44,10 +44,10 @@ var batchLogConfigs = map[string]string{"retention.ms": "-1", "retention.bytes":
 // openBatchLog makes sure the batch log exists and opens its writer.
 func (s *Service) openBatchLog(ctx context.Context) error {
 	topic := s.cfg.batchesTopic()
-	if err := ingest.EnsureTopic(ctx, s.brokers, nil, topic, 1, batchLogConfigs); err != nil {
+	if err := ingest.EnsureTopic(ctx, s.kafka, topic, 1, batchLogConfigs); err != nil {
 		return fmt.Errorf("output.batches_topic: %w", err)
 	}
-	w, err := ingest.NewCutWriter(s.brokers, nil, topic)
+	w, err := ingest.NewCutWriter(s.kafka, topic)
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func (s *Service) openBatchLog(ctx context.Context) error {
 // at the service's position.
 func (s *Service) readBatchLog(ctx context.Context) ([]loggedCut, error) {
 	topic := s.batchLog.Topic()
-	first, end, err := ingest.Offsets(ctx, s.brokers, nil, topic, 0)
+	first, end, err := ingest.Offsets(ctx, s.kafka, topic, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,7 @@ type embedded struct {
 // retention: kfake applies retention only when asked.
 var retentionEvery = 10 * time.Second
 
-func startEmbedded(cfg Config, extraTopics ...string) (*embedded, error) {
+func startEmbedded(cfg Config, sec BrokerSecurity, extraTopics ...string) (*embedded, error) {
 	host, port, err := net.SplitHostPort(cfg.Embedded.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("embedded.listen %q: %w", cfg.Embedded.Listen, err)
@@ -42,7 +42,7 @@ func startEmbedded(cfg Config, extraTopics ...string) (*embedded, error) {
 		topics = append(topics, cfg.Output.DeadLetterTopic)
 	}
 	topics = append(topics, extraTopics...)
-	c, err := kfake.NewCluster(
+	opts := []kfake.Opt{
 		kfake.NumBrokers(1),
 		kfake.Ports(p),
 		// kfake listens on loopback unless told otherwise; the configured
@@ -54,12 +54,22 @@ func startEmbedded(cfg Config, extraTopics ...string) (*embedded, error) {
 		// An id of its own, which kfake keeps in the data directory from the
 		// first start on, tells this log's broker from another gcsm's on the
 		// same address (gcsm tail checks it); kfake's default is "kfake" for all.
-		kfake.ClusterID("gcsm-"+rand.Text()),
+		kfake.ClusterID("gcsm-" + rand.Text()),
 		kfake.SeedTopics(int32(cfg.Embedded.Partitions), topics...),
 		kfake.AllowAutoTopicCreation(),
 		kfake.DefaultNumPartitions(cfg.Embedded.Partitions),
 		kfake.BrokerConfigs(retentionConfigs(cfg.Embedded)),
-	)
+	}
+	if sec.TLS != nil {
+		opts = append(opts, kfake.TLS(sec.TLS))
+	}
+	if len(sec.Users) > 0 {
+		opts = append(opts, kfake.EnableSASL())
+		for _, u := range sec.Users {
+			opts = append(opts, kfake.Superuser(u.Mechanism, u.User, u.Password))
+		}
+	}
+	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("embedded broker on %s: %w", cfg.Embedded.Listen, err)
 	}

@@ -95,7 +95,7 @@ func TestEmbeddedRetention(t *testing.T) {
 			cfg := testConfig(t, nil)
 			cfg.Brokers = nil
 			cfg.Embedded = EmbeddedConfig{Listen: "127.0.0.1:0", Partitions: 1, Retention: tc.retention, RetentionBytes: tc.bytes}
-			e, err := startEmbedded(cfg)
+			e, err := startEmbedded(cfg, BrokerSecurity{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -71,12 +71,12 @@ var errCheckpointTooNew = errors.New("checkpoint too new for the replay")
 func (s *Service) runCluster(ctx context.Context) error {
 	group, topic, cuts := s.cfg.clusterNames()
 	shards := s.cfg.Cluster.Shards
-	if err := ingest.EnsureTopic(ctx, s.brokers, nil, topic, shards, nil); err != nil {
+	if err := ingest.EnsureTopic(ctx, s.kafka, topic, shards, nil); err != nil {
 		return err
 	}
 	// The cuts are a few dozen bytes a batch, and a member replaying from
 	// an old checkpoint needs every cut since: keep them for ever.
-	if err := ingest.EnsureTopic(ctx, s.brokers, nil, cuts, 1, map[string]string{"retention.ms": "-1", "retention.bytes": "-1"}); err != nil {
+	if err := ingest.EnsureTopic(ctx, s.kafka, cuts, 1, map[string]string{"retention.ms": "-1", "retention.bytes": "-1"}); err != nil {
 		return err
 	}
 	s.member = &member{shards: shards, emitFrom: make([]uint64, shards)}
@@ -85,7 +85,7 @@ func (s *Service) runCluster(ctx context.Context) error {
 		return err
 	}
 	defer sg.Close()
-	cw, err := ingest.NewCutWriter(s.brokers, nil, cuts)
+	cw, err := ingest.NewCutWriter(s.kafka, cuts)
 	if err != nil {
 		return err
 	}
@@ -147,7 +147,7 @@ func (s *Service) serveShards(ctx context.Context, gen *ingest.ShardGeneration, 
 // consumerConfig is the reading and group settings for topic.
 func (s *Service) consumerConfig(topic string) ingest.ConsumerConfig {
 	return ingest.ConsumerConfig{
-		Brokers: s.brokers, Topic: topic, SessionTimeout: s.cfg.Input.SessionTimeout,
+		Conn: s.kafka, Topic: topic, SessionTimeout: s.cfg.Input.SessionTimeout,
 		Logf: func(format string, args ...any) { s.log.Trace().Msgf(format, args...) },
 		Skipped: func(p int, from, to int64) {
 			s.log.Error().Str("topic", topic).Int("partition", p).Int64("from", from).Int64("to", to).
@@ -228,7 +228,7 @@ func (s *Service) restoreBefore(limit uint64) error {
 // every batch it matched acknowledged or, with an error, abandoned.
 func (s *Service) session(ctx context.Context, gen *ingest.ShardGeneration, cw *ingest.CutWriter) error {
 	_, _, cutsTopic := s.cfg.clusterNames()
-	first, _, err := ingest.Offsets(ctx, s.brokers, nil, cutsTopic, 0)
+	first, _, err := ingest.Offsets(ctx, s.kafka, cutsTopic, 0)
 	if err != nil {
 		// The brokers' trouble, which the next session may not have.
 		if ctx.Err() == nil {
@@ -299,12 +299,12 @@ func (s *Service) session(ctx context.Context, gen *ingest.ShardGeneration, cw *
 // batches against another graph than the other members.
 func (s *Service) inputReachesBack(ctx context.Context) error {
 	topic := s.cfg.Input.Topic
-	n, err := ingest.Partitions(ctx, s.brokers, nil, topic)
+	n, err := ingest.Partitions(ctx, s.kafka, topic)
 	if err != nil {
 		return &transientError{err}
 	}
 	for p := range n {
-		first, _, err := ingest.Offsets(ctx, s.brokers, nil, topic, p)
+		first, _, err := ingest.Offsets(ctx, s.kafka, topic, p)
 		if err != nil {
 			return &transientError{err}
 		}
@@ -432,7 +432,7 @@ type cutState struct {
 func (s *Service) prepareCuts(ctx context.Context, in, cuts <-chan ingest.Message, cw *ingest.CutWriter, p *pipeline) {
 	defer close(p.ready)
 	_, _, cutsTopic := s.cfg.clusterNames()
-	_, end, err := ingest.Offsets(ctx, s.brokers, nil, cutsTopic, 0)
+	_, end, err := ingest.Offsets(ctx, s.kafka, cutsTopic, 0)
 	if err != nil {
 		s.log.Warn().Err(err).Msg("member: cuts topic")
 		return

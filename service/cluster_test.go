@@ -15,12 +15,14 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/gcsm/gcsm/output"
 )
 
@@ -214,27 +216,38 @@ func TestMembersEqualOne(t *testing.T) {
 // output is acknowledged for every shard.
 func shardsDone(t testing.TB, brokers []string, cfg Config, records int64) bool {
 	group, topic, cutsTopic := cfg.clusterNames()
-	first, end, err := ingest.Offsets(context.Background(), brokers, nil, cutsTopic, 0)
+	conn := kafkaconn.Plaintext(brokers...)
+	first, end, err := ingest.Offsets(context.Background(), conn, cutsTopic, 0)
 	if err != nil || end == 0 {
 		return false
 	}
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: cutsTopic, Partition: 0, MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 50 * time.Millisecond})
-	defer r.Close()
-	r.SetOffset(first)
+	cl, err := conn.NewClient(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cutsTopic: {0: kgo.NewOffset().At(first)}}),
+		kgo.FetchMaxWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
 	covered := map[int]int64{}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for o := first; o < end; o++ {
-		m, err := r.ReadMessage(ctx)
-		if err != nil {
+	for o := first; o < end; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil || fs.Err() != nil {
 			return false
 		}
-		_, ends, err := ingest.ParseCut(m.Value)
-		if err != nil {
-			t.Fatalf("cut %d: %v", m.Offset, err)
-		}
-		for p, e := range ends {
-			covered[p] = max(covered[p], e)
+		var bad error
+		fs.EachRecord(func(m *kgo.Record) {
+			o = m.Offset + 1
+			_, ends, err := ingest.ParseCut(m.Value)
+			if err != nil && bad == nil {
+				bad = fmt.Errorf("cut %d: %v", m.Offset, err)
+			}
+			for p, e := range ends {
+				covered[p] = max(covered[p], e)
+			}
+		})
+		if bad != nil {
+			t.Fatal(bad)
 		}
 	}
 	var n int64
@@ -248,14 +261,13 @@ func shardsDone(t testing.TB, brokers []string, cfg Config, records int64) bool 
 	for i := range parts {
 		parts[i] = i
 	}
-	c := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second}
-	resp, err := c.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
-	if err != nil || resp.Error != nil {
+	offs, ok := groupOffsets(brokers, group, topic, parts)
+	if !ok {
 		return false
 	}
 	done := 0
-	for _, p := range resp.Topics[topic] {
-		if p.Error == nil && p.CommittedOffset == end+1 {
+	for _, o := range offs {
+		if o == end+1 {
 			done++
 		}
 	}
@@ -477,20 +489,32 @@ func memberReplays(t *testing.T, keep int) {
 
 	c := k / 2
 	group, topic, _ := cfg.clusterNames()
-	commits := make([]kafka.OffsetCommit, cfg.Cluster.Shards)
-	for i := range commits {
-		commits[i] = kafka.OffsetCommit{Partition: i, Offset: int64(c)}
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.Generation = group, -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = topic
+	for i := range cfg.Cluster.Shards {
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch = int32(i), int64(c), -1
+		rt.Partitions = append(rt.Partitions, rp)
 	}
-	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second}
-	resp, err := cl.OffsetCommit(context.Background(), &kafka.OffsetCommitRequest{GroupID: group, GenerationID: -1,
-		Topics: map[string][]kafka.OffsetCommit{topic: commits}})
+	req.Topics = append(req.Topics, rt)
+	// v10 names topics by id alone (see ingest's group).
+	vers := kversion.Stable()
+	vers.SetMaxKeyVersion(int16(kmsg.OffsetCommit), 9)
+	cl, err := kafkaconn.Plaintext(brokers...).NewClient(kgo.MaxVersions(vers))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ps := range resp.Topics {
-		for _, p := range ps {
-			if p.Error != nil {
-				t.Fatalf("rewinding shard %d: %v", p.Partition, p.Error)
+	defer cl.Close()
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range resp.Topics {
+		for _, p := range rt.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				t.Fatalf("rewinding shard %d: %v", p.Partition, err)
 			}
 		}
 	}

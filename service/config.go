@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -19,19 +20,23 @@ import (
 // defaults of DefaultConfig. Flags of cmd/gcsm override single fields.
 type Config struct {
 	// Brokers of the Kafka cluster; empty starts the embedded broker.
-	Brokers  []string       `yaml:"brokers"`
-	Embedded EmbeddedConfig `yaml:"embedded"`
-	Input    InputConfig    `yaml:"input"`
-	Output   OutputConfig   `yaml:"output"`
-	Batch    BatchConfig    `yaml:"batch"`
-	Graph    GraphConfig    `yaml:"graph"`
-	Window   WindowConfig   `yaml:"window"`
-	State    StateConfig    `yaml:"state"`
-	HTTP     HTTPConfig     `yaml:"http"`
-	Engine   EngineConfig   `yaml:"engine"`
-	Log      LogConfig      `yaml:"log"`
-	Cluster  ClusterConfig  `yaml:"cluster"`
-	Queries  []QueryConfig  `yaml:"queries"`
+	Brokers []string `yaml:"brokers"`
+	// TLS and SASL secure every connection to Brokers: the input, the
+	// output, the batch log, the coordination topics and the dead letters.
+	TLS      kafkaconn.TLSConfig  `yaml:"tls"`
+	SASL     kafkaconn.SASLConfig `yaml:"sasl"`
+	Embedded EmbeddedConfig       `yaml:"embedded"`
+	Input    InputConfig          `yaml:"input"`
+	Output   OutputConfig         `yaml:"output"`
+	Batch    BatchConfig          `yaml:"batch"`
+	Graph    GraphConfig          `yaml:"graph"`
+	Window   WindowConfig         `yaml:"window"`
+	State    StateConfig          `yaml:"state"`
+	HTTP     HTTPConfig           `yaml:"http"`
+	Engine   EngineConfig         `yaml:"engine"`
+	Log      LogConfig            `yaml:"log"`
+	Cluster  ClusterConfig        `yaml:"cluster"`
+	Queries  []QueryConfig        `yaml:"queries"`
 }
 
 // ClusterConfig makes the service one member of several that share one
@@ -84,8 +89,9 @@ type OutputConfig struct {
 	// BatchesTopic is the batch log of a service alone (batchlog.go);
 	// "" is output.topic + ".batches".
 	BatchesTopic string `yaml:"batches_topic"`
-	// Client is the Kafka producer library: franz-go (the default) or
-	// kafka-go (output.KafkaConfig.Client).
+	// Client is the Kafka producer library, franz-go: kafka-go was removed
+	// (docs/operations.md says why), and the key stays so that older
+	// configuration files still load.
 	Client string `yaml:"client"`
 	// Compression of the produced batches: none, gzip, snappy, lz4 or zstd.
 	Compression string `yaml:"compression"`
@@ -214,9 +220,11 @@ func (c *Config) Validate() error {
 		bad("output.batches_topic %q must differ from the input, output and dead letter topics", bt)
 	}
 	switch c.Output.Client {
-	case "franz-go", "kafka-go":
+	case "franz-go":
+	case "kafka-go":
+		bad("output.client kafka-go: removed; franz-go is gcsm's one Kafka client (delete the key)")
 	default:
-		bad("output.client %q: want franz-go or kafka-go", c.Output.Client)
+		bad("output.client %q: want franz-go", c.Output.Client)
 	}
 	switch c.Output.Compression {
 	case "none", "gzip", "snappy", "lz4", "zstd":
@@ -263,6 +271,12 @@ func (c *Config) Validate() error {
 	c.validateCluster(bad)
 	if len(c.Brokers) == 0 && c.Embedded.Listen == "" {
 		bad("no brokers and no embedded.listen")
+	}
+	if len(c.Brokers) == 0 && (c.TLS.On() || c.SASL.Mechanism != "") {
+		bad("tls and sasl secure the connections to brokers, and none are set: the embedded broker serves plaintext on loopback (gcsm broker --tls-cert/--sasl serves a secured one)")
+	}
+	if err := c.SASL.Validate(); err != nil {
+		bad("%v", err)
 	}
 	if c.Embedded.Partitions < 1 {
 		bad("embedded.partitions must be at least 1")

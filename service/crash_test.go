@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/segmentio/kafka-go"
+
+	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/internal/kafkaconn"
 )
 
 func newTestLogger(w io.Writer) zerolog.Logger { return zerolog.New(w) }
@@ -161,20 +163,13 @@ func committed(t testing.TB, brokers []string, group string, partitions int) int
 	for i := range parts {
 		parts[i] = i
 	}
-	c := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second}
-	resp, err := c.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{"edges": parts}})
-	if err != nil || resp.Error != nil {
-		return -1
-	}
-	if len(resp.Topics["edges"]) != partitions {
+	offs, ok := groupOffsets(brokers, group, "edges", parts)
+	if !ok || len(offs) != partitions {
 		return -1
 	}
 	var total int64
-	for _, p := range resp.Topics["edges"] {
-		if p.Error != nil || p.CommittedOffset < 0 {
-			return -1
-		}
-		total += p.CommittedOffset
+	for _, o := range offs {
+		total += o
 	}
 	return total
 }
@@ -182,12 +177,7 @@ func committed(t testing.TB, brokers []string, group string, partitions int) int
 // topicEnd is the end offset of partition 0 of topic.
 func topicEnd(t testing.TB, brokers []string, topic string) int64 {
 	t.Helper()
-	conn, err := kafka.DialLeader(context.Background(), "tcp", brokers[0], topic, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	end, err := conn.ReadLastOffset()
+	_, end, err := ingest.Offsets(context.Background(), kafkaconn.Plaintext(brokers...), topic, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,8 +70,8 @@
 //	batch_seconds{stage}          time per batch in decode, apply, estimate, upload, match, reorganize,
 //	                              output and commit (estimate and upload are the GPU cache's)
 //	output_step_seconds{step}     the output stage per batch: build (the events), log (the wait for the
-//	                              batch log's record), send (encode and hand to the producer; the whole
-//	                              delivery with kafka-go) and acknowledge
+//	                              batch log's record), send (encode and hand to the producer) and
+//	                              acknowledge
 //	batch_wait_seconds{queue}     time a batch waited for its next stage: graph (decoded, for apply and
 //	                              match) or output (matched, for delivery); long graph waits mean the
 //	                              graph stages are the bottleneck, long output waits the output

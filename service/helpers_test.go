@@ -19,14 +19,17 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gcsm/gcsm/bench"
 	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/gcsm/gcsm/output"
 	"github.com/gcsm/gcsm/query"
 )
@@ -213,24 +216,27 @@ func produce(t testing.TB, brokers []string, topic string, vals [][]byte) {
 // their partitions by hash, unless keys is empty.
 func produceKeyed(t testing.TB, brokers []string, topic string, vals, keys [][]byte) {
 	t.Helper()
-	var bal kafka.Balancer = &kafka.RoundRobin{}
+	part := kgo.RoundRobinPartitioner()
 	if len(keys) > 0 {
-		bal = &kafka.Hash{}
+		part = kgo.StickyKeyPartitioner(nil)
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, RequiredAcks: kafka.RequireAll,
-		BatchTimeout: time.Millisecond, BatchSize: 1000, Balancer: bal}
-	defer w.Close()
-	msgs := make([]kafka.Message, len(vals))
+	cl, err := kafkaconn.Plaintext(brokers...).NewClient(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(part),
+		kgo.ProducerLinger(time.Millisecond), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	recs := make([]*kgo.Record, len(vals))
 	for i, v := range vals {
-		msgs[i] = kafka.Message{Value: v}
+		recs[i] = &kgo.Record{Value: v}
 		if len(keys) > 0 {
-			msgs[i].Key = keys[i]
+			recs[i].Key = keys[i]
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for lo := 0; lo < len(msgs); lo += 1000 {
-		if err := w.WriteMessages(ctx, msgs[lo:min(lo+1000, len(msgs))]...); err != nil {
+	for lo := 0; lo < len(recs); lo += 1000 {
+		if err := cl.ProduceSync(ctx, recs[lo:min(lo+1000, len(recs))]...).FirstErr(); err != nil {
 			t.Fatalf("produce: %v", err)
 		}
 	}
@@ -255,7 +261,7 @@ type outEvent struct {
 type consumer struct {
 	mu     sync.Mutex
 	events []outEvent
-	raw    []kafka.Message
+	raw    []*kgo.Record
 	err    error
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -264,33 +270,37 @@ type consumer struct {
 func consume(t testing.TB, brokers []string, topic string, decode bool) *consumer {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &consumer{cancel: cancel, done: make(chan struct{})}
-	// Fetches of 1 MiB, Kafka's default per partition: with 16 MiB, a
-	// reader under -race stalled for good after its first fetch of a topic
-	// that already held 14k events on three kfake brokers.
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: 0, MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 50 * time.Millisecond})
+	cl, err := kafkaconn.Plaintext(brokers...).NewClient(
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
+		kgo.FetchMaxWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() {
 		defer close(c.done)
-		defer r.Close()
+		defer cl.Close()
 		for {
-			m, err := r.ReadMessage(ctx)
-			if err != nil {
-				if ctx.Err() == nil {
-					c.mu.Lock()
-					c.err = err
-					c.mu.Unlock()
-				}
+			fs := cl.PollFetches(ctx)
+			if ctx.Err() != nil {
 				return
 			}
 			c.mu.Lock()
-			c.raw = append(c.raw, m)
-			if decode {
-				var ev outEvent
-				if err := json.Unmarshal(m.Value, &ev); err != nil {
-					c.err = fmt.Errorf("offset %d: %v: %s", m.Offset, err, m.Value)
+			fs.EachError(func(_ string, _ int32, err error) {
+				if c.err == nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
+					c.err = err
 				}
-				ev.msgKey = string(m.Key)
-				c.events = append(c.events, ev)
-			}
+			})
+			fs.EachRecord(func(m *kgo.Record) {
+				c.raw = append(c.raw, m)
+				if decode {
+					var ev outEvent
+					if err := json.Unmarshal(m.Value, &ev); err != nil {
+						c.err = fmt.Errorf("offset %d: %v: %s", m.Offset, err, m.Value)
+					}
+					ev.msgKey = string(m.Key)
+					c.events = append(c.events, ev)
+				}
+			})
 			c.mu.Unlock()
 		}
 	}()
@@ -304,7 +314,7 @@ func (c *consumer) count() int {
 	return len(c.raw)
 }
 
-func (c *consumer) snapshot(t testing.TB) ([]outEvent, []kafka.Message) {
+func (c *consumer) snapshot(t testing.TB) ([]outEvent, []*kgo.Record) {
 	t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -444,4 +454,38 @@ func checkNet(t testing.TB, events []outEvent, want map[string]bool) {
 	if missing+extra > 0 {
 		t.Fatalf("%d matches missing, %d left over, of %d in the final graph (%d events)", missing, extra, len(want), len(events))
 	}
+}
+
+// groupOffsets are group's committed offsets of topic's partitions; ok is
+// false when they cannot be read or one has none.
+func groupOffsets(brokers []string, group, topic string, parts []int) (map[int]int64, bool) {
+	cl, err := kafkaconn.Plaintext(brokers...).NewClient()
+	if err != nil {
+		return nil, false
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = group
+	rt := kmsg.NewOffsetFetchRequestTopic()
+	rt.Topic = topic
+	for _, p := range parts {
+		rt.Partitions = append(rt.Partitions, int32(p))
+	}
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || resp.ErrorCode != 0 {
+		return nil, false
+	}
+	out := map[int]int64{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 || p.Offset < 0 {
+				return nil, false
+			}
+			out[int(p.Partition)] = p.Offset
+		}
+	}
+	return out, true
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/gcsm/gcsm/output"
 )
 
@@ -30,7 +31,7 @@ type gatedSink struct {
 
 func newGatedSink(t testing.TB, brokers []string, cfg Config) *gatedSink {
 	t.Helper()
-	k, err := output.NewKafka(output.KafkaConfig{Brokers: brokers, Topic: cfg.Output.Topic, DeadTopic: cfg.Output.DeadLetterTopic})
+	k, err := output.NewKafka(output.KafkaConfig{Conn: kafkaconn.Plaintext(brokers...), Topic: cfg.Output.Topic, DeadTopic: cfg.Output.DeadLetterTopic})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/ingest"
 	"github.com/gcsm/gcsm/internal/hostmem"
+	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/gcsm/gcsm/internal/statedir"
 	"github.com/gcsm/gcsm/output"
 	"github.com/gcsm/gcsm/query"
@@ -77,8 +79,8 @@ type Service struct {
 	alloc   hostmem.Allocator
 	sem     query.Semantics
 	dir     *statedir.Dir
-	brokers []string
-	broker  *embedded // nil with external brokers
+	kafka   kafkaconn.Conn // the configured brokers, or the embedded one's
+	broker  *embedded      // nil with external brokers
 	sink    output.Sink
 	onBatch func(BatchInfo)
 	hold    <-chan struct{}
@@ -198,16 +200,18 @@ func New(opts Options) (*Service, error) {
 			s.close()
 		}
 	}()
-	s.brokers = cfg.Brokers
-	if len(s.brokers) == 0 {
-		if s.broker, err = startEmbedded(cfg); err != nil {
+	if s.kafka, err = kafkaconn.Build(cfg.Brokers, cfg.TLS, cfg.SASL, os.Getenv); err != nil {
+		return nil, err
+	}
+	if len(cfg.Brokers) == 0 {
+		if s.broker, err = startEmbedded(cfg, BrokerSecurity{}); err != nil {
 			return nil, err
 		}
-		s.brokers = s.broker.addrs
-		s.log.Info().Strs("brokers", s.brokers).Str("data", s.broker.dir).Msg("embedded Kafka broker started")
+		s.kafka = kafkaconn.Plaintext(s.broker.addrs...)
+		s.log.Info().Strs("brokers", s.broker.addrs).Str("data", s.broker.dir).Msg("embedded Kafka broker started")
 	}
 	if s.sink == nil {
-		k, err := output.NewKafka(output.KafkaConfig{Client: cfg.Output.Client, Brokers: s.brokers, Topic: cfg.Output.Topic,
+		k, err := output.NewKafka(output.KafkaConfig{Conn: s.kafka, Topic: cfg.Output.Topic,
 			DeadTopic: cfg.Output.DeadLetterTopic, Compression: cfg.Output.Compression})
 		if err != nil {
 			return nil, err
@@ -242,7 +246,7 @@ func (s *Service) Progress() Progress {
 
 // Brokers are the Kafka brokers the service uses: the configured ones or
 // the embedded broker's address.
-func (s *Service) Brokers() []string { return s.brokers }
+func (s *Service) Brokers() []string { return s.kafka.Brokers }
 
 // Registry is where the service's metrics are registered.
 func (s *Service) Registry() *prometheus.Registry { return s.reg }
@@ -268,6 +272,12 @@ func (s *Service) Run(ctx context.Context) error {
 			srv.Shutdown(sctx)
 		}()
 	}
+	// A wrong password or an untrusted certificate fails here, within
+	// kafkaconn.CheckTimeout and in one line, not as a topic that cannot be
+	// created or records that time out.
+	if err := s.kafka.Check(ctx); err != nil {
+		return err
+	}
 	if err := s.registerConfigured(ctx); err != nil {
 		return err
 	}
@@ -278,7 +288,7 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	cons, err := ingest.NewConsumer(ingest.ConsumerConfig{
-		Brokers: s.brokers, Topic: s.cfg.Input.Topic, Group: s.cfg.Input.Group,
+		Conn: s.kafka, Topic: s.cfg.Input.Topic, Group: s.cfg.Input.Group,
 		SessionTimeout: s.cfg.Input.SessionTimeout,
 		Logf: func(format string, args ...any) {
 			s.log.Trace().Msgf(format, args...)

@@ -31,6 +31,7 @@ import (
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/gcsm/gcsm/output"
 	"github.com/gcsm/gcsm/query"
 	"github.com/gcsm/gcsm/service"
@@ -139,7 +140,8 @@ type benchServiceFlags struct {
 	warmup            time.Duration // a soak's warm-up; 0: a minute, or a quarter of a shorter soak
 	brokers           string
 	brokerDir         string // --broker-dir: the data directory of --brokers' broker, for a soak's disk figure
-	client            string // output.client
+	secure            bool   // --secure: TLS and SCRAM on every connection
+	config            string // --config: tls and sasl for --brokers
 	compression       string // output.compression
 	seed              uint64
 	head              float64 // the stream's Zipf offset, from the mix
@@ -170,7 +172,8 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&f.window, "window", 24*time.Hour, "a soak's event-time window (window.size), which bounds its graph: the stream's transfers are 200 ms of event time apart on average, so 24h holds about 430,000")
 	fs.StringVar(&f.brokers, "brokers", "", "comma-separated Kafka `brokers` (a gcsm broker in another process, say); empty starts the embedded broker in this process")
 	fs.StringVar(&f.brokerDir, "broker-dir", "", "with --brokers and --duration, the `directory` that broker keeps its log in (gcsm broker's --data), whose size the soak samples; the embedded broker's is sampled anyway")
-	fs.StringVar(&f.client, "output-client", "franz-go", "Kafka client that produces the alerts: franz-go or kafka-go")
+	fs.BoolVar(&f.secure, "secure", false, "TLS and SCRAM-SHA-512 on every connection: the embedded broker serves them with a fresh self-signed certificate; with --brokers, --config says how")
+	fs.StringVar(&f.config, "config", "", "with --brokers, gcsm run's YAML `file` whose tls and sasl sections reach them")
 	fs.StringVar(&f.compression, "compression", "none", "compression of the produced alerts: none, gzip, snappy, lz4 or zstd")
 	fs.Uint64Var(&f.seed, "seed", 1, "stream seed")
 	fs.BoolVar(&f.jsonOut, "json", false, "write only the JSON summary to stdout; the table goes to stderr")
@@ -190,7 +193,6 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 	}
 	err := badFlags(
 		choice("mix", f.mix, "alert-sparse", "alert-heavy", "rings-where", "five"),
-		choice("output-client", f.client, "franz-go", "kafka-go"),
 		choice("compression", f.compression, "none", "gzip", "snappy", "lz4", "zstd"),
 		intIn("updates", int64(f.updates), 0, math.MaxInt32),
 		intIn("accounts", int64(f.accounts), 0, math.MaxInt32),
@@ -203,6 +205,7 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 		intIn("members", int64(f.members), 0, 64),
 		membersFlag(f.members, f.rate, f.duration),
 		brokerDirFlag(f.brokerDir, f.brokers, f.duration),
+		configFlag(f.config, f.brokers),
 	)
 	if err != nil {
 		return err
@@ -286,6 +289,61 @@ func durationFlag(d time.Duration, rate int) error {
 
 // brokerDirFlag allows --broker-dir only where a soak samples another
 // process's broker.
+// benchBroker points cfg at the bench's brokers, secured as f says: the
+// embedded broker started in this process unless --brokers names others,
+// with TLS and SCRAM under --secure (its files under dir), or the tls and
+// sasl sections of --config. It returns the connection, the broker's data
+// directory (where known, for a soak's disk figure), and what stops it.
+func benchBroker(f *benchServiceFlags, cfg *service.Config, dir string) (kafkaconn.Conn, string, func(), error) {
+	closeBroker, brokerDir := func() {}, f.brokerDir
+	if f.brokers == "" {
+		bcfg := *cfg
+		bcfg.Embedded.Listen = "127.0.0.1:0"
+		bcfg.Embedded.Partitions = f.partitions
+		bcfg.State.Dir = filepath.Join(dir, "broker")
+		var sec service.BrokerSecurity
+		if f.secure {
+			local, err := newSecureLocal(dir)
+			if err != nil {
+				return kafkaconn.Conn{}, "", nil, err
+			}
+			sec, cfg.TLS, cfg.SASL = local.brokerSecurity(), local.tls, local.sasl
+		}
+		b, err := service.StartBroker(bcfg, sec)
+		if err != nil {
+			return kafkaconn.Conn{}, "", nil, err
+		}
+		closeBroker = b.Close
+		cfg.Brokers, brokerDir = b.Addrs(), b.Dir()
+	} else {
+		cfg.Brokers = splitBrokers(f.brokers)
+		if f.config != "" {
+			file, err := service.LoadConfig(f.config)
+			if err != nil {
+				return kafkaconn.Conn{}, "", nil, err
+			}
+			cfg.TLS, cfg.SASL = file.TLS, file.SASL
+		}
+	}
+	conn, err := kafkaconn.Build(cfg.Brokers, cfg.TLS, cfg.SASL, os.Getenv)
+	if err == nil {
+		err = conn.Check(context.Background())
+	}
+	if err != nil {
+		closeBroker()
+		return kafkaconn.Conn{}, "", nil, err
+	}
+	return conn, brokerDir, closeBroker, nil
+}
+
+// configFlag checks that --config comes with the --brokers it secures.
+func configFlag(config, brokers string) error {
+	if config != "" && brokers == "" {
+		return fmt.Errorf("--config %s secures --brokers; without them, --secure secures the embedded broker", config)
+	}
+	return nil
+}
+
 func brokerDirFlag(dir, brokers string, d time.Duration) error {
 	switch {
 	case dir == "":
@@ -366,17 +424,17 @@ func serviceQueries(specs []string) ([]service.QueryConfig, error) {
 
 // serviceResult is gcsm bench service's summary, its last line of stdout.
 type serviceResult struct {
-	Mix          string   `json:"mix"`
-	Mode         string   `json:"mode"` // backlog: the stream waits in the topic; rate: produced while the service runs
-	Broker       string   `json:"broker"`
-	OutputClient string   `json:"output_client"`
-	Compression  string   `json:"compression"`
-	Device       string   `json:"device"`
-	Updates      int      `json:"updates"`
-	Accounts     int      `json:"accounts"`
-	Batch        int      `json:"batch"`
-	Rate         int      `json:"rate,omitempty"`
-	Queries      []string `json:"queries"`
+	Mix         string   `json:"mix"`
+	Mode        string   `json:"mode"` // backlog: the stream waits in the topic; rate: produced while the service runs
+	Broker      string   `json:"broker"`
+	Security    string   `json:"security"` // plaintext, or TLS with the SASL mechanism
+	Compression string   `json:"compression"`
+	Device      string   `json:"device"`
+	Updates     int      `json:"updates"`
+	Accounts    int      `json:"accounts"`
+	Batch       int      `json:"batch"`
+	Rate        int      `json:"rate,omitempty"`
+	Queries     []string `json:"queries"`
 	// Transfers says that the stream's events carried ids and amounts, so
 	// that queries bound transfers, not pairs.
 	Transfers  bool    `json:"transfers,omitempty"`
@@ -495,7 +553,7 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 	}
 	defer os.RemoveAll(state)
 	res := &serviceResult{Mix: mix, Mode: "backlog", Updates: f.updates, Accounts: f.accounts, Batch: f.batch, Rate: f.rate,
-		OutputClient: f.client, Compression: f.compression, Transfers: f.transfers}
+		Security: "plaintext", Compression: f.compression, Transfers: f.transfers}
 	if f.rate > 0 {
 		res.Mode = "rate"
 	}
@@ -522,25 +580,26 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 	if f.duration > 0 {
 		cfg.Window.Size = f.window
 	}
-	cfg.Output.Client, cfg.Output.Compression = f.client, f.compression
+	cfg.Output.Compression = f.compression
 
-	var brokerDir string
-	if f.brokers == "" {
-		bcfg := cfg
-		bcfg.Embedded.Listen = "127.0.0.1:0"
-		bcfg.Embedded.Partitions = f.partitions
-		b, err := service.StartBroker(bcfg)
-		if err != nil {
-			return nil, err
-		}
-		defer b.Close()
-		cfg.Brokers, brokerDir = b.Addrs(), b.Dir()
-		res.Broker = "in-process"
-	} else {
-		cfg.Brokers, brokerDir = strings.Split(f.brokers, ","), f.brokerDir
+	conn, brokerDir, closeBroker, err := benchBroker(f, &cfg, state)
+	if err != nil {
+		return nil, err
+	}
+	defer closeBroker()
+	res.Broker = "in-process"
+	if f.brokers != "" {
 		res.Broker = f.brokers
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.DefaultProduceTopic(cfg.Input.Topic),
+	if conn.TLS != nil {
+		res.Security = "TLS"
+		if conn.SASL != nil {
+			res.Security += "+" + conn.SASL.Name()
+		}
+	} else if conn.SASL != nil {
+		res.Security = conn.SASL.Name()
+	}
+	cl, err := conn.NewClient(kgo.DefaultProduceTopic(cfg.Input.Topic),
 		kgo.ProducerLinger(time.Millisecond), kgo.MaxBufferedRecords(1<<20))
 	if err != nil {
 		return nil, err
@@ -566,11 +625,11 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 	if f.duration > 0 {
 		size = fmt.Sprintf("%d updates/s for %v", f.rate, f.duration)
 	}
-	fmt.Fprintf(human, "gcsm bench service: %s, %s among %d accounts, batches of %d, broker %s, device %s, output %s (compression %s)\n",
-		res.Mix, size, f.accounts, f.batch, res.Broker, res.Device, f.client, f.compression)
+	fmt.Fprintf(human, "gcsm bench service: %s, %s among %d accounts, batches of %d, broker %s (%s), device %s, compression %s\n",
+		res.Mix, size, f.accounts, f.batch, res.Broker, res.Security, res.Device, f.compression)
 
 	arr := newArrivals(f.partitions, f.rate, f.duration > 0)
-	sink, err := output.NewKafka(output.KafkaConfig{Client: cfg.Output.Client, Brokers: cfg.Brokers, Topic: cfg.Output.Topic,
+	sink, err := output.NewKafka(output.KafkaConfig{Conn: conn, Topic: cfg.Output.Topic,
 		DeadTopic: cfg.Output.DeadLetterTopic, Compression: cfg.Output.Compression})
 	if err != nil {
 		return nil, err
@@ -603,7 +662,7 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 		}
 		res.LoadPerSec = float64(len(stream)) / time.Since(t0).Seconds()
 		fmt.Fprintf(human, "loaded the stream into %s in %.2fs (%.0f updates/s)\n", cfg.Input.Topic, time.Since(t0).Seconds(), res.LoadPerSec)
-		if res.ReadPerSec, err = readAll(ctx, cfg.Brokers, cfg.Input.Topic, int64(len(stream))); err != nil {
+		if res.ReadPerSec, err = readAll(ctx, conn, cfg.Input.Topic, int64(len(stream))); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(human, "a bare consumer reads it back at %.0f updates/s\n", res.ReadPerSec)
@@ -662,7 +721,7 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 		res.Soak = soak.result(f.duration, f.warmup)
 	}
 	if res.Mode == "backlog" && res.Events > 0 {
-		c := eventCeiling{brokers: cfg.Brokers, from: cfg.Output.Topic, to: "bench-" + run + "-ceiling",
+		c := eventCeiling{conn: conn, from: cfg.Output.Topic, to: "bench-" + run + "-ceiling",
 			partitions: f.partitions, compression: f.compression, have: res.Events, n: max(res.Events, minCeilingRecords)}
 		// The service's context is done by now.
 		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -698,8 +757,8 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 // done to them, and returns the records per second: what the broker and
 // the client can do at most, which the service's rate is to be seen
 // against.
-func readAll(ctx context.Context, brokers []string, topic string, n int64) (float64, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+func readAll(ctx context.Context, conn kafkaconn.Conn, topic string, n int64) (float64, error) {
+	cl, err := conn.NewClient(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		return 0, err
 	}
@@ -723,7 +782,7 @@ func readAll(ctx context.Context, brokers []string, topic string, n int64) (floa
 // replicas, idempotent, the same compression, batch bytes and
 // partitioner), as fast as it can.
 type eventCeiling struct {
-	brokers     []string
+	conn        kafkaconn.Conn
 	from, to    string
 	partitions  int
 	compression string
@@ -742,11 +801,11 @@ const ceilingSample = 1 << 16
 // measure returns records per second and the records' mean size, key and
 // value, in bytes.
 func (c *eventCeiling) measure(ctx context.Context) (float64, float64, error) {
-	sample, size, err := sampleAlerts(ctx, c.brokers, c.from, c.have)
+	sample, size, err := sampleAlerts(ctx, c.conn, c.from, c.have)
 	if err != nil {
 		return 0, 0, err
 	}
-	pr, err := newCopier(ctx, c.brokers, c.to, c.partitions, c.compression)
+	pr, err := newCopier(ctx, c.conn, c.to, c.partitions, c.compression)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -761,8 +820,8 @@ func (c *eventCeiling) measure(ctx context.Context) (float64, float64, error) {
 // sampleAlerts reads the first of topic's have alerts, up to
 // ceilingSample, and returns them with their mean size, key and value, in
 // bytes.
-func sampleAlerts(ctx context.Context, brokers []string, topic string, have int64) ([]*kgo.Record, float64, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+func sampleAlerts(ctx context.Context, conn kafkaconn.Conn, topic string, have int64) ([]*kgo.Record, float64, error) {
+	cl, err := conn.NewClient(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -785,8 +844,8 @@ func sampleAlerts(ctx context.Context, brokers []string, topic string, have int6
 // newCopier is a bare client that produces to topic, which it creates,
 // with the service's producer settings (acks from all in-sync replicas,
 // idempotent, the same compression, batch bytes and partitioner).
-func newCopier(ctx context.Context, brokers []string, topic string, partitions int, compression string) (*kgo.Client, error) {
-	opts, err := output.FranzOptions(output.KafkaConfig{Brokers: brokers, Topic: topic, Compression: compression})
+func newCopier(ctx context.Context, conn kafkaconn.Conn, topic string, partitions int, compression string) (*kgo.Client, error) {
+	opts, err := output.FranzOptions(output.KafkaConfig{Conn: conn, Topic: topic, Compression: compression})
 	if err != nil {
 		return nil, err
 	}

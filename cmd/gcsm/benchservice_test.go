@@ -87,25 +87,26 @@ func TestBenchServiceMixes(t *testing.T) {
 	if sparse.LoadPerSec <= 0 || sparse.ReadPerSec <= 0 || sparse.EventCeiling <= 0 {
 		t.Errorf("broker ceiling: produce %v, read %v updates/s, produce %v events/s", sparse.LoadPerSec, sparse.ReadPerSec, sparse.EventCeiling)
 	}
-	if sparse.OutputClient != "franz-go" || sparse.Compression != "none" {
-		t.Errorf("default output %s, compression %s; want franz-go, none", sparse.OutputClient, sparse.Compression)
+	if sparse.Security != "plaintext" || sparse.Compression != "none" {
+		t.Errorf("default security %s, compression %s; want plaintext, none", sparse.Security, sparse.Compression)
 	}
 	if sparse.Events == 0 || sparse.EventsPerUpdate >= 0.01 {
 		t.Errorf("alert-sparse: %d events, %.4f per update; want some, under 0.01 per update", sparse.Events, sparse.EventsPerUpdate)
 	}
 	// Without --json the table comes first on stdout and the summary is
 	// its last line.
-	// Three partitions, which the senders' keys fill unevenly; the other output client, compressing.
+	// Three partitions, which the senders' keys fill unevenly; every connection over TLS and SCRAM,
+	// compressing.
 	out := gcsmOK(t, "bench", "service", "--device", "cpu", "--mix", "alert-heavy", "--updates", "20000", "--accounts", "300", "--batch", "2048", "--partitions", "3",
-		"--output-client", "kafka-go", "--compression", "lz4")
+		"--secure", "--compression", "lz4")
 	if !strings.Contains(out, "service / engine") || !strings.Contains(out, "query  appeared") {
 		t.Errorf("no table on stdout:\n%s", out)
 	}
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	heavy := lastJSON[serviceResult](t, lines[len(lines)-1]+"\n")
 	checkAgainstEngine(t, heavy, 20000)
-	if heavy.OutputClient != "kafka-go" || heavy.Compression != "lz4" {
-		t.Errorf("output %s, compression %s; want kafka-go, lz4", heavy.OutputClient, heavy.Compression)
+	if heavy.Security != "TLS+SCRAM-SHA-512" || heavy.Compression != "lz4" {
+		t.Errorf("security %s, compression %s; want TLS+SCRAM-SHA-512, lz4", heavy.Security, heavy.Compression)
 	}
 	// The broker's ceiling for events: as many records as alerts, copies of them, which are JSON objects
 	// of a few hundred bytes with their keys.
@@ -185,7 +186,7 @@ func TestBenchServiceFlags(t *testing.T) {
 		{[]string{"--rate", "10", "--duration", "5m", "--warmup", "4m30s"}, "--warmup 4m30s leaves less than the 1m0s window to compare in a soak of 5m0s"},
 		{[]string{"--brokers", "127.0.0.1:1", "--rate", "10", "--duration", "1s", "--broker-dir", "no-such-dir"}, "--broker-dir no-such-dir: not a directory"},
 		{[]string{"--batch", "0"}, "--batch 0: want 1"},
-		{[]string{"--output-client", "sarama"}, `--output-client "sarama": want franz-go or kafka-go`},
+		{[]string{"--config", "gcsm.yaml"}, "--config gcsm.yaml secures --brokers"},
 		{[]string{"--compression", "brotli"}, `--compression "brotli": want none, gzip, snappy, lz4 or zstd`},
 		{[]string{"-q", "(a)-[:X]->("}, `-q "(a)-[:X]->("`},
 	} {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/gcsm/gcsm/service"
 )
 
@@ -27,6 +30,8 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 func serveBroker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var (
 		listen, data, topics string
+		tlsCert, tlsKey      string
+		users                saslUsers
 		partitions           int
 	)
 	cfg := service.DefaultConfig()
@@ -36,12 +41,26 @@ func serveBroker(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.IntVar(&partitions, "partitions", 1, "partitions of each topic it creates")
 	fs.StringVar(&topics, "topics", "", "comma-separated topics to create besides gcsm's own (edges, matches, edges.dlq); others are created on first use")
 	fs.DurationVar(&cfg.Embedded.Retention, "retention", cfg.Embedded.Retention, "drop records older than this (embedded.retention); 0 keeps them")
+	fs.StringVar(&tlsCert, "tls-cert", "", "serve TLS only, with this PEM certificate `file` (with --tls-key)")
+	fs.StringVar(&tlsKey, "tls-key", "", "the PEM private key `file` of --tls-cert")
+	fs.Var(&users, "sasl", "require SASL, accepting `MECHANISM:USER:PASSWORD` (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; repeatable). For trying a secured setup: the password shows in the process list")
 	fs.Var(&cfg.Embedded.RetentionBytes, "retention-bytes", "cap each partition's log at this `size`, dropping the oldest records (embedded.retention_bytes; KiB, MiB, GiB allowed); 0: no cap (default 1GiB)")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if err := badFlags(intIn("partitions", int64(partitions), 1, 1<<20)); err != nil {
 		return err
+	}
+	sec := service.BrokerSecurity{Users: users}
+	if (tlsCert == "") != (tlsKey == "") {
+		return badFlags(errors.New("--tls-cert and --tls-key go together"))
+	}
+	if tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(tlsCert, tlsKey)
+		if err != nil {
+			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		sec.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	if data == "" {
 		dir, err := os.MkdirTemp("", "gcsm-broker-")
@@ -63,14 +82,52 @@ func serveBroker(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	b, err := service.StartBroker(cfg, extra...)
+	b, err := service.StartBroker(cfg, sec, extra...)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
 	fmt.Fprintln(stdout, strings.Join(b.Addrs(), ","))
-	fmt.Fprintf(stderr, "gcsm broker: serving on %s, log in %s; SIGINT or SIGTERM stops it\n", strings.Join(b.Addrs(), ","), b.Dir())
+	security := "plaintext"
+	if sec.TLS != nil {
+		security = "TLS"
+	}
+	if len(users) > 0 {
+		security += fmt.Sprintf(", SASL for %d users", len(users))
+	}
+	fmt.Fprintf(stderr, "gcsm broker: serving on %s (%s), log in %s; SIGINT or SIGTERM stops it\n", strings.Join(b.Addrs(), ","), security, b.Dir())
 	<-ctx.Done()
 	fmt.Fprintln(stderr, "gcsm broker: stopped")
+	return nil
+}
+
+// saslUsers are the logins of gcsm broker's --sasl flags.
+type saslUsers []service.BrokerUser
+
+func (u *saslUsers) String() string {
+	names := make([]string, len(*u))
+	for i, x := range *u {
+		names[i] = x.Mechanism + ":" + x.User // never the password
+	}
+	return strings.Join(names, ",")
+}
+
+// Set parses MECHANISM:USER:PASSWORD. The password is everything after the
+// second colon, so it may hold colons itself; a user may not.
+func (u *saslUsers) Set(v string) error {
+	mech, rest, ok1 := strings.Cut(v, ":")
+	user, pass, ok2 := strings.Cut(rest, ":")
+	if !ok1 || !ok2 {
+		return errors.New("want MECHANISM:USER:PASSWORD")
+	}
+	switch mech {
+	case kafkaconn.Plain, kafkaconn.ScramSHA256, kafkaconn.ScramSHA512:
+	default:
+		return fmt.Errorf("mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", mech)
+	}
+	if user == "" || pass == "" {
+		return errors.New("the user and the password must not be empty")
+	}
+	*u = append(*u, service.BrokerUser{Mechanism: mech, User: user, Password: pass})
 	return nil
 }

@@ -16,10 +16,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/gcsm/gcsm/bench"
 	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/gcsm/gcsm/service"
 )
 
@@ -229,15 +230,17 @@ func (d *demo) read() int64 {
 // produce writes the transfers as JSON events, with demoBad spread among
 // them, in chunks so that alerts show while the stream still flows.
 func (d *demo) produce(ctx context.Context, brokers []string, topic string, evs []bench.TransferEvent, rate int) (int, error) {
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, RequiredAcks: kafka.RequireAll,
-		BatchTimeout: time.Millisecond, BatchSize: 1000}
-	defer w.Close()
-	var msgs []kafka.Message
+	cl, err := kafkaconn.Plaintext(brokers...).NewClient(kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(time.Millisecond))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	var msgs []*kgo.Record
 	for i, ev := range evs {
 		v := ingest.AppendEvent(nil, ev.Record())
-		msgs = append(msgs, kafka.Message{Value: v})
+		msgs = append(msgs, &kgo.Record{Value: v})
 		if k := (i + 1) * len(demoBad) / len(evs); k > 0 && (i+1)*len(demoBad)%len(evs) < len(demoBad) {
-			msgs = append(msgs, kafka.Message{Value: []byte(demoBad[k-1])})
+			msgs = append(msgs, &kgo.Record{Value: []byte(demoBad[k-1])})
 		}
 	}
 	// Chunks of a fiftieth of a second at the rate keep the pace smooth.
@@ -252,7 +255,7 @@ func (d *demo) produce(ctx context.Context, brokers []string, topic string, evs 
 			due := start.Add(time.Duration(float64(lo) / float64(rate) * float64(time.Second)))
 			time.Sleep(time.Until(due))
 		}
-		if err := w.WriteMessages(ctx, msgs[lo:hi]...); err != nil {
+		if err := cl.ProduceSync(ctx, msgs[lo:hi]...).FirstErr(); err != nil {
 			return lo, fmt.Errorf("produce: %w", err)
 		}
 		now := time.Now()
@@ -282,13 +285,7 @@ type demoEvent struct {
 
 // watch reads the output topic from its start and prints alerts.
 func (d *demo) watch(ctx context.Context, brokers []string, topic string) error {
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: 0, MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 50 * time.Millisecond})
-	defer r.Close()
-	for {
-		m, err := r.ReadMessage(ctx)
-		if err != nil {
-			return err
-		}
+	return consumePartition(ctx, kafkaconn.Plaintext(brokers...), topic, 0, func(m *kgo.Record) error {
 		var ev demoEvent
 		if err := json.Unmarshal(m.Value, &ev); err != nil {
 			return fmt.Errorf("output offset %d: %w", m.Offset, err)
@@ -322,7 +319,8 @@ func (d *demo) watch(ctx context.Context, brokers []string, topic string) error 
 			}
 		}
 		d.mu.Unlock()
-	}
+		return nil
+	})
 }
 
 func (d *demo) latencies() []time.Duration {

@@ -16,10 +16,11 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/gcsm/gcsm/bench"
+	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/gcsm/gcsm/service"
 )
 
@@ -131,30 +132,24 @@ type memberEvent struct {
 
 // readEvents reads topic's partition 0 to its end.
 func readEvents(ctx context.Context, brokers []string, topic string) ([]memberEvent, error) {
-	conn, err := kafka.DialLeader(ctx, "tcp", brokers[0], topic, 0)
-	if err != nil {
+	conn := kafkaconn.Plaintext(brokers...)
+	first, end, err := ingest.Offsets(ctx, conn, topic, 0)
+	if err != nil || first == end {
 		return nil, err
 	}
-	end, err := conn.ReadLastOffset()
-	conn.Close()
-	if err != nil {
-		return nil, err
-	}
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: 0, MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 50 * time.Millisecond})
-	defer r.Close()
 	var out []memberEvent
-	for int64(len(out)) < end {
-		m, err := r.ReadMessage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("topic %q offset %d: %w", topic, len(out), err)
-		}
+	err = consumePartition(ctx, conn, topic, 0, func(m *kgo.Record) error {
 		var ev memberEvent
 		if err := json.Unmarshal(m.Value, &ev); err != nil {
-			return nil, fmt.Errorf("topic %q offset %d: %w", topic, m.Offset, err)
+			return fmt.Errorf("topic %q offset %d: %w", topic, m.Offset, err)
 		}
 		out = append(out, ev)
-	}
-	return out, nil
+		if m.Offset+1 >= end {
+			return errStop
+		}
+		return nil
+	})
+	return out, err
 }
 
 // union is a set of events, and the final state per key: the change of
@@ -353,21 +348,12 @@ func benchMembers(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 	cfg.Graph = service.GraphConfig{Directed: true, DefaultEdgeLabel: "TRANSFER", DefaultVertexLabel: "Account"}
 	cfg.Engine.Workers = f.workers
 	cfg.Queries = qcfg
-	cfg.Output.Client, cfg.Output.Compression = f.client, f.compression
-	if f.brokers == "" {
-		bcfg := cfg
-		bcfg.Embedded.Listen = "127.0.0.1:0"
-		bcfg.Embedded.Partitions = f.partitions
-		bcfg.State.Dir = filepath.Join(state, "broker")
-		b, err := service.StartBroker(bcfg)
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		cfg.Brokers = b.Addrs()
-	} else {
-		cfg.Brokers = strings.Split(f.brokers, ",")
+	cfg.Output.Compression = f.compression
+	conn, _, closeBroker, err := benchBroker(f, &cfg, state)
+	if err != nil {
+		return err
 	}
+	defer closeBroker()
 	stream := bench.TransfersHead(f.accounts, f.updates, f.seed, f.head)
 	res := &membersResult{Mix: mix, Updates: len(stream), Batch: f.batch, Shards: memberShards}
 	counts := []int{1}
@@ -375,7 +361,7 @@ func benchMembers(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 		counts = append(counts, f.members)
 	}
 	for _, n := range counts {
-		r, device, err := benchMembersRun(f, cfg, filepath.Join(state, strconv.Itoa(n)), n, stream, log, human)
+		r, device, err := benchMembersRun(f, cfg, conn, filepath.Join(state, strconv.Itoa(n)), n, stream, log, human)
 		if err != nil {
 			return err
 		}
@@ -393,13 +379,13 @@ func benchMembers(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 }
 
 // benchMembersRun is one run of n members on topics of their own.
-func benchMembersRun(f *benchServiceFlags, cfg service.Config, state string, n int, stream []bench.TransferEvent, log zerolog.Logger, human io.Writer) (membersRun, string, error) {
+func benchMembersRun(f *benchServiceFlags, cfg service.Config, conn kafkaconn.Conn, state string, n int, stream []bench.TransferEvent, log zerolog.Logger, human io.Writer) (membersRun, string, error) {
 	run := strings.ToLower(rand.Text()[:8])
 	cfg.State.Dir = state
 	cfg.Input.Topic, cfg.Output.Topic, cfg.Output.DeadLetterTopic = "bench-"+run+"-edges", "bench-"+run+"-matches", "bench-"+run+"-dlq"
 	cfg.Input.Group = "bench-" + run
 	cfg.Cluster = service.ClusterConfig{Shards: memberShards}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.DefaultProduceTopic(cfg.Input.Topic),
+	cl, err := conn.NewClient(kgo.DefaultProduceTopic(cfg.Input.Topic),
 		kgo.ProducerLinger(time.Millisecond), kgo.MaxBufferedRecords(1<<20))
 	if err != nil {
 		return membersRun{}, "", err
@@ -471,7 +457,7 @@ func benchMembersRun(f *benchServiceFlags, cfg service.Config, state string, n i
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	r.BrokerCeiling, err = membersCeiling(cctx, cfg, f.partitions, int64(len(stream)), r.Events, n, "bench-"+run+"-ceiling")
+	r.BrokerCeiling, err = membersCeiling(cctx, cfg, conn, f.partitions, int64(len(stream)), r.Events, n, "bench-"+run+"-ceiling")
 	if err != nil {
 		return membersRun{}, "", fmt.Errorf("broker ceiling: %w", err)
 	}
@@ -487,17 +473,17 @@ func benchMembersRun(f *benchServiceFlags, cfg service.Config, state string, n i
 // updates per second: the most the members could reach through this
 // broker. The cuts, the batch log and the commits are left out; they are a
 // record or two a batch.
-func membersCeiling(ctx context.Context, cfg service.Config, partitions int, updates, events int64, n int, to string) (float64, error) {
+func membersCeiling(ctx context.Context, cfg service.Config, conn kafkaconn.Conn, partitions int, updates, events int64, n int, to string) (float64, error) {
 	var sample []*kgo.Record
 	if events > 0 {
 		var err error
-		if sample, _, err = sampleAlerts(ctx, cfg.Brokers, cfg.Output.Topic, events); err != nil {
+		if sample, _, err = sampleAlerts(ctx, conn, cfg.Output.Topic, events); err != nil {
 			return 0, err
 		}
 	}
 	copiers := make([]*kgo.Client, n)
 	for i := range copiers {
-		pr, err := newCopier(ctx, cfg.Brokers, to, partitions, cfg.Output.Compression)
+		pr, err := newCopier(ctx, conn, to, partitions, cfg.Output.Compression)
 		if err != nil {
 			return 0, err
 		}
@@ -509,7 +495,7 @@ func membersCeiling(ctx context.Context, cfg service.Config, partitions int, upd
 	t0 := time.Now()
 	for i, pr := range copiers {
 		wg.Go(func() {
-			_, errs[2*i] = readAll(ctx, cfg.Brokers, cfg.Input.Topic, updates)
+			_, errs[2*i] = readAll(ctx, conn, cfg.Input.Topic, updates)
 		})
 		// Client i produces the i-th share of the events, the first
 		// events%n shares one more than the rest.

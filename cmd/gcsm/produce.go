@@ -11,19 +11,22 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/internal/kafkaconn"
 )
 
 type produceFlags struct {
-	updates, topic, brokers, format string
-	rate                            float64
-	skip                            int
-	skipBad, progress               bool
+	updates, topic, format string
+	kafka                  kafkaFlags
+	rate                   float64
+	skip                   int
+	skipBad, progress      bool
 }
 
 // produceChunk is the most events handed to the writer at once. The writer
@@ -33,17 +36,21 @@ type produceFlags struct {
 // per chunk does not bound the rate.
 const produceChunk = 4096
 
-// produceLinger is the writer's BatchTimeout: how long it waits for a
+// produceLinger is the client's linger: how long it waits for a
 // partition's batch to fill before sending it anyway. Every chunk ends in
 // part-filled batches, so it is paid once per chunk and must stay small.
 const produceLinger = 2 * time.Millisecond
+
+// produceGiveUp is how long a record may wait for its acknowledgement: a
+// leader election rides through, a cluster gone for good fails the run.
+const produceGiveUp = 15 * time.Second
 
 func runProduce(args []string, stdout, stderr io.Writer) error {
 	var f produceFlags
 	fs := flag.NewFlagSet("produce", flag.ContinueOnError)
 	fs.StringVar(&f.updates, "u", "", "stream `file` to publish (CSM, SNAP, timestamped CSV or JSON lines)")
 	fs.StringVar(&f.topic, "topic", "", "Kafka `topic` to publish to; created if the brokers allow it")
-	fs.StringVar(&f.brokers, "brokers", "127.0.0.1:9092", "comma-separated Kafka `brokers`")
+	f.kafka.register(fs, "127.0.0.1:9092")
 	fs.Float64Var(&f.rate, "rate", 0, "events per second, paced evenly; 0 publishes as fast as the brokers take them")
 	fs.StringVar(&f.format, "format", "auto", "format of the file: auto, csm, snap, csv or json")
 	fs.BoolVar(&f.skipBad, "skip-bad", false, "skip malformed lines instead of failing")
@@ -66,14 +73,9 @@ func runProduce(args []string, stdout, stderr io.Writer) error {
 	if f.skip < 0 {
 		return fmt.Errorf("--skip must not be negative, got %d", f.skip)
 	}
-	var brokers []string
-	for _, b := range strings.Split(f.brokers, ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			brokers = append(brokers, b)
-		}
-	}
-	if len(brokers) == 0 {
-		return errors.New("--brokers names no broker")
+	conn, err := f.kafka.conn()
+	if err != nil {
+		return err
 	}
 	// Events are passed on whole: which properties matter is for the
 	// service's queries to say.
@@ -94,25 +96,35 @@ func runProduce(args []string, stdout, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	w := &kafka.Writer{
-		Addr:  kafka.TCP(brokers...),
-		Topic: f.topic,
-		// Keys are source vertices: one vertex's edges go to one partition
-		// and keep their order there. Murmur2 is the Java client's default,
-		// so other producers of the topic place a vertex alike.
-		Balancer:               &kafka.Murmur2Balancer{},
-		RequiredAcks:           kafka.RequireAll,
-		AllowAutoTopicCreation: true,
-		BatchSize:              produceChunk,
-		BatchTimeout:           produceLinger,
+	// A wrong password or an untrusted certificate fails here, in one
+	// line, not as records that time out.
+	if err := conn.Check(ctx); err != nil {
+		return err
 	}
-	p := &producer{w: w, rate: f.rate, skip: f.skip, bar: newProgress(stderr, total-f.skip, f.progress)}
+	cl, err := conn.NewClient(
+		kgo.DefaultProduceTopic(f.topic),
+		// Keys are source vertices: one vertex's edges go to one partition
+		// and keep their order there. The sticky key partitioner hashes
+		// keys by murmur2, the Java client's default, so other producers of
+		// the topic place a vertex alike.
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+		kgo.AllowAutoTopicCreation(),
+		kgo.ProducerLinger(produceLinger),
+		kgo.MaxBufferedRecords(2*produceChunk),
+		// A lost cluster fails the run, with the resume command, instead
+		// of waiting for ever: ten tries, and at most produceGiveUp.
+		kgo.RecordRetries(10),
+		kgo.RecordDeliveryTimeout(produceGiveUp),
+	)
+	if err != nil {
+		return err
+	}
+	closeClient := sync.OnceFunc(cl.Close)
+	defer closeClient()
+	p := &producer{cl: cl, closeClient: closeClient, rate: f.rate, skip: f.skip, bar: newProgress(stderr, total-f.skip, f.progress)}
 	start := time.Now()
 	n, skipped, err := p.publish(ctx, f.updates, opts)
 	p.bar.done()
-	if cerr := w.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("cannot flush to %s: %w", f.topic, cerr)
-	}
 	if err != nil {
 		if ctx.Err() != nil {
 			err = errors.New("interrupted")
@@ -165,12 +177,13 @@ func countStreamRecords(path string, opts ingest.Options) (int, error) {
 
 // producer publishes records as JSON input events, in chunks.
 type producer struct {
-	w    *kafka.Writer
-	rate float64 // events per second; 0 for no pacing
-	skip int     // events at the start of the file not to publish
-	bar  *progress
+	cl          *kgo.Client
+	closeClient func()  // closes cl once
+	rate        float64 // events per second; 0 for no pacing
+	skip        int     // events at the start of the file not to publish
+	bar         *progress
 
-	msgs  []kafka.Message
+	recs  []*kgo.Record
 	buf   []byte // every key and value of the chunk in msgs
 	ends  []int  // the end in buf of each message's key, then of its value
 	lines []int  // the file line of each message of the chunk
@@ -240,39 +253,74 @@ func (p *producer) add(rec ingest.Record) {
 // flush writes the chunk and waits for every broker to acknowledge it.
 func (p *producer) flush(ctx context.Context) error {
 	// The slices into buf are taken only now that buf has stopped growing.
-	p.msgs = p.msgs[:0]
+	p.recs = p.recs[:0]
 	start := 0
 	for i := 0; i < len(p.ends); i += 2 {
 		k, v := p.ends[i], p.ends[i+1]
-		p.msgs = append(p.msgs, kafka.Message{Key: p.buf[start:k:k], Value: p.buf[k:v:v]})
+		p.recs = append(p.recs, &kgo.Record{Key: p.buf[start:k:k], Value: p.buf[k:v:v]})
 		start = v
 	}
-	if err := p.w.WriteMessages(ctx, p.msgs...); err != nil {
-		return p.failed(err)
+	// kgo times a record out only when it tries to send it, which a
+	// cluster that is gone never lets it do, and ProduceSync waits for
+	// every record: past produceGiveUp, or on an interrupt, closing the
+	// client fails the records still out, and the run ends.
+	done := make(chan kgo.ProduceResults, 1)
+	go func() { done <- p.cl.ProduceSync(context.WithoutCancel(ctx), p.recs...) }()
+	var res kgo.ProduceResults
+	timer := time.NewTimer(produceGiveUp)
+	defer timer.Stop()
+	select {
+	case res = <-done:
+	case <-timer.C:
+	case <-ctx.Done():
 	}
-	p.sent += len(p.msgs)
+	if res == nil {
+		p.closeClient()
+		res = <-done
+		for i := range res {
+			if res[i].Err != nil && ctx.Err() == nil {
+				res[i].Err = fmt.Errorf("no acknowledgement in %v (is the cluster reachable?)", produceGiveUp)
+			}
+		}
+	}
+	if err := res.FirstErr(); err != nil {
+		return p.failed(res)
+	}
+	p.sent += len(p.recs)
 	p.bar.set(p.sent)
-	// WriteMessages is synchronous: the writer holds no reference now.
-	clear(p.msgs)
+	// ProduceSync has waited for every record: the client holds no
+	// reference now.
+	clear(p.recs)
 	p.buf, p.ends, p.lines = p.buf[:0], p.ends[:0], p.lines[:0]
 	return nil
 }
 
-// failed counts the chunk's acknowledged prefix into p.sent after
-// WriteMessages returned err, and returns the error to report. kafka-go
-// reports each message's own error; they are nearly always one cause
-// repeated, so only the first is kept.
-func (p *producer) failed(err error) error {
+// failed counts the chunk's acknowledged prefix into p.sent after a
+// ProduceSync that failed, and returns the error to report. Each record
+// has its own error; they are nearly always one cause repeated, so only
+// the first in the file's order is kept.
+func (p *producer) failed(res kgo.ProduceResults) error {
+	// Results come in the order the brokers answered, not the chunk's.
+	at := make(map[*kgo.Record]int, len(p.recs))
+	for i, r := range p.recs {
+		at[r] = i
+	}
+	errs := make([]error, len(p.recs))
+	for _, r := range res {
+		errs[at[r.Record]] = r.Err
+	}
 	ok := 0
-	var werrs kafka.WriteErrors
-	if errors.As(err, &werrs) && len(werrs) == len(p.msgs) {
-		for ok < len(werrs) && werrs[ok] == nil {
-			ok++
+	for ok < len(errs) && errs[ok] == nil {
+		ok++
+	}
+	var err error
+	if ok < len(errs) {
+		err = kafkaconn.Classify(errs[ok])
+		for _, e := range errs[ok:] {
+			if e == nil {
+				p.ackedAfter++
+			}
 		}
-		if ok < len(werrs) {
-			err = werrs[ok]
-		}
-		p.ackedAfter = len(werrs) - ok - werrs.Count()
 	}
 	p.sent += ok
 	if ok > 0 {

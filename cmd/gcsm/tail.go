@@ -23,9 +23,12 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/gcsm/gcsm/output"
 	"github.com/gcsm/gcsm/service"
 )
@@ -97,13 +100,13 @@ func tail(ctx context.Context, f *tailFlags, set map[string]bool, stdout, stderr
 	if topic == "" {
 		return errors.New("output.dead_letter_topic is empty in the configuration, so no dead letters are kept; name one with --topic")
 	}
-	brokers, release, err := tailBrokers(ctx, cfg, topic, f.follow, stderr)
+	conn, release, err := tailBrokers(ctx, cfg, topic, f.follow, stderr)
 	if err != nil {
 		return err
 	}
 	defer release()
 
-	t := &tailer{f: f, topic: topic, brokers: brokers, stderr: stderr}
+	t := &tailer{f: f, topic: topic, conn: conn, stderr: stderr}
 	if len(f.queries) > 0 {
 		t.queries = map[string]bool{}
 		for _, q := range f.queries {
@@ -117,9 +120,15 @@ func tail(ctx context.Context, f *tailFlags, set map[string]bool, stdout, stderr
 // releases what it started. With no brokers configured it reads the embedded
 // broker: through the listener of the gcsm that serves it when one does,
 // else from a copy of its log in the state directory (see embeddedCopy).
-func tailBrokers(ctx context.Context, cfg service.Config, topic string, follow bool, stderr io.Writer) ([]string, func(), error) {
+func tailBrokers(ctx context.Context, cfg service.Config, topic string, follow bool, stderr io.Writer) (kafkaconn.Conn, func(), error) {
 	if len(cfg.Brokers) > 0 {
-		return cfg.Brokers, func() {}, nil
+		conn, err := kafkaconn.Build(cfg.Brokers, cfg.TLS, cfg.SASL, os.Getenv)
+		if err == nil {
+			// A wrong password or an untrusted certificate fails here,
+			// in one line.
+			err = conn.Check(ctx)
+		}
+		return conn, func() {}, err
 	}
 	dir := filepath.Join(cfg.State.Dir, "kafka")
 	addr := dialAddr(cfg.Embedded.Listen)
@@ -130,15 +139,15 @@ func tailBrokers(ctx context.Context, cfg service.Config, topic string, follow b
 		// directory's only if their cluster ids agree: another gcsm, with
 		// other state, may hold the default port.
 		if idErr != nil || running == want {
-			return []string{addr}, func() {}, nil
+			return kafkaconn.Plaintext(addr), func() {}, nil
 		}
 		fmt.Fprintf(stderr, "gcsm tail: the broker on %s is cluster %s, not %s of %s\n", addr, running, want, dir)
 	}
 	if idErr != nil {
-		return nil, nil, fmt.Errorf("no gcsm serves the embedded broker on %s, and %v: start gcsm run, or give --brokers, --state or --config", addr, idErr)
+		return kafkaconn.Conn{}, nil, fmt.Errorf("no gcsm serves the embedded broker on %s, and %v: start gcsm run, or give --brokers, --state or --config", addr, idErr)
 	}
 	if follow {
-		return nil, nil, fmt.Errorf("--follow needs the running broker, and no gcsm serves %s on %s: start gcsm run, or leave out --follow to read what %s holds", dir, addr, dir)
+		return kafkaconn.Conn{}, nil, fmt.Errorf("--follow needs the running broker, and no gcsm serves %s on %s: start gcsm run, or leave out --follow to read what %s holds", dir, addr, dir)
 	}
 	return embeddedCopy(dir, topic)
 }
@@ -180,16 +189,21 @@ func embeddedClusterID(dir string) (string, error) {
 func clusterID(ctx context.Context, addr string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	// A transport of its own: kafka-go's default one keeps connections by
-	// address, which a broker started since on a reused port cannot answer.
-	tr := &kafka.Transport{}
-	defer tr.CloseIdleConnections()
-	c := &kafka.Client{Addr: kafka.TCP(addr), Timeout: time.Second, Transport: tr}
-	md, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{}})
+	cl, err := kafkaconn.Plaintext(addr).NewClient()
 	if err != nil {
 		return "", err
 	}
-	return md.ClusterID, nil
+	defer cl.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = []kmsg.MetadataRequestTopic{}
+	md, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return "", err
+	}
+	if md.ClusterID == nil {
+		return "", nil
+	}
+	return *md.ClusterID, nil
 }
 
 // embeddedCopy serves a copy of the embedded broker's log of topic from a
@@ -199,14 +213,14 @@ func clusterID(ctx context.Context, addr string) (string, error) {
 // meanwhile, or lose its newest writes when the copy closes. Only the
 // cluster's metadata and topic's partitions are copied, not the input
 // topic's log.
-func embeddedCopy(dir, topic string) ([]string, func(), error) {
+func embeddedCopy(dir, topic string) (kafkaconn.Conn, func(), error) {
 	tmp, err := os.MkdirTemp("", "gcsm-tail-")
 	if err != nil {
-		return nil, nil, err
+		return kafkaconn.Conn{}, nil, err
 	}
-	fail := func(err error) ([]string, func(), error) {
+	fail := func(err error) (kafkaconn.Conn, func(), error) {
 		os.RemoveAll(tmp)
-		return nil, nil, fmt.Errorf("cannot copy the broker log of %s: %w", dir, err)
+		return kafkaconn.Conn{}, nil, fmt.Errorf("cannot copy the broker log of %s: %w", dir, err)
 	}
 	for _, name := range []string{"meta.json", "topics.json", "broker_configs.json"} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
@@ -240,14 +254,14 @@ func embeddedCopy(dir, topic string) ([]string, func(), error) {
 	if err != nil {
 		return fail(err)
 	}
-	return c.ListenAddrs(), func() { c.Close(); os.RemoveAll(tmp) }, nil
+	return kafkaconn.Plaintext(c.ListenAddrs()...), func() { c.Close(); os.RemoveAll(tmp) }, nil
 }
 
 // tailer reads the partitions of one topic and prints their messages.
 type tailer struct {
 	f       *tailFlags
 	topic   string
-	brokers []string
+	conn    kafkaconn.Conn
 	queries map[string]bool // nil prints every query's events
 	stderr  io.Writer
 
@@ -268,7 +282,7 @@ func (t *tailer) run(ctx context.Context, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	msgs := make(chan kafka.Message, 256)
+	msgs := make(chan *kgo.Record, 256)
 	errs := make(chan error, len(ranges))
 	var wg sync.WaitGroup
 	for _, r := range ranges {
@@ -324,36 +338,20 @@ func (t *tailer) run(ctx context.Context, stdout io.Writer) error {
 
 // ranges lists the topic's partitions and the offsets to print of each.
 func (t *tailer) ranges(ctx context.Context) ([]tailRange, error) {
-	tr := &kafka.Transport{} // see clusterID
-	defer tr.CloseIdleConnections()
-	c := &kafka.Client{Addr: kafka.TCP(t.brokers...), Timeout: 10 * time.Second, Transport: tr}
-	md, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{t.topic}})
+	brokers := strings.Join(t.conn.Brokers, ",")
+	n, err := ingest.Partitions(ctx, t.conn, t.topic)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach %s: %w", strings.Join(t.brokers, ","), err)
-	}
-	if len(md.Topics) != 1 || md.Topics[0].Error != nil {
-		var cause error = errors.New("no such topic")
-		if len(md.Topics) == 1 && !errors.Is(md.Topics[0].Error, kafka.UnknownTopicOrPartition) {
-			cause = md.Topics[0].Error
-		}
-		return nil, fmt.Errorf("topic %s on %s: %w", t.topic, strings.Join(t.brokers, ","), cause)
-	}
-	var reqs []kafka.OffsetRequest
-	for _, p := range md.Topics[0].Partitions {
-		reqs = append(reqs, kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
-	}
-	offs, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{t.topic: reqs}})
-	if err != nil {
-		return nil, fmt.Errorf("cannot list the offsets of %s: %w", t.topic, err)
+		return nil, fmt.Errorf("topic %s on %s: %w", t.topic, brokers, err)
 	}
 	var ranges []tailRange
-	for _, po := range offs.Topics[t.topic] {
-		if po.Error != nil {
-			return nil, fmt.Errorf("cannot list the offsets of %s/%d: %w", t.topic, po.Partition, po.Error)
+	for p := range n {
+		first, end, err := ingest.Offsets(ctx, t.conn, t.topic, p)
+		if err != nil {
+			return nil, fmt.Errorf("cannot list the offsets of %s/%d: %w", t.topic, p, err)
 		}
-		r := tailRange{partition: po.Partition, from: max(po.FirstOffset, po.LastOffset-int64(t.f.last)), to: po.LastOffset}
+		r := tailRange{partition: p, from: max(first, end-int64(t.f.last)), to: end}
 		if t.f.fromBeginning {
-			r.from = po.FirstOffset
+			r.from = first
 		}
 		if t.f.follow {
 			r.to = -1
@@ -367,25 +365,32 @@ func (t *tailer) ranges(ctx context.Context) ([]tailRange, error) {
 }
 
 // read sends the messages of r to msgs until r.to or until ctx is done.
-func (t *tailer) read(ctx context.Context, r tailRange, msgs chan<- kafka.Message) error {
-	rd := kafka.NewReader(kafka.ReaderConfig{Brokers: t.brokers, Topic: t.topic, Partition: r.partition,
-		MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 250 * time.Millisecond})
-	defer rd.Close()
-	if err := rd.SetOffset(r.from); err != nil {
+func (t *tailer) read(ctx context.Context, r tailRange, msgs chan<- *kgo.Record) error {
+	cl, err := t.conn.NewClient(
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{t.topic: {int32(r.partition): kgo.NewOffset().At(r.from)}}),
+		kgo.FetchMaxWait(250*time.Millisecond))
+	if err != nil {
 		return err
 	}
+	defer cl.Close()
 	for {
-		m, err := rd.ReadMessage(ctx)
-		if err != nil {
-			return err
-		}
-		select {
-		case msgs <- m:
-		case <-ctx.Done():
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if r.to >= 0 && m.Offset+1 >= r.to {
-			return nil
+		if err := fs.Err(); err != nil {
+			return kafkaconn.Classify(err)
+		}
+		for it := fs.RecordIter(); !it.Done(); {
+			m := it.Next()
+			select {
+			case msgs <- m:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if r.to >= 0 && m.Offset+1 >= r.to {
+				return nil
+			}
 		}
 	}
 }
@@ -409,7 +414,7 @@ func (p *tailPrinter) what() string {
 
 // print decodes m and prints it unless queries filters it out. A message
 // that does not decode is an error, and nothing is printed.
-func (p *tailPrinter) print(m kafka.Message, queries map[string]bool) error {
+func (p *tailPrinter) print(m *kgo.Record, queries map[string]bool) error {
 	p.printedLast = false
 	var row string
 	if p.dlq {
@@ -422,7 +427,7 @@ func (p *tailPrinter) print(m kafka.Message, queries map[string]bool) error {
 			if d.Encoding != "" {
 				value = d.Encoding + ":" + value
 			}
-			row = fmt.Sprintf("%s\t%s/%d/%d\t%s\t%s", tailTime(m.Time), d.Topic, d.Partition, d.Offset, tailCell(d.Error, 80, false), tailCell(value, 80, false))
+			row = fmt.Sprintf("%s\t%s/%d/%d\t%s\t%s", tailTime(m.Timestamp), d.Topic, d.Partition, d.Offset, tailCell(d.Error, 80, false), tailCell(value, 80, false))
 		}
 	} else {
 		var e output.Event
@@ -440,7 +445,7 @@ func (p *tailPrinter) print(m kafka.Message, queries map[string]bool) error {
 				}
 				match.WriteString(tailCell(b.Var, 0, true) + "=" + tailCell(b.ID, 0, true))
 			}
-			row = fmt.Sprintf("%s\t%s\t%s\t%s\t%s", tailTime(m.Time), tailCell(e.Query, 0, true), e.Change, match.String(), tailCell(e.Key, 0, true))
+			row = fmt.Sprintf("%s\t%s\t%s\t%s\t%s", tailTime(m.Timestamp), tailCell(e.Query, 0, true), e.Change, match.String(), tailCell(e.Key, 0, true))
 		}
 	}
 	p.printedLast = true

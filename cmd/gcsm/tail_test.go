@@ -18,9 +18,10 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/gcsm/gcsm/output"
 	"github.com/gcsm/gcsm/service"
 )
@@ -86,14 +87,16 @@ func tailCluster(t *testing.T, partitions int32, opts ...kfake.Opt) *kfake.Clust
 // tailWrite appends values to partition p of topic.
 func tailWrite(t *testing.T, broker, topic string, p int, values ...string) {
 	t.Helper()
-	w := &kafka.Writer{Addr: kafka.TCP(broker), Topic: topic, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond,
-		Balancer: kafka.BalancerFunc(func(kafka.Message, ...int) int { return p })}
-	defer w.Close()
-	var msgs []kafka.Message
-	for _, v := range values {
-		msgs = append(msgs, kafka.Message{Value: []byte(v)})
+	cl, err := kafkaconn.Plaintext(broker).NewClient(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+	defer cl.Close()
+	var recs []*kgo.Record
+	for _, v := range values {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(p), Value: []byte(v)})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 }
