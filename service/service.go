@@ -262,6 +262,13 @@ func (s *Service) Run(ctx context.Context) error {
 		srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 		go srv.Serve(ln)
 		s.log.Info().Str("listen", ln.Addr().String()).Msg("HTTP API and metrics")
+		// A warning, not a refusal: the shipped compose files listen on
+		// 0.0.0.0 inside a container network with no token, which is safe
+		// there, and the service cannot tell that network from a host's.
+		if s.cfg.HTTP.Token == "" && loopback(ln.Addr().String()) != nil {
+			s.log.Warn().Str("listen", ln.Addr().String()).
+				Msg("the query API listens beyond this machine with no http.token: anyone who reaches it can register and delete queries")
+		}
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -559,4 +566,6 @@ func (s *Service) addQuery(ctx context.Context, c QueryConfig) error {
 var (
 	errQueryExists  = errors.New("a query of that name exists")
 	errQueryMissing = errors.New("no query of that name")
+	// errTooManyQueries refuses a registration past http.max_queries.
+	errTooManyQueries = errors.New("too many queries")
 )
