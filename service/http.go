@@ -213,7 +213,8 @@ func (s *Service) postQuery(w http.ResponseWriter, r *http.Request) {
 		if len(s.queries) >= s.cfg.HTTP.MaxQueries {
 			return nil, fmt.Errorf("%w: %d standing (http.max_queries); delete one first", errTooManyQueries, len(s.queries))
 		}
-		if err := s.addQuery(ctx, c); err != nil {
+		run, err := s.addQuery(c)
+		if err != nil {
 			return nil, err
 		}
 		// A registration survives a crash only in a checkpoint.
@@ -222,8 +223,26 @@ func (s *Service) postQuery(w http.ResponseWriter, r *http.Request) {
 		}
 		st := s.queries[len(s.queries)-1]
 		// "warnings": [] rather than null when there is none.
-		return registered{st.info(), append([]string{}, st.warnings...)}, nil
+		return pending{registered{queryInfo: st.info(), Warnings: append([]string{}, st.warnings...)}, run}, nil
 	})
+	if p, ok := v.(pending); ok {
+		v = p.registered
+		if p.run != nil {
+			// The run goes on beside the stream; the client waits for its
+			// result, and leaving gives it up.
+			select {
+			case <-p.run.done:
+			case <-r.Context().Done():
+				p.run.cancel(errClientGone)
+				return
+			case <-s.quit:
+				return
+			}
+			res := p.run.result
+			p.registered.Initial = &res
+			v = p.registered
+		}
+	}
 	switch {
 	case errors.Is(err, errQueryExists):
 		httpError(w, http.StatusConflict, err)
@@ -258,6 +277,14 @@ func (s *Service) checkPatternSize(c QueryConfig) error {
 type registered struct {
 	queryInfo
 	Warnings []string `json:"warnings"`
+	// Initial is the initial run's result, when the query asked for one.
+	Initial *InitialResult `json:"initial_matches,omitempty"`
+}
+
+// pending is a registration whose initial run may still be going.
+type pending struct {
+	registered
+	run *initialRun
 }
 
 func (s *Service) deleteQuery(w http.ResponseWriter, r *http.Request) {

@@ -134,6 +134,15 @@ type Service struct {
 
 	ops chan op
 
+	// initialCtx ends the initial runs (initial.go) when Run returns;
+	// initialDone hands the enumerated ones to the run loop.
+	initialCtx  context.Context
+	initialWG   sync.WaitGroup
+	initialDone chan *initialRun
+	// quit is closed when Run returns, so that a POST waiting for its
+	// initial run returns too.
+	quit chan struct{}
+
 	mu       sync.Mutex // guards the fields below, which HTTP handlers read
 	progress Progress
 	ready    bool
@@ -168,7 +177,7 @@ func New(opts Options) (*Service, error) {
 	}
 	s := &Service{
 		cfg: cfg, log: opts.Log, reg: opts.Registry, matcher: opts.Matcher, alloc: opts.Alloc, sem: sem,
-		sink: opts.Sink, onBatch: opts.OnBatch, hold: opts.Hold, slabs: make(chan *eventSlab, maxInflight+1), ops: make(chan op), position: map[int]int64{}, ckptPos: map[int]int64{},
+		sink: opts.Sink, onBatch: opts.OnBatch, hold: opts.Hold, slabs: make(chan *eventSlab, maxInflight+1), ops: make(chan op), initialDone: make(chan *initialRun), quit: make(chan struct{}), position: map[int]int64{}, ckptPos: map[int]int64{},
 	}
 	if s.reg == nil {
 		s.reg = prometheus.NewRegistry()
@@ -253,6 +262,9 @@ func (s *Service) Registry() *prometheus.Registry { return s.reg }
 // the group, so a standby takes over at once.
 func (s *Service) Run(ctx context.Context) error {
 	defer s.close()
+	ictx, stopInitial := context.WithCancel(ctx)
+	defer stopInitial()
+	s.initialCtx = ictx
 	var srv *http.Server
 	if s.cfg.HTTP.Listen != "" {
 		ln, err := net.Listen("tcp", s.cfg.HTTP.Listen)
@@ -275,6 +287,13 @@ func (s *Service) Run(ctx context.Context) error {
 			srv.Shutdown(sctx)
 		}()
 	}
+	// Before the server's shutdown, which waits for the handlers: a POST
+	// waiting for an initial run returns once the run is ended.
+	defer func() {
+		stopInitial()
+		s.initialWG.Wait()
+		close(s.quit)
+	}()
 	if err := s.registerConfigured(ctx); err != nil {
 		return err
 	}
@@ -343,6 +362,10 @@ func await[T any](ctx context.Context, s *Service, next func(context.Context) (T
 			return r.v, r.err
 		case o := <-s.ops:
 			s.runOp(ctx, o)
+		case run := <-s.initialDone:
+			if err := s.deliverInitial(ctx, run); err != nil {
+				s.log.Warn().Err(err).Str("query", run.st.cfg.Name).Msg("initial matches not delivered")
+			}
 		}
 	}
 }
@@ -357,6 +380,10 @@ func (s *Service) serveOps(ctx context.Context, gen *ingest.Generation) {
 			return
 		case o := <-s.ops:
 			s.runOp(ctx, o)
+		case run := <-s.initialDone:
+			if err := s.deliverInitial(ctx, run); err != nil {
+				s.log.Warn().Err(err).Str("query", run.st.cfg.Name).Msg("initial matches not delivered")
+			}
 		}
 	}
 }
@@ -514,7 +541,7 @@ func (s *Service) registerConfigured(ctx context.Context) error {
 			s.log.Info().Str("query", c.Name).Msg("pattern changed in the configuration; registering it anew")
 			s.removeQuery(i)
 		}
-		if err := s.addQuery(ctx, c); err != nil {
+		if _, err := s.addQuery(c); err != nil {
 			return fmt.Errorf("query %q: %w", c.Name, err)
 		}
 	}
@@ -532,19 +559,23 @@ func (s *Service) queryIndex(name string) int {
 }
 
 func (s *Service) removeQuery(i int) {
+	if run := s.queries[i].initial.Load(); run != nil {
+		run.cancel(errInitialDeleted)
+	}
 	s.queries = append(s.queries[:i], s.queries[i+1:]...)
 	s.publishQueries()
 }
 
-// addQuery compiles and registers c, first emitting its initial matches
-// when c asks for them. It runs on the loop, between batches.
-func (s *Service) addQuery(ctx context.Context, c QueryConfig) error {
+// addQuery compiles and registers c and, when c asks for its initial
+// matches, starts their run (initial.go), which it returns; the run is
+// nil otherwise. It runs on the loop, between batches.
+func (s *Service) addQuery(c QueryConfig) (*initialRun, error) {
 	if s.queryIndex(c.Name) >= 0 {
-		return fmt.Errorf("%w: %q", errQueryExists, c.Name)
+		return nil, fmt.Errorf("%w: %q", errQueryExists, c.Name)
 	}
 	st, err := s.compileQuery(c, true)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if s.bundles != nil || st.q.ReadsTransfers() {
 		s.keepTransfers(st.q)
@@ -552,15 +583,19 @@ func (s *Service) addQuery(ctx context.Context, c QueryConfig) error {
 	for _, w := range st.warnings {
 		s.log.Warn().Str("query", c.Name).Msg(w)
 	}
-	if c.Initial && s.g.NumEdges() > 0 {
-		if err := s.emitInitial(ctx, st); err != nil {
-			return err
+	var run *initialRun
+	if c.Initial {
+		if s.g.NumEdges() == 0 {
+			run = &initialRun{st: st, done: make(chan struct{})}
+			run.finish(0, "")
+		} else if run, err = s.startInitial(st); err != nil {
+			return nil, err
 		}
 	}
 	s.queries = append(s.queries, st)
 	s.publishQueries()
 	s.log.Info().Str("query", c.Name).Int("vertices", st.q.N()).Int("edges", len(st.q.Edges)).Msg("query registered")
-	return nil
+	return run, nil
 }
 
 var (
