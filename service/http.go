@@ -236,9 +236,15 @@ func (s *Service) postQuery(w http.ResponseWriter, r *http.Request) {
 				p.run.cancel(errClientGone)
 				return
 			case <-s.quit:
-				return
 			}
-			res := p.run.result
+			// Run ends every enumeration before quit, but a run whose
+			// matches were queued for delivery may never be acknowledged.
+			res := InitialResult{CutShort: true, Reason: "stopping"}
+			select {
+			case <-p.run.done:
+				res = p.run.result
+			default:
+			}
 			p.registered.Initial = &res
 			v = p.registered
 		}
