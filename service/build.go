@@ -25,7 +25,7 @@ import (
 // built by the next stage (build), so that the serial run loop spends
 // nothing per event: on alert-heavy, sorting and building them took over a
 // microsecond per event, at five events per update.
-func (s *Service) events(b *batchState, c *collector, initial bool) {
+func (s *Service) events(b *batchState, c *collector) {
 	found := make([][2]int64, len(s.queries)) // appeared, disappeared
 	kept := 0
 	for _, w := range c.all() {
@@ -41,8 +41,8 @@ func (s *Service) events(b *batchState, c *collector, initial bool) {
 		}
 	}
 	if kept > 0 {
-		mt := &matched{c: c, queries: slices.Clone(s.queries), batch: b.id, initial: initial, n: kept, bound: s.binder != nil,
-			parts: make([]int32, len(b.msgs))}
+		mt := &matched{c: c, queries: slices.Clone(s.queries), batch: b.id, n: kept, bound: s.binder != nil,
+			parts: make([]int32, len(b.msgs)), names: s.ids}
 		for _, st := range s.queries {
 			mt.maxN = max(mt.maxN, st.q.N())
 		}
@@ -93,6 +93,9 @@ type matched struct {
 	n       int     // matches kept
 	maxN    int     // the most vertices of a query
 	parts   []int32 // per message of the batch: its partition (the messages go back to the reader)
+	// names are the vertices' names: the service's, or for an initial
+	// run those of its copy, whose ids may since have been recycled.
+	names *graph.IDs
 }
 
 // ref is one kept match, for sorting: pre holds the query, the sign and the
@@ -202,7 +205,16 @@ func (s *Service) build(b *batchState) {
 			r := refs[lo+i]
 			eb.event(&events[lo+i], st, r.m, r.tx, bs[i*nv:(i+1)*nv:(i+1)*nv], r.pre&(1<<32) == 0)
 		})
+		if run := st.initial.Load(); run != nil && !mt.initial {
+			run.touch(events[lo:hi])
+		}
 		lo = hi
+	}
+	if run := b.initial; run != nil {
+		// Batches are built in order: every delta built before this one
+		// has been recorded, and none after it is older (initial.go).
+		events = run.fresh(events)
+		run.st.initial.Store(nil)
 	}
 	b.events = events
 }
@@ -414,7 +426,7 @@ func (eb *eventBuilder) event(ev *output.Event, st *standing, m []graph.VertexID
 	var scratch [8]graph.VertexID
 	names := nameBuf[:0]
 	for _, v := range m {
-		names = append(names, s.ids.Name(v))
+		names = append(names, mt.names.Name(v))
 	}
 	m, names = st.canonical(m, names, scratch[:0], canonBuf[:0])
 	for i := range m {

@@ -2,7 +2,6 @@ package service
 
 import (
 	"bufio"
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -16,7 +15,6 @@ import (
 	"github.com/gcsm/gcsm/bundle"
 	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
-	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/ingest"
 	"github.com/gcsm/gcsm/internal/statedir"
 	"github.com/gcsm/gcsm/query"
@@ -336,37 +334,4 @@ func (s *Service) compiled() []*query.Query {
 		qs[i] = st.q
 	}
 	return qs
-}
-
-// emitInitial sends a new query's matches in the current graph, before its
-// first delta, as appeared events marked initial.
-func (s *Service) emitInitial(ctx context.Context, st *standing) error {
-	// events indexes queries by position in s.queries, so the new query
-	// takes the next position for the duration of the call.
-	s.queries = append(s.queries, st)
-	defer func() { s.queries = s.queries[:len(s.queries)-1] }()
-	qi := len(s.queries) - 1
-	c := newCollector(s.queries)
-	var err error
-	if s.binder != nil {
-		bs := c.boundSink(s.bundles)
-		_, err = s.binder.Static(s.g, []*query.Query{st.q}, incremental.Enumerate,
-			func(worker, _ int, sign graph.Sign, m []graph.VertexID, tx []bundle.Tx) { bs(worker, qi, sign, m, tx) })
-	} else {
-		_, err = s.matcher.Static(s.g, []*query.Query{st.q}, incremental.Enumerate,
-			func(worker, _ int, sign graph.Sign, m []graph.VertexID) { c.sink(worker, qi, sign, m) })
-	}
-	if err != nil {
-		return err
-	}
-	b := &batchState{id: s.batch}
-	s.events(b, c, true)
-	if err := s.deliver(ctx, b); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.progress.Events += int64(len(b.events))
-	s.mu.Unlock()
-	s.log.Info().Str("query", st.cfg.Name).Int("matches", len(b.events)).Msg("initial matches emitted")
-	return nil
 }

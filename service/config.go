@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"go.yaml.in/yaml/v3"
@@ -36,7 +38,26 @@ type Config struct {
 	Engine   EngineConfig         `yaml:"engine"`
 	Log      LogConfig            `yaml:"log"`
 	Cluster  ClusterConfig        `yaml:"cluster"`
+	Initial  InitialConfig        `yaml:"initial"`
 	Queries  []QueryConfig        `yaml:"queries"`
+}
+
+// InitialConfig bounds the run that finds a new query's initial matches
+// (initial: true), which enumerates the whole graph beside the stream
+// (initial.go). A 12-clique on a dense graph of 400 accounts had grown the
+// process to 10 GB in 46 s without these bounds.
+type InitialConfig struct {
+	// MaxMatches caps the initial matches reported, where the query sets
+	// no max_matches_per_batch. Default 100,000: about 50 MB of events, and
+	// past that the initial set is a dump, not an alert.
+	MaxMatches int64 `yaml:"max_matches"`
+	// MaxTime caps the run's enumeration, where the query sets no
+	// max_time. Default 30s: the run takes one core, which a 2-core machine
+	// gives up to its stream for no longer than a client waits.
+	MaxTime time.Duration `yaml:"max_time"`
+	// MaxMemory caps what the run holds: its copy of the graph and the
+	// matches it keeps, whatever the query's limits. Default 256MiB.
+	MaxMemory ByteSize `yaml:"max_memory"`
 }
 
 // ClusterConfig makes the service one member of several that share one
@@ -131,6 +152,15 @@ type HTTPConfig struct {
 	// process's internals and cost CPU, so it is off by default and allowed
 	// only on a loopback listen address.
 	Pprof bool `yaml:"pprof"`
+	// MaxQueries caps the standing queries a POST /queries may bring the
+	// service to, as each one is matched on every batch. Default 1000.
+	MaxQueries int `yaml:"max_queries"`
+	// MaxPatternBytes, MaxPatternVertices and MaxPatternEdges cap a pattern
+	// posted to the API. Defaults 16KiB, 16 and 128: a 12-clique (66 edges)
+	// passes; the engine's own limit is 32 vertices (query.MaxVertices).
+	MaxPatternBytes    int `yaml:"max_pattern_bytes"`
+	MaxPatternVertices int `yaml:"max_pattern_vertices"`
+	MaxPatternEdges    int `yaml:"max_pattern_edges"`
 }
 
 type EngineConfig struct {
@@ -175,9 +205,11 @@ func DefaultConfig() Config {
 		Batch:    BatchConfig{Size: 4096, Linger: 50 * time.Millisecond},
 		Graph:    GraphConfig{Directed: true, DefaultEdgeLabel: "0", DefaultVertexLabel: "0"},
 		State:    StateConfig{Dir: "gcsm-state", CheckpointEvery: 30 * time.Second, Keep: 3},
-		HTTP:     HTTPConfig{Listen: "127.0.0.1:8080"},
-		Engine:   EngineConfig{Device: "auto", Semantics: "instances"},
-		Log:      LogConfig{Level: "info", Format: "console"},
+		HTTP: HTTPConfig{Listen: "127.0.0.1:8080", MaxQueries: 1000,
+			MaxPatternBytes: 16 << 10, MaxPatternVertices: 16, MaxPatternEdges: 128},
+		Initial: InitialConfig{MaxMatches: 100_000, MaxTime: 30 * time.Second, MaxMemory: 256 << 20},
+		Engine:  EngineConfig{Device: "auto", Semantics: "instances"},
+		Log:     LogConfig{Level: "info", Format: "console"},
 	}
 }
 
@@ -292,6 +324,12 @@ func (c *Config) Validate() error {
 			bad("http.pprof: %v", err)
 		}
 	}
+	if c.HTTP.MaxQueries < 1 || c.HTTP.MaxPatternBytes < 1 || c.HTTP.MaxPatternVertices < 1 || c.HTTP.MaxPatternEdges < 1 {
+		bad("http.max_queries, http.max_pattern_bytes, http.max_pattern_vertices and http.max_pattern_edges must be at least 1")
+	}
+	if c.Initial.MaxMatches < 1 || c.Initial.MaxTime <= 0 || c.Initial.MaxMemory < minInitialMemory {
+		bad("initial.max_matches and initial.max_time must be positive, and initial.max_memory at least %d (1MiB)", minInitialMemory)
+	}
 	names := map[string]bool{}
 	for i, q := range c.Queries {
 		if err := q.validate(); err != nil {
@@ -376,6 +414,10 @@ func (q *QueryConfig) validate() error {
 	switch {
 	case q.Name == "":
 		return errors.New("a query needs a name")
+	case len(q.Name) > maxQueryName:
+		return fmt.Errorf("query name of %d bytes: at most %d", len(q.Name), maxQueryName)
+	case !printable(q.Name):
+		return fmt.Errorf("query name %q: printable UTF-8 only (it is a metric label and names the query in logs)", q.Name)
 	case strings.ContainsAny(q.Name, "/ \t\n"):
 		return fmt.Errorf("query name %q: no slashes or spaces (it starts every output key)", q.Name)
 	case q.Pattern == "":
@@ -384,6 +426,23 @@ func (q *QueryConfig) validate() error {
 		return fmt.Errorf("query %q: limits must not be negative", q.Name)
 	}
 	return nil
+}
+
+// maxQueryName caps a query's name, which starts every output key and
+// labels the query's metric series.
+const maxQueryName = 256
+
+// printable says whether s is valid UTF-8 of printable characters.
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // loopback checks that addr (host:port) can only be reached from this
@@ -404,6 +463,10 @@ func loopback(addr string) error {
 	}
 	return fmt.Errorf("profiles are served only on a loopback address, and http.listen %q is not one (use 127.0.0.1:PORT)", addr)
 }
+
+// minInitialMemory is the smallest initial.max_memory: below it no graph
+// worth a query could be copied.
+const minInitialMemory = 1 << 20
 
 // minRetentionBytes is the smallest retention_bytes: below it a partition
 // would keep little more than one produce batch.

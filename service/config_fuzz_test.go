@@ -34,7 +34,10 @@ func FuzzParseByteSize(f *testing.F) {
 func FuzzParseConfig(f *testing.F) {
 	for _, s := range []string{"", "batch: {size: 10}\n", "cluster: {shards: 64}\n", "cluster: {shards: 8, group: g, topic: t, cuts_topic: c}\n",
 		"cluster: {shards: -1}\n", "cluster: {group: g}\n", "cluster: {shards: 8}\nstate: {keep: 1}\n", "cluster: [1]\n",
-		"queries:\n  - {name: q, pattern: \"(a)-[]->(b)\", initial: true}\ncluster: {shards: 2}\n", "embedded: {retention_bytes: 1GiB}\n", "{{"} {
+		"queries:\n  - {name: q, pattern: \"(a)-[]->(b)\", initial: true}\ncluster: {shards: 2}\n", "embedded: {retention_bytes: 1GiB}\n", "{{",
+		"http: {max_queries: 5, max_pattern_bytes: 100, max_pattern_vertices: 3, max_pattern_edges: 2}\n", "http: {max_queries: 0}\n",
+		"initial: {max_matches: 10, max_time: 1s, max_memory: 64MiB}\n", "initial: {max_memory: 1KiB}\n", "initial: {max_time: -1s}\n",
+		"queries:\n  - {name: \"\\u202e\", pattern: \"(a)-[]->(b)\"}\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

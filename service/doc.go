@@ -30,8 +30,9 @@
 // The graph runs ahead of the acknowledged offsets by the batches in
 // delivery, so a due checkpoint, and an HTTP operation (a query's
 // registration or removal, which checkpoints too), first waits until every
-// matched batch is acknowledged: a checkpoint's graph and offsets agree,
-// and a new query's initial matches follow all earlier events. Draining
+// matched batch is acknowledged: a checkpoint's graph and offsets agree.
+// A new query's initial matches are found beside the stream on a copy of
+// the graph and queued behind the batches matched meanwhile (initial.go). Draining
 // stalls the graph stages for up to two batches' delivery per checkpoint.
 //
 // # Consumer group
@@ -63,6 +64,8 @@
 //	                              missing_time
 //	matches_total{query,change}   match deltas found (appeared, disappeared), withheld ones included
 //	query_limit_hits_total{query,limit}  batches in which a query's limit withheld events
+//	initial_runs_total{result}    initial runs of new queries: complete, or why cut short (max_matches,
+//	                              max_time, max_memory, deleted, client_gone, stopping); see initial.go
 //	query_batches_total{query,device}  batches each query was matched in, by device (cpu, gpu): under
 //	                              engine.device auto each query runs where it has been fastest
 //	batches_total                 batches processed

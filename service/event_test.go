@@ -54,7 +54,7 @@ func eventFixture(tb testing.TB, matches int) (*Service, *batchState, map[string
 
 // eventBuilderFor returns the builder of batch's events, as build makes it on the delivery stage.
 func eventBuilderFor(s *Service, batch *batchState) *eventBuilder {
-	mt := &matched{queries: s.queries, batch: s.batch, parts: make([]int32, len(batch.msgs))}
+	mt := &matched{queries: s.queries, batch: s.batch, parts: make([]int32, len(batch.msgs)), names: s.ids}
 	for i, m := range batch.msgs {
 		mt.parts[i] = int32(m.Partition)
 	}
@@ -240,7 +240,7 @@ func testBuildOrder(t *testing.T, queries int) {
 	for _, w := range want {
 		c.sink(r.IntN(5), w.q, w.sign, w.m)
 	}
-	s.events(batch, c, false)
+	s.events(batch, c)
 	s.build(batch)
 
 	slices.SortFunc(want, func(x, y match) int {
@@ -290,7 +290,7 @@ func BenchmarkBuild(b *testing.B) {
 			c.sink(i%4, m.q, 1, m.m)
 		}
 		batch.events = nil
-		s.events(batch, c, false)
+		s.events(batch, c)
 		s.build(batch)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ms)), "ns/event")

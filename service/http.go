@@ -12,21 +12,30 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gcsm/gcsm/query"
 )
 
 // Handler serves /metrics, /healthz, /readyz and the query API:
 //
 //	GET    /queries          the standing queries and their totals
-//	POST   /queries          register one: JSON {"name","pattern","initial","max_matches_per_batch","max_time"},
-//	                         or a pattern as text/plain with ?name=NAME[&initial=true]
+//	POST   /queries          register one: JSON {"name","pattern","initial","max_matches_per_batch","max_time"}
+//	                         with Content-Type: application/json
 //	DELETE /queries/{name}   unregister one
 //
-// With http.pprof set, /debug/pprof/ serves Go's profiles.
+// With http.pprof set, /debug/pprof/ serves Go's profiles, its cmdline
+// with the token blotted out.
 // With http.token set, the query API needs "Authorization: Bearer TOKEN";
 // metrics and health stay open for scrapers and probes.
+//
+// A web page the host's browser opens must not register queries, token or
+// not (the default has none). A page can send a cross-site POST without
+// asking first only as a form type or text/plain, so POST takes only JSON;
+// and a POST or DELETE whose Origin names another host is refused.
 // Every 4xx answer, and those of the query API, is {"error": MESSAGE,
 // "status": CODE}.
 func (s *Service) Handler() http.Handler {
@@ -50,12 +59,12 @@ func (s *Service) Handler() http.Handler {
 		io.WriteString(w, "ready: "+role+"\n")
 	})
 	mux.HandleFunc("GET /queries", s.auth(s.listQueries))
-	mux.HandleFunc("POST /queries", s.auth(s.postQuery))
-	mux.HandleFunc("DELETE /queries/{name}", s.auth(s.deleteQuery))
+	mux.HandleFunc("POST /queries", sameOrigin(s.auth(s.postQuery)))
+	mux.HandleFunc("DELETE /queries/{name}", sameOrigin(s.auth(s.deleteQuery)))
 	if s.cfg.HTTP.Pprof {
 		// Config.Validate allows this only on a loopback address.
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/cmdline", s.cmdline)
 		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
@@ -113,6 +122,43 @@ func (s *Service) auth(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// sameOrigin refuses a request whose Origin header names a host other
+// than the one it was sent to: a web page's cross-site request. Clients
+// that are not browsers send no Origin, and pass.
+func sameOrigin(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" {
+			u, err := url.Parse(o)
+			if err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.Host) {
+				httpError(w, http.StatusForbidden, fmt.Errorf("cross-site request refused: Origin %q is not %q", o, r.Host))
+				return
+			}
+		}
+		h(w, r)
+	}
+}
+
+// cmdline is pprof's cmdline with the token blotted out: --token (or a
+// config file's value passed some other way) would otherwise hand the
+// query API to anyone who can read profiles.
+func (s *Service) cmdline(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	io.WriteString(w, strings.Join(redact(os.Args, s.cfg.HTTP.Token), "\x00"))
+}
+
+// redact replaces every occurrence of secret in args.
+func redact(args []string, secret string) []string {
+	if secret == "" {
+		return args
+	}
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = strings.ReplaceAll(a, secret, "REDACTED")
+	}
+	return out
+}
+
 func (s *Service) listQueries(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	infos := s.infos
@@ -137,7 +183,11 @@ func (s *Service) postQuery(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	req, err := parseQueryRequest(r.Header.Get("Content-Type"), r.URL.Query(), body)
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+		httpError(w, http.StatusUnsupportedMediaType, fmt.Errorf("Content-Type %q: want application/json", r.Header.Get("Content-Type")))
+		return
+	}
+	req, err := parseQueryRequest(body)
 	if err != nil {
 		httpError(w, http.StatusBadRequest, err)
 		return
@@ -147,14 +197,24 @@ func (s *Service) postQuery(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, err)
 		return
 	}
+	if len(c.Pattern) > s.cfg.HTTP.MaxPatternBytes {
+		httpError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("pattern of %d bytes: at most %d (http.max_pattern_bytes)", len(c.Pattern), s.cfg.HTTP.MaxPatternBytes))
+		return
+	}
+	if err := s.checkPatternSize(c); err != nil {
+		httpError(w, http.StatusBadRequest, err)
+		return
+	}
 	if s.cfg.Cluster.Shards > 0 {
 		httpError(w, http.StatusConflict, errClusterQueries)
 		return
 	}
-	// Registering may run the static matcher over the whole graph; the
-	// client's deadline, not ours, decides how long that may take.
 	v, err := s.do(r.Context(), func(ctx context.Context) (any, error) {
-		if err := s.addQuery(ctx, c); err != nil {
+		if len(s.queries) >= s.cfg.HTTP.MaxQueries {
+			return nil, fmt.Errorf("%w: %d standing (http.max_queries); delete one first", errTooManyQueries, len(s.queries))
+		}
+		run, err := s.addQuery(c)
+		if err != nil {
 			return nil, err
 		}
 		// A registration survives a crash only in a checkpoint.
@@ -163,16 +223,58 @@ func (s *Service) postQuery(w http.ResponseWriter, r *http.Request) {
 		}
 		st := s.queries[len(s.queries)-1]
 		// "warnings": [] rather than null when there is none.
-		return registered{st.info(), append([]string{}, st.warnings...)}, nil
+		return pending{registered{queryInfo: st.info(), Warnings: append([]string{}, st.warnings...)}, run}, nil
 	})
+	if p, ok := v.(pending); ok {
+		v = p.registered
+		if p.run != nil {
+			// The run goes on beside the stream; the client waits for its
+			// result, and leaving gives it up.
+			select {
+			case <-p.run.done:
+			case <-r.Context().Done():
+				p.run.cancel(errClientGone)
+				return
+			case <-s.quit:
+			}
+			// Run ends every enumeration before quit, but a run whose
+			// matches were queued for delivery may never be acknowledged.
+			res := InitialResult{CutShort: true, Reason: "stopping"}
+			select {
+			case <-p.run.done:
+				res = p.run.result
+			default:
+			}
+			p.registered.Initial = &res
+			v = p.registered
+		}
+	}
 	switch {
 	case errors.Is(err, errQueryExists):
 		httpError(w, http.StatusConflict, err)
+	case errors.Is(err, errTooManyQueries):
+		httpError(w, http.StatusTooManyRequests, err)
 	case err != nil:
 		httpError(w, http.StatusBadRequest, err)
 	default:
 		writeJSON(w, http.StatusCreated, v)
 	}
+}
+
+// checkPatternSize refuses a pattern of more vertices or edges than the
+// API takes; one the parser refuses is left for compileQuery to explain.
+func (s *Service) checkPatternSize(c QueryConfig) error {
+	p, err := query.Parse(c.Name, c.Pattern)
+	if err != nil {
+		return nil
+	}
+	if n, max := len(p.Vertices), s.cfg.HTTP.MaxPatternVertices; n > max {
+		return fmt.Errorf("pattern of %d vertices: at most %d (http.max_pattern_vertices)", n, max)
+	}
+	if n, max := len(p.Edges), s.cfg.HTTP.MaxPatternEdges; n > max {
+		return fmt.Errorf("pattern of %d edges: at most %d (http.max_pattern_edges)", n, max)
+	}
+	return nil
 }
 
 // registered is the answer to POST /queries: the query as GET shows it,
@@ -181,6 +283,14 @@ func (s *Service) postQuery(w http.ResponseWriter, r *http.Request) {
 type registered struct {
 	queryInfo
 	Warnings []string `json:"warnings"`
+	// Initial is the initial run's result, when the query asked for one.
+	Initial *InitialResult `json:"initial_matches,omitempty"`
+}
+
+// pending is a registration whose initial run may still be going.
+type pending struct {
+	registered
+	run *initialRun
 }
 
 func (s *Service) deleteQuery(w http.ResponseWriter, r *http.Request) {
@@ -227,25 +337,8 @@ func httpError(w http.ResponseWriter, code int, err error) {
 	writeJSON(w, code, apiError{Error: err.Error(), Status: code})
 }
 
-// parseQueryRequest reads a POST /queries body: a JSON object, or a pattern
-// as text with ?name=NAME[&initial=true]. The body is JSON when the
-// Content-Type says so, or, when it names neither JSON nor text/plain (curl
-// -d sends a form type), when it does not start like a pattern. A body that
-// starts with '{' is JSON whatever the type says: no pattern starts so.
-func parseQueryRequest(contentType string, params url.Values, body []byte) (queryRequest, error) {
-	mt, _, _ := mime.ParseMediaType(contentType)
-	t := bytes.TrimSpace(body)
-	text := mt == "text/plain" && !bytes.HasPrefix(t, []byte("{"))
-	if mt != "application/json" && !strings.HasSuffix(mt, "+json") && mt != "text/plain" {
-		text = bytes.HasPrefix(t, []byte("(")) || len(t) >= 5 && strings.EqualFold(string(t[:5]), "MATCH")
-	}
-	if text {
-		req := queryRequest{Name: params.Get("name"), Pattern: string(body), Initial: params.Get("initial") == "true"}
-		if req.Name == "" {
-			return req, errors.New("a pattern sent as text needs ?name=NAME in the URL")
-		}
-		return req, nil
-	}
+// parseQueryRequest reads a POST /queries body: one JSON object.
+func parseQueryRequest(body []byte) (queryRequest, error) {
 	var req queryRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

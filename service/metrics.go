@@ -14,6 +14,7 @@ type metrics struct {
 	rejects      *prometheus.CounterVec // reason
 	matches      *prometheus.CounterVec // query, change
 	limitHits    *prometheus.CounterVec // query, limit
+	initialRuns  *prometheus.CounterVec // result
 	queryBatches *prometheus.CounterVec // query, device
 	batches      prometheus.Counter
 	zeroCopy     prometheus.Counter
@@ -64,6 +65,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Match deltas found, by query and change (appeared, disappeared); counted even when a limit keeps them from the output."}, []string{"query", "change"}),
 		limitHits: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "query_limit_hits_total",
 			Help: "Batches in which a query hit a limit (max_matches_per_batch or max_time) and events were withheld."}, []string{"query", "limit"}),
+		initialRuns: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "initial_runs_total",
+			Help: "Initial runs of new queries (initial: true) by result: complete, or why they were cut short (max_matches, max_time, max_memory, deleted, client_gone, stopping)."}, []string{"result"}),
 		queryBatches: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "query_batches_total",
 			Help: "Batches each query was matched in, by the device that ran it (cpu, gpu): under engine.device auto each query runs where it has been fastest."}, []string{"query", "device"}),
 		batches: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "batches_total",
@@ -94,7 +97,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		units: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "units_total",
 			Help: "Work units (update edges with their delta terms) matched; a cluster member matches only its shards'."}),
 	}
-	reg.MustRegister(m.updates, m.rejects, m.matches, m.limitHits, m.queryBatches, m.batches, m.zeroCopy, m.batchSeconds, m.outputSteps, m.wait, m.idle, m.checkpoint,
+	reg.MustRegister(m.updates, m.rejects, m.matches, m.limitHits, m.initialRuns, m.queryBatches, m.batches, m.zeroCopy, m.batchSeconds, m.outputSteps, m.wait, m.idle, m.checkpoint,
 		m.vertices, m.edges, m.cacheBytes, m.cacheRatio, m.lag, m.checkpointAge, m.queries, m.shards, m.units,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Series that exist from the start, so a dashboard shows zeros rather

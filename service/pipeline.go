@@ -332,7 +332,14 @@ func (s *Service) drain(p *pipeline) error {
 func (s *Service) takeBack(p *pipeline, b *batchState) error {
 	p.inflight--
 	if b.err != nil {
+		if b.initial != nil {
+			s.initialEnded(b.initial, 0, "stopping")
+		}
 		return b.err
+	}
+	if b.initial != nil {
+		s.initialDelivered(b)
+		return nil
 	}
 	for part, r := range b.ranges {
 		s.position[part] = r[1] + 1
@@ -432,6 +439,18 @@ func (s *Service) loop(ctx context.Context, gen *ingest.Generation, p *pipeline)
 				return err
 			}
 			s.runOp(ctx, o)
+		case run := <-s.initialDone:
+			idle(t0)
+			if b := s.takeInitial(run); b != nil {
+				// Behind the batch still matching, as its deltas are
+				// older than the initial events that follow them.
+				if err := s.completeOverlapped(p); err != nil {
+					return err
+				}
+				if err := s.handOff(p, b); err != nil {
+					return err
+				}
+			}
 		case <-tick.C:
 			idle(t0)
 		}

@@ -142,6 +142,9 @@ type batchState struct {
 	changedBy map[edgeKey]int
 	// withheld counts per query the events a limit kept from the output.
 	withheld map[int]string
+	// initial, for a batch of a new query's initial matches, is their
+	// run (initial.go); such a batch has no messages and no offsets.
+	initial *initialRun
 
 	// seq numbers the batch on the decoding stage; recycled are the ids
 	// it released there, which the graph must forget before the batch, and
@@ -500,7 +503,7 @@ func (s *Service) finishMatch(b *batchState) error {
 	}
 	s.countGPU()
 	s.countPlacement()
-	s.events(b, b.collected, false)
+	s.events(b, b.collected)
 	return nil
 }
 

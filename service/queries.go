@@ -3,6 +3,7 @@ package service
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gcsm/gcsm/graph"
@@ -30,6 +31,10 @@ type standing struct {
 	// an instance has one key whatever order the input came in (several
 	// partitions, a standby replaying).
 	auts [][]int
+
+	// initial is the query's initial run while the build stage is to
+	// record its deltas' keys (initial.go); nil otherwise.
+	initial atomic.Pointer[initialRun]
 
 	// warnings are about the query at its registration: the labels it
 	// names that the graph had not seen then.

@@ -136,6 +136,15 @@ type Service struct {
 
 	ops chan op
 
+	// initialCtx ends the initial runs (initial.go) when Run returns;
+	// initialDone hands the enumerated ones to the run loop.
+	initialCtx  context.Context
+	initialWG   sync.WaitGroup
+	initialDone chan *initialRun
+	// quit is closed when Run returns, so that a POST waiting for its
+	// initial run returns too.
+	quit chan struct{}
+
 	mu       sync.Mutex // guards the fields below, which HTTP handlers read
 	progress Progress
 	ready    bool
@@ -170,7 +179,7 @@ func New(opts Options) (*Service, error) {
 	}
 	s := &Service{
 		cfg: cfg, log: opts.Log, reg: opts.Registry, matcher: opts.Matcher, alloc: opts.Alloc, sem: sem,
-		sink: opts.Sink, onBatch: opts.OnBatch, hold: opts.Hold, slabs: make(chan *eventSlab, maxInflight+1), ops: make(chan op), position: map[int]int64{}, ckptPos: map[int]int64{},
+		sink: opts.Sink, onBatch: opts.OnBatch, hold: opts.Hold, slabs: make(chan *eventSlab, maxInflight+1), ops: make(chan op), initialDone: make(chan *initialRun), quit: make(chan struct{}), position: map[int]int64{}, ckptPos: map[int]int64{},
 	}
 	if s.reg == nil {
 		s.reg = prometheus.NewRegistry()
@@ -257,6 +266,9 @@ func (s *Service) Registry() *prometheus.Registry { return s.reg }
 // the group, so a standby takes over at once.
 func (s *Service) Run(ctx context.Context) error {
 	defer s.close()
+	ictx, stopInitial := context.WithCancel(ctx)
+	defer stopInitial()
+	s.initialCtx = ictx
 	var srv *http.Server
 	if s.cfg.HTTP.Listen != "" {
 		ln, err := net.Listen("tcp", s.cfg.HTTP.Listen)
@@ -266,12 +278,26 @@ func (s *Service) Run(ctx context.Context) error {
 		srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 		go srv.Serve(ln)
 		s.log.Info().Str("listen", ln.Addr().String()).Msg("HTTP API and metrics")
+		// A warning, not a refusal: the shipped compose files listen on
+		// 0.0.0.0 inside a container network with no token, which is safe
+		// there, and the service cannot tell that network from a host's.
+		if s.cfg.HTTP.Token == "" && loopback(ln.Addr().String()) != nil {
+			s.log.Warn().Str("listen", ln.Addr().String()).
+				Msg("the query API listens beyond this machine with no http.token: anyone who reaches it can register and delete queries")
+		}
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			srv.Shutdown(sctx)
 		}()
 	}
+	// Before the server's shutdown, which waits for the handlers: a POST
+	// waiting for an initial run returns once the run is ended.
+	defer func() {
+		stopInitial()
+		s.initialWG.Wait()
+		close(s.quit)
+	}()
 	// A wrong password or an untrusted certificate fails here, within
 	// kafkaconn.CheckTimeout and in one line, not as a topic that cannot be
 	// created or records that time out.
@@ -346,6 +372,10 @@ func await[T any](ctx context.Context, s *Service, next func(context.Context) (T
 			return r.v, r.err
 		case o := <-s.ops:
 			s.runOp(ctx, o)
+		case run := <-s.initialDone:
+			if err := s.deliverInitial(ctx, run); err != nil {
+				s.log.Warn().Err(err).Str("query", run.st.cfg.Name).Msg("initial matches not delivered")
+			}
 		}
 	}
 }
@@ -360,6 +390,10 @@ func (s *Service) serveOps(ctx context.Context, gen *ingest.Generation) {
 			return
 		case o := <-s.ops:
 			s.runOp(ctx, o)
+		case run := <-s.initialDone:
+			if err := s.deliverInitial(ctx, run); err != nil {
+				s.log.Warn().Err(err).Str("query", run.st.cfg.Name).Msg("initial matches not delivered")
+			}
 		}
 	}
 }
@@ -517,7 +551,7 @@ func (s *Service) registerConfigured(ctx context.Context) error {
 			s.log.Info().Str("query", c.Name).Msg("pattern changed in the configuration; registering it anew")
 			s.removeQuery(i)
 		}
-		if err := s.addQuery(ctx, c); err != nil {
+		if _, err := s.addQuery(c); err != nil {
 			return fmt.Errorf("query %q: %w", c.Name, err)
 		}
 	}
@@ -535,19 +569,23 @@ func (s *Service) queryIndex(name string) int {
 }
 
 func (s *Service) removeQuery(i int) {
+	if run := s.queries[i].initial.Load(); run != nil {
+		run.cancel(errInitialDeleted)
+	}
 	s.queries = append(s.queries[:i], s.queries[i+1:]...)
 	s.publishQueries()
 }
 
-// addQuery compiles and registers c, first emitting its initial matches
-// when c asks for them. It runs on the loop, between batches.
-func (s *Service) addQuery(ctx context.Context, c QueryConfig) error {
+// addQuery compiles and registers c and, when c asks for its initial
+// matches, starts their run (initial.go), which it returns; the run is
+// nil otherwise. It runs on the loop, between batches.
+func (s *Service) addQuery(c QueryConfig) (*initialRun, error) {
 	if s.queryIndex(c.Name) >= 0 {
-		return fmt.Errorf("%w: %q", errQueryExists, c.Name)
+		return nil, fmt.Errorf("%w: %q", errQueryExists, c.Name)
 	}
 	st, err := s.compileQuery(c, true)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if s.bundles != nil || st.q.ReadsTransfers() {
 		s.keepTransfers(st.q)
@@ -555,18 +593,24 @@ func (s *Service) addQuery(ctx context.Context, c QueryConfig) error {
 	for _, w := range st.warnings {
 		s.log.Warn().Str("query", c.Name).Msg(w)
 	}
-	if c.Initial && s.g.NumEdges() > 0 {
-		if err := s.emitInitial(ctx, st); err != nil {
-			return err
+	var run *initialRun
+	if c.Initial {
+		if s.g.NumEdges() == 0 {
+			run = &initialRun{st: st, done: make(chan struct{})}
+			run.finish(0, "")
+		} else if run, err = s.startInitial(st); err != nil {
+			return nil, err
 		}
 	}
 	s.queries = append(s.queries, st)
 	s.publishQueries()
 	s.log.Info().Str("query", c.Name).Int("vertices", st.q.N()).Int("edges", len(st.q.Edges)).Msg("query registered")
-	return nil
+	return run, nil
 }
 
 var (
 	errQueryExists  = errors.New("a query of that name exists")
 	errQueryMissing = errors.New("no query of that name")
+	// errTooManyQueries refuses a registration past http.max_queries.
+	errTooManyQueries = errors.New("too many queries")
 )

@@ -342,11 +342,11 @@ func TestQueryAPI(t *testing.T) {
 	if code, body := call("POST", "/queries", `{"name":"ring4","pattern":"`+ring4+`"}`, "s3cret"); code != http.StatusConflict {
 		t.Fatalf("second POST of ring4: %d %s", code, body)
 	}
-	if code, body := call("POST", "/queries?name=broken", "(a)-[:T]->(b", "s3cret"); code != http.StatusBadRequest || !strings.Contains(body, "1:") {
+	if code, body := call("POST", "/queries", `{"name":"broken","pattern":"(a)-[:T]->(b"}`, "s3cret"); code != http.StatusBadRequest || !strings.Contains(body, "1:") {
 		t.Fatalf("POST of a broken pattern: %d %s, want 400 naming the position", code, body)
 	}
-	if code, body := call("POST", "/queries?name=pair&initial=false", "(a:Account)-[:TRANSFER]->(b:Merchant)", "s3cret"); code != http.StatusCreated {
-		t.Fatalf("POST as text: %d %s", code, body)
+	if code, body := call("POST", "/queries", `{"name":"pair","pattern":"(a:Account)-[:TRANSFER]->(b:Merchant)"}`, "s3cret"); code != http.StatusCreated {
+		t.Fatalf("POST: %d %s", code, body)
 	}
 	code, body = call("GET", "/queries", "", "s3cret")
 	var infos []queryInfo

@@ -13,11 +13,15 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// postQuery POSTs a text/plain pattern under name and returns the status
-// and the decoded body: the query's fields and warnings, or an error.
+// postQuery POSTs pattern under name and returns the status and the
+// decoded body: the query's fields and warnings, or an error.
 func postQuery(t *testing.T, url, name, pattern string) (int, map[string]any) {
 	t.Helper()
-	resp, err := http.Post(url+"/queries?name="+name, "text/plain", strings.NewReader(pattern))
+	req, err := json.Marshal(QueryConfig{Name: name, Pattern: pattern})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(url+"/queries", "application/json", bytes.NewReader(req))
 	if err != nil {
 		t.Fatal(err)
 	}
