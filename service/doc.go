@@ -38,9 +38,10 @@
 //
 // The group has one active member and any number of standbys (see
 // ingest.Consumer): the graph is one state, so partitions are never split.
-// A standby that takes over starts from its own newest checkpoint, so
-// standbys should share the state directory (a shared volume) or accept
-// re-reading the topic from their last checkpoint.
+// A standby that takes over starts from its own newest checkpoint, in a
+// state directory of its own, and re-reads the topic from there: New locks
+// the state directory (statedir.Open), so a standby cannot share the active
+// member's, whose checkpoints its own would overwrite.
 //
 // # Members
 //

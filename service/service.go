@@ -190,6 +190,7 @@ func New(opts Options) (*Service, error) {
 		s.recycle = &recycler{}
 	}
 	if err := s.restore(); err != nil {
+		s.dir.Close() // the lock: a failed New leaves the directory to the next process
 		return nil, err
 	}
 	ok := false
@@ -468,6 +469,9 @@ func (s *Service) close() {
 	if s.g != nil {
 		s.g.Close()
 	}
+	// Last: the directory is another process's to take once this one
+	// writes nothing more.
+	s.dir.Close()
 }
 
 func (s *Service) setReady(v bool) {
