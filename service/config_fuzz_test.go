@@ -34,7 +34,8 @@ func FuzzParseByteSize(f *testing.F) {
 func FuzzParseConfig(f *testing.F) {
 	for _, s := range []string{"", "batch: {size: 10}\n", "cluster: {shards: 64}\n", "cluster: {shards: 8, group: g, topic: t, cuts_topic: c}\n",
 		"cluster: {shards: -1}\n", "cluster: {group: g}\n", "cluster: {shards: 8}\nstate: {keep: 1}\n", "cluster: [1]\n",
-		"queries:\n  - {name: q, pattern: \"(a)-[]->(b)\", initial: true}\ncluster: {shards: 2}\n", "embedded: {retention_bytes: 1GiB}\n", "{{"} {
+		"queries:\n  - {name: q, pattern: \"(a)-[]->(b)\", initial: true}\ncluster: {shards: 2}\n", "embedded: {retention_bytes: 1GiB}\n",
+		"input: {max_id_bytes: 64}\n", "input: {max_id_bytes: 0}\n", "input: {max_id_bytes: 1KiB}\n", "{{"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -60,8 +60,8 @@
 //	updates_total{op,result}      input updates: op insert, delete (applied: an edge changed), expire (window
 //	                              deletions scheduled), any (noop: changed nothing; rejected: dead-lettered)
 //	rejects_total{reason}         dead letters by reason: oversized, empty, json, missing_field, unknown_op,
-//	                              bad_time, bad_value, csm, invalid_utf8, self_loop, label_conflict, late,
-//	                              missing_time
+//	                              bad_time, bad_value, csm, invalid_utf8, id_too_long, self_loop,
+//	                              label_conflict, late, missing_time
 //	matches_total{query,change}   match deltas found (appeared, disappeared), withheld ones included
 //	query_limit_hits_total{query,limit}  batches in which a query's limit withheld events
 //	query_batches_total{query,device}  batches each query was matched in, by device (cpu, gpu): under

@@ -181,7 +181,7 @@ func New(opts Options) (*Service, error) {
 		s.alloc = hostmem.Mmap{}
 	}
 	format := map[string]ingest.Format{"auto": ingest.FormatAuto, "json": ingest.FormatJSON, "csm": ingest.FormatCSM}[cfg.Input.Format]
-	s.dec = ingest.Decoder{Format: format, MaxBytes: cfg.Input.MaxMessageBytes}
+	s.dec = ingest.Decoder{Format: format, MaxBytes: cfg.Input.MaxMessageBytes, MaxIDBytes: cfg.Input.MaxIDBytes}
 
 	if s.dir, err = statedir.Open(cfg.State.Dir, cfg.State.Keep); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
