@@ -27,6 +27,10 @@ var fuzzSeeds = []struct {
 	{`{"op":"+","src":1,"dst":2,"id":"t","props":{"a":1,"a":null}}` + "\n" + `{"op":"+","src":1,"dst":2,"src_props":{"c":true}}` +
 		"\n" + `{"op":"vertex","id":3,"label":"A","props":{"a":"DE"}}` + "\n" + `{"op":"+","src":1,"dst":2,"props":{"n":[1]}}`, FormatJSON},
 	{"\xef\xbb\xbf% x\n\n1 1\n", FormatAuto},
+	// Names over fuzzMaxID, between good lines.
+	{"e 1 2\ne 123456789 2\nv 3 123456789\ne 3 4\n", FormatCSM},
+	{"1,2\n1,123456789\n3,4\n", FormatSNAP},
+	{`{"op":"+","src":1,"dst":2,"id":"tx-000001"}` + "\n" + `{"op":"+","src":1,"dst":2,"label":"123456789"}`, FormatJSON},
 }
 
 // result is what one call of Next gave, in a form to compare.
@@ -86,7 +90,7 @@ func FuzzReader(f *testing.F) {
 		f.Add(s.data, int(s.format))
 	}
 	f.Fuzz(func(t *testing.T, data string, format int) {
-		opts := Options{Format: Format(uint(format) % uint(FormatJSON+1)), File: "fuzz", MaxLineBytes: 64, Keep: fuzzKeep}
+		opts := Options{Format: Format(uint(format) % uint(FormatJSON+1)), File: "fuzz", MaxLineBytes: 64, MaxIDBytes: fuzzMaxID, Keep: fuzzKeep}
 		want, _ := readResults(t, data, opts, bufSize)
 		got, _ := readResults(t, data, opts, 16)
 		if fmt.Sprint(got) != fmt.Sprint(want) {

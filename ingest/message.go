@@ -44,13 +44,24 @@ const (
 	// ReasonFormat: Decoder.Format is not one that a Decoder decodes. It is
 	// the configuration that is wrong, not the value.
 	ReasonFormat = "format"
+	// ReasonIDTooLong: an id (a vertex's, or an edge's "id") or a label is
+	// longer than Decoder.MaxIDBytes once decoded.
+	ReasonIDTooLong = "id_too_long"
 )
+
+// DefaultMaxIDBytes is the longest id or label accepted when no limit is
+// set. Every alert repeats the ids of its match, and the dictionaries keep
+// them for the graph's life: two 460 KB account ids made one alert larger
+// than a broker's 1 MB message limit, which could then never be written.
+// At 1 KiB, an alert of a 5-vertex pattern over 5 transfers stays under
+// 16 KiB of names; account numbers, UUIDs and URLs of real streams fit.
+const DefaultMaxIDBytes = 1 << 10
 
 // DecodeReasons returns every DecodeError.Reason, so that a service can
 // export a zero count for each before the first refusal.
 func DecodeReasons() []string {
 	return []string{ReasonOversized, ReasonEmpty, ReasonJSON, ReasonMissingField, ReasonUnknownOp,
-		ReasonBadTime, ReasonBadValue, ReasonCSM, ReasonInvalidUTF8, ReasonFormat}
+		ReasonBadTime, ReasonBadValue, ReasonCSM, ReasonInvalidUTF8, ReasonFormat, ReasonIDTooLong}
 }
 
 // DecodeError says why a value was refused.
@@ -88,6 +99,12 @@ type Decoder struct {
 	// MaxBytes is the longest value accepted; 0 means 1 MiB. Longer values
 	// are refused with ReasonOversized before they are looked at.
 	MaxBytes int
+	// MaxIDBytes is the longest id or label accepted, in bytes once
+	// decoded; 0 means DefaultMaxIDBytes. An event with a longer one is
+	// refused with ReasonIDTooLong. Ids and labels share one limit: both
+	// are names that alerts repeat and dictionaries keep, and a label
+	// longer than any id is as much a mistake.
+	MaxIDBytes int
 	// Keep names the properties that records keep; nil keeps none. It is
 	// read at each Decode, so a service may set it before each batch from
 	// the filter of its current queries.
@@ -135,21 +152,53 @@ func (d *Decoder) decode(value []byte, rec *Record) *DecodeError {
 			format = FormatJSON
 		}
 	}
+	var err *DecodeError
 	switch format {
 	case FormatJSON:
-		return d.js.parse(line, d.Keep, rec)
+		err = d.js.parse(line, d.Keep, rec)
 	case FormatCSM:
-		var (
-			ok  bool
-			err *DecodeError
-		)
+		var ok bool
 		*rec, ok, err = parseCSM(line, &d.fields)
 		if err == nil && !ok {
 			err = decodeErrorf(ReasonEmpty, `value is a CSM "t" header, not an event`)
 		}
+	default:
+		return decodeErrorf(ReasonFormat, "a Decoder decodes JSON and CSM, not %v", format)
+	}
+	if err != nil {
 		return err
 	}
-	return decodeErrorf(ReasonFormat, "a Decoder decodes JSON and CSM, not %v", format)
+	return checkIDs(rec, d.MaxIDBytes)
+}
+
+// checkIDs refuses a record with an id or a label longer than limit bytes
+// (0: DefaultMaxIDBytes). It checks the decoded record, after every parser,
+// so that the limit is the same for every format and path, and the common
+// record costs six compares. The decoding it wastes on a refused one is
+// rare.
+func checkIDs(rec *Record, limit int) *DecodeError {
+	if limit <= 0 {
+		limit = DefaultMaxIDBytes
+	}
+	if len(rec.Src) <= limit && len(rec.Dst) <= limit && len(rec.ID) <= limit &&
+		len(rec.Label) <= limit && len(rec.SrcLabel) <= limit && len(rec.DstLabel) <= limit {
+		return nil
+	}
+	// The names of the input's fields: a vertex's are "id" and "label".
+	fields := [...]struct {
+		key string
+		n   int
+	}{{"src", len(rec.Src)}, {"dst", len(rec.Dst)}, {"label", len(rec.Label)}, {"src_label", len(rec.SrcLabel)},
+		{"dst_label", len(rec.DstLabel)}, {"id", len(rec.ID)}}
+	if rec.Op == graph.AddVertex {
+		fields[0].key, fields[3].key = "id", "label"
+	}
+	for _, f := range fields {
+		if f.n > limit {
+			return decodeErrorf(ReasonIDTooLong, "field %q is %d bytes, over the limit of %d for ids and labels", f.key, f.n, limit)
+		}
+	}
+	panic("BUG: checkIDs found no name over the limit")
 }
 
 // trimValue drops a leading byte order mark and surrounding blanks and

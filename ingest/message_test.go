@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -97,6 +98,7 @@ func TestDecodeErrors(t *testing.T) {
 		{Decoder{}, "e 1 2 \xff", ReasonInvalidUTF8, `edge label is not valid UTF-8 at byte 0: "\xff"`},
 		{Decoder{Format: FormatCSM}, `{"op":"+","src":1,"dst":2}`, ReasonCSM, `unknown line type "{\"op\":\"+\",\"src\":1,\"dst\":2}"`},
 		{Decoder{Format: FormatSNAP}, `1 2`, ReasonFormat, `a Decoder decodes JSON and CSM, not snap`},
+		{Decoder{MaxIDBytes: 4}, `{"op":"+","src":"acct-1","dst":2}`, ReasonIDTooLong, `field "src" is 6 bytes, over the limit of 4 for ids and labels`},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {
@@ -239,7 +241,11 @@ func FuzzDecode(f *testing.F) {
 		`{"op":"+","src":1,"dst":2,"props":{"n":1e400},"Dst_Props":{"country":"DE","c":null}}`,
 		`{"op":"+","src":1,"dst":2,"src_props":{"\u0061":"\ud83d\ude00","c":false},"dst_props":"x"}`,
 		`{"op":"+","src":-0,"dst":"é","ts":"2024-06-01T12:00:00+02:00"}`, "e 1 2 \x00", "t 1 2", "# c",
-		`{"op":"+","src":1,"dst":2,"x":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`} {
+		`{"op":"+","src":1,"dst":2,"x":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`,
+		// Names over fuzzMaxID, and one at it, in each place and format.
+		`{"op":"+","src":"acct-000000001","dst":"acct-2"}`, `{"op":"+","src":1,"dst":2,"id":"tx-0000000001"}`,
+		`{"op":"vertex","id":"v","label":"\u00e9\u00e9\u00e9\u00e9\u00e9"}`, `{"op":"-","src":1,"dst":2,"src_label":"12345678"}`,
+		"e 1234567890 2 3", "v 1 123456789"} {
 		f.Add([]byte(s), uint8(FormatAuto))
 	}
 	f.Fuzz(func(t *testing.T, value []byte, format uint8) {
@@ -276,6 +282,7 @@ func checkDecode(t *testing.T, value []byte, format Format) (Record, error) {
 			all = rec2
 		}
 	}
+	checkIDLimit(t, value, format, rec, err)
 	checkScan(t, trimValue(value))
 	if err != nil {
 		var de *DecodeError
@@ -289,6 +296,33 @@ func checkDecode(t *testing.T, value []byte, format Format) (Record, error) {
 	rec.Line = 0
 	roundTrip(t, value, rec, fuzzKeep)
 	return all, nil
+}
+
+// fuzzMaxID is the limit on ids and labels that checkIDLimit sets: short
+// enough for the fuzzer's names to cross it.
+const fuzzMaxID = 8
+
+// checkIDLimit decodes value again with MaxIDBytes fuzzMaxID: the limit
+// refuses exactly the records that rec, decoded without it, has a longer id
+// or label in, with ReasonIDTooLong, and changes nothing else.
+func checkIDLimit(t *testing.T, value []byte, format Format, rec Record, err error) {
+	t.Helper()
+	d := Decoder{Format: format, MaxBytes: 512, MaxIDBytes: fuzzMaxID, Keep: fuzzKeep}
+	got, gerr := d.Decode(value)
+	longest := max(len(rec.Src), len(rec.Dst), len(rec.ID), len(rec.Label), len(rec.SrcLabel), len(rec.DstLabel))
+	var de *DecodeError
+	switch {
+	case err != nil:
+		if gerr == nil || gerr.Error() != err.Error() {
+			t.Fatalf("Decode(%q) with MaxIDBytes %d: %v; without: %v", value, fuzzMaxID, gerr, err)
+		}
+	case longest > fuzzMaxID:
+		if !errors.As(gerr, &de) || de.Reason != ReasonIDTooLong || !strings.Contains(de.Detail, fmt.Sprintf("bytes, over the limit of %d", fuzzMaxID)) {
+			t.Fatalf("Decode(%q) with MaxIDBytes %d: %+v, %v; want %s for a name of %d bytes", value, fuzzMaxID, got, gerr, ReasonIDTooLong, longest)
+		}
+	case gerr != nil || !reflect.DeepEqual(got, rec):
+		t.Fatalf("Decode(%q) with MaxIDBytes %d: %+v, %v; without: %+v", value, fuzzMaxID, got, gerr, rec)
+	}
 }
 
 // FuzzDecodeProps decodes an edge event whose "props" are arbitrary: as

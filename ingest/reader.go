@@ -90,6 +90,10 @@ type Options struct {
 	// MaxLineBytes is the longest line accepted, its terminator excluded;
 	// 0 means 1 MiB. Longer lines are malformed.
 	MaxLineBytes int
+	// MaxIDBytes is the longest id or label accepted, as for a Decoder
+	// (Decoder.MaxIDBytes); 0 means DefaultMaxIDBytes. A line with a
+	// longer one is malformed.
+	MaxIDBytes int
 	// Keep names the properties of FormatJSON events that records keep;
 	// nil keeps none.
 	Keep *PropFilter
@@ -295,11 +299,18 @@ func (r *Reader) parse(line []byte) (rec Record, ok bool, err *LineError) {
 	}
 	switch r.format {
 	case FormatCSM:
-		return r.parseCSM(line)
+		rec, ok, err = r.parseCSM(line)
 	case FormatSNAP:
-		return r.parseSNAP(line)
+		rec, ok, err = r.parseSNAP(line)
+	default:
+		rec, ok, err = r.parseJSON(line)
 	}
-	return r.parseJSON(line)
+	if err == nil && ok {
+		if derr := checkIDs(&rec, r.opts.MaxIDBytes); derr != nil {
+			return Record{}, false, r.errorf("%s", derr.Detail)
+		}
+	}
+	return rec, ok, err
 }
 
 // DetectFormat returns the format of an input that starts with lines, judged

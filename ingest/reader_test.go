@@ -310,11 +310,12 @@ func TestLongLines(t *testing.T) {
 }
 
 // TestDefaultMaxLine reads lines longer than the bufio buffer, up to the
-// default limit of 1 MiB.
+// default limit of 1 MiB. Its lines are long ids, so it lifts the limit on
+// ids to the line's.
 func TestDefaultMaxLine(t *testing.T) {
 	ok := "1 " + strings.Repeat("x", defaultMaxLineBytes-2)
 	in := "1 " + strings.Repeat("y", 3*bufSize) + "\n" + ok + "\n" + ok + "x\n1 2\n"
-	r := NewReader(strings.NewReader(in), Options{SkipBad: true})
+	r := NewReader(strings.NewReader(in), Options{SkipBad: true, MaxIDBytes: defaultMaxLineBytes})
 	got, err := readAll(r)
 	if err != nil {
 		t.Fatal(err)

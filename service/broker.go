@@ -2,13 +2,17 @@ package service
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/gcsm/gcsm/internal/statedir"
 )
 
 // embedded is the in-process Kafka-protocol broker that gcsm run starts
@@ -19,8 +23,9 @@ type embedded struct {
 	c     *kfake.Cluster
 	addrs []string
 	dir   string
-	stop  chan struct{} // closed by close, ends the retention loop
-	done  chan struct{} // closed when the retention loop has ended
+	lock  *statedir.Lock // of logLockName beside dir, held until close
+	stop  chan struct{}  // closed by close, ends the retention loop
+	done  chan struct{}  // closed when the retention loop has ended
 }
 
 // retentionEvery is how often the embedded broker drops records past its
@@ -37,6 +42,16 @@ func startEmbedded(cfg Config, sec BrokerSecurity, extraTopics ...string) (*embe
 		return nil, fmt.Errorf("embedded.listen %q: bad port", cfg.Embedded.Listen)
 	}
 	dir := filepath.Join(cfg.State.Dir, "kafka")
+	lock, err := lockLog(cfg.State.Dir)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			lock.Unlock()
+		}
+	}()
 	topics := []string{cfg.Input.Topic, cfg.Output.Topic}
 	if cfg.Output.DeadLetterTopic != "" {
 		topics = append(topics, cfg.Output.DeadLetterTopic)
@@ -73,9 +88,34 @@ func startEmbedded(cfg Config, sec BrokerSecurity, extraTopics ...string) (*embe
 	if err != nil {
 		return nil, fmt.Errorf("embedded broker on %s: %w", cfg.Embedded.Listen, err)
 	}
-	e := &embedded{c: c, addrs: c.ListenAddrs(), dir: dir, stop: make(chan struct{}), done: make(chan struct{})}
+	e := &embedded{c: c, addrs: c.ListenAddrs(), dir: dir, lock: lock, stop: make(chan struct{}), done: make(chan struct{})}
 	go e.retain(cfg.Embedded)
+	ok = true
 	return e, nil
+}
+
+// logLockName is the lock of the broker's log, beside kafka/ rather than in
+// it, where kfake owns the names. It is not statedir.LockName, the
+// service's: a service with external brokers and gcsm broker --data on the
+// same directory, each owning its part, is the layout gcsm run itself
+// uses, while two brokers on one log would both append to its segments.
+const logLockName = "kafka.lock"
+
+// lockLog locks the broker's log under the state directory stateDir.
+func lockLog(stateDir string) (*statedir.Lock, error) {
+	if err := os.MkdirAll(stateDir, 0o750); err != nil {
+		return nil, fmt.Errorf("embedded broker: %w", err)
+	}
+	lock, err := statedir.LockFile(filepath.Join(stateDir, logLockName))
+	if err != nil {
+		var held *statedir.LockedError
+		if errors.As(err, &held) {
+			return nil, fmt.Errorf("embedded broker: its log %s is in use: %w; one broker per log: stop that process, or give this one another state directory",
+				filepath.Join(stateDir, "kafka"), err)
+		}
+		return nil, fmt.Errorf("embedded broker: %w", err)
+	}
+	return lock, nil
 }
 
 // retentionConfigs are the broker settings for the configured retention.
@@ -120,4 +160,5 @@ func (e *embedded) close() {
 	close(e.stop)
 	<-e.done
 	e.c.Close()
+	e.lock.Unlock()
 }

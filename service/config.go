@@ -99,6 +99,11 @@ type InputConfig struct {
 	Group           string `yaml:"group"`
 	Format          string `yaml:"format"` // auto, json or csm
 	MaxMessageBytes int    `yaml:"max_message_bytes"`
+	// MaxIDBytes is the longest vertex id, edge id or label an event may
+	// carry (ingest.Decoder.MaxIDBytes); longer ones are dead letters, since
+	// every alert repeats them and one over the output's message limit
+	// could never be written.
+	MaxIDBytes int `yaml:"max_id_bytes"`
 	// SessionTimeout is how long the group waits for a silent member before
 	// a standby takes over.
 	SessionTimeout time.Duration `yaml:"session_timeout"`
@@ -200,7 +205,7 @@ type QueryConfig struct {
 func DefaultConfig() Config {
 	return Config{
 		Embedded: EmbeddedConfig{Listen: "127.0.0.1:9092", Partitions: 1, Retention: time.Hour, RetentionBytes: 1 << 30},
-		Input:    InputConfig{Topic: "edges", Group: "gcsm", Format: "auto", MaxMessageBytes: 1 << 20, SessionTimeout: 10 * time.Second},
+		Input:    InputConfig{Topic: "edges", Group: "gcsm", Format: "auto", MaxMessageBytes: 1 << 20, MaxIDBytes: 1 << 10, SessionTimeout: 10 * time.Second},
 		Output:   OutputConfig{Topic: "matches", DeadLetterTopic: "edges.dlq", Client: "franz-go", Compression: "none"},
 		Batch:    BatchConfig{Size: 4096, Linger: 50 * time.Millisecond},
 		Graph:    GraphConfig{Directed: true, DefaultEdgeLabel: "0", DefaultVertexLabel: "0"},
@@ -273,6 +278,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Input.MaxMessageBytes < 1 {
 		bad("input.max_message_bytes must be positive")
+	}
+	if c.Input.MaxIDBytes < 1 {
+		bad("input.max_id_bytes must be positive")
 	}
 	if c.Batch.Size < 1 {
 		bad("batch.size must be at least 1, got %d", c.Batch.Size)

@@ -37,7 +37,9 @@ func FuzzParseConfig(f *testing.F) {
 		"queries:\n  - {name: q, pattern: \"(a)-[]->(b)\", initial: true}\ncluster: {shards: 2}\n", "embedded: {retention_bytes: 1GiB}\n", "{{",
 		"http: {max_queries: 5, max_pattern_bytes: 100, max_pattern_vertices: 3, max_pattern_edges: 2}\n", "http: {max_queries: 0}\n",
 		"initial: {max_matches: 10, max_time: 1s, max_memory: 64MiB}\n", "initial: {max_memory: 1KiB}\n", "initial: {max_time: -1s}\n",
-		"queries:\n  - {name: \"\\u202e\", pattern: \"(a)-[]->(b)\"}\n"} {
+		"queries:\n  - {name: \"\\u202e\", pattern: \"(a)-[]->(b)\"}\n",
+		"input: {max_id_bytes: 64}\n", "input: {max_id_bytes: 0}\n", "input: {max_id_bytes: 1KiB}\n",
+		"brokers: [b:1]\ntls: {ca_file: x, server_name: y}\nsasl: {mechanism: PLAIN, username: u}\n", "sasl: {mechanism: SCRAM-SHA-1}\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -39,9 +39,10 @@
 //
 // The group has one active member and any number of standbys (see
 // ingest.Consumer): the graph is one state, so partitions are never split.
-// A standby that takes over starts from its own newest checkpoint, so
-// standbys should share the state directory (a shared volume) or accept
-// re-reading the topic from their last checkpoint.
+// A standby that takes over starts from its own newest checkpoint, in a
+// state directory of its own, and re-reads the topic from there: New locks
+// the state directory (statedir.Open), so a standby cannot share the active
+// member's, whose checkpoints its own would overwrite.
 //
 // # Members
 //
@@ -60,8 +61,8 @@
 //	updates_total{op,result}      input updates: op insert, delete (applied: an edge changed), expire (window
 //	                              deletions scheduled), any (noop: changed nothing; rejected: dead-lettered)
 //	rejects_total{reason}         dead letters by reason: oversized, empty, json, missing_field, unknown_op,
-//	                              bad_time, bad_value, csm, invalid_utf8, self_loop, label_conflict, late,
-//	                              missing_time
+//	                              bad_time, bad_value, csm, invalid_utf8, id_too_long, self_loop,
+//	                              label_conflict, late, missing_time
 //	matches_total{query,change}   match deltas found (appeared, disappeared), withheld ones included
 //	query_limit_hits_total{query,limit}  batches in which a query's limit withheld events
 //	initial_runs_total{result}    initial runs of new queries: complete, or why cut short (max_matches,

@@ -192,7 +192,7 @@ func New(opts Options) (*Service, error) {
 		s.alloc = hostmem.Mmap{}
 	}
 	format := map[string]ingest.Format{"auto": ingest.FormatAuto, "json": ingest.FormatJSON, "csm": ingest.FormatCSM}[cfg.Input.Format]
-	s.dec = ingest.Decoder{Format: format, MaxBytes: cfg.Input.MaxMessageBytes}
+	s.dec = ingest.Decoder{Format: format, MaxBytes: cfg.Input.MaxMessageBytes, MaxIDBytes: cfg.Input.MaxIDBytes}
 
 	if s.dir, err = statedir.Open(cfg.State.Dir, cfg.State.Keep); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
@@ -201,6 +201,7 @@ func New(opts Options) (*Service, error) {
 		s.recycle = &recycler{}
 	}
 	if err := s.restore(); err != nil {
+		s.dir.Close() // the lock: a failed New leaves the directory to the next process
 		return nil, err
 	}
 	ok := false
@@ -512,6 +513,9 @@ func (s *Service) close() {
 	if s.g != nil {
 		s.g.Close()
 	}
+	// Last: the directory is another process's to take once this one
+	// writes nothing more.
+	s.dir.Close()
 }
 
 func (s *Service) setReady(v bool) {

@@ -11,7 +11,10 @@ type Broker struct{ e *embedded }
 // cfg.Embedded.Listen, keeps its log under cfg.State.Dir/kafka (the layout
 // gcsm run uses, so it can serve a stopped service's log) and seeds the
 // configured input and output topics, plus topics, with
-// cfg.Embedded.Partitions partitions each.
+// cfg.Embedded.Partitions partitions each. It locks the log
+// (cfg.State.Dir/kafka.lock) until Close, and refuses a log that another
+// broker holds, naming its pid; a service using the broker may own the
+// rest of the directory.
 func StartBroker(cfg Config, sec BrokerSecurity, topics ...string) (*Broker, error) {
 	e, err := startEmbedded(cfg, sec, topics...)
 	if err != nil {

@@ -100,7 +100,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&show, "show", 5, "alerts to print per query and change; the rest are counted")
 	fs.IntVar(&batch, "batch", 1024, "updates per batch at most")
 	fs.IntVar(&rate, "rate", 20000, "events per second to produce; 0 produces as fast as the broker takes them")
-	fs.StringVar(&state, "state", "", "state `directory`; a temporary one, removed at the end, if omitted")
+	fs.StringVar(&state, "state", "", "state `directory`, new or empty, kept for gcsm tail; a temporary one, removed at the end, if omitted")
 	fs.IntVar(&members, "members", 1, "cluster members sharing the stream, in this process; above 1 the demo prints each one's share of the work and checks that the union of their alerts equals one member's")
 	dev.register(fs)
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -111,6 +111,11 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 		intIn("show", int64(show), 0, math.MaxInt64), intIn("batch", int64(batch), 1, math.MaxInt64), intIn("rate", int64(rate), 0, math.MaxInt64),
 		intIn("members", int64(members), 1, 64)); err != nil {
 		return err
+	}
+	if state != "" {
+		if err := freshState(state); err != nil {
+			return err
+		}
 	}
 	if state == "" {
 		dir, err := os.MkdirTemp("", "gcsm-demo-")
@@ -204,6 +209,25 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	if lat := d.latencies(); len(lat) > 0 {
 		fmt.Fprintf(stdout, "alert latency (event acknowledged by the broker → alert read from the output topic): p50 %v, p99 %v over %d alerts\n",
 			lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*99/100].Round(time.Millisecond), len(lat))
+	}
+	return nil
+}
+
+// freshState refuses a state directory that holds anything, such as an
+// earlier demo's checkpoint and broker log: the service would resume that
+// graph and its offsets, the watcher would count that run's alerts, and the
+// summary would mix the two runs. Starting afresh is the remedy, and
+// deleting a directory the user named is not the demo's to do.
+func freshState(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("--state %s: %w", dir, err)
+	case len(entries) > 0:
+		return fmt.Errorf("--state %s is not empty (it holds %s, from an earlier run?): the demo reports one run on a fresh stream; remove the directory (rm -r %s) or name a new one",
+			dir, entries[0].Name(), dir)
 	}
 	return nil
 }

@@ -31,6 +31,8 @@
 // statedir knows nothing of what a checkpoint holds; the service composes
 // the content (the graph of dyngraph.WriteTo, the dictionaries, the input
 // offsets the checkpoint covers). A directory belongs to one process at a
-// time: statedir takes no lock, and a second process opening it would remove
-// the first one's temporary file.
+// time: Open takes an flock on its LOCK file, which the kernel releases when
+// the process ends however it ends, and refuses a directory whose lock
+// another process holds, naming that process's pid, which the holder writes
+// into the file.
 package statedir

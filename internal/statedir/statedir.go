@@ -48,22 +48,42 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 type Dir struct {
 	path string
 	keep int
+	lock *Lock
 
 	mu   sync.Mutex
 	next uint64 // sequence number of the next checkpoint
 }
 
 // Open opens the state directory at path, creating it (mode 0o750) if needed,
-// and removes the temporary files that a crash during Save left behind. Save
-// keeps the newest keep checkpoints, at least one.
-func Open(path string, keep int) (*Dir, error) {
+// locks it (LockName) for this process until Close, and removes the
+// temporary files that a crash during Save left behind. Save keeps the
+// newest keep checkpoints, at least one.
+//
+// A directory that another process has open is refused at once with an
+// error wrapping a *LockedError, which names the holder: a second process
+// would remove the first one's temporary files and write checkpoints of
+// another graph under the same sequence of names.
+func Open(path string, keep int) (_ *Dir, err error) {
 	if keep < 1 {
 		return nil, fmt.Errorf("statedir: keep must be at least 1, got %d", keep)
 	}
 	if err := os.MkdirAll(path, 0o750); err != nil {
 		return nil, fmt.Errorf("statedir: %w", err)
 	}
-	d := &Dir{path: path, keep: keep}
+	lock, err := LockFile(filepath.Join(path, LockName))
+	if err != nil {
+		var held *LockedError
+		if errors.As(err, &held) {
+			return nil, fmt.Errorf("statedir: %s is in use: %w; one process per state directory: stop that process, or give this one another directory", path, err)
+		}
+		return nil, fmt.Errorf("statedir: %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			lock.Unlock()
+		}
+	}()
+	d := &Dir{path: path, keep: keep, lock: lock}
 	entries, err := os.ReadDir(path)
 	if err != nil {
 		return nil, fmt.Errorf("statedir: %w", err)
@@ -84,6 +104,18 @@ func Open(path string, keep int) (*Dir, error) {
 		}
 	}
 	return d, nil
+}
+
+// Close releases the directory's lock. The Dir must not be used after.
+func (d *Dir) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.lock == nil {
+		return nil
+	}
+	err := d.lock.Unlock()
+	d.lock = nil
+	return err
 }
 
 // Path returns the directory's path.

@@ -54,7 +54,9 @@ func names(t *testing.T, dir string) []string {
 	}
 	var n []string
 	for _, e := range es {
-		n = append(n, e.Name())
+		if e.Name() != LockName { // there from Open to the end
+			n = append(n, e.Name())
+		}
 	}
 	return n
 }
@@ -125,6 +127,9 @@ func TestKeep(t *testing.T) {
 		t.Fatalf("names not in write order: %v", paths)
 	}
 	// A reopened directory goes on with the sequence.
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
 	d, err = Open(dir, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -252,6 +257,9 @@ func TestCrashLeftovers(t *testing.T) {
 	if err != nil || p != good || string(data) != "good" || len(skipped) != 0 {
 		t.Fatalf("Load: %s %q %v %v", p, data, skipped, err)
 	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Open(dir, 3); err != nil {
 		t.Fatal(err)
 	}
@@ -343,6 +351,7 @@ func FuzzLoad(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer d.Close()
 		p, skipped, err := d.Load(func(r io.Reader) error {
 			b, err := io.ReadAll(r)
 			if err != nil {
