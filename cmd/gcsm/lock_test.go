@@ -141,7 +141,7 @@ func TestBrokerStateShared(t *testing.T) {
 	dir := t.TempDir()
 	var brokerErrs lockedBuffer
 	broker, line := startGcsm(t, "gcsm broker: serving on ", &brokerErrs, "broker", "--listen", "127.0.0.1:0", "--data", dir)
-	m := regexp.MustCompile(`serving on (\S+), log in`).FindStringSubmatch(line)
+	m := regexp.MustCompile(`serving on (\S+) \(\w+[^)]*\), log in`).FindStringSubmatch(line)
 	if m == nil {
 		t.Fatalf("no address in %q", line)
 	}
