@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -176,6 +177,11 @@ func TestSecuredKafka(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), local.user.Password) {
 		t.Errorf("the service's log shows the password:\n%s", logs.String())
+	}
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != 200 || strings.Contains(rec.Body.String(), local.user.Password) {
+		t.Errorf("/metrics: status %d, or it shows the password", rec.Code)
 	}
 }
 
