@@ -60,7 +60,8 @@ func LockFile(path string) (*Lock, error) {
 	// The holder's pid replaces the last holder's. Truncate first: a
 	// shorter pid written over a longer one would read as another number.
 	pid := []byte(strconv.Itoa(os.Getpid()) + "\n")
-	if err := f.Truncate(0); err == nil {
+	err = f.Truncate(0)
+	if err == nil {
 		_, err = f.WriteAt(pid, 0)
 	}
 	if err != nil {
