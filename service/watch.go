@@ -108,6 +108,7 @@ func (s *Service) watch(ctx context.Context) {
 		return
 	}
 	defer cl.Close()
+	s.met.brokerReachable.Set(1) // Run's kafka.Check has just reached it
 	w := &watcher{cl: cl, last: s.Progress(), lastAt: time.Now(), lastUpd: s.updates.Load()}
 	tick := time.NewTicker(sampleEvery)
 	defer tick.Stop()
