@@ -259,7 +259,7 @@ func (s *Service) checkpoint() error {
 	s.ckptPos, s.uncommitted = maps.Clone(s.position), true
 	s.met.checkpoint.Observe(d.Seconds())
 	s.met.checkpointAge.Set(0)
-	s.log.Debug().Str("path", path).Dur("took", d).Uint64("batch", s.batch).Msg("checkpoint written")
+	s.log.Debug().Str("path", path).Dur("took", d).Uint64("batch", s.batch).Interface("position", s.position).Msg("checkpoint written")
 	return nil
 }
 

@@ -403,6 +403,9 @@ func (c *Config) validateCluster(bad func(string, ...any)) {
 		// older than the shard's last emitted batch.
 		bad("state.keep %d: cluster.shards needs at least 2", c.State.Keep)
 	}
+	if c.State.AcceptInputLoss {
+		bad("state.accept_input_loss is not available with cluster.shards (members must apply the same input)")
+	}
 	for i, q := range c.Queries {
 		if q.Initial {
 			bad("queries[%d]: initial is not available with cluster.shards (every member would emit every initial match)", i)

@@ -41,7 +41,7 @@ func FuzzParseConfig(f *testing.F) {
 		"input: {max_id_bytes: 64}\n", "input: {max_id_bytes: 0}\n", "input: {max_id_bytes: 1KiB}\n",
 		"brokers: [b:1]\ntls: {ca_file: x, server_name: y}\nsasl: {mechanism: PLAIN, username: u}\n", "sasl: {mechanism: SCRAM-SHA-1}\n",
 		"health: {stall_after: 5s}\n", "health: {stall_after: 0s}\n", "health: {stall_after: -1m}\n", "health: {stall_after: 999ms}\n", "health: {stall: 5s}\n",
-		"state: {accept_input_loss: true}\n", "state: {accept_input_loss: yes please}\n"} {
+		"state: {accept_input_loss: true}\n", "state: {accept_input_loss: true}\ncluster: {shards: 4}\n", "state: {accept_input_loss: yes please}\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

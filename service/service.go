@@ -317,15 +317,17 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.registerConfigured(ctx); err != nil {
 		return err
 	}
-	if err := s.checkInput(ctx); err != nil {
-		return err
-	}
 	wctx, stopWatch := context.WithCancel(ctx)
 	watching := make(chan struct{})
 	go func() { defer close(watching); s.watch(wctx) }()
 	defer func() { stopWatch(); <-watching }()
 	if s.cfg.Cluster.Shards > 0 {
+		// A member refuses lost input itself (cluster.go), checkpoint or
+		// not: members must agree on the graph, so nothing accepts a loss.
 		return s.runCluster(ctx)
+	}
+	if err := s.checkInput(ctx); err != nil {
+		return err
 	}
 	if err := s.openBatchLog(ctx); err != nil {
 		return err
