@@ -80,13 +80,13 @@ func topicPartitions(ctx context.Context, cl *kgo.Client, topic string) (int, er
 		}
 		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
 			if errors.Is(err, kerr.UnknownTopicOrPartition) {
-				return 0, fmt.Errorf("ingest: topic %q does not exist", topic)
+				return 0, fmt.Errorf("ingest: topic %q %w", topic, ErrNoTopic)
 			}
 			return 0, fmt.Errorf("ingest: metadata of topic %q: %w", topic, err)
 		}
 		return len(t.Partitions), nil
 	}
-	return 0, fmt.Errorf("ingest: topic %q does not exist", topic)
+	return 0, fmt.Errorf("ingest: topic %q %w", topic, ErrNoTopic)
 }
 
 // EnsureTopic creates topic with the given number of partitions and topic
@@ -517,6 +517,51 @@ func offsets(ctx context.Context, cl *kgo.Client, topic string, partition int) (
 		}
 		if !found {
 			return 0, 0, fmt.Errorf("ingest: topic %q has no partition %d", topic, partition)
+		}
+	}
+	return got[0], got[1], nil
+}
+
+// TopicOffsets are the first and the end offset of every partition of
+// topic, by partition, from one metadata and two ListOffsets requests on
+// cl. The caller keeps cl for the next call: the service asks every second
+// (watch.go), and a client per call would dial the brokers each time.
+func TopicOffsets(ctx context.Context, cl *kgo.Client, topic string) (first, end map[int]int64, err error) {
+	n, err := topicPartitions(ctx, cl, topic)
+	if err != nil {
+		return nil, nil, err
+	}
+	var got [2]map[int]int64
+	// Timestamp -2 asks for the first offset, -1 for the end.
+	for i, ts := range [2]int64{-2, -1} {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.ReplicaID = -1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		for p := range n {
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = int32(p), ts, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return nil, nil, fmt.Errorf("ingest: offsets of topic %q: %w", topic, kafkaconn.Classify(err))
+		}
+		got[i] = make(map[int]int64, n)
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if t.Topic != topic {
+					continue
+				}
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					return nil, nil, fmt.Errorf("ingest: offsets of topic %q partition %d: %w", topic, p.Partition, err)
+				}
+				got[i][int(p.Partition)] = p.Offset
+			}
+		}
+		if len(got[i]) != n {
+			return nil, nil, fmt.Errorf("ingest: offsets of topic %q: %d of its %d partitions answered", topic, len(got[i]), n)
 		}
 	}
 	return got[0], got[1], nil

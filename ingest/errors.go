@@ -11,6 +11,10 @@ import (
 // than stop.
 var ErrSelfLoop = errors.New("self-loop")
 
+// ErrNoTopic says that the brokers hold no topic of the name asked for; the
+// service tells a deleted input topic from an unreachable broker by it.
+var ErrNoTopic = errors.New("does not exist")
+
 // LineError reports a bad input line: where it is and why it was refused.
 type LineError struct {
 	File   string // the name given in Options.File; may be empty

@@ -73,6 +73,7 @@ func (s *Service) fresh() error {
 	s.labels, s.ids = graph.NewDict(), graph.NewIDs()
 	s.batch, s.position, s.queries, s.logNext = 0, map[int]int64{}, nil, 0
 	s.lastCkpt = time.Time{}
+	s.ckptAt.Store(0)
 	return s.setup(nil)
 }
 
@@ -201,6 +202,7 @@ func (s *Service) readCheckpoint(r io.Reader) error {
 		s.keepTransfers()
 	}
 	s.lastCkpt = meta.Written
+	s.ckptAt.Store(meta.Written.UnixNano())
 	s.publishQueries()
 	return nil
 }
@@ -253,10 +255,11 @@ func (s *Service) checkpoint() error {
 	}
 	d := time.Since(t0)
 	s.lastCkpt = t0
+	s.ckptAt.Store(t0.UnixNano())
 	s.ckptPos, s.uncommitted = maps.Clone(s.position), true
 	s.met.checkpoint.Observe(d.Seconds())
 	s.met.checkpointAge.Set(0)
-	s.log.Debug().Str("path", path).Dur("took", d).Uint64("batch", s.batch).Msg("checkpoint written")
+	s.log.Debug().Str("path", path).Dur("took", d).Uint64("batch", s.batch).Interface("position", s.position).Msg("checkpoint written")
 	return nil
 }
 

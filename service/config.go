@@ -35,6 +35,7 @@ type Config struct {
 	Window   WindowConfig         `yaml:"window"`
 	State    StateConfig          `yaml:"state"`
 	HTTP     HTTPConfig           `yaml:"http"`
+	Health   HealthConfig         `yaml:"health"`
 	Engine   EngineConfig         `yaml:"engine"`
 	Log      LogConfig            `yaml:"log"`
 	Cluster  ClusterConfig        `yaml:"cluster"`
@@ -147,6 +148,20 @@ type StateConfig struct {
 	Dir             string        `yaml:"dir"`
 	CheckpointEvery time.Duration `yaml:"checkpoint_every"`
 	Keep            int           `yaml:"keep"`
+	// AcceptInputLoss starts the service, with a warning, where the start
+	// would otherwise be refused because the input lost records the state
+	// needs: a topic recreated behind the checkpoint's position, or records
+	// before the log start that no checkpoint holds (inputcheck.go).
+	AcceptInputLoss bool `yaml:"accept_input_loss"`
+}
+
+// HealthConfig tunes when /readyz fails (watch.go).
+type HealthConfig struct {
+	// StallAfter is how long input may wait with no batch completed, or a
+	// matched batch wait for its acknowledgement, before the service
+	// reports itself stalled. Default 60s: a batch normally completes in
+	// well under a second, and a busy GC or a GPU warm-up takes seconds.
+	StallAfter time.Duration `yaml:"stall_after"`
 }
 
 type HTTPConfig struct {
@@ -212,6 +227,7 @@ func DefaultConfig() Config {
 		State:    StateConfig{Dir: "gcsm-state", CheckpointEvery: 30 * time.Second, Keep: 3},
 		HTTP: HTTPConfig{Listen: "127.0.0.1:8080", MaxQueries: 1000,
 			MaxPatternBytes: 16 << 10, MaxPatternVertices: 16, MaxPatternEdges: 128},
+		Health:  HealthConfig{StallAfter: time.Minute},
 		Initial: InitialConfig{MaxMatches: 100_000, MaxTime: 30 * time.Second, MaxMemory: 256 << 20},
 		Engine:  EngineConfig{Device: "auto", Semantics: "instances"},
 		Log:     LogConfig{Level: "info", Format: "console"},
@@ -290,6 +306,9 @@ func (c *Config) Validate() error {
 	}
 	if c.State.Dir == "" {
 		bad("state.dir is required")
+	}
+	if c.Health.StallAfter < time.Second {
+		bad("health.stall_after %v: want at least 1s (the health sampler's period)", c.Health.StallAfter)
 	}
 	if c.State.Keep < 1 {
 		bad("state.keep must be at least 1, got %d", c.State.Keep)
@@ -383,6 +402,9 @@ func (c *Config) validateCluster(bad func(string, ...any)) {
 		// A member that gains a shard may have to replay from a checkpoint
 		// older than the shard's last emitted batch.
 		bad("state.keep %d: cluster.shards needs at least 2", c.State.Keep)
+	}
+	if c.State.AcceptInputLoss {
+		bad("state.accept_input_loss is not available with cluster.shards (members must apply the same input)")
 	}
 	for i, q := range c.Queries {
 		if q.Initial {

@@ -39,7 +39,9 @@ func FuzzParseConfig(f *testing.F) {
 		"initial: {max_matches: 10, max_time: 1s, max_memory: 64MiB}\n", "initial: {max_memory: 1KiB}\n", "initial: {max_time: -1s}\n",
 		"queries:\n  - {name: \"\\u202e\", pattern: \"(a)-[]->(b)\"}\n",
 		"input: {max_id_bytes: 64}\n", "input: {max_id_bytes: 0}\n", "input: {max_id_bytes: 1KiB}\n",
-		"brokers: [b:1]\ntls: {ca_file: x, server_name: y}\nsasl: {mechanism: PLAIN, username: u}\n", "sasl: {mechanism: SCRAM-SHA-1}\n"} {
+		"brokers: [b:1]\ntls: {ca_file: x, server_name: y}\nsasl: {mechanism: PLAIN, username: u}\n", "sasl: {mechanism: SCRAM-SHA-1}\n",
+		"health: {stall_after: 5s}\n", "health: {stall_after: 0s}\n", "health: {stall_after: -1m}\n", "health: {stall_after: 999ms}\n", "health: {stall: 5s}\n",
+		"state: {accept_input_loss: true}\n", "state: {accept_input_loss: true}\ncluster: {shards: 4}\n", "state: {accept_input_loss: yes please}\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

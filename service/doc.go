@@ -54,6 +54,17 @@
 // a key's events by their batch, not by their place in the output topic,
 // which several members write at once.
 //
+// # Health
+//
+// A stall blocks the run loop, so nothing measured at a batch's end can
+// show it. A watch (watch.go) samples the input's offsets on the brokers
+// and the clock every second instead, and /readyz fails, naming why, when
+// the broker is unreachable, the input went backwards, a matched batch
+// waits health.stall_after for its acknowledgement, or input waits that
+// long with no batch completed. Before reading, checkInput (inputcheck.go)
+// refuses a position the input no longer has: a topic recreated behind the
+// checkpoint, or records retention removed that no checkpoint holds.
+//
 // # Metrics
 //
 // All are prefixed gcsm_ and served on /metrics:
@@ -84,8 +95,11 @@
 //	checkpoint_seconds            time to write a checkpoint
 //	graph_vertices, graph_edges   the graph's size
 //	gpu_cache_bytes, gpu_cache_hit_ratio  the GPU cache (zero on the CPU)
-//	consumer_lag                  records behind the input partitions' ends at the last batch
-//	checkpoint_age_seconds        time since the last checkpoint
+//	consumer_lag                  records past the acknowledged position, sampled from the brokers
+//	                              every second (watch.go) and at each batch's end; 0 on a standby
+//	checkpoint_age_seconds        time since the last checkpoint, sampled every second
+//	ready                         1 while /readyz answers 200; 0 while starting or not ready (watch.go)
+//	broker_reachable              0 once the input's offsets could not be read for 5s
 //	queries                       standing queries
 //	units_total                   work units (update edges with their delta terms) matched; a member
 //	                              matches only its shards'

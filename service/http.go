@@ -41,15 +41,23 @@ import (
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	// /healthz is liveness alone: a stall is the input's, the broker's or
+	// the output's fault far more often than the process's, and a
+	// restart, which a failed liveness probe brings, would re-read a
+	// checkpoint interval and fix none of them. /readyz carries them.
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok\n")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
-		ready, active := s.ready, s.active
+		ready, active, unready := s.ready, s.active, s.unready
 		s.mu.Unlock()
 		if !ready {
 			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		if unready != "" {
+			http.Error(w, unready, http.StatusServiceUnavailable)
 			return
 		}
 		role := "standby"

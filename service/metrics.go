@@ -30,6 +30,8 @@ type metrics struct {
 	queries                prometheus.Gauge
 	shards                 prometheus.Gauge
 	units                  prometheus.Counter
+	// ready and brokerReachable are the watch's (watch.go).
+	ready, brokerReachable prometheus.Gauge
 }
 
 // stages of a batch, the values of batch_seconds' stage label. estimate and
@@ -90,15 +92,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		edges:         prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "graph_edges", Help: "Edges in the graph."}),
 		cacheBytes:    prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "gpu_cache_bytes", Help: "Bytes of neighbour lists held in GPU memory; zero on the CPU."}),
 		cacheRatio:    prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "gpu_cache_hit_ratio", Help: "Share of list reads served from GPU memory in the last batch; zero on the CPU."}),
-		lag:           prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "consumer_lag", Help: "Input records behind the partitions' ends, as of the last batch."}),
-		checkpointAge: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "checkpoint_age_seconds", Help: "Seconds since the last checkpoint was written or loaded."}),
+		lag:           prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "consumer_lag", Help: "Input records behind the partitions' ends, sampled from the brokers every second and at each batch's end; 0 on a standby."}),
+		checkpointAge: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "checkpoint_age_seconds", Help: "Seconds since the last checkpoint was written or loaded, sampled every second."}),
 		queries:       prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "queries", Help: "Standing queries."}),
 		shards:        prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "cluster_shards", Help: "Shards this cluster member owns; zero alone."}),
 		units: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "units_total",
 			Help: "Work units (update edges with their delta terms) matched; a cluster member matches only its shards'."}),
+		ready: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "ready",
+			Help: "1 while /readyz answers 200; 0 while it fails (stalled, broker unreachable, output undeliverable, input went backwards) or the service starts."}),
+		brokerReachable: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "broker_reachable",
+			Help: "1 while the input's offsets can be read from the brokers; 0 after 5s of failed requests."}),
 	}
 	reg.MustRegister(m.updates, m.rejects, m.matches, m.limitHits, m.initialRuns, m.queryBatches, m.batches, m.zeroCopy, m.batchSeconds, m.outputSteps, m.wait, m.idle, m.checkpoint,
-		m.vertices, m.edges, m.cacheBytes, m.cacheRatio, m.lag, m.checkpointAge, m.queries, m.shards, m.units,
+		m.vertices, m.edges, m.cacheBytes, m.cacheRatio, m.lag, m.checkpointAge, m.queries, m.shards, m.units, m.ready, m.brokerReachable,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Series that exist from the start, so a dashboard shows zeros rather
 	// than "no data" before the first batch.

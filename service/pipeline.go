@@ -50,7 +50,10 @@ type pipeline struct {
 	acked    chan *batchState // delivered (or failed, err set), back to the run loop
 	free     chan *buffers    // returned by the run loop for the next batches
 	inflight int
-	wg       sync.WaitGroup
+	// handed holds when each batch out was handed to delivery, oldest
+	// first, for the watch's "output undeliverable" (watch.go).
+	handed []time.Time
+	wg     sync.WaitGroup
 }
 
 // buffers are a batch's messages and their decoding, reused from batch to
@@ -298,6 +301,9 @@ func (s *Service) handOff(p *pipeline, b *batchState) error {
 	b.queued = time.Now()
 	p.out <- b // never blocks: p.out holds maxInflight
 	p.inflight++
+	if p.handed = append(p.handed, b.queued); len(p.handed) == 1 {
+		s.oldestOut.Store(b.queued.UnixNano())
+	}
 	return nil
 }
 
@@ -331,6 +337,12 @@ func (s *Service) drain(p *pipeline) error {
 // takeBack records a delivered batch: its offsets now count as applied.
 func (s *Service) takeBack(p *pipeline, b *batchState) error {
 	p.inflight--
+	// Batches come back in the order they were handed off.
+	if p.handed = p.handed[1:]; len(p.handed) > 0 {
+		s.oldestOut.Store(p.handed[0].UnixNano())
+	} else {
+		s.oldestOut.Store(0)
+	}
 	if b.err != nil {
 		if b.initial != nil {
 			s.initialEnded(b.initial, 0, "stopping")
@@ -355,6 +367,7 @@ func (s *Service) takeBack(p *pipeline, b *batchState) error {
 		s.recycle.hand(b.seq, b.isolated)
 	}
 	s.mu.Lock()
+	s.doneAt = time.Now()
 	s.progress.Batches = b.id
 	s.progress.Position = maps.Clone(s.position)
 	s.progress.Events += int64(len(b.events))
@@ -375,6 +388,7 @@ func (s *Service) takeBack(p *pipeline, b *batchState) error {
 func (s *Service) loop(ctx context.Context, gen *ingest.Generation, p *pipeline) error {
 	tick := time.NewTicker(max(s.cfg.State.CheckpointEvery, 10*time.Millisecond))
 	defer tick.Stop()
+	defer s.oldestOut.Store(0) // what is still out is abandoned
 	defer s.abandonOverlapped()
 	// idle counts the loop's waits from its first batch on: the wait for a
 	// generation's first records is not the decoding stage's doing.

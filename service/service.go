@@ -133,6 +133,10 @@ type Service struct {
 	// limit, while a member reloads an older state, makes checkpoints of
 	// that batch or later unusable; 0 otherwise.
 	limit uint64
+	// ckptAt (lastCkpt in Unix nanoseconds, 0 for none), updates (updates
+	// applied) and oldestOut (pipeline.handed's first, 0 for none) are
+	// copies the watch reads (watch.go).
+	ckptAt, updates, oldestOut atomic.Int64
 
 	ops chan op
 
@@ -151,6 +155,10 @@ type Service struct {
 	active   bool
 	infos    []queryInfo
 	stopped  bool
+	// doneAt is when the last batch was acknowledged or the service became
+	// active; unready is why /readyz fails, "" when it does not (watch.go).
+	doneAt  time.Time
+	unready string
 }
 
 // op is work the HTTP API hands to the run loop.
@@ -204,6 +212,7 @@ func New(opts Options) (*Service, error) {
 		s.dir.Close() // the lock: a failed New leaves the directory to the next process
 		return nil, err
 	}
+	s.publishPosition()
 	ok := false
 	defer func() {
 		if !ok {
@@ -308,8 +317,17 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.registerConfigured(ctx); err != nil {
 		return err
 	}
+	wctx, stopWatch := context.WithCancel(ctx)
+	watching := make(chan struct{})
+	go func() { defer close(watching); s.watch(wctx) }()
+	defer func() { stopWatch(); <-watching }()
 	if s.cfg.Cluster.Shards > 0 {
+		// A member refuses lost input itself (cluster.go), checkpoint or
+		// not: members must agree on the graph, so nothing accepts a loss.
 		return s.runCluster(ctx)
+	}
+	if err := s.checkInput(ctx); err != nil {
+		return err
 	}
 	if err := s.openBatchLog(ctx); err != nil {
 		return err
@@ -526,7 +544,18 @@ func (s *Service) setReady(v bool) {
 
 func (s *Service) setActive(v bool) {
 	s.mu.Lock()
+	if v && !s.active {
+		s.doneAt = time.Now() // a stall is counted from here, not from a batch of an earlier term
+	}
 	s.active = v
+	s.mu.Unlock()
+}
+
+// publishPosition copies the run loop's position to Progress, where the
+// watch reads it, before a batch has been acknowledged.
+func (s *Service) publishPosition() {
+	s.mu.Lock()
+	s.progress.Position = maps.Clone(s.position)
 	s.mu.Unlock()
 }
 

@@ -22,7 +22,7 @@ type runFlags struct {
 	config, brokers, state, http, token, logLevel, logFormat string
 	queries                                                  queryFlags
 	workers                                                  int
-	pprof                                                    bool
+	pprof, acceptInputLoss                                   bool
 	dev                                                      deviceFlags
 }
 
@@ -34,6 +34,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.state, "state", "", "state `directory` for checkpoints (and the embedded broker's log)")
 	fs.StringVar(&f.http, "http", "", "`address` of the HTTP API and /metrics (\"off\" disables it)")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiles on /debug/pprof/ of the HTTP address, which must be loopback")
+	fs.BoolVar(&f.acceptInputLoss, "accept-input-loss", false, "start, with a warning, although the input topic was recreated behind the checkpoint or retention removed records no checkpoint holds (state.accept_input_loss)")
 	fs.StringVar(&f.token, "token", "", "bearer `token` the query API requires (default from $GCSM_TOKEN)")
 	fs.Var(&f.queries, "q", "standing query NAME=PATTERN, added to the file's (repeatable)")
 	fs.IntVar(&f.workers, "workers", -1, "matching goroutines on the CPU; 0 uses every core")
@@ -90,6 +91,9 @@ func (f *runFlags) apply(cfg *service.Config, set map[string]bool) error {
 	}
 	if set["pprof"] {
 		cfg.HTTP.Pprof = f.pprof
+	}
+	if set["accept-input-loss"] {
+		cfg.State.AcceptInputLoss = f.acceptInputLoss
 	}
 	if set["token"] {
 		cfg.HTTP.Token = f.token

@@ -65,6 +65,10 @@ func TestRunFlags(t *testing.T) {
 	if err := f.apply(&cfg, map[string]bool{"pprof": true}); err != nil || !cfg.HTTP.Pprof || cfg.Validate() != nil {
 		t.Fatalf("--pprof on the default address: pprof %v, %v, %v", cfg.HTTP.Pprof, err, cfg.Validate())
 	}
+	f = runFlags{acceptInputLoss: true}
+	if err := f.apply(&cfg, map[string]bool{"accept-input-loss": true}); err != nil || !cfg.State.AcceptInputLoss {
+		t.Fatalf("--accept-input-loss: state.accept_input_loss %v, %v", cfg.State.AcceptInputLoss, err)
+	}
 	// Refused before anything starts, naming the setting.
 	err := runRun([]string{"--pprof", "--http", "0.0.0.0:1", "--state", t.TempDir()}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "http.pprof") || !strings.Contains(err.Error(), "loopback") {
