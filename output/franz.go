@@ -2,13 +2,16 @@ package output
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -16,9 +19,18 @@ import (
 // a Sender: a batch's records go out while the last batch's are still being acknowledged, in as few
 // produce requests as the partitions and BatchBytes allow.
 type Franz struct {
-	cl        *kgo.Client
-	topic     string
-	deadTopic string
+	cl         *kgo.Client
+	topic      string
+	deadTopic  string
+	batchBytes int64
+	timeout    time.Duration // of one request
+
+	// max is the largest record the output topic takes (limit.go), 0 until read; stale is set when a
+	// broker refused a record as too large, to read it again.
+	max      atomic.Int64
+	stale    atomic.Bool
+	limitMu  sync.Mutex // serializes readings of the limit
+	limitErr error
 
 	mu   sync.Mutex
 	free []*sendBufs // of Sends whose records are all acknowledged or failed
@@ -65,11 +77,21 @@ func FranzOptions(cfg KafkaConfig) ([]kgo.Opt, error) {
 
 // newFranz returns a Franz sink for a validated cfg.
 func newFranz(cfg KafkaConfig) (*Franz, error) {
-	cl, err := kgo.NewClient(franzOptions(cfg)...)
+	k := &Franz{topic: cfg.Topic, deadTopic: cfg.DeadTopic, batchBytes: cfg.BatchBytes, timeout: cfg.WriteTimeout}
+	// kgo sizes the output topic's batches by the topic's limit, read before the first record (limit.go):
+	// batches of small alerts over a topic limit below BatchBytes would be refused whole.
+	batchMax := kgo.ProducerBatchMaxBytesFn(func(topic string) int32 {
+		if l := k.max.Load(); topic == k.topic && l > 0 {
+			return int32(max(512, l))
+		}
+		return int32(cfg.BatchBytes)
+	})
+	cl, err := kgo.NewClient(append(franzOptions(cfg), batchMax)...)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create Kafka output: %w", err)
 	}
-	return &Franz{cl: cl, topic: cfg.Topic, deadTopic: cfg.DeadTopic}, nil
+	k.cl = cl
+	return k, nil
 }
 
 // franzOptions returns the client options of a validated cfg.
@@ -155,6 +177,11 @@ func (k *Franz) send(ctx context.Context, letters []DeadLetter, events []Event) 
 		p.finish()
 		return p
 	}
+	p.tooLarge = func() { k.stale.Store(true) }
+	var limit int64
+	if len(events) > 0 {
+		limit = k.limit(ctx)
+	}
 	bufs := k.take()
 	p.release = func() { k.put(bufs) }
 	// Every record is counted before the first is produced: a promise may run before the next Produce.
@@ -162,12 +189,13 @@ func (k *Franz) send(ctx context.Context, letters []DeadLetter, events []Event) 
 	if len(letters) > 0 {
 		bufs.dead.buf, bufs.dead.ends = appendDeadLetters(bufs.dead.buf[:0], bufs.dead.ends[:0], letters)
 		bufs.deadRecs = appendRecords(bufs.deadRecs[:0], k.deadTopic, bufs.dead.buf, bufs.dead.ends, time.Now())
+		p.deadRecs = bufs.deadRecs
 		for i := range bufs.deadRecs {
 			k.cl.Produce(ctx, &bufs.deadRecs[i], p.deadPromise)
 		}
 	}
 	if len(events) > 0 {
-		k.sendEvents(ctx, bufs, p, events)
+		k.sendEvents(ctx, bufs, p, events, limit)
 	}
 	return p
 }
@@ -176,7 +204,10 @@ func (k *Franz) send(ctx context.Context, letters []DeadLetter, events []Event) 
 // encoded, in order. Each chunk's records are made where it was encoded, not in the producing loop, which
 // is the one serial step of delivery: there they took 0.28 of its 1.45 CPU-s on alert-heavy (the H200
 // machine), and moving them shortened the send step by 6-11% in four runs of five.
-func (k *Franz) sendEvents(ctx context.Context, bufs *sendBufs, p *sending, events []Event) {
+//
+// An event whose record would not fit under limit goes to the dead-letter topic instead (limit.go); the
+// check costs one comparison an event that fits.
+func (k *Franz) sendEvents(ctx context.Context, bufs *sendBufs, p *sending, events []Event, limit int64) {
 	n := (len(events) + encodeChunk - 1) / encodeChunk
 	if cap(bufs.chunks) < n {
 		bufs.chunks = append(bufs.chunks[:cap(bufs.chunks)], make([]encoded, n-cap(bufs.chunks))...)
@@ -188,6 +219,8 @@ func (k *Franz) sendEvents(ctx context.Context, bufs *sendBufs, p *sending, even
 	// recs is bufs.recs' array, which is in bufs before the first Produce: the last promise may hand bufs to
 	// the next Send before the loop below ends. Chunk i's records are recs[i*encodeChunk:], one an event.
 	recs := bufs.recs[:len(events)]
+	p.recs = recs
+	fast := limit - recordOverhead - variantBound
 	now := time.Now()
 	bounds := func(i int) (lo, hi int) { return i * encodeChunk, min((i+1)*encodeChunk, len(events)) }
 	encode := func(i int) {
@@ -219,9 +252,38 @@ func (k *Franz) sendEvents(ctx context.Context, bufs *sendBufs, p *sending, even
 		<-chunks[i].ready
 		lo, hi := bounds(i)
 		for j := lo; j < hi; j++ {
-			k.cl.Produce(ctx, &recs[j], p.eventPromise)
+			r := &recs[j]
+			if int64(len(r.Key)+len(r.Value)) > fast && !fits(&events[j], r.Key, r.Value, limit) {
+				k.divert(ctx, p, j, &events[j], r, limit)
+				continue
+			}
+			k.cl.Produce(ctx, r, p.eventPromise)
 		}
 	}
+}
+
+// divert sends event i of p, encoded as r, to the dead-letter topic instead of the output topic, or drops
+// it without one; p reports it in Diverted. The letter's failure is the event's: a retry sends the event
+// again, which diverts it again.
+func (k *Franz) divert(ctx context.Context, p *sending, i int, e *Event, r *kgo.Record, limit int64) {
+	size := len(r.Key) + len(r.Value) + recordOverhead
+	p.mu.Lock()
+	p.diverted = append(p.diverted, TooLarge{Index: i, Bytes: size, Limit: int(limit)})
+	p.mu.Unlock()
+	if k.deadTopic == "" {
+		p.promise(1, nil)
+		return
+	}
+	d := tooLargeLetter(k.topic, e, r.Value, size, limit)
+	rec := &kgo.Record{Topic: k.deadTopic, Key: appendDeadKey(nil, &d), Value: appendDeadLetter(nil, &d), Timestamp: r.Timestamp}
+	k.cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
+		if err != nil {
+			p.mu.Lock()
+			p.failedEvents = append(p.failedEvents, i)
+			p.mu.Unlock()
+		}
+		p.promise(1, err)
+	})
 }
 
 // sendBufs hold the keys and values of one Send's records, and the records, which point into them. They
@@ -253,12 +315,22 @@ func (k *Franz) put(b *sendBufs) {
 
 // sending is one Send's records on their way to the brokers: a Pending.
 type sending struct {
-	left    atomic.Int64 // records whose promise has not run
-	done    chan struct{}
-	release func() // after the last promise: the records' buffers are free again
+	left     atomic.Int64 // records whose promise has not run
+	done     chan struct{}
+	release  func() // after the last promise: the records' buffers are free again
+	tooLarge func() // after a broker refused a record as too large
 
-	mu    sync.Mutex
-	kinds [2]pendingKind // dead letters, events
+	// The Send's records, in the order of its letters and events, until the last promise turns the failed
+	// ones into indexes, before release hands them to another Send.
+	deadRecs, recs []kgo.Record
+
+	mu       sync.Mutex
+	kinds    [2]pendingKind // dead letters, events
+	failed   map[*kgo.Record]bool
+	diverted []TooLarge
+	// failedLetters and failedEvents index the failed records in the Send's letters and events, in
+	// order once done is closed.
+	failedLetters, failedEvents []int
 }
 
 // pendingKind is what a sending knows of one topic's records.
@@ -275,8 +347,24 @@ func newSending(letters, events int, topic, deadTopic string) *sending {
 	}}
 }
 
-func (p *sending) deadPromise(_ *kgo.Record, err error)  { p.promise(0, err) }
-func (p *sending) eventPromise(_ *kgo.Record, err error) { p.promise(1, err) }
+func (p *sending) deadPromise(r *kgo.Record, err error)  { p.record(0, r, err) }
+func (p *sending) eventPromise(r *kgo.Record, err error) { p.record(1, r, err) }
+
+// record is a promise of one of the Send's own records, which notes the failed ones.
+func (p *sending) record(kind int, r *kgo.Record, err error) {
+	if err != nil {
+		p.mu.Lock()
+		if p.failed == nil {
+			p.failed = map[*kgo.Record]bool{}
+		}
+		p.failed[r] = true
+		p.mu.Unlock()
+		if errors.Is(err, kerr.MessageTooLarge) && p.tooLarge != nil {
+			p.tooLarge()
+		}
+	}
+	p.promise(kind, err)
+}
 
 func (p *sending) promise(kind int, err error) {
 	if err != nil {
@@ -289,6 +377,7 @@ func (p *sending) promise(kind int, err error) {
 		p.mu.Unlock()
 	}
 	if p.left.Add(-1) == 0 {
+		p.indexFailed()
 		if p.release != nil {
 			p.release()
 		}
@@ -296,7 +385,43 @@ func (p *sending) promise(kind int, err error) {
 	}
 }
 
+// indexFailed turns the failed records into indexes, once every promise has run: one pass over the
+// records, and only when some failed.
+func (p *sending) indexFailed() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.failed) > 0 {
+		for i := range p.deadRecs {
+			if p.failed[&p.deadRecs[i]] {
+				p.failedLetters = append(p.failedLetters, i)
+			}
+		}
+		for i := range p.recs {
+			if p.failed[&p.recs[i]] {
+				p.failedEvents = append(p.failedEvents, i)
+			}
+		}
+		p.failed = nil
+	}
+	slices.Sort(p.failedEvents) // a diverted event's failed letter was noted by its promise
+	p.deadRecs, p.recs = nil, nil
+}
+
 func (p *sending) finish() { close(p.done) }
+
+// Unsent returns the indexes of the letters and events that failed, ascending.
+func (p *sending) Unsent() (letters, events []int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.failedLetters, p.failedEvents
+}
+
+// Diverted returns the events sent to the dead-letter topic instead, as too large, in order.
+func (p *sending) Diverted() []TooLarge {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.diverted
+}
 
 func (p *sending) Done() <-chan struct{} { return p.done }
 

@@ -36,7 +36,16 @@ type Pending interface {
 	Done() <-chan struct{}
 
 	// Err is the outcome once Done is closed: nil when every record is durable, as Write's are; else
-	// what failed. On error some records may have been delivered, and the caller must treat all of the
-	// Send's as undelivered, as with Write.
+	// what failed. On error some records were delivered: Unsent says which were not.
 	Err() error
+
+	// Unsent returns, once Done is closed, the indexes in the Send's letters and in its events of the
+	// records that failed, ascending; none when Err is nil. Every other record was acknowledged (or, for
+	// an event, Diverted): the caller sends only these again, and never duplicates the others.
+	Unsent() (letters, events []int)
+
+	// Diverted returns, once Done is closed, the events that would have been over the output topic's
+	// message limit, which went to the dead-letter topic instead (ReasonAlertTooLarge), in order. Their
+	// letters are acknowledged, or their events are in Unsent.
+	Diverted() []TooLarge
 }

@@ -25,8 +25,16 @@
 // memory, alone or as the Placer's GPU side) matches batch n while the run
 // loop reorganizes n and applies n+1.
 // A sink that can (output.Sender: franz-go) sends batch n+1's output while
-// the brokers acknowledge n's; if n's fails, n and the batches sent after it
-// are delivered again, in order, so a key's last event stays its newest.
+// the brokers acknowledge n's; if some of n's records fail, delivery waits
+// for the batches sent after it and sends only the failed records again, in
+// batch order, at most three times (delivery.go): nothing acknowledged is
+// written twice, a failed event whose key a later acknowledged event
+// carries is dropped as superseded so a key's last event stays its newest,
+// and what still fails is given up, logged and counted, so that no record
+// blocks delivery, or an HTTP operation waiting for it. An alert over the
+// output topic's message limit never reaches the producer: the sink sends
+// it to the dead-letter topic (alert_too_large), and a match's disappeared
+// with it.
 // The graph runs ahead of the acknowledged offsets by the batches in
 // delivery, so a due checkpoint, and an HTTP operation (a query's
 // registration or removal, which checkpoints too), first waits until every
@@ -73,7 +81,10 @@
 //	                              deletions scheduled), any (noop: changed nothing; rejected: dead-lettered)
 //	rejects_total{reason}         dead letters by reason: oversized, empty, json, missing_field, unknown_op,
 //	                              bad_time, bad_value, csm, invalid_utf8, id_too_long, self_loop,
-//	                              label_conflict, late, missing_time
+//	                              label_conflict, late, missing_time; alert_too_large (an
+//	                              alert over the output topic's message limit)
+//	undelivered_total{reason}     alerts and dead letters delivery gave up: retries, superseded
+//	undelivered_last_timestamp_seconds  when delivery last gave records up
 //	matches_total{query,change}   match deltas found (appeared, disappeared), withheld ones included
 //	query_limit_hits_total{query,limit}  batches in which a query's limit withheld events
 //	initial_runs_total{result}    initial runs of new queries: complete, or why cut short (max_matches,

@@ -293,7 +293,8 @@ func (s *Service) initialDelivered(b *batchState) {
 		s.met.matches.WithLabelValues(run.st.cfg.Name, output.Appeared).Add(float64(n))
 	}
 	s.mu.Lock()
-	s.progress.Events += int64(n)
+	s.progress.Events += int64(n - b.diverted - b.lost)
+	s.progress.DeadLetters += int64(b.diverted)
 	s.mu.Unlock()
 	s.publishQueries()
 	s.initialEnded(run, n, run.cut)

@@ -32,6 +32,7 @@ type metrics struct {
 	units                  prometheus.Counter
 	// ready and brokerReachable are the watch's (watch.go).
 	ready, brokerReachable prometheus.Gauge
+	*deliveryMetrics
 }
 
 // stages of a batch, the values of batch_seconds' stage label. estimate and
@@ -106,6 +107,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	reg.MustRegister(m.updates, m.rejects, m.matches, m.limitHits, m.initialRuns, m.queryBatches, m.batches, m.zeroCopy, m.batchSeconds, m.outputSteps, m.wait, m.idle, m.checkpoint,
 		m.vertices, m.edges, m.cacheBytes, m.cacheRatio, m.lag, m.checkpointAge, m.queries, m.shards, m.units, m.ready, m.brokerReachable,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.registerDelivery(reg)
 	// Series that exist from the start, so a dashboard shows zeros rather
 	// than "no data" before the first batch.
 	for _, s := range stages {

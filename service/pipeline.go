@@ -214,11 +214,13 @@ type sent struct {
 // sendAll is deliverAll through a Sender: it sends each batch as soon as
 // it is built, while earlier batches wait for their acknowledgement (at
 // most maxInflight in all, which the run loop bounds), and hands batches
-// back in order as their acknowledgements arrive. If a batch's output
-// fails, the batches sent after it may already be in the topic ahead of
-// its retry; so it waits for them, then delivers that batch and all of
-// them again, in order, with deliver's retries: the topic's last event of
-// a key is still the newest, and every event is there at least once.
+// back in order as their acknowledgements arrive. If some of a batch's
+// records fail, the batches sent after it may already be in the topic; so
+// it waits for them, sends nothing new, and sends again only the records
+// that failed, in batch order, a bounded number of times (resend): no
+// acknowledged record is written twice, a key's last event stays its
+// newest, and a record that cannot be written is given up and reported
+// rather than blocking all alerting.
 func (s *Service) sendAll(ctx context.Context, p *pipeline, sender output.Sender) {
 	var (
 		failed error
@@ -251,12 +253,11 @@ func (s *Service) sendAll(ctx context.Context, p *pipeline, sender output.Sender
 			w := window[0]
 			window = window[1:]
 			s.met.outputSteps.WithLabelValues("acknowledge").Observe(time.Since(w.t1).Seconds())
-			err := w.pending.Err()
-			if err == nil {
+			if w.pending.Err() == nil {
+				s.diverted(w.b, w.pending.Diverted(), nil)
 				s.delivered(p, w.b, w.t0, nil)
 				continue
 			}
-			s.log.Warn().Err(err).Uint64("batch", w.b.id).Int("later_batches", len(window)).Msg("output not acknowledged; delivering it and the batches sent after it again")
 			redo := append([]sent{w}, window...)
 			window = nil
 			for _, l := range redo[1:] {
@@ -265,10 +266,13 @@ func (s *Service) sendAll(ctx context.Context, p *pipeline, sender output.Sender
 				case <-ctx.Done():
 				}
 			}
+			if failed == nil {
+				failed = ctx.Err()
+			}
+			if failed == nil {
+				failed = s.resend(ctx, sender, redo)
+			}
 			for _, r := range redo {
-				if failed == nil {
-					failed = s.deliver(ctx, r.b)
-				}
 				s.delivered(p, r.b, r.t0, failed)
 			}
 		}
@@ -370,8 +374,8 @@ func (s *Service) takeBack(p *pipeline, b *batchState) error {
 	s.doneAt = time.Now()
 	s.progress.Batches = b.id
 	s.progress.Position = maps.Clone(s.position)
-	s.progress.Events += int64(len(b.events))
-	s.progress.DeadLetters += int64(len(b.dead))
+	s.progress.Events += int64(len(b.events) - b.diverted - b.lost)
+	s.progress.DeadLetters += int64(len(b.dead) - b.lostLetters + b.diverted)
 	s.mu.Unlock()
 	s.met.batchSeconds.WithLabelValues(stages[stageOutput]).Observe(b.times[stageOutput].Seconds())
 	if s.onBatch != nil {

@@ -134,8 +134,12 @@ type batchState struct {
 	ranges   map[int][2]int64 // per partition: the batch's first and last offset
 	dead     []output.DeadLetter
 	events   []output.Event // built from matched by the build stage, in slab
-	slab     *eventSlab
-	matched  *matched
+	// diverted counts the events sent to the dead-letter topic as too
+	// large; lost and lostLetters the events and dead letters delivery
+	// gave up (delivery.go).
+	diverted, lost, lostLetters int
+	slab                        *eventSlab
+	matched                     *matched
 	// changedBy maps each edge this batch changed to the message that
 	// changed it last, the "source" of the matches that edge completes;
 	// nil until the batch's first event needs it (sources).
@@ -694,8 +698,20 @@ func (b *batchState) withhold(q int, limit string) {
 // acknowledgement, retrying a failing output with backoff: consumption
 // stops meanwhile (backpressure), and nothing is committed past undelivered
 // output.
+//
+// Through a Sender it re-sends only what failed, a bounded number of
+// times, as the delivery stage does (delivery.go).
 func (s *Service) deliver(ctx context.Context, b *batchState) error {
 	s.build(b)
+	if sender, ok := s.sink.(output.Sender); ok {
+		w := sent{b: b, pending: sender.Send(ctx, b.dead, b.events)}
+		select {
+		case <-w.pending.Done():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return s.resend(ctx, sender, []sent{w})
+	}
 	backoff := 100 * time.Millisecond
 	for {
 		err := s.sink.WriteDead(ctx, b.dead)
