@@ -2,28 +2,46 @@ package service
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gcsm/gcsm/output"
 )
 
 // Delivery's failures (docs/operations.md, "Delivery guarantees"). A Send
 // whose records fail is sent again, only the records that failed, in
-// batch order, at most maxResends times; then its remaining records are
-// given up, reported and counted, and the stream goes on. Before issue 42
-// a failed batch was written again whole, with every batch after it, for
-// ever: one alert the broker refused (MESSAGE_TOO_LARGE) blocked all
+// batch order. Records the brokers refuse for what they are (refused
+// records: too large, invalid, corrupt) are tried at most maxResends more
+// times, then given up, reported and counted, and the stream goes on.
+// Records that failed for the cluster's sake (unreachable, timed out, a
+// leader or coordinator moving, not authorized) are sent again until they
+// are acknowledged, however long that takes: an outage must lose nothing,
+// and it shows on /readyz as undeliverable output meanwhile. Before issue
+// 42 a failed batch was written again whole, with every batch after it,
+// for ever: one alert the broker refused (MESSAGE_TOO_LARGE) blocked all
 // alerting and wrote the batch's other alerts 60 times in 40 s.
 
-// maxResends bounds the rounds of re-sending a batch's failed records.
-// Each round's records have had kgo's own retries (output.max_attempts
-// produce attempts, within its delivery timeout), so three more rounds,
-// 0.25 to 1 s apart, ride out a leader election and give up on a record the
-// brokers refuse, not on an outage shorter than that.
+// maxResends bounds the rounds of re-sending refused records. Each
+// round's records have had kgo's own retries (output.max_attempts produce
+// attempts, within its delivery timeout), so three more rounds, 0.25 to
+// 1 s apart, are enough to tell a record the brokers refuse for good.
 const maxResends = 3
+
+// maxBackoff caps the wait between rounds while the cluster is away.
+const maxBackoff = 5 * time.Second
+
+// recordRefused says whether err is the brokers refusing the records themselves,
+// which sending them again cannot mend, rather than the cluster failing to
+// take them.
+func recordRefused(err error) bool {
+	return errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) ||
+		errors.Is(err, kerr.InvalidRecord) || errors.Is(err, kerr.CorruptMessage) ||
+		errors.Is(err, kerr.InvalidTimestamp) || errors.Is(err, kerr.UnsupportedForMessageFormat)
+}
 
 // Reasons of undelivered_total.
 const (
@@ -59,8 +77,7 @@ func (s *Service) resend(ctx context.Context, sender output.Sender, ws []sent) e
 		if left == 0 {
 			return nil
 		}
-		if round > maxResends {
-			s.giveUp(rs)
+		if round > maxResends && s.giveUp(rs) == left {
 			return nil
 		}
 		for _, r := range rs {
@@ -74,7 +91,7 @@ func (s *Service) resend(ctx context.Context, sender output.Sender, ws []sent) e
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		backoff *= 2
+		backoff = min(2*backoff, maxBackoff)
 		// All of the round's sends go out before any is awaited: records
 		// of successive Sends keep their order within a partition.
 		pend := make([]output.Pending, len(rs))
@@ -135,16 +152,19 @@ func (s *Service) supersede(rs []redo) {
 	}
 }
 
-// giveUp reports the records of rs still failing after maxResends rounds:
-// an error log line per batch, undelivered_total and the time
-// lastUndelivered reads. Their batch then counts as delivered.
-func (s *Service) giveUp(rs []redo) {
+// giveUp reports the refused records of rs still failing after maxResends
+// rounds, and drops them from rs: an error log line per batch,
+// undelivered_total and the time lastUndelivered reads. Their batch then
+// counts as delivered. It returns how many records it gave up.
+func (s *Service) giveUp(rs []redo) int {
+	given := 0
 	for i := range rs {
 		r := &rs[i]
 		n := len(r.letters) + len(r.events)
-		if n == 0 {
+		if n == 0 || !recordRefused(r.err) {
 			continue
 		}
+		given += n
 		r.b.lost += len(r.events)
 		r.b.lostLetters += len(r.letters)
 		s.met.undelivered.WithLabelValues(reasonRetries).Add(float64(n))
@@ -154,6 +174,7 @@ func (s *Service) giveUp(rs []redo) {
 			Int("rounds", maxResends).Msg("output given up: these records are not in Kafka; the stream goes on")
 		r.letters, r.events = nil, nil
 	}
+	return given
 }
 
 // lastUndelivered is when delivery last gave records up (zero if never),

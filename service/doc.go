@@ -27,11 +27,13 @@
 // A sink that can (output.Sender: franz-go) sends batch n+1's output while
 // the brokers acknowledge n's; if some of n's records fail, delivery waits
 // for the batches sent after it and sends only the failed records again, in
-// batch order, at most three times (delivery.go): nothing acknowledged is
-// written twice, a failed event whose key a later acknowledged event
-// carries is dropped as superseded so a key's last event stays its newest,
-// and what still fails is given up, logged and counted, so that no record
-// blocks delivery, or an HTTP operation waiting for it. An alert over the
+// batch order (delivery.go): nothing acknowledged is written twice, a
+// failed event whose key a later acknowledged event carries is dropped as
+// superseded so a key's last event stays its newest, records the brokers
+// refuse are given up after three rounds, logged and counted, so that no
+// record blocks delivery, or an HTTP operation waiting for it, and records
+// that failed for the cluster's sake are sent until acknowledged, so that
+// an outage loses nothing. An alert over the
 // output topic's message limit never reaches the producer: the sink sends
 // it to the dead-letter topic (alert_too_large), and a match's disappeared
 // with it.

@@ -57,6 +57,9 @@ type health struct {
 	// oldestOut is when the oldest batch still waiting for its output's
 	// acknowledgement was handed to the output stage; zero when none waits.
 	oldestOut time.Time
+	// gaveUp is when delivery last gave up records the brokers refused
+	// (delivery.go); zero if never.
+	gaveUp time.Time
 	// behind names the partitions whose end is before the acknowledged
 	// position: the input topic was recreated or truncated under the
 	// service.
@@ -74,6 +77,8 @@ func (h health) reason(stallAfter time.Duration) string {
 		return "input went backwards (topic recreated or truncated?): " + strings.Join(h.behind, "; ")
 	case !h.oldestOut.IsZero() && h.now.Sub(h.oldestOut) >= stallAfter:
 		return fmt.Sprintf("output undeliverable: the oldest matched batch has waited %v for its acknowledgement", since(h.oldestOut))
+	case !h.gaveUp.IsZero() && h.now.Sub(h.gaveUp) < stallAfter:
+		return fmt.Sprintf("output refused: records the brokers refused were given up %v ago (gcsm_undelivered_total, and the error log, say which)", since(h.gaveUp))
 	case h.active && h.lag > 0 && !h.waiting.IsZero():
 		from := h.waiting
 		if h.done.After(from) {
@@ -139,6 +144,7 @@ func (s *Service) sample(ctx context.Context, w *watcher) {
 	if t := s.oldestOut.Load(); t != 0 {
 		h.oldestOut = time.Unix(0, t)
 	}
+	h.gaveUp = s.lastUndelivered()
 	if err != nil {
 		if w.failed.IsZero() {
 			w.failed = now

@@ -28,6 +28,8 @@ func TestHealthReason(t *testing.T) {
 		{"standby", health{now: at(673), lag: 5120, waiting: at(0), done: at(0)}, ""},
 		{"output", health{now: at(100), active: true, oldestOut: at(25)}, "output undeliverable: the oldest matched batch has waited 1m15s for its acknowledgement"},
 		{"output waits less", health{now: at(100), active: true, oldestOut: at(41)}, ""},
+		{"refused records given up", health{now: at(100), active: true, gaveUp: at(90)}, "output refused: records the brokers refused were given up 10s ago"},
+		{"given up long ago", health{now: at(100), active: true, gaveUp: at(30)}, ""},
 		{"backwards", health{now: at(1), active: true, behind: []string{"partition 0 ends at 12, before the applied position 700000"}},
 			"input went backwards (topic recreated or truncated?): partition 0 ends at 12, before the applied position 700000"},
 		{"broker first", health{now: at(40), active: true, unreachable: at(0), err: errors.New("dial tcp: connection refused"), lag: 9, waiting: at(-100), oldestOut: at(-100)},
