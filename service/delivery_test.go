@@ -141,4 +141,3 @@ func TestDeliveryOutageAndRefusal(t *testing.T) {
 		})
 	}
 }
-
