@@ -88,11 +88,11 @@ func splitBrokers(s string) []string {
 var errStop = errors.New("stop")
 
 // consumePartition hands each record of topic's partition to fn, from the
-// partition's first record on, until fn returns an error (errStop ends it
-// cleanly), a fetch fails, or ctx is done.
-func consumePartition(ctx context.Context, conn kafkaconn.Conn, topic string, partition int32, fn func(*kgo.Record) error) error {
+// offset from on, until fn returns an error (errStop ends it cleanly), a
+// fetch fails, or ctx is done.
+func consumePartition(ctx context.Context, conn kafkaconn.Conn, topic string, partition int32, from kgo.Offset, fn func(*kgo.Record) error) error {
 	cl, err := conn.NewClient(
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().AtStart()}}),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: from}}),
 		kgo.FetchMaxWait(50*time.Millisecond))
 	if err != nil {
 		return err

@@ -366,33 +366,17 @@ func (t *tailer) ranges(ctx context.Context) ([]tailRange, error) {
 
 // read sends the messages of r to msgs until r.to or until ctx is done.
 func (t *tailer) read(ctx context.Context, r tailRange, msgs chan<- *kgo.Record) error {
-	cl, err := t.conn.NewClient(
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{t.topic: {int32(r.partition): kgo.NewOffset().At(r.from)}}),
-		kgo.FetchMaxWait(250*time.Millisecond))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	for {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
+	return consumePartition(ctx, t.conn, t.topic, int32(r.partition), kgo.NewOffset().At(r.from), func(m *kgo.Record) error {
+		select {
+		case msgs <- m:
+		case <-ctx.Done():
 			return ctx.Err()
 		}
-		if err := fs.Err(); err != nil {
-			return kafkaconn.Classify(err)
+		if r.to >= 0 && m.Offset+1 >= r.to {
+			return errStop
 		}
-		for it := fs.RecordIter(); !it.Done(); {
-			m := it.Next()
-			select {
-			case msgs <- m:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			if r.to >= 0 && m.Offset+1 >= r.to {
-				return nil
-			}
-		}
-	}
+		return nil
+	})
 }
 
 // tailPrinter writes messages as table rows or JSON lines.
