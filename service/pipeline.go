@@ -302,11 +302,13 @@ func (s *Service) handOff(p *pipeline, b *batchState) error {
 			return err
 		}
 	}
-	b.queued = time.Now()
+	// The build stage owns b once it is sent: read nothing of it after.
+	queued := time.Now()
+	b.queued = queued
 	p.out <- b // never blocks: p.out holds maxInflight
 	p.inflight++
-	if p.handed = append(p.handed, b.queued); len(p.handed) == 1 {
-		s.oldestOut.Store(b.queued.UnixNano())
+	if p.handed = append(p.handed, queued); len(p.handed) == 1 {
+		s.oldestOut.Store(queued.UnixNano())
 	}
 	return nil
 }
