@@ -484,42 +484,11 @@ func Offsets(ctx context.Context, conn kafkaconn.Conn, topic string, partition i
 		return 0, 0, err
 	}
 	defer cl.Close()
-	return offsets(ctx, cl, topic, partition)
-}
-
-func offsets(ctx context.Context, cl *kgo.Client, topic string, partition int) (first, end int64, err error) {
-	var got [2]int64
-	// Timestamp -2 asks for the first offset, -1 for the end.
-	for i, ts := range [2]int64{-2, -1} {
-		req := kmsg.NewPtrListOffsetsRequest()
-		req.ReplicaID = -1
-		rt := kmsg.NewListOffsetsRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = int32(partition), ts, -1
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			return 0, 0, fmt.Errorf("ingest: offsets of topic %q partition %d: %w", topic, partition, kafkaconn.Classify(err))
-		}
-		found := false
-		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				if t.Topic != topic || int(p.Partition) != partition {
-					continue
-				}
-				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-					return 0, 0, fmt.Errorf("ingest: offsets of topic %q partition %d: %w", topic, partition, err)
-				}
-				got[i], found = p.Offset, true
-			}
-		}
-		if !found {
-			return 0, 0, fmt.Errorf("ingest: topic %q has no partition %d", topic, partition)
-		}
+	firsts, ends, err := listOffsets(ctx, cl, topic, []int{partition})
+	if err != nil {
+		return 0, 0, err
 	}
-	return got[0], got[1], nil
+	return firsts[partition], ends[partition], nil
 }
 
 // TopicOffsets are the first and the end offset of every partition of
@@ -531,6 +500,16 @@ func TopicOffsets(ctx context.Context, cl *kgo.Client, topic string) (first, end
 	if err != nil {
 		return nil, nil, err
 	}
+	parts := make([]int, n)
+	for p := range parts {
+		parts[p] = p
+	}
+	return listOffsets(ctx, cl, topic, parts)
+}
+
+// listOffsets are the first and the end offset of topic's partitions, from
+// two ListOffsets requests; every partition must answer.
+func listOffsets(ctx context.Context, cl *kgo.Client, topic string, partitions []int) (first, end map[int]int64, err error) {
 	var got [2]map[int]int64
 	// Timestamp -2 asks for the first offset, -1 for the end.
 	for i, ts := range [2]int64{-2, -1} {
@@ -538,7 +517,7 @@ func TopicOffsets(ctx context.Context, cl *kgo.Client, topic string) (first, end
 		req.ReplicaID = -1
 		rt := kmsg.NewListOffsetsRequestTopic()
 		rt.Topic = topic
-		for p := range n {
+		for _, p := range partitions {
 			rp := kmsg.NewListOffsetsRequestTopicPartition()
 			rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = int32(p), ts, -1
 			rt.Partitions = append(rt.Partitions, rp)
@@ -548,7 +527,7 @@ func TopicOffsets(ctx context.Context, cl *kgo.Client, topic string) (first, end
 		if err != nil {
 			return nil, nil, fmt.Errorf("ingest: offsets of topic %q: %w", topic, kafkaconn.Classify(err))
 		}
-		got[i] = make(map[int]int64, n)
+		got[i] = make(map[int]int64, len(partitions))
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
 				if t.Topic != topic {
@@ -560,8 +539,8 @@ func TopicOffsets(ctx context.Context, cl *kgo.Client, topic string) (first, end
 				got[i][int(p.Partition)] = p.Offset
 			}
 		}
-		if len(got[i]) != n {
-			return nil, nil, fmt.Errorf("ingest: offsets of topic %q: %d of its %d partitions answered", topic, len(got[i]), n)
+		if len(got[i]) != len(partitions) {
+			return nil, nil, fmt.Errorf("ingest: offsets of topic %q: %d of partitions %v answered", topic, len(got[i]), partitions)
 		}
 	}
 	return got[0], got[1], nil
