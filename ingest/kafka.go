@@ -23,6 +23,10 @@ type Message struct {
 	// HighWaterMark is the partition's end offset when the record was
 	// fetched, so HighWaterMark-Offset-1 is the lag behind it.
 	HighWaterMark int64
+	// Control marks a transaction's commit or abort marker, which only a
+	// ConsumerConfig.ReadCommitted reading hands over: it has no value, but
+	// its offset tells a reader that it has reached the topic's end.
+	Control bool
 }
 
 // ConsumerConfig configures a Consumer. Zero durations take the defaults
@@ -60,6 +64,11 @@ type ConsumerConfig struct {
 	// record), and reading goes on from the first it holds. It is also
 	// told when retention drops records ahead of the reading.
 	Skipped func(partition int, from, to int64)
+	// ReadCommitted reads only committed transactions' records, and hands
+	// over their markers as Control messages. The batch log is read so:
+	// a logged batch's alerts are in the output topic exactly when its
+	// record is committed.
+	ReadCommitted bool
 }
 
 func (c *ConsumerConfig) defaults() error {
@@ -250,7 +259,7 @@ func (g *Generation) readEach(ctx context.Context, from map[int]int64, send func
 		next[int32(p)] = start
 	}
 	maxBytes := int32(min(g.cfg.MaxBytes, math.MaxInt32))
-	cl, err := g.cfg.Conn.NewClient(
+	opts := []kgo.Opt{
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{g.cfg.Topic: offsets}),
 		// An offset the broker no longer holds resumes at the log start;
 		// Skipped then names the gap.
@@ -262,7 +271,11 @@ func (g *Generation) readEach(ctx context.Context, from map[int]int64, send func
 		// the fetch's cap whole, so leave room above it.
 		kgo.BrokerMaxReadBytes(int32(min(math.MaxInt32, max(100<<20, 2*int64(maxBytes))))),
 		kgo.WithPools(&recordPool{}),
-	)
+	}
+	if g.cfg.ReadCommitted {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
+	}
+	cl, err := g.cfg.Conn.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("ingest: cannot start reading topic %q: %w", g.cfg.Topic, err)
 	}
@@ -288,7 +301,8 @@ func (g *Generation) readEach(ctx context.Context, from map[int]int64, send func
 			for rs := fp.Records; len(rs) > 0; {
 				chunk := make([]Message, min(len(rs), MaxChunk))
 				for i, r := range rs[:len(chunk)] {
-					chunk[i] = Message{Partition: int(r.Partition), Offset: r.Offset, Value: r.Value, HighWaterMark: fp.HighWatermark}
+					chunk[i] = Message{Partition: int(r.Partition), Offset: r.Offset, Value: r.Value, HighWaterMark: fp.HighWatermark,
+						Control: r.Attrs.IsControl()}
 					r.Recycle()
 				}
 				rs = rs[len(chunk):]

@@ -19,6 +19,7 @@ import (
 // a Sender: a batch's records go out while the last batch's are still being acknowledged, in as few
 // produce requests as the partitions and BatchBytes allow.
 type Franz struct {
+	cfg        KafkaConfig
 	cl         *kgo.Client
 	topic      string
 	deadTopic  string
@@ -76,8 +77,8 @@ func FranzOptions(cfg KafkaConfig) ([]kgo.Opt, error) {
 }
 
 // newFranz returns a Franz sink for a validated cfg.
-func newFranz(cfg KafkaConfig) (*Franz, error) {
-	k := &Franz{topic: cfg.Topic, deadTopic: cfg.DeadTopic, batchBytes: cfg.BatchBytes, timeout: cfg.WriteTimeout}
+func newFranz(cfg KafkaConfig, extra ...kgo.Opt) (*Franz, error) {
+	k := &Franz{cfg: cfg, topic: cfg.Topic, deadTopic: cfg.DeadTopic, batchBytes: cfg.BatchBytes, timeout: cfg.WriteTimeout}
 	// kgo sizes the output topic's batches by the topic's limit, read before the first record (limit.go):
 	// batches of small alerts over a topic limit below BatchBytes would be refused whole.
 	batchMax := kgo.ProducerBatchMaxBytesFn(func(topic string) int32 {
@@ -86,7 +87,7 @@ func newFranz(cfg KafkaConfig) (*Franz, error) {
 		}
 		return int32(cfg.BatchBytes)
 	})
-	cl, err := kgo.NewClient(append(franzOptions(cfg), batchMax)...)
+	cl, err := kgo.NewClient(append(append(franzOptions(cfg), batchMax), extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create Kafka output: %w", err)
 	}

@@ -76,7 +76,11 @@ func (s *Service) readBatchLog(ctx context.Context) ([]loggedCut, error) {
 	defer cancel()
 	recs := make(chan ingest.Message, 256)
 	errc := make(chan error, 1)
-	go func() { errc <- ingest.ReadAll(rctx, s.consumerConfig(topic), map[int]int64{0: from}, recs) }()
+	// Read committed: exactly once, a logged batch is one whose output
+	// is in the topic (txn.go). The markers' offsets show the end.
+	cc := s.consumerConfig(topic)
+	cc.ReadCommitted = true
+	go func() { errc <- ingest.ReadAll(rctx, cc, map[int]int64{0: from}, recs) }()
 	var chain []loggedCut
 	at := map[string]int{} // a chain entry's start → its index
 	pos := ckey(s.position)
@@ -87,6 +91,7 @@ func (s *Service) readBatchLog(ctx context.Context) ([]loggedCut, error) {
 		}
 		start, ends, err := ingest.ParseCut(m.Value)
 		switch {
+		case m.Control:
 		case err != nil:
 			s.log.Error().Err(err).Str("topic", topic).Int64("offset", m.Offset).Msg("unreadable batch log record; skipped")
 		case start == nil:
@@ -154,7 +159,10 @@ func (s *Service) logCut(ctx context.Context, b *batchState, pos map[int]int64) 
 		next[p] = r[1] + 1
 	}
 	b.logFrom, b.logEnds = pos, next
-	b.logging = s.batchLog.Start(ctx, pos, next)
+	if s.txn == nil {
+		// Exactly once, the record goes out in the batch's transaction.
+		b.logging = s.batchLog.Start(ctx, pos, next)
+	}
 	return next
 }
 

@@ -72,7 +72,7 @@ func TestRestartReformsBatches(t *testing.T) {
 		return r.s.Progress().Position[0] == int64(len(vals))
 	})
 	end := topicEnd(t, addrs, "matches")
-	waitFor(t, "the output", 30*time.Second, func() bool { return int64(out.count()) >= end })
+	waitFor(t, "the output", 30*time.Second, func() bool { return out.reached(end) })
 	events, _ := out.snapshot(t)
 	checkNet(t, events, map[string]bool{})
 	if n := r.s.Progress().Batches; n != 2 {

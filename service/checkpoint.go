@@ -298,9 +298,10 @@ func (s *Service) maybeCheckpoint(gen *ingest.Generation, p *pipeline) error {
 	if !s.uncommitted {
 		return nil
 	}
-	if gen == nil {
+	if gen == nil || s.txn != nil {
 		// A member reads without an input group: its checkpoints are its
-		// position.
+		// position. Exactly once, each transaction commits its batches'
+		// offsets, which are ahead of any checkpoint's.
 		s.uncommitted = false
 		return nil
 	}

@@ -141,7 +141,7 @@ func runMembers(t *testing.T, brokers []string, n, shards int, group, out string
 	}
 	// Every event is written before its batch counts as applied.
 	end := topicEnd(t, brokers, out)
-	waitFor(t, "the output", time.Minute, func() bool { return int64(c.count()) >= end })
+	waitFor(t, "the output", time.Minute, func() bool { return c.reached(end) })
 	events, _ := c.snapshot(t)
 	return events, units
 }
@@ -362,7 +362,7 @@ func membersKillTrial(t *testing.T, seed uint64) {
 		}
 	}
 	end := topicEnd(t, brokers, "matches")
-	waitFor(t, "the output", time.Minute, func() bool { return int64(out.count()) >= end })
+	waitFor(t, "the output", time.Minute, func() bool { return out.reached(end) })
 	events, _ := out.snapshot(t)
 	truth := finalMatches(t, cfg, recs)
 	got := finalByBatch(t, events)
@@ -414,7 +414,7 @@ func TestMemberJoins(t *testing.T) {
 		t.Fatal("the second member matched nothing")
 	}
 	end := topicEnd(t, brokers, "two")
-	waitFor(t, "the output", time.Minute, func() bool { return int64(c.count()) >= end })
+	waitFor(t, "the output", time.Minute, func() bool { return c.reached(end) })
 	two, _ := c.snapshot(t)
 	one, _ := runMembers(t, brokers, 1, 8, "one", "one", int64(len(vals)), configure, func() {})
 	if want, got := eventSet(one), eventSet(two); !maps.Equal(want, got) {
@@ -484,7 +484,7 @@ func memberReplays(t *testing.T, keep int) {
 	r.shutdown(t)
 	k := r.s.Progress().Batches
 	end := topicEnd(t, brokers, "first")
-	waitFor(t, "the output", time.Minute, func() bool { return int64(first.count()) >= end })
+	waitFor(t, "the output", time.Minute, func() bool { return first.reached(end) })
 	before, _ := first.snapshot(t)
 
 	c := k / 2
@@ -525,7 +525,7 @@ func memberReplays(t *testing.T, keep int) {
 	waitFor(t, "every shard to be acknowledged again", time.Minute, func() bool { return shardsDone(t, brokers, cfg, int64(len(vals))) })
 	r.shutdown(t)
 	end = topicEnd(t, brokers, "second")
-	waitFor(t, "the output", time.Minute, func() bool { return int64(second.count()) >= end })
+	waitFor(t, "the output", time.Minute, func() bool { return second.reached(end) })
 	after, _ := second.snapshot(t)
 	want := map[eventID]bool{}
 	for e := range eventSet(before) {

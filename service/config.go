@@ -122,7 +122,23 @@ type OutputConfig struct {
 	Client string `yaml:"client"`
 	// Compression of the produced batches: none, gzip, snappy, lz4 or zstd.
 	Compression string `yaml:"compression"`
+	// Delivery is exactly-once (the default) or at-least-once (delivery.go,
+	// txn.go). Exactly once, each batch's alerts, dead letters, batch-log
+	// record and input offsets commit in one Kafka transaction, and a
+	// read_committed consumer sees every alert once, crashes or not.
+	Delivery string `yaml:"delivery"`
+	// TransactionalID names the service's transactions; "" is "gcsm-"
+	// plus input.group. The members of one input group share it, so that
+	// the member that becomes active fences the one it replaces. Two
+	// deployments writing the same output with the same group must not.
+	TransactionalID string `yaml:"transactional_id"`
 }
+
+// Delivery modes of OutputConfig.Delivery.
+const (
+	ExactlyOnce = "exactly-once"
+	AtLeastOnce = "at-least-once"
+)
 
 type BatchConfig struct {
 	Size   int           `yaml:"size"`   // updates per batch at most
@@ -221,7 +237,7 @@ func DefaultConfig() Config {
 	return Config{
 		Embedded: EmbeddedConfig{Listen: "127.0.0.1:9092", Partitions: 1, Retention: time.Hour, RetentionBytes: 1 << 30},
 		Input:    InputConfig{Topic: "edges", Group: "gcsm", Format: "auto", MaxMessageBytes: 1 << 20, MaxIDBytes: 1 << 10, SessionTimeout: 10 * time.Second},
-		Output:   OutputConfig{Topic: "matches", DeadLetterTopic: "edges.dlq", Client: "franz-go", Compression: "none"},
+		Output:   OutputConfig{Topic: "matches", DeadLetterTopic: "edges.dlq", Client: "franz-go", Compression: "none", Delivery: ExactlyOnce},
 		Batch:    BatchConfig{Size: 4096, Linger: 50 * time.Millisecond},
 		Graph:    GraphConfig{Directed: true, DefaultEdgeLabel: "0", DefaultVertexLabel: "0"},
 		State:    StateConfig{Dir: "gcsm-state", CheckpointEvery: 30 * time.Second, Keep: 3},
@@ -283,6 +299,11 @@ func (c *Config) Validate() error {
 	case "none", "gzip", "snappy", "lz4", "zstd":
 	default:
 		bad("output.compression %q: want none, gzip, snappy, lz4 or zstd", c.Output.Compression)
+	}
+	switch c.Output.Delivery {
+	case ExactlyOnce, AtLeastOnce:
+	default:
+		bad("output.delivery %q: want %s or %s", c.Output.Delivery, ExactlyOnce, AtLeastOnce)
 	}
 	if c.Input.Group == "" {
 		bad("input.group is required")
@@ -423,6 +444,14 @@ func (c *Config) batchesTopic() string {
 		return c.Output.BatchesTopic
 	}
 	return c.Output.Topic + ".batches"
+}
+
+// transactionalID is the service's transactional id, its default applied.
+func (c *Config) transactionalID() string {
+	if c.Output.TransactionalID != "" {
+		return c.Output.TransactionalID
+	}
+	return "gcsm-" + c.Input.Group
 }
 
 // clusterNames are the cluster's group and topics, defaults applied.

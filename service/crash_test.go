@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/output"
 	"github.com/gcsm/gcsm/internal/kafkaconn"
 )
 
@@ -29,6 +30,16 @@ func TestCrashRestart(t *testing.T) {
 	eachTrial(t, 20, func(t *testing.T, trial int) {
 		recs, vals := transferStream(2500, uint64(100+trial))
 		crashTrial(t, uint64(trial), 1, vals, nil, func(cfg *Config) {}, func(cfg Config) map[string]bool { return finalMatches(t, cfg, recs) })
+	})
+}
+
+// TestCrashRestartAtLeastOnce is TestCrashRestart with output.delivery
+// at-least-once: repeats are allowed, losses are not.
+func TestCrashRestartAtLeastOnce(t *testing.T) {
+	eachTrial(t, 6, func(t *testing.T, trial int) {
+		recs, vals := transferStream(2500, uint64(400+trial))
+		crashTrial(t, uint64(trial), 1, vals, nil, func(cfg *Config) { cfg.Output.Delivery = AtLeastOnce },
+			func(cfg Config) map[string]bool { return finalMatches(t, cfg, recs) })
 	})
 }
 
@@ -132,10 +143,38 @@ func crashTrial(t *testing.T, seed uint64, partitions int, vals, keys [][]byte, 
 	// Every event written before the final checkpoint is readable once the
 	// output topic's end is reached.
 	end := topicEnd(t, addrs, "matches")
-	waitFor(t, "the output", time.Minute, func() bool { return int64(out.count()) >= end })
+	waitFor(t, "the output", time.Minute, func() bool { return out.reached(end) })
 	events, _ := out.snapshot(t)
 	checkNet(t, events, want(cfg))
+	if cfg.Output.Delivery == ExactlyOnce {
+		checkOnce(t, events)
+	}
 	t.Logf("%d kills, %d events for %d messages", kills, len(events), len(vals))
+}
+
+// checkOnce fails unless each key's events, read committed, alternate
+// appeared and disappeared from an appeared: a repeat after a crash would
+// show as the same change twice in a row.
+func checkOnce(t testing.TB, events []outEvent) {
+	t.Helper()
+	last := map[string]string{}
+	repeats := 0
+	for i, ev := range events {
+		want := output.Appeared
+		if last[ev.Key] == output.Appeared {
+			want = output.Disappeared
+		}
+		if ev.Change != want {
+			if repeats < 5 {
+				t.Errorf("event %d (batch %d): key %s %s after %q", i, ev.Batch, ev.Key, ev.Change, last[ev.Key])
+			}
+			repeats++
+		}
+		last[ev.Key] = ev.Change
+	}
+	if repeats > 0 {
+		t.Fatalf("%d of %d events break their key's alternation: delivered more than once", repeats, len(events))
+	}
 }
 
 // syncBuilder is a strings.Builder that the children's stderr copiers may

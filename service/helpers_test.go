@@ -262,6 +262,7 @@ type consumer struct {
 	mu     sync.Mutex
 	events []outEvent
 	raw    []*kgo.Record
+	next   int64 // past the last record or marker read
 	err    error
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -272,7 +273,10 @@ func consume(t testing.TB, brokers []string, topic string, decode bool) *consume
 	c := &consumer{cancel: cancel, done: make(chan struct{})}
 	cl, err := kafkaconn.Plaintext(brokers...).NewClient(
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
-		kgo.FetchMaxWait(50*time.Millisecond))
+		kgo.FetchMaxWait(50*time.Millisecond),
+		// As the README tells consumers to read; the markers show how far
+		// the reading has come (reached).
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,6 +295,10 @@ func consume(t testing.TB, brokers []string, topic string, decode bool) *consume
 				}
 			})
 			fs.EachRecord(func(m *kgo.Record) {
+				c.next = m.Offset + 1
+				if m.Attrs.IsControl() {
+					return
+				}
 				c.raw = append(c.raw, m)
 				if decode {
 					var ev outEvent
@@ -306,6 +314,14 @@ func consume(t testing.TB, brokers []string, topic string, decode bool) *consume
 	}()
 	t.Cleanup(func() { cancel(); <-c.done })
 	return c
+}
+
+// reached says whether the reading has passed offset end-1, records and
+// transaction markers alike.
+func (c *consumer) reached(end int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.next >= end
 }
 
 func (c *consumer) count() int {

@@ -116,7 +116,8 @@ func (s *Service) prepare(ctx context.Context, in <-chan []ingest.Message, pos m
 		if len(msgs) > 0 {
 			b := newBatchState(buf)
 			if following != nil {
-				b.logOffset = following.offset
+				b.logOffset, b.replayed = following.offset, true
+				b.logFrom, b.logEnds = following.from, following.ends
 			} else {
 				pos = s.logCut(ctx, b, pos)
 			}
@@ -185,6 +186,10 @@ func (s *Service) buildAll(p *pipeline) {
 // failure, which only an ending ctx causes (delivery retries anything
 // else), it writes nothing more: the later batches come back failed too.
 func (s *Service) deliverAll(ctx context.Context, p *pipeline) {
+	if s.txn != nil {
+		s.transactAll(ctx, p, s.txn, s.txnGen)
+		return
+	}
 	sender, ok := s.sink.(output.Sender)
 	if !ok {
 		var failed error

@@ -167,6 +167,9 @@ type batchState struct {
 	logging          *ingest.CutWritten
 	logFrom, logEnds map[int]int64
 	logOffset        int64
+	// replayed marks a batch re-formed from the batch log: exactly once,
+	// its output is in the topic already (txn.go).
+	replayed bool
 
 	// applied is what Apply said of the batch. wait, when set, finishes
 	// its match, which overlaps the graph stages of the next batch; its

@@ -120,6 +120,12 @@ type Service struct {
 	// checkpoint was written or loaded since the last commit, or the
 	// commit was refused.
 	uncommitted bool
+	// txn, in exactly-once delivery, is the transactional sink of the
+	// generation that txnGen is, while it consumes (txn.go); exactly is
+	// the sink it is opened from, nil in at-least-once delivery.
+	txn     *output.Txn
+	txnGen  *ingest.Generation
+	exactly *output.Franz
 	dec         ingest.Decoder // the settings every decoder copies
 	// hostBytes is the GPU's cumulative count of list bytes read from
 	// host memory, as of the last batch (countGPU).
@@ -236,6 +242,9 @@ func New(opts Options) (*Service, error) {
 			return nil, err
 		}
 		s.sink = k
+		if f, ok := k.(*output.Franz); ok && cfg.Output.Delivery == ExactlyOnce && cfg.Cluster.Shards == 0 {
+			s.exactly = f
+		}
 	}
 	ok = true
 	return s, nil
@@ -454,6 +463,19 @@ func (s *Service) consume(ctx context.Context, gen *ingest.Generation) error {
 	// were never applied; this one re-interns those batches.
 	if err := s.forgetOutstanding(); err != nil {
 		return err
+	}
+	if s.exactly != nil {
+		// Before the batch log is read: opening the id aborts the killed
+		// run's open transaction, whose batches then count as never sent.
+		tx, err := s.openTxn(ctx, s.exactly)
+		if err != nil {
+			return nil // ctx ended: Run shuts down
+		}
+		s.txn, s.txnGen = tx, gen
+		defer func() {
+			tx.Close()
+			s.txn, s.txnGen = nil, nil
+		}()
 	}
 	logged, err := s.readLogPatiently(ctx)
 	if err != nil {

@@ -1,0 +1,308 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/output"
+)
+
+// Exactly-once delivery (output.delivery: exactly-once, the default). A
+// batch's alerts, its dead letters, its batch-log record and its input
+// offsets commit in one Kafka transaction, so a read_committed consumer
+// sees all of them or none:
+//
+//   - A restart opens the transactional id first, which aborts what the
+//     killed run left open, then reads the batch log read_committed. A
+//     logged batch is one whose alerts are in the output topic; it is
+//     re-formed and matched again to rebuild the graph past the
+//     checkpoint, and its output is not sent again. Past the log it cuts
+//     anew, and what it sends was never committed before.
+//   - The members of one input group share one transactional id
+//     (Config.transactionalID): the member that becomes active fences the
+//     one it replaces, whose next transaction fails (ProducerFenced), and
+//     the group coordinator refuses the offsets of a generation that has
+//     ended (KIP-447). A fenced service stops rather than write what its
+//     successor writes.
+//   - The pipeline goes on: decoding and matching of the next batches
+//     overlap a transaction, and the batches built while one commits share
+//     the next, so a transaction's round trips are paid once for several
+//     batches under load.
+//
+// A failed transaction is aborted and written again whole, by delivery's
+// rules (delivery.go): records the brokers refuse are given up after
+// maxResends rounds, a cluster's failure is waited out.
+
+// errFenced ends a service whose transactional id or group generation
+// another member now holds.
+var errFenced = errors.New("fenced: another gcsm now writes this output (the input group's active member changed); stopping")
+
+// fenced says whether err means another writer took the transactional id
+// or the group's generation over.
+func fenced(err error) bool {
+	return errors.Is(err, ingest.ErrFenced) || errors.Is(err, kerr.ProducerFenced) ||
+		errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.TransactionalIDNotFound)
+}
+
+// txnBatch is a batch in a transaction: the indexes of its dead letters
+// and events still to deliver, and what the last attempt left unsent.
+type txnBatch struct {
+	b                     *batchState
+	t0                    time.Time
+	letters, events       []int
+	unsentL, unsentE      []int
+	err                   error
+	logged                chan struct{}
+	logOffset             int64
+	logErr                error
+	pending               output.Pending
+}
+
+// openTxn opens the transactional sink, waiting out the brokers' failures
+// until ctx ends.
+func (s *Service) openTxn(ctx context.Context, franz *output.Franz) (*output.Txn, error) {
+	id := s.cfg.transactionalID()
+	backoff := time.Second
+	for {
+		tx, err := franz.Transactional(ctx, id)
+		if err == nil {
+			return tx, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		s.log.Warn().Err(err).Str("transactional_id", id).Dur("retry_in", backoff).Msg("cannot open the output's transactions; retrying")
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+// transactAll is deliverAll in transactions: it takes the built batches in
+// order, those waiting together, commits each group in one transaction,
+// and hands them back. After a failure, which only an ending ctx or a
+// fence causes, it writes nothing more.
+func (s *Service) transactAll(ctx context.Context, p *pipeline, tx *output.Txn, gen *ingest.Generation) {
+	var failed error
+	for in := p.built; in != nil; {
+		b, ok := <-in
+		if !ok {
+			return
+		}
+		group := []txnBatch{{b: b, t0: s.taken(b)}}
+	more:
+		for len(group) < maxInflight {
+			select {
+			case b, ok := <-in:
+				if !ok {
+					in = nil
+					break more
+				}
+				group = append(group, txnBatch{b: b, t0: s.taken(b)})
+			default:
+				break more
+			}
+		}
+		if failed == nil {
+			failed = s.transact(ctx, tx, gen, group)
+		}
+		for _, g := range group {
+			s.delivered(p, g.b, g.t0, failed)
+		}
+	}
+}
+
+// transact delivers group in one transaction, written again until it
+// commits; it fails only once ctx ends or the service is fenced.
+func (s *Service) transact(ctx context.Context, tx *output.Txn, gen *ingest.Generation, group []txnBatch) error {
+	var offsets map[int]int64
+	work := false
+	for i := range group {
+		g := &group[i]
+		if g.b.replayed {
+			continue // committed by the run before, with its log record
+		}
+		work = true
+		g.letters, g.events = upTo(len(g.b.dead)), upTo(len(g.b.events))
+		if g.b.initial == nil && g.b.logEnds != nil {
+			offsets = g.b.logEnds
+		}
+	}
+	if !work {
+		return nil
+	}
+	backoff := 250 * time.Millisecond
+	for round := 1; ; round++ {
+		t0 := time.Now()
+		err := s.attempt(ctx, tx, gen, group, offsets)
+		if err == nil {
+			s.met.outputSteps.WithLabelValues("transaction").Observe(time.Since(t0).Seconds())
+			return nil
+		}
+		// What the attempt wrote is invisible once aborted; the abort's own
+		// failure only delays the next attempt's, which fails alike.
+		if aerr := tx.End(ctx, false); aerr != nil && err == nil {
+			err = aerr
+		}
+		if fenced(err) {
+			s.log.Error().Err(err).Str("transactional_id", tx.ID()).Msg("output fenced")
+			return fmt.Errorf("%w: %v", errFenced, err)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if round >= maxResends {
+			s.giveUpRefused(group)
+		}
+		s.log.Warn().Err(err).Uint64("batch", group[0].b.id).Int("batches", len(group)).Int("round", round).Dur("retry_in", backoff).
+			Msg("output transaction aborted; writing it again")
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// attempt writes group in one transaction and commits it.
+func (s *Service) attempt(ctx context.Context, tx *output.Txn, gen *ingest.Generation, group []txnBatch, offsets map[int]int64) error {
+	if err := tx.Begin(); err != nil {
+		return err
+	}
+	topic := s.batchLog.Topic()
+	for i := range group {
+		g := &group[i]
+		if g.b.replayed {
+			continue
+		}
+		g.logged, g.logErr, g.logOffset = nil, nil, -1
+		if g.b.initial == nil && g.b.logEnds != nil {
+			done := make(chan struct{})
+			g.logged = done
+			tx.Produce(ctx, &kgo.Record{Topic: topic, Value: ingest.AppendCut(nil, g.b.logFrom, g.b.logEnds)}, func(r *kgo.Record, err error) {
+				g.logOffset, g.logErr = r.Offset, err
+				close(done)
+			})
+		}
+		g.pending = tx.Send(ctx, pickAll(g.b.dead, g.letters), pickAll(g.b.events, g.events))
+	}
+	var first error
+	for i := range group {
+		g := &group[i]
+		if g.b.replayed {
+			continue
+		}
+		if g.logged != nil {
+			select {
+			case <-g.logged:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if first == nil && g.logErr != nil {
+				first = fmt.Errorf("batch log: %w", g.logErr)
+			}
+		}
+		select {
+		case <-g.pending.Done():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		l, e := g.pending.Unsent()
+		g.unsentL, g.unsentE, g.err = remap(l, g.letters), remap(e, g.events), g.pending.Err()
+		if first == nil && g.err != nil {
+			first = g.err
+		}
+	}
+	if first != nil {
+		return first
+	}
+	if gen != nil && offsets != nil {
+		if err := gen.CommitInTxn(ctx, tx.Client(), tx.ID(), offsets); err != nil {
+			return err
+		}
+	}
+	if err := tx.End(ctx, true); err != nil {
+		return err
+	}
+	for i := range group {
+		g := &group[i]
+		if g.b.replayed {
+			continue
+		}
+		if g.logged != nil {
+			g.b.logOffset = g.logOffset
+		}
+		var sent []int
+		if len(g.events) < len(g.b.events) {
+			sent = g.events
+		}
+		s.diverted(g.b, g.pending.Diverted(), sent)
+	}
+	return nil
+}
+
+// giveUpRefused drops from group the records that the brokers refused for
+// what they are in the last attempt: they would fail the transaction for
+// ever.
+func (s *Service) giveUpRefused(group []txnBatch) {
+	for i := range group {
+		g := &group[i]
+		if g.b.replayed || !recordRefused(g.err) || len(g.unsentL)+len(g.unsentE) == 0 {
+			continue
+		}
+		n := len(g.unsentL) + len(g.unsentE)
+		g.b.lost += len(g.unsentE)
+		g.b.lostLetters += len(g.unsentL)
+		g.letters, g.events = without(g.letters, g.unsentL), without(g.events, g.unsentE)
+		s.met.undelivered.WithLabelValues(reasonRetries).Add(float64(n))
+		s.met.lastUndelivered.Store(time.Now().UnixNano())
+		s.met.lastUndeliveredAt.SetToCurrentTime()
+		s.log.Error().Err(g.err).Uint64("batch", g.b.id).Int("events", len(g.unsentE)).Int("dead_letters", len(g.unsentL)).
+			Int("rounds", maxResends).Msg("output given up: the brokers refuse these records; the batch's transaction goes on without them")
+		g.unsentL, g.unsentE = nil, nil
+	}
+}
+
+// upTo is the indexes 0 to n-1.
+func upTo(n int) []int {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
+}
+
+// pickAll is pick, without the copy when idx is all of xs: the common
+// case, a batch's first attempt.
+func pickAll[T any](xs []T, idx []int) []T {
+	if len(idx) == len(xs) {
+		return xs
+	}
+	return pick(xs, idx)
+}
+
+// without returns the sorted idx less the sorted drop.
+func without(idx, drop []int) []int {
+	out := idx[:0:0]
+	j := 0
+	for _, i := range idx {
+		for j < len(drop) && drop[j] < i {
+			j++
+		}
+		if j < len(drop) && drop[j] == i {
+			continue
+		}
+		out = append(out, i)
+	}
+	return out
+}
