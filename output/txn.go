@@ -50,6 +50,13 @@ func (k *Franz) Transactional(ctx context.Context, id string) (*Txn, error) {
 	return &Txn{Franz: f, id: id}, nil
 }
 
+// A Transactor opens transactional sinks: Franz, or a sink that wraps one.
+type Transactor interface {
+	Transactional(ctx context.Context, id string) (*Txn, error)
+}
+
+var _ Transactor = (*Franz)(nil)
+
 // ID is the transactional id.
 func (t *Txn) ID() string { return t.id }
 

@@ -42,7 +42,8 @@ type Options struct {
 	// /metrics either way.
 	Registry *prometheus.Registry
 	// Sink receives match events and dead letters; nil writes them to the
-	// output topics of the brokers.
+	// output topics of the brokers. Exactly-once delivery needs a sink that
+	// is an output.Transactor; with another, delivery is at least once.
 	Sink output.Sink
 	// OnBatch, if set, is called by the run loop when a batch's output is
 	// acknowledged, in batch order; it must return quickly. Benchmarks take their latencies from it.
@@ -125,7 +126,7 @@ type Service struct {
 	// the sink it is opened from, nil in at-least-once delivery.
 	txn     *output.Txn
 	txnGen  *ingest.Generation
-	exactly *output.Franz
+	exactly output.Transactor
 	dec         ingest.Decoder // the settings every decoder copies
 	// hostBytes is the GPU's cumulative count of list bytes read from
 	// host memory, as of the last batch (countGPU).
@@ -242,9 +243,9 @@ func New(opts Options) (*Service, error) {
 			return nil, err
 		}
 		s.sink = k
-		if f, ok := k.(*output.Franz); ok && cfg.Output.Delivery == ExactlyOnce && cfg.Cluster.Shards == 0 {
-			s.exactly = f
-		}
+	}
+	if t, ok := s.sink.(output.Transactor); ok && cfg.Output.Delivery == ExactlyOnce && cfg.Cluster.Shards == 0 {
+		s.exactly = t
 	}
 	ok = true
 	return s, nil

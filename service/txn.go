@@ -66,7 +66,7 @@ type txnBatch struct {
 
 // openTxn opens the transactional sink, waiting out the brokers' failures
 // until ctx ends.
-func (s *Service) openTxn(ctx context.Context, franz *output.Franz) (*output.Txn, error) {
+func (s *Service) openTxn(ctx context.Context, franz output.Transactor) (*output.Txn, error) {
 	id := s.cfg.transactionalID()
 	backoff := time.Second
 	for {

@@ -141,6 +141,7 @@ type benchServiceFlags struct {
 	brokers           string
 	brokerDir         string // --broker-dir: the data directory of --brokers' broker, for a soak's disk figure
 	secure            bool   // --secure: TLS and SCRAM on every connection
+	delivery          string // output.delivery
 	config            string // --config: tls and sasl for --brokers
 	compression       string // output.compression
 	seed              uint64
@@ -175,6 +176,7 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&f.secure, "secure", false, "TLS and SCRAM-SHA-512 on every connection: the embedded broker serves them with a fresh self-signed certificate; with --brokers, --config says how")
 	fs.StringVar(&f.config, "config", "", "with --brokers, gcsm run's YAML `file` whose tls and sasl sections reach them")
 	fs.StringVar(&f.compression, "compression", "none", "compression of the produced alerts: none, gzip, snappy, lz4 or zstd")
+	fs.StringVar(&f.delivery, "delivery", service.ExactlyOnce, "the service's output.delivery: exactly-once (Kafka transactions; alert latency is then the batch's, not measured per alert) or at-least-once")
 	fs.Uint64Var(&f.seed, "seed", 1, "stream seed")
 	fs.BoolVar(&f.jsonOut, "json", false, "write only the JSON summary to stdout; the table goes to stderr")
 	fs.BoolVar(&f.engine, "engine", true, "also run the stream through the engine alone and report the service's share of its throughput")
@@ -194,6 +196,7 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 	err := badFlags(
 		choice("mix", f.mix, "alert-sparse", "alert-heavy", "rings-where", "five"),
 		choice("compression", f.compression, "none", "gzip", "snappy", "lz4", "zstd"),
+		choice("delivery", f.delivery, service.ExactlyOnce, service.AtLeastOnce),
 		intIn("updates", int64(f.updates), 0, math.MaxInt32),
 		intIn("accounts", int64(f.accounts), 0, math.MaxInt32),
 		intIn("batch", int64(f.batch), 1, math.MaxInt32),
@@ -429,6 +432,7 @@ type serviceResult struct {
 	Broker      string   `json:"broker"`
 	Security    string   `json:"security"` // plaintext, or TLS with the SASL mechanism
 	Compression string   `json:"compression"`
+	Delivery    string   `json:"delivery"`
 	Device      string   `json:"device"`
 	Updates     int      `json:"updates"`
 	Accounts    int      `json:"accounts"`
@@ -553,7 +557,7 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 	}
 	defer os.RemoveAll(state)
 	res := &serviceResult{Mix: mix, Mode: "backlog", Updates: f.updates, Accounts: f.accounts, Batch: f.batch, Rate: f.rate,
-		Security: "plaintext", Compression: f.compression, Transfers: f.transfers}
+		Security: "plaintext", Compression: f.compression, Delivery: f.delivery, Transfers: f.transfers}
 	if f.rate > 0 {
 		res.Mode = "rate"
 	}
@@ -581,6 +585,7 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 		cfg.Window.Size = f.window
 	}
 	cfg.Output.Compression = f.compression
+	cfg.Output.Delivery = f.delivery
 
 	conn, brokerDir, closeBroker, err := benchBroker(f, &cfg, state)
 	if err != nil {
@@ -625,8 +630,8 @@ func benchService(f *benchServiceFlags, mix string, qcfg []service.QueryConfig, 
 	if f.duration > 0 {
 		size = fmt.Sprintf("%d updates/s for %v", f.rate, f.duration)
 	}
-	fmt.Fprintf(human, "gcsm bench service: %s, %s among %d accounts, batches of %d, broker %s (%s), device %s, compression %s\n",
-		res.Mix, size, f.accounts, f.batch, res.Broker, res.Security, res.Device, f.compression)
+	fmt.Fprintf(human, "gcsm bench service: %s, %s among %d accounts, batches of %d, broker %s (%s), device %s, compression %s, %s\n",
+		res.Mix, size, f.accounts, f.batch, res.Broker, res.Security, res.Device, f.compression, f.delivery)
 
 	arr := newArrivals(f.partitions, f.rate, f.duration > 0)
 	sink, err := output.NewKafka(output.KafkaConfig{Conn: conn, Topic: cfg.Output.Topic,
@@ -1169,6 +1174,17 @@ type timedSender struct {
 	sender output.Sender
 }
 
+// Transactional opens the wrapped sink's transactions, for exactly-once
+// delivery, which writes through them and not through Send: its alerts
+// are then counted from the service's batches (batchLog).
+func (t timedSender) Transactional(ctx context.Context, id string) (*output.Txn, error) {
+	tr, ok := t.sender.(output.Transactor)
+	if !ok {
+		return nil, fmt.Errorf("bench service: the sink has no transactions")
+	}
+	return tr.Transactional(ctx, id)
+}
+
 // Send notes the alerts' acknowledgement when the sender's Pending is done,
 // on a goroutine of its own, so as not to hold up the next Send.
 func (t timedSender) Send(ctx context.Context, letters []output.DeadLetter, evs []output.Event) output.Pending {
@@ -1241,7 +1257,11 @@ func (t *timedSink) summarize(res *serviceResult) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.resolve()
-	res.Events = t.events
+	if t.events > 0 || res.Delivery != service.ExactlyOnce {
+		// Exactly once, alerts go out through the transactions, not
+		// through t: batchLog counted them.
+		res.Events = t.events
+	}
 	res.AlertLatency = percentiles(t.lat)
 	if res.Seconds > 0 {
 		res.EventsPerSec = float64(t.events) / res.Seconds
@@ -1283,6 +1303,7 @@ type batchLog struct {
 	mu          sync.Mutex
 	first, last time.Time
 	messages    int
+	events      int64
 	lat         []weighted
 }
 
@@ -1295,6 +1316,7 @@ func (b *batchLog) add(bi service.BatchInfo) {
 	}
 	b.last = now
 	b.messages += bi.Messages
+	b.events += int64(bi.Events)
 	b.lat = append(b.lat, weighted{bi.Latency, 1})
 }
 
@@ -1307,6 +1329,7 @@ func (b *batchLog) summarize(res *serviceResult) {
 	if res.Seconds > 0 {
 		res.UpdatesPerSec = float64(b.messages) / res.Seconds
 	}
+	res.Events = b.events
 }
 
 // gatherService reads the stage times and the match counts from the
