@@ -630,17 +630,30 @@ func TestQueryErrors(t *testing.T) {
 	wantFailure(t, 1, append(base, "-q", missing), missing, "no such file")
 	wantFailure(t, 1, []string{"match", "-d", data, "-q", missing}, missing, "no such file")
 
-	// A bad inline pattern: the error names the query and the position.
-	wantFailure(t, 1, append(base, "-q", "bad=(a)-[]-(b"), "bad:1:8:", "')'")
-	wantFailure(t, 1, append(base, "-q", "(a)-[]->(b)-(c)"), "q1:1:13:")
-	wantFailure(t, 1, append(base, "-q", triQuery, "-q", "(a)-->(b"), "q2:1:")
+	// A bad inline pattern is a usage error, exit 2, as the README says:
+	// the error names the query and the position.
+	wantFailure(t, 2, append(base, "-q", "bad=(a)-[]-(b"), "bad:1:8:", "')'")
+	wantFailure(t, 2, append(base, "-q", "(a)-[]->(b)-(c)"), "q1:1:13:")
+	wantFailure(t, 2, append(base, "-q", triQuery, "-q", "(a)-->(b"), "q2:1:")
+	wantFailure(t, 2, []string{"match", "-d", data, "-q", "bad=(a)-[]-(b"}, "bad:1:8:")
+	wantFailure(t, 2, []string{"bench", "static", "-d", data, "-q", "bad=(a)-[]-(b"}, "bad:1:8:")
+	wantFailure(t, 2, append(base, "-q", "x=(a)-[t:T]->(b) WHERE t.amount >"), "x:1:")
 	// A query file with an error names the file and line.
 	qf := writeFile(t, dir, "bad.graph", "v 0 0\nv 1 0\ne 0 7 0\n")
-	wantFailure(t, 1, append(base, "-q", qf), qf+":3")
+	wantFailure(t, 2, append(base, "-q", qf), qf+":3")
 
-	wantFailure(t, 1, append(base, "-q", triQuery, "-q", triQuery), `two queries are named "tri"`)
-	wantFailure(t, 1, base, "no query")
+	wantFailure(t, 2, append(base, "-q", triQuery, "-q", triQuery), `two queries are named "tri"`)
+	wantFailure(t, 2, base, "no query")
+	wantFailure(t, 2, append(base, "-q", "x="), "query x: empty pattern")
 	wantFailure(t, 2, append(base, "-q", triQuery, "--semantics", "bogus"), "bogus")
+
+	// gcsm run: a -q that does not parse fails before anything starts, and
+	// one of the configuration once the service compiles it.
+	wantFailure(t, 2, []string{"run", "--state", t.TempDir(), "--http", "off", "-q", "bad=(a)-[]-(b"}, "bad:1:8:")
+	wantFailure(t, 2, []string{"run", "--state", t.TempDir(), "--http", "off", "-q", "(a)-[]->(b)"}, "want NAME=PATTERN")
+	cfg := writeFile(t, dir, "gcsm.yaml", fmt.Sprintf("embedded: {listen: 127.0.0.1:0}\nhttp: {listen: \"\"}\nstate: {dir: %q}\nlog: {level: error}\n"+
+		"queries:\n  - {name: bad, pattern: \"(a)-[]-(b\"}\n", t.TempDir()))
+	wantFailure(t, 2, []string{"run", "--config", cfg, "--device", "cpu"}, `query "bad": bad:1:8:`)
 }
 
 func TestUsageErrors(t *testing.T) {

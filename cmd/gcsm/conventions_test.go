@@ -39,7 +39,7 @@ func TestQuerySpecErrors(t *testing.T) {
 		{"x=a--b", `query x: pattern "a--b" starts with neither '(' nor MATCH`},
 	} {
 		for _, cmd := range [][]string{{"replay", "-d", data, "-u", stream}, {"match", "-d", data}} {
-			_, errs := wantFailure(t, 1, append(cmd, "-q", c.spec), c.want)
+			_, errs := wantFailure(t, 2, append(cmd, "-q", c.spec), c.want)
 			if strings.Contains(errs, "no such file") && c.spec != "x=a--b" {
 				t.Errorf("-q %q: %s", c.spec, errs)
 			}

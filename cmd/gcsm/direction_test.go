@@ -75,9 +75,10 @@ func TestDirectionFollowsFormat(t *testing.T) {
 }
 
 // TestArrowsOnUndirectedRefused: a query that draws an arrow on an
-// undirected graph would match edges either way; it is refused, naming the
-// query, the edge and the flag, in replay, match and replay --demo. CSM
-// query files, whose edges are undirected on such a graph, still run.
+// undirected graph would match edges either way; it is refused as a usage
+// error, naming the query, the edge and the flag, in replay, match and
+// replay --demo. CSM query files, whose edges are undirected on such a
+// graph, still run.
 func TestArrowsOnUndirectedRefused(t *testing.T) {
 	dir := t.TempDir()
 	jsonl := writeFile(t, dir, "tt.jsonl", chainJSON)
@@ -95,7 +96,7 @@ func TestArrowsOnUndirectedRefused(t *testing.T) {
 		{[]string{"replay", "--demo", "--directed=false"},
 			[]string{"ring3:1:", "drop --directed=false"}},
 	} {
-		wantFailure(t, 1, tc.args, tc.wants...)
+		wantFailure(t, 2, tc.args, tc.wants...)
 	}
 	q := writeFile(t, dir, "path.graph", "v 0 Account\nv 1 Account\nv 2 Account\ne 0 1\ne 1 2\n")
 	if m := matchJSON(t, "-d", csm, "-q", q); !slices.Equal(m.Queries, []matchQuery{{"path", 6}}) {
@@ -196,7 +197,7 @@ queries:
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		wantFailure(t, 1, args, `query "ring3"`, "ring3:1:", "(a)->(b) has a direction, but the graph is undirected", "graph.directed: true")
+		wantFailure(t, 2, args, `query "ring3"`, "ring3:1:", "(a)->(b) has a direction, but the graph is undirected", "graph.directed: true")
 	}()
 	select {
 	case <-done:

@@ -84,15 +84,21 @@ func splitBrokers(s string) []string {
 	return out
 }
 
-// errStop ends consumePartition without an error.
-var errStop = errors.New("stop")
-
 // consumePartition hands each record of topic's partition to fn, from the
-// offset from on, until fn returns an error (errStop ends it cleanly), a
-// fetch fails, or ctx is done.
-func consumePartition(ctx context.Context, conn kafkaconn.Conn, topic string, partition int32, from kgo.Offset, fn func(*kgo.Record) error) error {
+// offset from on, until the position passes to - 1 (to < 0: no end), fn
+// returns an error, a fetch fails, or ctx is done. to must lie past from.
+//
+// It reads read_committed, as every consumer of gcsm's transactional output
+// must: records of aborted or still open transactions never reach fn. A
+// transaction's commit or abort marker takes an offset and is no record for
+// fn, so the markers are fetched (KeepControlRecords) and only move the
+// position: the offset before the end of a partition is often a marker, and
+// waiting to be handed the record there would never end.
+func consumePartition(ctx context.Context, conn kafkaconn.Conn, topic string, partition int32, from kgo.Offset, to int64, fn func(*kgo.Record) error) error {
 	cl, err := conn.NewClient(
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: from}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(50*time.Millisecond))
 	if err != nil {
 		return err
@@ -107,10 +113,17 @@ func consumePartition(ctx context.Context, conn kafkaconn.Conn, topic string, pa
 			return fmt.Errorf("topic %q partition %d: %w", topic, partition, kafkaconn.Classify(err))
 		}
 		for it := fs.RecordIter(); !it.Done(); {
-			if err := fn(it.Next()); errors.Is(err, errStop) {
+			m := it.Next()
+			if to >= 0 && m.Offset >= to {
 				return nil
-			} else if err != nil {
-				return err
+			}
+			if !m.Attrs.IsControl() {
+				if err := fn(m); err != nil {
+					return err
+				}
+			}
+			if to >= 0 && m.Offset+1 >= to {
+				return nil
 			}
 		}
 	}

@@ -181,7 +181,7 @@ func (s *session) loadGraph(path string) error {
 // pattern that draws an arrow is refused, with fix in the message.
 func loadQueries(specs []string, labels *graph.Dict, directed bool, fix string, sem query.Semantics, unlabeled bool) ([]*query.Query, error) {
 	if len(specs) == 0 {
-		return nil, errors.New("no query: give at least one -q")
+		return nil, badFlags(errors.New("no query: give at least one -q"))
 	}
 	var qs []*query.Query
 	names := map[string]bool{}
@@ -191,7 +191,7 @@ func loadQueries(specs []string, labels *graph.Dict, directed bool, fix string, 
 			return nil, err
 		}
 		if names[p.Name] {
-			return nil, fmt.Errorf("two queries are named %q", p.Name)
+			return nil, badFlags(fmt.Errorf("two queries are named %q", p.Name))
 		}
 		names[p.Name] = true
 		if unlabeled {
@@ -221,21 +221,21 @@ func parseQuerySpec(spec string, i int) (*query.Pattern, error) {
 		return query.ParseFile(spec)
 	}
 	if strings.TrimSpace(spec) == "" {
-		return nil, fmt.Errorf("-q %q: empty query", spec)
+		return nil, badFlags(fmt.Errorf("-q %q: empty query", spec))
 	}
 	name, text, named := splitQuerySpec(spec, i)
 	if named && name == "" {
-		return nil, fmt.Errorf("-q %q: empty query name before '='", spec)
+		return nil, badFlags(fmt.Errorf("-q %q: empty query name before '='", spec))
 	}
 	// Inline queries are Cypher-style; anything else names a file, such as
 	// the peers' extensionless Q_1, unless NAME= said it was inline.
 	t := strings.TrimSpace(text)
 	switch {
 	case named && t == "":
-		return nil, fmt.Errorf("query %s: empty pattern", name)
+		return nil, badFlags(fmt.Errorf("query %s: empty pattern", name))
 	case strings.HasPrefix(t, "(") || strings.HasPrefix(strings.ToUpper(t), "MATCH"):
 	case named:
-		return nil, fmt.Errorf("query %s: pattern %q starts with neither '(' nor MATCH, and no file %s exists", name, t, spec)
+		return nil, badFlags(fmt.Errorf("query %s: pattern %q starts with neither '(' nor MATCH, and no file %s exists", name, t, spec))
 	default:
 		return nil, fmt.Errorf("query file %s: no such file (an inline query starts with '(' or MATCH)", spec)
 	}

@@ -22,6 +22,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/gcsm/gcsm/query"
 )
 
 type command struct {
@@ -68,6 +70,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			err := c.run(args[1:], stdout, stderr)
 			var help *helpRequest
 			var bad *flagError
+			var rejected *query.Error
 			switch {
 			case err == nil:
 				return 0
@@ -76,6 +79,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 				return 0
 			case errors.As(err, &bad):
 				fmt.Fprintf(stderr, "gcsm %s: %v\nRun 'gcsm %s -h' for its flags.\n", c.name, err, c.name)
+				return 2
+			case errors.As(err, &rejected):
+				// A query that does not parse or compile is a usage error
+				// on every path (-q, a query file, the configuration), as
+				// the README promises; its message names where.
+				fmt.Fprintf(stderr, "gcsm %s: %v\n", c.name, err)
 				return 2
 			case errors.Is(err, flag.ErrHelp):
 				return 0

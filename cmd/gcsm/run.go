@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gcsm/gcsm/query"
 	"github.com/gcsm/gcsm/service"
 )
 
@@ -122,8 +123,12 @@ func (f *runFlags) apply(cfg *service.Config, set map[string]bool) error {
 	}
 	for _, spec := range f.queries {
 		name, pattern, ok := strings.Cut(spec, "=")
-		if !ok || strings.ContainsAny(name, "()[]-") {
-			return fmt.Errorf("-q %q: want NAME=PATTERN", spec)
+		if !ok || strings.ContainsAny(name, "()[]-") || strings.TrimSpace(pattern) == "" {
+			return badFlags(fmt.Errorf("-q %q: want NAME=PATTERN", spec))
+		}
+		// A pattern that does not parse fails here, before a broker starts.
+		if _, err := query.Parse(name, pattern); err != nil {
+			return err
 		}
 		cfg.Queries = append(cfg.Queries, service.QueryConfig{Name: name, Pattern: pattern})
 	}

@@ -23,6 +23,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -49,7 +50,7 @@ func runTail(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.topic, "topic", "", "`topic` to read; default the configuration's output.topic (or dead_letter_topic with --dlq)")
 	fs.BoolVar(&f.dlq, "dlq", false, "read dead letters (input messages gcsm could not use) instead of match events")
 	fs.BoolVar(&f.fromBeginning, "from-beginning", false, "start at the first message of each partition")
-	fs.IntVar(&f.last, "last", 10, "start `N` messages before the end of each partition")
+	fs.IntVar(&f.last, "last", 10, "start at the `N`th last message of each partition (of the --query queries, when given)")
 	fs.BoolVar(&f.follow, "follow", false, "keep printing new messages until interrupted; without it, stop at the end seen at the start")
 	fs.Var(&f.queries, "query", "print only the events of query `NAME` (repeatable)")
 	fs.StringVar(&f.format, "format", "table", "`table` or json (each message's JSON object as gcsm wrote it, one a line)")
@@ -100,7 +101,7 @@ func tail(ctx context.Context, f *tailFlags, set map[string]bool, stdout, stderr
 	if topic == "" {
 		return errors.New("output.dead_letter_topic is empty in the configuration, so no dead letters are kept; name one with --topic")
 	}
-	conn, release, err := tailBrokers(ctx, cfg, topic, f.follow, stderr)
+	conn, release, err := tailBrokers(ctx, cfg, topic, set, f.follow, stderr)
 	if err != nil {
 		return err
 	}
@@ -120,7 +121,8 @@ func tail(ctx context.Context, f *tailFlags, set map[string]bool, stdout, stderr
 // releases what it started. With no brokers configured it reads the embedded
 // broker: through the listener of the gcsm that serves it when one does,
 // else from a copy of its log in the state directory (see embeddedCopy).
-func tailBrokers(ctx context.Context, cfg service.Config, topic string, follow bool, stderr io.Writer) (kafkaconn.Conn, func(), error) {
+// set holds the flags given, which its hints do not suggest again.
+func tailBrokers(ctx context.Context, cfg service.Config, topic string, set map[string]bool, follow bool, stderr io.Writer) (kafkaconn.Conn, func(), error) {
 	if len(cfg.Brokers) > 0 {
 		conn, err := kafkaconn.Build(cfg.Brokers, cfg.TLS, cfg.SASL, os.Getenv)
 		if err == nil {
@@ -144,12 +146,34 @@ func tailBrokers(ctx context.Context, cfg service.Config, topic string, follow b
 		fmt.Fprintf(stderr, "gcsm tail: the broker on %s is cluster %s, not %s of %s\n", addr, running, want, dir)
 	}
 	if idErr != nil {
-		return kafkaconn.Conn{}, nil, fmt.Errorf("no gcsm serves the embedded broker on %s, and %v: start gcsm run, or give --brokers, --state or --config", addr, idErr)
+		hint := "start gcsm run"
+		if other := notGiven(set, "brokers", "state", "config"); other != "" {
+			hint += ", or give " + other
+		}
+		return kafkaconn.Conn{}, nil, fmt.Errorf("no gcsm serves the embedded broker on %s, and %v: %s", addr, idErr, hint)
 	}
 	if follow {
 		return kafkaconn.Conn{}, nil, fmt.Errorf("--follow needs the running broker, and no gcsm serves %s on %s: start gcsm run, or leave out --follow to read what %s holds", dir, addr, dir)
 	}
 	return embeddedCopy(dir, topic)
+}
+
+// notGiven lists the flags of names that set lacks, as "--a, --b or --c",
+// so that a hint never asks for a flag the command line already has.
+func notGiven(set map[string]bool, names ...string) string {
+	var out []string
+	for _, n := range names {
+		if !set[n] {
+			out = append(out, "--"+n)
+		}
+	}
+	switch len(out) {
+	case 0:
+		return ""
+	case 1:
+		return out[0]
+	}
+	return strings.Join(out[:len(out)-1], ", ") + " or " + out[len(out)-1]
 }
 
 // dialAddr is the address to dial for a listen address: an unspecified
@@ -266,6 +290,7 @@ type tailer struct {
 	stderr  io.Writer
 
 	bad, printed int
+	whole        bool // every partition is read from its first offset
 }
 
 // tailRange is the offsets of one partition to print: [from, to), to < 0
@@ -328,7 +353,7 @@ func (t *tailer) run(ctx context.Context, stdout io.Writer) error {
 	default:
 	}
 	if t.printed == 0 && !t.f.follow && !p.json {
-		fmt.Fprintf(t.stderr, "gcsm tail: no %s in the part of %s read; --from-beginning reads it all\n", p.what(), t.topic)
+		t.hint(p.what())
 	}
 	if t.bad > 0 {
 		return fmt.Errorf("%d messages of %s could not be read (reported above)", t.bad, t.topic)
@@ -336,23 +361,44 @@ func (t *tailer) run(ctx context.Context, stdout io.Writer) error {
 	return nil
 }
 
+// hint says on stderr why nothing was printed, suggesting only flags not
+// given: --from-beginning when part of the topic went unread, else
+// --follow (tail prints hints only without it).
+func (t *tailer) hint(what string) {
+	if t.queries != nil {
+		what += " of query " + strings.Join(t.f.queries, ", ")
+	}
+	if t.whole {
+		fmt.Fprintf(t.stderr, "gcsm tail: %s holds no %s; --follow waits for new ones\n", t.topic, what)
+		return
+	}
+	fmt.Fprintf(t.stderr, "gcsm tail: no %s in the last %d messages of each partition of %s; --from-beginning reads it all\n", what, t.f.last, t.topic)
+}
+
 // ranges lists the topic's partitions and the offsets to print of each.
+// A partition ends at its last stable offset: under read_committed, what
+// lies past it belongs to open transactions and may yet be aborted.
 func (t *tailer) ranges(ctx context.Context) ([]tailRange, error) {
 	brokers := strings.Join(t.conn.Brokers, ",")
 	n, err := ingest.Partitions(ctx, t.conn, t.topic)
 	if err != nil {
 		return nil, fmt.Errorf("topic %s on %s: %w", t.topic, brokers, err)
 	}
+	firsts, ends, err := stableOffsets(ctx, t.conn, t.topic, n)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the offsets of %s on %s: %w", t.topic, brokers, err)
+	}
 	var ranges []tailRange
+	t.whole = true
 	for p := range n {
-		first, end, err := ingest.Offsets(ctx, t.conn, t.topic, p)
-		if err != nil {
-			return nil, fmt.Errorf("cannot list the offsets of %s/%d: %w", t.topic, p, err)
+		first, end := firsts[p], ends[p]
+		r := tailRange{partition: p, from: first, to: end}
+		if !t.f.fromBeginning {
+			if r.from, err = t.lastStart(ctx, p, first, end); err != nil {
+				return nil, fmt.Errorf("%s/%d: %w", t.topic, p, err)
+			}
 		}
-		r := tailRange{partition: p, from: max(first, end-int64(t.f.last)), to: end}
-		if t.f.fromBeginning {
-			r.from = first
-		}
+		t.whole = t.whole && r.from <= first
 		if t.f.follow {
 			r.to = -1
 		}
@@ -364,18 +410,112 @@ func (t *tailer) ranges(ctx context.Context) ([]tailRange, error) {
 	return ranges, nil
 }
 
+// lastStart is the offset of partition p from which on its last --last
+// messages that tail prints lie, in [first, end): first if it has fewer.
+// The counting skips transaction markers and, under --query, the events of
+// other queries, so the offsets alone do not tell: it reads windows back
+// from end, each twice the one before, until they hold enough. Reading the
+// whole partition instead would cost the topic's length for ten alerts.
+func (t *tailer) lastStart(ctx context.Context, p int, first, end int64) (int64, error) {
+	need := t.f.last
+	if need == 0 || end <= first {
+		return end, nil
+	}
+	var picked []int64
+	for hi, w := end, int64(need); ; w *= 2 {
+		lo := max(first, hi-w)
+		picked = picked[:0]
+		err := consumePartition(ctx, t.conn, t.topic, int32(p), kgo.NewOffset().At(lo), hi, func(m *kgo.Record) error {
+			if t.counts(m) {
+				picked = append(picked, m.Offset)
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+		if len(picked) >= need {
+			return picked[len(picked)-need], nil
+		}
+		if lo == first {
+			return first, nil
+		}
+		need -= len(picked)
+		hi = lo
+	}
+}
+
+// counts says whether m counts toward --last: every message does, but
+// under --query only the events of those queries.
+func (t *tailer) counts(m *kgo.Record) bool {
+	if t.queries == nil {
+		return true
+	}
+	var e struct {
+		Query string `json:"query"`
+	}
+	return json.Unmarshal(m.Value, &e) == nil && t.queries[e.Query]
+}
+
+// stableOffsets are the first and the last stable offset of each of topic's
+// n partitions: the end a read_committed consumer reaches, before the
+// first record of a transaction still open (the high watermark when none
+// is). ingest lists the high watermark, which gcsm's consumers of the
+// input, never transactional, want.
+func stableOffsets(ctx context.Context, conn kafkaconn.Conn, topic string, n int) (first, end []int64, err error) {
+	cl, err := conn.NewClient()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cl.Close()
+	var got [2][]int64
+	// Timestamp -2 asks for the first offset, -1 for the end.
+	for i, ts := range [2]int64{-2, -1} {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.ReplicaID = -1
+		req.IsolationLevel = 1 // read_committed
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		for p := range n {
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = int32(p), ts, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return nil, nil, kafkaconn.Classify(err)
+		}
+		got[i] = make([]int64, n)
+		answered := 0
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				if rt.Topic != topic || rp.Partition < 0 || int(rp.Partition) >= n {
+					continue
+				}
+				if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+					return nil, nil, fmt.Errorf("partition %d: %w", rp.Partition, err)
+				}
+				got[i][rp.Partition] = rp.Offset
+				answered++
+			}
+		}
+		if answered != n {
+			return nil, nil, fmt.Errorf("%d of %d partitions answered", answered, n)
+		}
+	}
+	return got[0], got[1], nil
+}
+
 // read sends the messages of r to msgs until r.to or until ctx is done.
 func (t *tailer) read(ctx context.Context, r tailRange, msgs chan<- *kgo.Record) error {
-	return consumePartition(ctx, t.conn, t.topic, int32(r.partition), kgo.NewOffset().At(r.from), func(m *kgo.Record) error {
+	return consumePartition(ctx, t.conn, t.topic, int32(r.partition), kgo.NewOffset().At(r.from), r.to, func(m *kgo.Record) error {
 		select {
 		case msgs <- m:
+			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		if r.to >= 0 && m.Offset+1 >= r.to {
-			return errStop
-		}
-		return nil
 	})
 }
 

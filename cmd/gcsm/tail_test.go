@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -158,7 +159,7 @@ func TestTail(t *testing.T) {
 	tailEqual(t, "--limit 2", strings.Split(strings.TrimSuffix(stdout, "\n"), "\n"), tailJSON(tailEvents[:2]...))
 
 	stdout, stderr, code := gcsm(t, "tail", "--brokers", b, "--last", "0")
-	if code != 0 || stdout != "" || !strings.Contains(stderr, "no match events in the part of matches read; --from-beginning reads it all") {
+	if code != 0 || stdout != "" || !strings.Contains(stderr, "no match events in the last 0 messages of each partition of matches; --from-beginning reads it all") {
 		t.Fatalf("--last 0: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 
@@ -444,4 +445,170 @@ func TestTailDemo(t *testing.T) {
 	if rows := tailRows(t, stdout, "TIME (UTC)|INPUT|ERROR|VALUE"); len(rows) != len(demoBad) || rows[2][2] != "not an event" {
 		t.Fatalf("dead letters of the demo:\n%s", stdout)
 	}
+}
+
+// TestTailLastQuery: --last N with --query prints the last N events of the
+// chosen queries, however many events of other queries follow them, in
+// each partition.
+func TestTailLastQuery(t *testing.T) {
+	c := tailCluster(t, 2)
+	b := c.ListenAddrs()[0]
+	ring := func(p, i int) output.Event {
+		return tailEvent("ring3", output.Appeared, fmt.Sprintf("p%d", p), strconv.Itoa(i), "x")
+	}
+	var want []string
+	for p := range 2 {
+		// Three rings, then 37 splits: the window read back doubles five
+		// times before it reaches the rings.
+		var es []output.Event
+		for i := range 3 {
+			es = append(es, ring(p, i))
+		}
+		for i := range 37 {
+			es = append(es, tailEvent("split", output.Appeared, fmt.Sprintf("p%d", p), strconv.Itoa(i), "y", "z"))
+		}
+		tailWrite(t, b, "matches", p, tailJSON(es...)...)
+		want = append(want, tailJSON(ring(p, 1), ring(p, 2))...)
+	}
+	stdout := gcsmOK(t, "tail", "--brokers", b, "--format", "json", "--last", "2", "--query", "ring3")
+	if got := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n"); !sameLines(got, want) {
+		t.Fatalf("--last 2 --query ring3:\ngot\n%s\nwant the last two rings of each partition\n%s", stdout, strings.Join(want, "\n"))
+	}
+	// More than there are: all of them, from each partition's start.
+	stdout = gcsmOK(t, "tail", "--brokers", b, "--format", "json", "--last", "5", "--query", "ring3")
+	if n := strings.Count(stdout, `"query":"ring3"`); n != 6 || strings.Count(stdout, "\n") != 6 {
+		t.Fatalf("--last 5 --query ring3: %d rings, want all 6\n%s", n, stdout)
+	}
+	// Without --query the window is the partition's last messages.
+	stdout = gcsmOK(t, "tail", "--brokers", b, "--format", "json", "--last", "1")
+	if strings.Count(stdout, "\n") != 2 || strings.Count(stdout, `"query":"split"`) != 2 {
+		t.Fatalf("--last 1: want the last split of each partition\n%s", stdout)
+	}
+}
+
+// TestTailHints: when nothing prints, tail says why on stderr, and never
+// suggests a flag that the command line already has.
+func TestTailHints(t *testing.T) {
+	c := tailCluster(t, 1)
+	b := c.ListenAddrs()[0]
+	tailWrite(t, b, "matches", 0, tailJSON(tailEvents...)...)
+	flagRE := regexp.MustCompile(`--[a-z-]+`)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--from-beginning", "--query", "nosuch"}, "matches holds no match events of query nosuch; --follow waits for new ones"},
+		{[]string{"--last", "3", "--query", "nosuch"}, "matches holds no match events of query nosuch; --follow waits for new ones"},
+		{[]string{"--from-beginning", "--topic", "edges"}, "edges holds no match events; --follow waits for new ones"},
+		{[]string{"--from-beginning", "--dlq"}, "edges.dlq holds no dead letters; --follow waits for new ones"},
+		{[]string{"--last", "0"}, "no match events in the last 0 messages of each partition of matches; --from-beginning reads it all"},
+	} {
+		args := append([]string{"tail", "--brokers", b}, tt.args...)
+		stdout, stderr, code := gcsm(t, args...)
+		if code != 0 || stdout != "" || !strings.Contains(stderr, tt.want) {
+			t.Errorf("gcsm %s: exit %d, stdout %q, stderr %q; want 0, nothing and %q", strings.Join(args, " "), code, stdout, stderr, tt.want)
+		}
+		for _, fl := range flagRE.FindAllString(stderr, -1) {
+			if slices.Contains(args, fl) {
+				t.Errorf("gcsm %s suggests %s, which it was given: %q", strings.Join(args, " "), fl, stderr)
+			}
+		}
+	}
+
+	// No broker log: the hint names only the flags not given. The
+	// embedded broker's address is one that nothing serves.
+	state := t.TempDir()
+	cfg := writeFile(t, t.TempDir(), "gcsm.yaml", fmt.Sprintf("embedded: {listen: %q}\nstate: {dir: %q}\n", freeAddr(t), state))
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tail", "--config", cfg, "--state", state, "--brokers", "embedded"}, "holds no broker log: start gcsm run\n"},
+		{[]string{"tail", "--config", cfg}, "holds no broker log: start gcsm run, or give --brokers or --state\n"},
+	} {
+		args := tt.args
+		_, stderr, code := gcsm(t, args...)
+		if code != 1 || !strings.Contains(stderr, tt.want) {
+			t.Errorf("gcsm %s: exit %d, stderr %q", strings.Join(args, " "), code, stderr)
+		}
+		for _, fl := range flagRE.FindAllString(stderr, -1) {
+			if slices.Contains(args, fl) {
+				t.Errorf("gcsm %s suggests %s, which it was given: %q", strings.Join(args, " "), fl, stderr)
+			}
+		}
+	}
+}
+
+// tailTxn writes values to partition 0 of topic in one transaction of the
+// producer with id, committed or aborted; with neither it flushes them
+// and leaves the transaction open, and returns the client to end it.
+func tailTxn(t *testing.T, broker, id, topic, end string, values ...string) *kgo.Client {
+	t.Helper()
+	cl, err := kafkaconn.Plaintext(broker).NewClient(kgo.TransactionalID(id), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range values {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if end == "open" {
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(end == "commit")); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	return nil
+}
+
+// TestTailReadCommitted: tail prints what committed transactions wrote,
+// never what an aborted or a still open one did, stops at the end without
+// waiting on the open one, and counts --last in messages, not in the
+// offsets that transaction markers take.
+func TestTailReadCommitted(t *testing.T) {
+	c := tailCluster(t, 1)
+	b := c.ListenAddrs()[0]
+	tailTxn(t, b, "gcsm-a", "matches", "commit", tailJSON(tailEvents[0])...)
+	tailTxn(t, b, "gcsm-b", "matches", "abort", tailJSON(tailEvent("aborted", output.Appeared, "q"))...)
+	tailTxn(t, b, "gcsm-c", "matches", "commit", tailJSON(tailEvents[1])...)
+	tailTxn(t, b, "gcsm-d", "matches", "commit", tailJSON(tailEvents[2])...)
+	open := tailTxn(t, b, "gcsm-e", "matches", "open", tailJSON(tailEvent("open", output.Appeared, "o"))...)
+
+	done := make(chan string, 1)
+	go func() { done <- gcsmOK(t, "tail", "--brokers", b, "--from-beginning", "--format", "json") }()
+	select {
+	case stdout := <-done:
+		tailEqual(t, "--from-beginning", strings.Split(strings.TrimSuffix(stdout, "\n"), "\n"), tailJSON(tailEvents...))
+	case <-time.After(30 * time.Second):
+		t.Fatal("tail did not stop at the end of the committed records")
+	}
+	// Three events, each followed by its commit marker: the last two
+	// messages are the last two events.
+	stdout := gcsmOK(t, "tail", "--brokers", b, "--last", "2", "--format", "json")
+	tailEqual(t, "--last 2", strings.Split(strings.TrimSuffix(stdout, "\n"), "\n"), tailJSON(tailEvents[1:]...))
+
+	// --follow prints the open transaction's event once it commits.
+	var out, errb syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := tailFlags{follow: true, last: 1, format: "json", brokers: b}
+	ended := make(chan error, 1)
+	go func() { ended <- tail(ctx, &f, map[string]bool{"brokers": true, "last": true}, &out, &errb) }()
+	waitFor(t, "the last committed event", func() bool { return out.String() != "" })
+	if err := open.EndTransaction(context.Background(), kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the event of the transaction committed later", func() bool { return strings.Count(out.String(), "\n") == 2 })
+	cancel()
+	if err := <-ended; err != nil {
+		t.Fatal(err)
+	}
+	tailEqual(t, "--follow", strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n"), tailJSON(tailEvents[2], tailEvent("open", output.Appeared, "o")))
 }
