@@ -378,6 +378,24 @@ func (g *ShardGeneration) Commit(next map[int]uint64) error {
 	return g.g.commit(ctx, g.m, offs)
 }
 
+// CommitInTxn is Commit inside the transaction that cl, a transactional
+// client, has open (Generation.CommitInTxn): a member's shards move on
+// exactly when the output of their batches commits, and a member whose
+// generation ended gets ErrFenced.
+func (g *ShardGeneration) CommitInTxn(ctx context.Context, cl *kgo.Client, txnID string, next map[int]uint64) error {
+	if len(next) == 0 {
+		return nil
+	}
+	if g.m.ended.Err() != nil {
+		return fmt.Errorf("ingest: group %q: generation %d has ended: %w", g.g.name, g.ID, ErrFenced)
+	}
+	offs := make(map[int]int64, len(next))
+	for s, n := range next {
+		offs[s] = int64(n)
+	}
+	return commitInTxn(ctx, cl, txnID, g.g.name, g.m.id, g.m.memberID, g.g.topic, offs)
+}
+
 // sticky is the shard group's assignment strategy, "gcsm-sticky-shards":
 // every member keeps the shards it owns up to an even share, and the rest
 // are spread so that shares differ by at most one. A rebalance then moves

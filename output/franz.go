@@ -35,6 +35,16 @@ type Franz struct {
 
 	mu   sync.Mutex
 	free []*sendBufs // of Sends whose records are all acknowledged or failed
+
+	// produced counts the records handed to the client, for a Txn's
+	// Produced.
+	produced atomic.Int64
+}
+
+// produce hands r to the client.
+func (k *Franz) produce(ctx context.Context, r *kgo.Record, promise func(*kgo.Record, error)) {
+	k.produced.Add(1)
+	k.cl.Produce(ctx, r, promise)
 }
 
 // encoded is a run of records' keys and values in buf; ends holds each record's key and value end
@@ -192,7 +202,7 @@ func (k *Franz) send(ctx context.Context, letters []DeadLetter, events []Event) 
 		bufs.deadRecs = appendRecords(bufs.deadRecs[:0], k.deadTopic, bufs.dead.buf, bufs.dead.ends, time.Now())
 		p.deadRecs = bufs.deadRecs
 		for i := range bufs.deadRecs {
-			k.cl.Produce(ctx, &bufs.deadRecs[i], p.deadPromise)
+			k.produce(ctx, &bufs.deadRecs[i], p.deadPromise)
 		}
 	}
 	if len(events) > 0 {
@@ -258,7 +268,7 @@ func (k *Franz) sendEvents(ctx context.Context, bufs *sendBufs, p *sending, even
 				k.divert(ctx, p, j, &events[j], r, limit)
 				continue
 			}
-			k.cl.Produce(ctx, r, p.eventPromise)
+			k.produce(ctx, r, p.eventPromise)
 		}
 	}
 }
@@ -277,7 +287,7 @@ func (k *Franz) divert(ctx context.Context, p *sending, i int, e *Event, r *kgo.
 	}
 	d := tooLargeLetter(k.topic, e, r.Value, size, limit)
 	rec := &kgo.Record{Topic: k.deadTopic, Key: appendDeadKey(nil, &d), Value: appendDeadLetter(nil, &d), Timestamp: r.Timestamp}
-	k.cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
+	k.produce(ctx, rec, func(_ *kgo.Record, err error) {
 		if err != nil {
 			p.mu.Lock()
 			p.failedEvents = append(p.failedEvents, i)

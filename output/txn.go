@@ -65,13 +65,22 @@ func (t *Txn) ID() string { return t.id }
 func (t *Txn) Client() *kgo.Client { return t.cl }
 
 // Begin opens a transaction; Send's records and Produce's go into it.
-func (t *Txn) Begin() error { return t.cl.BeginTransaction() }
+func (t *Txn) Begin() error {
+	t.produced.Store(0)
+	return t.cl.BeginTransaction()
+}
 
 // Produce sends r in the open transaction; done runs when it is
 // acknowledged or failed.
 func (t *Txn) Produce(ctx context.Context, r *kgo.Record, done func(*kgo.Record, error)) {
-	t.cl.Produce(ctx, r, done)
+	t.produce(ctx, r, done)
 }
+
+// Produced says whether the open transaction has records. kgo ends a
+// transaction without records without a word to the brokers, so offsets
+// added to one by raw requests (ingest's CommitInTxn) would stay pending
+// until the transaction timed out, and then be lost: commit those outside.
+func (t *Txn) Produced() bool { return t.produced.Load() > 0 }
 
 // End commits the open transaction, or aborts it; every record sent in it
 // must be acknowledged or failed first. A commit that fails leaves the

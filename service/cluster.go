@@ -7,13 +7,16 @@ import (
 	"hash/fnv"
 	"maps"
 	"math"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/output"
 )
 
 // Members: several services share one stream (cluster.shards > 0). Each
@@ -130,7 +133,9 @@ func (s *Service) serveShards(ctx context.Context, gen *ingest.ShardGeneration, 
 	}
 	for {
 		err := s.session(ctx, gen, cw)
-		s.commitShards(gen)
+		if s.exactly == nil {
+			s.commitShards(gen)
+		}
 		if err != nil {
 			return err
 		}
@@ -275,7 +280,19 @@ func (s *Service) session(ctx context.Context, gen *ingest.ShardGeneration, cw *
 		return err
 	}
 	var commits sync.WaitGroup
-	commits.Go(func() { s.committer(sctx, gen) })
+	if s.exactly != nil {
+		tx, err := s.openTxn(ctx, s.exactly, s.memberTxnID())
+		if err != nil {
+			return nil // ctx ended
+		}
+		s.txn, s.txnCommit = tx, s.commitShardsIn(gen)
+		defer func() {
+			tx.Close()
+			s.txn, s.txnCommit = nil, nil
+		}()
+	} else {
+		commits.Go(func() { s.committer(sctx, gen) })
+	}
 	p := s.startPipelineWith(sctx, dctx, func(ctx context.Context, p *pipeline) { s.prepareCuts(ctx, in, cuts, cw, p) })
 	err = s.loop(ctx, nil, p)
 	if err != nil {
@@ -285,6 +302,14 @@ func (s *Service) session(ctx context.Context, gen *ingest.ShardGeneration, cw *
 	p.stop()
 	readers.Wait()
 	commits.Wait()
+	if errors.Is(err, ingest.ErrFenced) {
+		// The generation ended under a transaction, which aborted: what
+		// this member emitted is what its shards' commits say, so the next
+		// generation takes every shard as new, from its commit (takeShards).
+		s.member.owned = nil
+		s.log.Info().Err(err).Msg("member: the generation ended under a transaction; emitting from the shards' commits")
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -353,6 +378,14 @@ func (s *Service) commitShards(gen *ingest.ShardGeneration) {
 }
 
 func (s *Service) commitShardsAt(gen *ingest.ShardGeneration, acked uint64) {
+	if err := gen.Commit(s.shardsNext(gen, acked)); err != nil {
+		s.log.Debug().Err(err).Msg("member: shard commit refused; the next owner re-emits from the last one")
+	}
+}
+
+// shardsNext is the next batch to emit of each owned shard once batch
+// acked is delivered.
+func (s *Service) shardsNext(gen *ingest.ShardGeneration, acked uint64) map[int]uint64 {
 	next := map[int]uint64{}
 	for _, sh := range gen.Shards {
 		// A shard whose emission starts later keeps its commit.
@@ -360,9 +393,34 @@ func (s *Service) commitShardsAt(gen *ingest.ShardGeneration, acked uint64) {
 			next[sh] = acked + 1
 		}
 	}
-	if err := gen.Commit(next); err != nil {
-		s.log.Debug().Err(err).Msg("member: shard commit refused; the next owner re-emits from the last one")
+	return next
+}
+
+// commitShardsIn is the txnCommit of a member in gen: exactly once, a
+// shard's commit moves in the transaction of its batches' output, so the
+// member that takes the shard over emits from there and repeats nothing.
+func (s *Service) commitShardsIn(gen *ingest.ShardGeneration) txnCommit {
+	return func(ctx context.Context, tx *output.Txn, last *batchState, inTxn bool) error {
+		next := s.shardsNext(gen, last.id)
+		if !inTxn {
+			if err := gen.Commit(next); err != nil {
+				// Nothing was emitted: the next owner emits as little.
+				s.log.Debug().Err(err).Msg("member: shard commit refused")
+			}
+			return nil
+		}
+		return gen.CommitInTxn(ctx, tx.Client(), tx.ID(), next)
 	}
+}
+
+// memberTxnID is a member's transactional id for one session: its own,
+// since members write at once, and new each session, since two members
+// restarted from copies of one state directory must not fence each other.
+// The group's generation fences a member that lost its shards (KIP-447);
+// what a killed member left open holds read_committed consumers back until
+// output.TxnTimeout aborts it.
+func (s *Service) memberTxnID() string {
+	return s.cfg.transactionalID() + "-member-" + strconv.FormatUint(rand.Uint64(), 36)
 }
 
 // ownDelta is the part of delta that this member matches in batch: the

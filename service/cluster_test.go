@@ -380,6 +380,7 @@ func membersKillTrial(t *testing.T, seed uint64) {
 	if missing+extra > 0 {
 		t.Fatalf("%d matches missing, %d left over, of %d in the final graph (%d events, %d kills)", missing, extra, len(truth), len(events), kills)
 	}
+	checkOnce(t, events)
 	t.Logf("%d kills, %d events, %d final matches", kills, len(events), len(truth))
 }
 

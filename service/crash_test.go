@@ -1,11 +1,13 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,8 +17,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gcsm/gcsm/ingest"
-	"github.com/gcsm/gcsm/output"
 	"github.com/gcsm/gcsm/internal/kafkaconn"
+	"github.com/gcsm/gcsm/output"
 )
 
 func newTestLogger(w io.Writer) zerolog.Logger { return zerolog.New(w) }
@@ -152,11 +154,14 @@ func crashTrial(t *testing.T, seed uint64, partitions int, vals, keys [][]byte, 
 	t.Logf("%d kills, %d events for %d messages", kills, len(events), len(vals))
 }
 
-// checkOnce fails unless each key's events, read committed, alternate
-// appeared and disappeared from an appeared: a repeat after a crash would
-// show as the same change twice in a row.
+// checkOnce fails unless each key's events, read committed and ordered by
+// batch (members write at once), alternate appeared and disappeared from
+// an appeared: a repeat after a crash would show as the same change twice
+// in a row.
 func checkOnce(t testing.TB, events []outEvent) {
 	t.Helper()
+	events = slices.Clone(events)
+	slices.SortStableFunc(events, func(a, b outEvent) int { return cmp.Compare(a.Batch, b.Batch) })
 	last := map[string]string{}
 	repeats := 0
 	for i, ev := range events {

@@ -7,7 +7,14 @@
 //
 // # Delivery
 //
-// At least once. A batch's events and dead letters are written and
+// Exactly once by default (txn.go): a batch's events, dead letters,
+// batch-log record and input offsets commit in one Kafka transaction, and
+// a restart aborts what was open, re-forms the logged batches without
+// writing their output again, and goes on. A read_committed consumer sees
+// each alert once. What follows is output.delivery: at-least-once, and
+// the parts both share.
+//
+// At least once, a batch's events and dead letters are written and
 // acknowledged before its offsets count as applied; a checkpoint of the
 // whole state is written when due, and only the offsets a checkpoint covers
 // are committed to the group. After a crash gcsm restarts from its newest

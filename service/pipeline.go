@@ -187,7 +187,7 @@ func (s *Service) buildAll(p *pipeline) {
 // else), it writes nothing more: the later batches come back failed too.
 func (s *Service) deliverAll(ctx context.Context, p *pipeline) {
 	if s.txn != nil {
-		s.transactAll(ctx, p, s.txn, s.txnGen)
+		s.transactAll(ctx, p, s.txn, s.txnCommit)
 		return
 	}
 	sender, ok := s.sink.(output.Sender)

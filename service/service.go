@@ -122,12 +122,13 @@ type Service struct {
 	// commit was refused.
 	uncommitted bool
 	// txn, in exactly-once delivery, is the transactional sink of the
-	// generation that txnGen is, while it consumes (txn.go); exactly is
-	// the sink it is opened from, nil in at-least-once delivery.
-	txn     *output.Txn
-	txnGen  *ingest.Generation
-	exactly output.Transactor
-	dec         ingest.Decoder // the settings every decoder copies
+	// generation or member session that txnCommit commits the progress
+	// of, while it runs (txn.go); exactly is the sink it is opened from,
+	// nil in at-least-once delivery.
+	txn       *output.Txn
+	txnCommit txnCommit
+	exactly   output.Transactor
+	dec       ingest.Decoder // the settings every decoder copies
 	// hostBytes is the GPU's cumulative count of list bytes read from
 	// host memory, as of the last batch (countGPU).
 	hostBytes uint64
@@ -244,7 +245,7 @@ func New(opts Options) (*Service, error) {
 		}
 		s.sink = k
 	}
-	if t, ok := s.sink.(output.Transactor); ok && cfg.Output.Delivery == ExactlyOnce && cfg.Cluster.Shards == 0 {
+	if t, ok := s.sink.(output.Transactor); ok && cfg.Output.Delivery == ExactlyOnce {
 		s.exactly = t
 	}
 	ok = true
@@ -468,14 +469,14 @@ func (s *Service) consume(ctx context.Context, gen *ingest.Generation) error {
 	if s.exactly != nil {
 		// Before the batch log is read: opening the id aborts the killed
 		// run's open transaction, whose batches then count as never sent.
-		tx, err := s.openTxn(ctx, s.exactly)
+		tx, err := s.openTxn(ctx, s.exactly, s.cfg.transactionalID())
 		if err != nil {
 			return nil // ctx ended: Run shuts down
 		}
-		s.txn, s.txnGen = tx, gen
+		s.txn, s.txnCommit = tx, s.commitInput(gen)
 		defer func() {
 			tx.Close()
-			s.txn, s.txnGen = nil, nil
+			s.txn, s.txnCommit = nil, nil
 		}()
 	}
 	logged, err := s.readLogPatiently(ctx)

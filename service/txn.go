@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,10 +27,20 @@ import (
 //     anew, and what it sends was never committed before.
 //   - The members of one input group share one transactional id
 //     (Config.transactionalID): the member that becomes active fences the
-//     one it replaces, whose next transaction fails (ProducerFenced), and
-//     the group coordinator refuses the offsets of a generation that has
-//     ended (KIP-447). A fenced service stops rather than write what its
-//     successor writes.
+//     one it replaces, whose next transaction fails (ProducerFenced); a
+//     fenced service stops rather than write what its successor writes.
+//     A transaction that commits before its successor opens the id is in
+//     the batch log the successor reads, so it is not written twice either.
+//     Offsets of a generation that has ended are refused by the group
+//     coordinator (KIP-447); alone, the transaction commits without them,
+//     and the next generation's first transaction moves them.
+//   - A cluster member has a transactional id of its own, and commits its
+//     shards' next batches in each transaction. When its generation ends
+//     under an open transaction, the coordinator refuses those commits: the
+//     transaction aborts and the session ends, and the next one emits
+//     every shard from its committed batch on, replaying from a checkpoint
+//     where needed (cluster.go), so a shard that moved is emitted once, by
+//     its new owner.
 //   - The pipeline goes on: decoding and matching of the next batches
 //     overlap a transaction, and the batches built while one commits share
 //     the next, so a transaction's round trips are paid once for several
@@ -44,30 +55,29 @@ import (
 var errFenced = errors.New("fenced: another gcsm now writes this output (the input group's active member changed); stopping")
 
 // fenced says whether err means another writer took the transactional id
-// or the group's generation over.
+// over.
 func fenced(err error) bool {
-	return errors.Is(err, ingest.ErrFenced) || errors.Is(err, kerr.ProducerFenced) ||
-		errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.TransactionalIDNotFound)
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
+		errors.Is(err, kerr.TransactionalIDNotFound)
 }
 
 // txnBatch is a batch in a transaction: the indexes of its dead letters
 // and events still to deliver, and what the last attempt left unsent.
 type txnBatch struct {
-	b                     *batchState
-	t0                    time.Time
-	letters, events       []int
-	unsentL, unsentE      []int
-	err                   error
-	logged                chan struct{}
-	logOffset             int64
-	logErr                error
-	pending               output.Pending
+	b                *batchState
+	t0               time.Time
+	letters, events  []int
+	unsentL, unsentE []int
+	err              error
+	logged           chan struct{}
+	logOffset        int64
+	logErr           error
+	pending          output.Pending
 }
 
 // openTxn opens the transactional sink, waiting out the brokers' failures
 // until ctx ends.
-func (s *Service) openTxn(ctx context.Context, franz output.Transactor) (*output.Txn, error) {
-	id := s.cfg.transactionalID()
+func (s *Service) openTxn(ctx context.Context, franz output.Transactor, id string) (*output.Txn, error) {
 	backoff := time.Second
 	for {
 		tx, err := franz.Transactional(ctx, id)
@@ -91,7 +101,7 @@ func (s *Service) openTxn(ctx context.Context, franz output.Transactor) (*output
 // order, those waiting together, commits each group in one transaction,
 // and hands them back. After a failure, which only an ending ctx or a
 // fence causes, it writes nothing more.
-func (s *Service) transactAll(ctx context.Context, p *pipeline, tx *output.Txn, gen *ingest.Generation) {
+func (s *Service) transactAll(ctx context.Context, p *pipeline, tx *output.Txn, commit txnCommit) {
 	var failed error
 	for in := p.built; in != nil; {
 		b, ok := <-in
@@ -113,7 +123,7 @@ func (s *Service) transactAll(ctx context.Context, p *pipeline, tx *output.Txn, 
 			}
 		}
 		if failed == nil {
-			failed = s.transact(ctx, tx, gen, group)
+			failed = s.transact(ctx, tx, commit, group)
 		}
 		for _, g := range group {
 			s.delivered(p, g.b, g.t0, failed)
@@ -121,29 +131,51 @@ func (s *Service) transactAll(ctx context.Context, p *pipeline, tx *output.Txn, 
 	}
 }
 
+// txnCommit adds to tx's open transaction the progress that the input
+// batch last, the group's newest, makes: the input offsets of a service
+// alone, a member's shards' next batches. Where the transaction has no
+// records (inTxn false: a member's batch without output), it commits the
+// progress outside, as there is nothing for it to duplicate.
+type txnCommit func(ctx context.Context, tx *output.Txn, last *batchState, inTxn bool) error
+
+// commitInput is the txnCommit of a service alone in generation gen. Its
+// transactions always hold the batch-log record.
+func (s *Service) commitInput(gen *ingest.Generation) txnCommit {
+	return func(ctx context.Context, tx *output.Txn, last *batchState, inTxn bool) error {
+		commit := func() error { return gen.CommitInTxn(ctx, tx.Client(), tx.ID(), last.logEnds) }
+		if !inTxn {
+			commit = func() error { return gen.Commit(last.logEnds) }
+		}
+		err := commit()
+		if errors.Is(err, ingest.ErrFenced) {
+			s.log.Info().Err(err).Uint64("batch", last.id).Msg("input offsets not committed with the batch: the next generation's first transaction moves them")
+			return nil
+		}
+		return err
+	}
+}
+
 // transact delivers group in one transaction, written again until it
 // commits; it fails only once ctx ends or the service is fenced.
-func (s *Service) transact(ctx context.Context, tx *output.Txn, gen *ingest.Generation, group []txnBatch) error {
-	var offsets map[int]int64
-	work := false
+func (s *Service) transact(ctx context.Context, tx *output.Txn, commit txnCommit, group []txnBatch) error {
+	var last *batchState
 	for i := range group {
 		g := &group[i]
 		if g.b.replayed {
 			continue // committed by the run before, with its log record
 		}
-		work = true
 		g.letters, g.events = upTo(len(g.b.dead)), upTo(len(g.b.events))
-		if g.b.initial == nil && g.b.logEnds != nil {
-			offsets = g.b.logEnds
+		if g.b.initial == nil {
+			last = g.b
 		}
 	}
-	if !work {
+	if !slices.ContainsFunc(group, func(g txnBatch) bool { return !g.b.replayed }) {
 		return nil
 	}
 	backoff := 250 * time.Millisecond
 	for round := 1; ; round++ {
 		t0 := time.Now()
-		err := s.attempt(ctx, tx, gen, group, offsets)
+		err := s.attempt(ctx, tx, commit, group, last)
 		if err == nil {
 			s.met.outputSteps.WithLabelValues("transaction").Observe(time.Since(t0).Seconds())
 			return nil
@@ -156,6 +188,9 @@ func (s *Service) transact(ctx context.Context, tx *output.Txn, gen *ingest.Gene
 		if fenced(err) {
 			s.log.Error().Err(err).Str("transactional_id", tx.ID()).Msg("output fenced")
 			return fmt.Errorf("%w: %v", errFenced, err)
+		}
+		if errors.Is(err, ingest.ErrFenced) {
+			return err // a member's generation ended: its session ends
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -175,11 +210,10 @@ func (s *Service) transact(ctx context.Context, tx *output.Txn, gen *ingest.Gene
 }
 
 // attempt writes group in one transaction and commits it.
-func (s *Service) attempt(ctx context.Context, tx *output.Txn, gen *ingest.Generation, group []txnBatch, offsets map[int]int64) error {
+func (s *Service) attempt(ctx context.Context, tx *output.Txn, commit txnCommit, group []txnBatch, last *batchState) error {
 	if err := tx.Begin(); err != nil {
 		return err
 	}
-	topic := s.batchLog.Topic()
 	for i := range group {
 		g := &group[i]
 		if g.b.replayed {
@@ -189,7 +223,7 @@ func (s *Service) attempt(ctx context.Context, tx *output.Txn, gen *ingest.Gener
 		if g.b.initial == nil && g.b.logEnds != nil {
 			done := make(chan struct{})
 			g.logged = done
-			tx.Produce(ctx, &kgo.Record{Topic: topic, Value: ingest.AppendCut(nil, g.b.logFrom, g.b.logEnds)}, func(r *kgo.Record, err error) {
+			tx.Produce(ctx, &kgo.Record{Topic: s.batchLog.Topic(), Value: ingest.AppendCut(nil, g.b.logFrom, g.b.logEnds)}, func(r *kgo.Record, err error) {
 				g.logOffset, g.logErr = r.Offset, err
 				close(done)
 			})
@@ -226,13 +260,16 @@ func (s *Service) attempt(ctx context.Context, tx *output.Txn, gen *ingest.Gener
 	if first != nil {
 		return first
 	}
-	if gen != nil && offsets != nil {
-		if err := gen.CommitInTxn(ctx, tx.Client(), tx.ID(), offsets); err != nil {
+	if last != nil {
+		if err := commit(ctx, tx, last, tx.Produced()); err != nil {
 			return err
 		}
 	}
 	if err := tx.End(ctx, true); err != nil {
 		return err
+	}
+	if e := s.log.Debug(); e.Enabled() {
+		e.Uint64("from_batch", group[0].b.id).Uint64("to_batch", group[len(group)-1].b.id).Bool("progress", last != nil).Msg("output transaction committed")
 	}
 	for i := range group {
 		g := &group[i]
