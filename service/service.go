@@ -620,7 +620,7 @@ func (s *Service) addQuery(c QueryConfig) (*initialRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.bundles != nil || st.q.ReadsTransfers() {
+	if s.bundles != nil || needsTransfers(st.q) {
 		s.keepTransfers(st.q)
 	}
 	for _, w := range st.warnings {
