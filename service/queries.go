@@ -238,6 +238,10 @@ type queryRequest struct {
 	Initial            bool   `json:"initial"`
 	MaxMatchesPerBatch int64  `json:"max_matches_per_batch"`
 	MaxTime            string `json:"max_time"`
+	// Replace registers the query in place of a standing one of the same
+	// name, whose standing matches are retracted first if the pattern
+	// changed; without it such a name is refused.
+	Replace bool `json:"replace"`
 }
 
 func (r queryRequest) config() (QueryConfig, error) {
