@@ -87,7 +87,7 @@ func vertexKey(t *testing.T, ev outEvent, c QueryConfig) string {
 	for v, id := range ev.Match {
 		b = append(b, output.Binding{Var: v, ID: id})
 	}
-	return output.Key(ev.Query, patternForm(p), b)
+	return output.Key(ev.Query, p.Form(), b)
 }
 
 // ringOf names a ring3 event by its vertex set.

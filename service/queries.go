@@ -14,7 +14,7 @@ import (
 type standing struct {
 	cfg QueryConfig
 	q   *query.Query
-	// form is the pattern's canonical text, part of every key (keys.go).
+	// form is the pattern's canonical text, part of every key (query.Pattern.Form).
 	form string
 	// vars are the query vertices' names, the keys of an event's match.
 	vars []string
@@ -75,7 +75,7 @@ func (s *Service) compileQuery(c QueryConfig, fresh bool) (*standing, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &standing{cfg: c, q: q, warnings: warnings, form: patternForm(p)}
+	st := &standing{cfg: c, q: q, warnings: warnings, form: p.Form()}
 	if s.sem == query.Instances && q.Automorphisms > 1 {
 		if st.auts = q.AutomorphismList(maxAutomorphisms); st.auts == nil {
 			s.log.Warn().Str("query", c.Name).Uint64("automorphisms", q.Automorphisms).

@@ -69,7 +69,7 @@ func (s *Service) retract(ctx context.Context, st *standing) (int, error) {
 }
 
 // replaceQuery registers c in place of the standing query i of the same
-// name. Another pattern (another patternForm) first has the old query's
+// name. Another pattern (another query.Pattern.Form) first has the old query's
 // standing matches retracted under its keys, then c is registered as new,
 // with its initial run if it asks for one; the same pattern keeps the
 // query, and its keys, and takes c's limits. c is compiled before anything

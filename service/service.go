@@ -573,7 +573,7 @@ func (s *Service) publishQueries() {
 }
 
 // registerConfigured registers the configuration's queries that the
-// checkpoint does not already hold with the same pattern (patternForm). A
+// checkpoint does not already hold with the same pattern (query.Pattern.Form). A
 // checkpointed query whose pattern the configuration changed has its
 // standing matches retracted first (replaceQuery), as a POST with
 // "replace": true would.

@@ -122,7 +122,7 @@ func finalTransferKeys(t *testing.T, cfg Config, recs []ingest.Record) map[strin
 		if err != nil {
 			t.Fatal(err)
 		}
-		forms[c.Name] = patternForm(p)
+		forms[c.Name] = p.Form()
 	}
 	for d := range finalTransferMatches(t, cfg, recs) {
 		f := strings.Fields(d) // query, var=id,..., tx,tx,...

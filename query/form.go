@@ -1,19 +1,17 @@
-package service
+package query
 
 import (
 	"strconv"
 	"strings"
-
-	"github.com/gcsm/gcsm/query"
 )
 
-// patternForm is p written out in one canonical text, the pattern part of
-// every key of its query (output.Key): the vertices and edges in the order
+// Form is p written out in one canonical text, the pattern part of every
+// key of its query's alerts (output.Key): the vertices and edges in the order
 // written, each name and label quoted, then WHERE fully parenthesized and
 // WITHIN in nanoseconds. Spacing, comments and the syntax used (Cypher or
 // CSM) do not count, so a configuration reformatted at a restart keeps its
 // keys, while any change to what the pattern matches gives other keys.
-func patternForm(p *query.Pattern) string {
+func (p *Pattern) Form() string {
 	var b strings.Builder
 	for _, v := range p.Vertices {
 		b.WriteString("v " + strconv.Quote(v.Name) + " ")

@@ -1,0 +1,50 @@
+package query
+
+import "testing"
+
+// TestPatternForm: a key's pattern part ignores how a pattern is spaced
+// and tells apart every change to what it matches.
+func TestPatternForm(t *testing.T) {
+	form := func(pattern string) string {
+		t.Helper()
+		p, err := Parse("q", pattern)
+		if err != nil {
+			t.Fatalf("%s: %v", pattern, err)
+		}
+		return p.Form()
+	}
+	base := "(a:Account)-[t:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account) WHERE t.amount > 10000 WITHIN 1h"
+	same := []string{
+		"(a:Account) -[t:TRANSFER]-> (b:Account) -[:TRANSFER]-> (c:Account)\n  WHERE t.amount>10000\n  WITHIN 60m",
+		"(a:Account)-[t:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account) WHERE (t.amount > 10000) WITHIN 3600s",
+	}
+	for _, p := range same {
+		if form(p) != form(base) {
+			t.Errorf("%q and %q differ:\n%s\n%s", p, base, form(p), form(base))
+		}
+	}
+	other := []string{
+		"(a:Account)-[t:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account) WHERE t.amount > 10001 WITHIN 1h",
+		"(a:Account)-[t:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account) WHERE t.amount >= 10000 WITHIN 1h",
+		"(a:Account)-[t:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account) WHERE t.amount > 10000 WITHIN 2h",
+		"(a:Account)-[t:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account) WHERE t.amount > 10000",
+		"(a:Account)-[t:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account) WITHIN 1h",
+		"(a:Account)-[t:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Merchant) WHERE t.amount > 10000 WITHIN 1h",
+		"(a:Account)-[t:TRANSFER]->(b:Account)-[:PAYMENT]->(c:Account) WHERE t.amount > 10000 WITHIN 1h",
+		"(a:Account)-[t:TRANSFER]->(b:Account)<-[:TRANSFER]-(c:Account) WHERE t.amount > 10000 WITHIN 1h",
+		"(a:Account)-[t:TRANSFER]->(b:Account)-[:TRANSFER]-(c:Account) WHERE t.amount > 10000 WITHIN 1h",
+		"(a:Account)-[t:TRANSFER]->(b:Account)-[u:TRANSFER]->(c:Account) WHERE t.amount > 10000 WITHIN 1h",
+		"(a:Account)-[t:TRANSFER]->(b:Account)-[]->(c:Account) WHERE t.amount > 10000 WITHIN 1h",
+		"(a:Account)-[t:TRANSFER]->(b)-[:TRANSFER]->(c:Account) WHERE t.amount > 10000 WITHIN 1h",
+		"(a:Account)-[t:TRANSFER]->(x:Account)-[:TRANSFER]->(c:Account) WHERE t.amount > 10000 WITHIN 1h",
+		"(a:Account)-[t:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(a) WHERE t.amount > 10000 WITHIN 1h",
+	}
+	seen := map[string]string{form(base): base}
+	for _, p := range other {
+		f := form(p)
+		if q, ok := seen[f]; ok {
+			t.Errorf("%q and %q have one form:\n%s", p, q, f)
+		}
+		seen[f] = p
+	}
+}
