@@ -88,10 +88,18 @@ func (s *Service) replaceQuery(ctx context.Context, i int, c QueryConfig) (*stan
 		s.publishQueries()
 		return old, nil, 0, nil
 	}
-	s.log.Info().Str("query", c.Name).Msg("query registered again with another pattern: retracting the old one's standing matches")
-	n, err := s.retract(ctx, old)
-	if err != nil {
-		return nil, nil, 0, err
+	n := 0
+	if s.cfg.Cluster.Shards > 0 {
+		// Every member holds the whole graph and would retract every
+		// match, each a repeat of the others', while a member's output is
+		// its shards' alone; and a member replaying from an older state
+		// registers its queries again (takeShards).
+		s.log.Warn().Str("query", c.Name).Msg("pattern changed in the configuration; a cluster member does not retract the old pattern's matches: their keys stay at their last event")
+	} else {
+		s.log.Info().Str("query", c.Name).Msg("query registered again with another pattern: retracting the old one's standing matches")
+		if n, err = s.retract(ctx, old); err != nil {
+			return nil, nil, 0, err
+		}
 	}
 	s.removeQuery(i)
 	run, err := s.addQuery(c)
