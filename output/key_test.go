@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// ring3Form is the service's canonical form (service.patternForm) of
+// ring3Form is the canonical form (query.Pattern.Form, whose TestPatternFormGolden holds the same text) of
 // (a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(a).
 const ring3Form = "v \"a\" \"Account\"\nv \"b\" \"Account\"\nv \"c\" \"Account\"\n" +
 	"e 0 1 \"\" \"TRANSFER\" ->\ne 1 2 \"\" \"TRANSFER\" ->\ne 2 0 \"\" \"TRANSFER\" ->\n"

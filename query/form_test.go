@@ -48,3 +48,27 @@ func TestPatternForm(t *testing.T) {
 		seen[f] = p
 	}
 }
+
+// TestPatternFormGolden: the form is the pattern part of every key, so a
+// change to it changes every key that consumers and compacted topics hold,
+// as a change to output.Key does (output's TestKeyGolden hashes this text).
+func TestPatternFormGolden(t *testing.T) {
+	p, err := Parse("ring3", "(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(a)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "v \"a\" \"Account\"\nv \"b\" \"Account\"\nv \"c\" \"Account\"\n" +
+		"e 0 1 \"\" \"TRANSFER\" ->\ne 1 2 \"\" \"TRANSFER\" ->\ne 2 0 \"\" \"TRANSFER\" ->\n"
+	if got := p.Form(); got != want {
+		t.Fatalf("Form = %q, want %q", got, want)
+	}
+	p, err = Parse("big", "(a:Account)-[t:TRANSFER]->(b) WHERE t.amount > 10000 AND a.country IN ['DE', 'it'] WITHIN 1h30m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want2 = "v \"a\" \"Account\"\nv \"b\" *\ne 0 1 \"t\" \"TRANSFER\" ->\n" +
+		"where ((t.amount > 10000) AND (a.country IN ['DE', 'it']))\nwithin 5400000000000ns\n"
+	if got := p.Form(); got != want2 {
+		t.Fatalf("Form = %q, want %q", got, want2)
+	}
+}
