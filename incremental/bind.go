@@ -14,8 +14,8 @@ import (
 // BoundSink receives the matches of a Binder: m maps each query vertex to its
 // data vertex, tx each of the query's Bindings to its transfer (the store's
 // slot, bundle.Implicit for a pair without a record, or NoTransfer where the
-// query edge binds its pair, not a transfer). Both are valid only during the
-// call, and a slot's id and values are readable from the store until the
+// query edge binds its pair, not a transfer), or nil for a vertex map
+// (Binder.VertexMatches). Both are valid only during the call, and a slot's id and values are readable from the store until the
 // batch settles. It is called concurrently, as a Sink is.
 type BoundSink func(worker, q int, sign graph.Sign, m []graph.VertexID, tx []bundle.Tx)
 
@@ -45,6 +45,14 @@ const NoTransfer bundle.Tx = bundle.Implicit - 1
 type Binder struct {
 	Matcher Matcher
 	Store   *bundle.Store
+	// VertexMatches makes a query that names no transfer variable report
+	// vertex maps, not transfer-level matches: each map once, with tx nil,
+	// in the view of its sign (Before for -, After for +) when some
+	// assignment of its transfers satisfies the predicates there. Such a
+	// query is about accounts: a third transfer on a pair of its ring is no
+	// new match. A map whose transfers changed but which holds before and
+	// after is then reported with both signs, which the caller cancels.
+	VertexMatches bool
 
 	exps     []*expander                // per sink worker
 	mu       sync.Mutex                 // guards overflow
@@ -126,7 +134,12 @@ func (b *Binder) expanding(g *dyngraph.Graph, plans []*bindPlan, mode Mode, sink
 		if mode == Enumerate {
 			x.sink = sink
 		}
-		n := x.expandImages(g, plans[q], sign, static, m)
+		var n int64
+		if plans[q].vertexLevel {
+			n = x.vertexMaps(g, plans[q], sign, m)
+		} else {
+			n = x.expandImages(g, plans[q], sign, static, m)
+		}
 		if sign > 0 {
 			x.res[q].Positive += n
 		} else {
@@ -205,6 +218,10 @@ type bindPlan struct {
 	// slot order, so that an instance is reported once (Instances, no
 	// predicates).
 	ordered bool
+	// vertexLevel: the query reports vertex maps (Binder.VertexMatches);
+	// direct: and every map the Matcher reports holds, as the query reads
+	// nothing of the transfers.
+	vertexLevel, direct bool
 }
 
 type bindInfo struct {
@@ -237,6 +254,8 @@ func (b *Binder) plan(g *dyngraph.Graph, queries []*query.Query) ([]*bindPlan, e
 			return nil, fmt.Errorf("query %s: compiled without bindings", q.Name)
 		}
 		p.ordered = q.Pred == nil && q.Semantics == query.Instances
+		p.vertexLevel = b.VertexMatches && !q.NamesTransfers()
+		p.direct = p.vertexLevel && !q.ReadsTransfers()
 		p.at = make([][]int, len(q.Bindings))
 		for k, bd := range q.Bindings {
 			e := q.Edges[bd.Edge]
@@ -374,6 +393,7 @@ type expander struct {
 	q       int
 	sign    graph.Sign
 	need    bool // at least one changed transfer is required
+	once    bool // one assignment is enough: stop at the first
 	n       int64
 	res     []Counts // per query, over the call (Static counts in Positive)
 	img     []graph.VertexID
@@ -395,6 +415,39 @@ func (x *expander) expandImages(g *dyngraph.Graph, p *bindPlan, sign graph.Sign,
 			img[u] = m[sigma[u]]
 		}
 		n += x.expand(g, p, sign, static, img)
+	}
+	return n
+}
+
+// vertexMaps reports each image of m under the query's Images (m alone
+// without) that has an assignment of transfers in the view of sign, once and
+// with tx nil, and returns their number (see Binder.VertexMatches).
+func (x *expander) vertexMaps(g *dyngraph.Graph, p *bindPlan, sign graph.Sign, m []graph.VertexID) int64 {
+	sink := x.sink
+	defer func() { x.sink, x.once = sink, false }()
+	x.sink, x.once = nil, true
+	var n int64
+	one := func(v []graph.VertexID) {
+		if p.direct || x.expand(g, p, sign, true, v) > 0 {
+			n++
+			if sink != nil {
+				sink(x.worker, x.q, sign, v, nil)
+			}
+		}
+	}
+	if p.q.Images == nil {
+		one(m)
+		return n
+	}
+	if cap(x.img) < len(m) {
+		x.img = make([]graph.VertexID, len(m))
+	}
+	img := x.img[:len(m)]
+	for _, sigma := range p.q.Images {
+		for u := range img {
+			img[u] = m[sigma[u]]
+		}
+		one(img)
 	}
 	return n
 }
@@ -533,6 +586,9 @@ func (x *expander) walk(k int, changed bool) {
 	bi := &p.binds[k]
 next:
 	for i, t := range x.cand[k] {
+		if x.once && x.n > 0 {
+			return
+		}
 		for _, j := range bi.same {
 			if x.tx[j] == t || (p.ordered && t < x.tx[j]) {
 				continue next

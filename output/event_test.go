@@ -125,7 +125,7 @@ func exampleEvent() Event {
 		Batch:     1834,
 		EventTime: "2026-11-21T10:00:00.000Z",
 		Source:    &Source{Topic: "edges", Partition: 0, FromOffset: 91822, ToOffset: 93870},
-		Key:       Key("ring3", m),
+		Key:       Key("ring3", "", m),
 	}
 }
 
@@ -136,7 +136,7 @@ func TestAppendJSONExample(t *testing.T) {
 		`"edges":[["acct:17","acct:42","TRANSFER"],["acct:42","acct:9","TRANSFER"],["acct:9","acct:17","TRANSFER"]],` +
 		`"batch":1834,"event_time":"2026-11-21T10:00:00.000Z",` +
 		`"source":{"topic":"edges","partition":0,"from_offset":91822,"to_offset":93870},` +
-		`"key":"ring3/147911d9496a74674d373482ba6cb16c"}`
+		`"key":"ring3/ff8281fc3aa2edd9513ef343f4697a18"}`
 	if got != want {
 		t.Fatalf("AppendJSON:\ngot  %s\nwant %s", got, want)
 	}

@@ -89,7 +89,7 @@ func matchEvents(batch uint64, n int) []Event {
 			EventTime: "2026-11-21T10:00:00.000Z",
 			Source: &Source{Topic: "edges", Partition: int(batch % 2),
 				FromOffset: int64(batch * 100), ToOffset: int64(batch*100 + 99)},
-			Key: Key("tri", m),
+			Key: Key("tri", "", m),
 		}
 	}
 	return events

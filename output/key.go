@@ -12,16 +12,21 @@ import (
 const keyHashBytes = 16
 
 // Key returns the event key of a match: query, "/", then the hex of the first 16 bytes of the SHA-256 of
-// the bindings sorted by Var (then ID), each written as uvarint(len(Var)) Var uvarint(len(ID)) ID. The
-// length prefixes make the encoding prefix-free, so two different matches never hash the same bytes
-// (bindings {a:"b=c"} and {"a=b":c}, or one binding and two, differ). The value depends only on query and
-// the set of bindings: the same match has the same key in any order, in any process, after any restart,
-// and its Appeared and Disappeared events share it. Changing this function changes every key that
-// consumers and compacted topics hold; TestKeyGolden guards it.
+// uvarint(len(pattern)) pattern, then the bindings sorted by Var (then ID), each written as
+// uvarint(len(Var)) Var uvarint(len(ID)) ID.
 //
-// Key allocates only the returned string for matches of up to 32 bindings whose encoding fits in 512
-// bytes.
-func Key(query string, match []Binding) string {
+// pattern is the query's pattern in a canonical form (the service passes query.Pattern.Form, its parsed
+// structure written out, so spacing does not count): a name registered again with another pattern keys its
+// matches apart from the old ones. The length prefixes make the encoding prefix-free, so two different
+// (pattern, match) pairs never hash the same bytes (bindings {a:"b=c"} and {"a=b":c}, or one binding and
+// two, differ). The value depends only on query, pattern and the set of bindings: the same match has the
+// same key in any order, in any process, after any restart, whatever other queries stand beside it, and its
+// Appeared and Disappeared events share it. Changing this function changes every key that consumers and
+// compacted topics hold; TestKeyGolden guards it.
+//
+// Key allocates only the returned string for matches of up to 32 bindings whose encoding, pattern
+// included, fits in 1 KiB.
+func Key(query, pattern string, match []Binding) string {
 	var orderBuf [32]int32
 	order := orderBuf[:0]
 	if len(match) > len(orderBuf) {
@@ -37,8 +42,9 @@ func Key(query string, match []Binding) string {
 		}
 	}
 
-	var encBuf [512]byte
-	enc := encBuf[:0]
+	var encBuf [1024]byte
+	enc := binary.AppendUvarint(encBuf[:0], uint64(len(pattern)))
+	enc = append(enc, pattern...)
 	for _, i := range order {
 		b := &match[i]
 		enc = binary.AppendUvarint(enc, uint64(len(b.Var)))

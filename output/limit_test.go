@@ -55,7 +55,7 @@ func TestFranzTooLarge(t *testing.T) {
 		events := matchEvents(batch, 4)
 		events[2].Match[0].ID = long
 		events[2].Edges[0][0], events[2].Edges[2][1] = long, long
-		events[2].Key = Key("tri", events[2].Match)
+		events[2].Key = Key("tri", "", events[2].Match)
 		p := k.Send(context.Background(), nil, events)
 		<-p.Done()
 		if err := p.Err(); err != nil {
@@ -90,7 +90,7 @@ func TestFranzTooLarge(t *testing.T) {
 			t.Fatal(err)
 		}
 		if d.Reason != ReasonAlertTooLarge || d.Query != "tri" || d.Batch != uint64(i+1) || d.Limit != 4096 ||
-			d.Key != string(r.Key) || d.Key != Key("tri", []Binding{{"a", long}, {"b", "acct:3"}, {"c", "acct:4"}}) || d.Topic != "matches" || d.Bytes <= 4096-recordOverhead-variantBound {
+			d.Key != string(r.Key) || d.Key != Key("tri", "", []Binding{{"a", long}, {"b", "acct:3"}, {"c", "acct:4"}}) || d.Topic != "matches" || d.Bytes <= 4096-recordOverhead-variantBound {
 			t.Errorf("dead letter %d: %+v", i, cutUTF8(string(r.Value), 300))
 		}
 		var alert map[string]any
@@ -105,7 +105,7 @@ func TestFranzTooLarge(t *testing.T) {
 func TestFitsSameForKey(t *testing.T) {
 	a := matchEvents(7, 1)[0]
 	a.Match[0].ID = strings.Repeat("y", 700)
-	a.Key = Key("tri", a.Match)
+	a.Key = Key("tri", "", a.Match)
 	d := a
 	d.Change, d.Batch, d.EventTime, d.Source, d.Initial = Disappeared, 1<<63, "", nil, false
 	i := a

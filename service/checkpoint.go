@@ -198,7 +198,7 @@ func (s *Service) readCheckpoint(r io.Reader) error {
 		}
 		s.queries = append(s.queries, st)
 	}
-	if s.bundles != nil || slices.ContainsFunc(s.queries, func(st *standing) bool { return st.q.ReadsTransfers() }) {
+	if s.bundles != nil || slices.ContainsFunc(s.queries, func(st *standing) bool { return needsTransfers(st.q) }) {
 		s.keepTransfers()
 	}
 	s.lastCkpt = meta.Written

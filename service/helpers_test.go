@@ -402,7 +402,7 @@ func finalMatches(t testing.TB, cfg Config, recs []ingest.Record) map[string]boo
 		_, err := (&incremental.CPU{}).Static(r.g, []*query.Query{q}, incremental.Enumerate, func(_, _ int, _ graph.Sign, m []graph.VertexID) {
 			b := canonicalMatch(q, m, r.ids)
 			mu.Lock()
-			keys[output.Key(q.Name, b)] = true
+			keys[output.Key(q.Name, q.Pattern.Form(), b)] = true
 			mu.Unlock()
 		})
 		if err != nil {

@@ -218,20 +218,33 @@ func (s *Service) postQuery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := s.do(r.Context(), func(ctx context.Context) (any, error) {
-		if len(s.queries) >= s.cfg.HTTP.MaxQueries {
+		var (
+			st        *standing
+			run       *initialRun
+			retracted int
+			err       error
+		)
+		switch i := s.queryIndex(c.Name); {
+		case i >= 0 && !req.Replace:
+			return nil, fmt.Errorf("%w: %q; to register it again, send \"replace\": true (the old pattern's standing matches are retracted first)", errQueryExists, c.Name)
+		case i >= 0:
+			if st, run, retracted, err = s.replaceQuery(ctx, i, c); err != nil {
+				return nil, err
+			}
+		case len(s.queries) >= s.cfg.HTTP.MaxQueries:
 			return nil, fmt.Errorf("%w: %d standing (http.max_queries); delete one first", errTooManyQueries, len(s.queries))
-		}
-		run, err := s.addQuery(c)
-		if err != nil {
-			return nil, err
+		default:
+			if run, err = s.addQuery(c); err != nil {
+				return nil, err
+			}
+			st = s.queries[len(s.queries)-1]
 		}
 		// A registration survives a crash only in a checkpoint.
 		if err := s.checkpoint(); err != nil {
 			return nil, err
 		}
-		st := s.queries[len(s.queries)-1]
 		// "warnings": [] rather than null when there is none.
-		return pending{registered{queryInfo: st.info(), Warnings: append([]string{}, st.warnings...)}, run}, nil
+		return pending{registered{queryInfo: st.info(), Warnings: append([]string{}, st.warnings...), Retracted: retracted}, run}, nil
 	})
 	if p, ok := v.(pending); ok {
 		v = p.registered
@@ -291,6 +304,9 @@ func (s *Service) checkPatternSize(c QueryConfig) error {
 type registered struct {
 	queryInfo
 	Warnings []string `json:"warnings"`
+	// Retracted counts the disappeared events written for the standing
+	// matches of the pattern a "replace" changed.
+	Retracted int `json:"retracted,omitempty"`
 	// Initial is the initial run's result, when the query asked for one.
 	Initial *InitialResult `json:"initial_matches,omitempty"`
 }

@@ -218,7 +218,7 @@ func (run *initialRun) enumerate(ctx context.Context, g *dyngraph.Graph, names *
 	cpu.SetStop(func(q int) bool { return ctx.Err() != nil || c.stop(q) })
 	var err error
 	if store != nil {
-		b := &incremental.Binder{Matcher: cpu, Store: store}
+		b := &incremental.Binder{Matcher: cpu, Store: store, VertexMatches: true}
 		b.Register([]*query.Query{st.q})
 		_, err = b.Static(g, []*query.Query{st.q}, incremental.Enumerate, c.boundSink(store))
 	} else {

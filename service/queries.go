@@ -14,6 +14,8 @@ import (
 type standing struct {
 	cfg QueryConfig
 	q   *query.Query
+	// form is the pattern's canonical text, part of every key (query.Pattern.Form).
+	form string
 	// vars are the query vertices' names, the keys of an event's match.
 	vars []string
 	// edgeLabels are the names of the query edges' labels; "*" for a
@@ -73,7 +75,7 @@ func (s *Service) compileQuery(c QueryConfig, fresh bool) (*standing, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &standing{cfg: c, q: q, warnings: warnings}
+	st := &standing{cfg: c, q: q, warnings: warnings, form: p.Form()}
 	if s.sem == query.Instances && q.Automorphisms > 1 {
 		if st.auts = q.AutomorphismList(maxAutomorphisms); st.auts == nil {
 			s.log.Warn().Str("query", c.Name).Uint64("automorphisms", q.Automorphisms).
@@ -236,6 +238,10 @@ type queryRequest struct {
 	Initial            bool   `json:"initial"`
 	MaxMatchesPerBatch int64  `json:"max_matches_per_batch"`
 	MaxTime            string `json:"max_time"`
+	// Replace registers the query in place of a standing one of the same
+	// name, whose standing matches are retracted first if the pattern
+	// changed; without it such a name is refused.
+	Replace bool `json:"replace"`
 }
 
 func (r queryRequest) config() (QueryConfig, error) {

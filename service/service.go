@@ -597,16 +597,17 @@ func (s *Service) publishQueries() {
 }
 
 // registerConfigured registers the configuration's queries that the
-// checkpoint does not already hold with the same pattern.
+// checkpoint does not already hold with the same pattern (query.Pattern.Form). A
+// checkpointed query whose pattern the configuration changed has its
+// standing matches retracted first (replaceQuery), as a POST with
+// "replace": true would.
 func (s *Service) registerConfigured(ctx context.Context) error {
 	for _, c := range s.cfg.Queries {
 		if i := s.queryIndex(c.Name); i >= 0 {
-			if s.queries[i].cfg.Pattern == c.Pattern {
-				s.queries[i].cfg = c // limits may have changed
-				continue
+			if _, _, _, err := s.replaceQuery(ctx, i, c); err != nil {
+				return fmt.Errorf("query %q: %w", c.Name, err)
 			}
-			s.log.Info().Str("query", c.Name).Msg("pattern changed in the configuration; registering it anew")
-			s.removeQuery(i)
+			continue
 		}
 		if _, err := s.addQuery(c); err != nil {
 			return fmt.Errorf("query %q: %w", c.Name, err)
@@ -644,7 +645,7 @@ func (s *Service) addQuery(c QueryConfig) (*initialRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.bundles != nil || st.q.ReadsTransfers() {
+	if s.bundles != nil || needsTransfers(st.q) {
 		s.keepTransfers(st.q)
 	}
 	for _, w := range st.warnings {

@@ -12,8 +12,11 @@ import (
 // bundle), if it has not yet, and what the standing queries read of them.
 // It runs on the loop, between batches: when a query needs transfers, and
 // when a batch first carries an event with an id, as such an event is an
-// edge of its own. From then on every query binds transfers; pairs from
-// before have one implicit transfer each.
+// edge of its own. From then on the queries that name transfer variables
+// bind transfers; pairs from before have one implicit transfer each. The
+// others still report vertex maps (incremental.Binder.VertexMatches), so
+// that their keys and alerts do not change when another query or the
+// input turns this on.
 func (s *Service) keepTransfers(more ...*query.Query) {
 	if s.bundles == nil {
 		s.startTransfers(bundle.New(s.cfg.Graph.Directed))
@@ -26,7 +29,7 @@ func (s *Service) keepTransfers(more ...*query.Query) {
 // startTransfers matches over store from now on.
 func (s *Service) startTransfers(store *bundle.Store) {
 	s.bundles = store
-	s.binder = &incremental.Binder{Matcher: s.matcher, Store: store}
+	s.binder = &incremental.Binder{Matcher: s.matcher, Store: store, VertexMatches: true}
 	s.publishKeep()
 }
 
@@ -37,6 +40,13 @@ func (s *Service) publishKeep() {
 	s.keepTime.Store(s.bundles.KeepsTime())
 }
 
+// needsTransfers says whether q must have transfers kept from its
+// registration on: it reads them, or it names them, so that its matches are
+// transfer-level, and keyed by their transfers, whatever else stands.
+func needsTransfers(q *query.Query) bool {
+	return q.ReadsTransfers() || q.NamesTransfers()
+}
+
 // transfer is a bound transfer as an event names it, read from the store
 // while the batch is pending.
 type transfer struct {
@@ -45,9 +55,13 @@ type transfer struct {
 }
 
 // boundSink is the collector's sink for a Binder: the match, and its
-// transfers after its vertices.
+// transfers after its vertices; a vertex map (tx nil) has none.
 func (c *collector) boundSink(store *bundle.Store) incremental.BoundSink {
 	return func(worker, q int, sign graph.Sign, m []graph.VertexID, tx []bundle.Tx) {
+		if tx == nil {
+			c.sink(worker, q, sign, m)
+			return
+		}
 		w, unlock := c.buf(worker)
 		defer unlock()
 		if !c.count(w, q, sign) {

@@ -18,6 +18,7 @@ import (
 	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/ingest"
 	"github.com/gcsm/gcsm/output"
+	"github.com/gcsm/gcsm/query"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -115,6 +116,14 @@ func finalTransferMatches(t *testing.T, cfg Config, recs []ingest.Record) map[st
 // map is the one the engine found).
 func finalTransferKeys(t *testing.T, cfg Config, recs []ingest.Record) map[string]bool {
 	keys := map[string]bool{}
+	forms := map[string]string{}
+	for _, c := range cfg.Queries {
+		p, err := query.Parse(c.Name, c.Pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		forms[c.Name] = p.Form()
+	}
 	for d := range finalTransferMatches(t, cfg, recs) {
 		f := strings.Fields(d) // query, var=id,..., tx,tx,...
 		var b []output.Binding
@@ -129,7 +138,7 @@ func finalTransferKeys(t *testing.T, cfg Config, recs []ingest.Record) map[strin
 		for _, id := range strings.Split(tx, ",") {
 			b = append(b, output.Binding{Var: "-", ID: id})
 		}
-		keys[output.Key(f[0], b)] = true
+		keys[output.Key(f[0], forms[f[0]], b)] = true
 	}
 	return keys
 }

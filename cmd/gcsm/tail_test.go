@@ -24,12 +24,22 @@ import (
 
 	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/gcsm/gcsm/output"
+	"github.com/gcsm/gcsm/query"
 	"github.com/gcsm/gcsm/service"
 )
 
 // This file writes match events and dead letters to in-process Kafka
 // clusters (kfake), standalone or persisting like gcsm run's embedded
 // broker, and reads them back with gcsm tail.
+
+// ring3Form is the key's pattern part of the ring3 the tests run.
+func ring3Form(t *testing.T) string {
+	p, err := query.Parse("ring3", "(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(a)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Form()
+}
 
 // tailEvent is the event of query q over the account ids.
 func tailEvent(q, change string, ids ...string) output.Event {
@@ -38,7 +48,7 @@ func tailEvent(q, change string, ids ...string) output.Event {
 		e.Match = append(e.Match, output.Binding{Var: string(rune('a' + i)), ID: id})
 		e.Edges = append(e.Edges, [3]string{id, ids[(i+1)%len(ids)], "TRANSFER"})
 	}
-	e.Key = output.Key(q, e.Match)
+	e.Key = output.Key(q, "", e.Match)
 	return e
 }
 
@@ -369,7 +379,7 @@ queries:
 	// A ring of three transfers, and a message that is no event.
 	tailWrite(t, listen, "edges", 0, `{"op":"+","src":"acct:1","dst":"acct:2"}`, `{"op":"+","src":"acct:2","dst":"acct:3"}`,
 		`{"op":"+","src":"acct:3","dst":"acct:1"}`, "not an event")
-	want := []string{"ring3|appeared|a=acct:1 b=acct:2 c=acct:3|" + output.Key("ring3", []output.Binding{{Var: "a", ID: "acct:1"}, {Var: "b", ID: "acct:2"}, {Var: "c", ID: "acct:3"}})}
+	want := []string{"ring3|appeared|a=acct:1 b=acct:2 c=acct:3|" + output.Key("ring3", ring3Form(t), []output.Binding{{Var: "a", ID: "acct:1"}, {Var: "b", ID: "acct:2"}, {Var: "c", ID: "acct:3"}})}
 	rows := func(stdout string) []string {
 		var got []string
 		for _, r := range tailRows(t, stdout, "TIME (UTC)|QUERY|CHANGE|MATCH|KEY") {
