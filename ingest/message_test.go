@@ -550,7 +550,7 @@ func TestDecodeOddTime(t *testing.T) {
 	if !ok || odd != (OddTime{TS: 1795255200, Unit: Milliseconds}) {
 		t.Fatalf("OddTime() = %+v, %v; want the first, 1795255200 ms", odd, ok)
 	}
-	want := "numeric ts 1795255200 read as milliseconds is 1970-01-21T18:40:55.2Z, outside 1990-2100: if ts counts seconds, give --ts-unit s (input.ts_unit: s in the service's configuration)"
+	want := "numeric ts 1795255200 read as milliseconds is 1970-01-21T18:40:55.2Z, outside 1990-2100: if ts counts seconds, give --ts-unit s"
 	if odd.String() != want {
 		t.Errorf("warning\n got %s\nwant %s", odd, want)
 	}
@@ -560,7 +560,7 @@ func TestDecodeOddTime(t *testing.T) {
 	}{
 		{OddTime{TS: 1795255200000, Unit: Seconds}, "if ts counts milliseconds, give --ts-unit ms"},
 		{OddTime{TS: 1795255200000000000, Unit: Microseconds}, "if ts counts nanoseconds, give --ts-unit ns"},
-		{OddTime{TS: 7, Unit: Nanoseconds}, "if ts counts another unit, give --ts-unit s, ms, us or ns (input.ts_unit"},
+		{OddTime{TS: 7, Unit: Nanoseconds}, "if ts counts another unit, give --ts-unit s, ms, us or ns"},
 		{OddTime{TS: 4102444800000, Unit: Milliseconds}, "is 2100-01-01T00:00:00Z, outside 1990-2100: if ts counts another unit"},
 	} {
 		if !strings.Contains(tt.odd.String(), tt.want) {

@@ -110,16 +110,16 @@ func (o *oddTimes) note(ts int64, u TimeUnit, ms int64, line int) {
 	}
 }
 
-// String words the warning, naming the flag and the configuration key
-// that set the unit, and the unit that would fit where one does.
+// String words the warning, naming the flag that sets the unit and the
+// unit that would fit where one does.
 func (o OddTime) String() string {
 	ms, _ := o.Unit.millis(o.TS)
 	msg := fmt.Sprintf("numeric ts %d read as %s is %s, outside 1990-2100", o.TS, o.Unit.word(),
 		time.UnixMilli(ms).UTC().Format(time.RFC3339Nano))
 	for u := Milliseconds; u <= Nanoseconds; u++ {
 		if m, ok := u.millis(o.TS); ok && u != o.Unit && m >= plausibleFrom && m < plausibleTo {
-			return fmt.Sprintf("%s: if ts counts %s, give --ts-unit %s (input.ts_unit: %s in the service's configuration)", msg, u.word(), u, u)
+			return fmt.Sprintf("%s: if ts counts %s, give --ts-unit %s", msg, u.word(), u)
 		}
 	}
-	return msg + ": if ts counts another unit, give --ts-unit s, ms, us or ns (input.ts_unit in the service's configuration)"
+	return msg + ": if ts counts another unit, give --ts-unit s, ms, us or ns"
 }

@@ -179,7 +179,7 @@ func (s *Service) warnOddTime(decs []*ingest.Decoder) {
 	for _, d := range decs {
 		if odd, ok := d.OddTime(); ok && !s.oddTimeWarned.Swap(true) {
 			s.log.Warn().Int64("ts", odd.TS).Str("ts_unit", odd.Unit.String()).Str("topic", s.cfg.Input.Topic).
-				Msgf("input event times look wrong: %v; this warning is given once a run", odd)
+				Msgf("input event times look wrong: %v (input.ts_unit in the configuration); this warning is given once a run", odd)
 			return
 		}
 	}

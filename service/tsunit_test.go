@@ -67,7 +67,7 @@ func TestTSUnit(t *testing.T) {
 		}
 	}
 	want := "numeric ts 1795255200000 read as seconds is 58859-"
-	if len(warned) != 1 || !strings.Contains(warned[0], want) || !strings.Contains(warned[0], "give --ts-unit ms (input.ts_unit: ms") {
+	if len(warned) != 1 || !strings.Contains(warned[0], want) || !strings.Contains(warned[0], "give --ts-unit ms (input.ts_unit in the configuration)") {
 		t.Errorf("warnings %q, want one saying %q and naming --ts-unit ms", warned, want)
 	}
 
