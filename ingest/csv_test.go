@@ -94,6 +94,7 @@ func TestCSVHeaderErrors(t *testing.T) {
 		{Options{}, "src,dst,ts\na,b,-1\n", []string{`in:2: field "ts" is negative (-1): a numeric ts counts milliseconds since 1970`}},
 		{Options{TSUnit: Seconds}, "src,dst,ts\na,b,9223372036854776\n", []string{
 			`in:2: field "ts" 9223372036854776 in seconds is past the largest time gcsm holds (year 292278994)`}},
+		{Options{}, "src,dst,ts\na,b,1969-07-20T20:17:40Z\n", []string{`in:2: field "ts": "1969-07-20T20:17:40Z" is before 1970`}},
 		{Options{}, "src,dst,ts\na,b,2026-11-21\n", []string{
 			`in:2: field "ts" "2026-11-21" is neither an integer (unix milliseconds) nor an RFC 3339 time`}},
 		{Options{}, "src,dst,x\na,b\n", []string{`in:2: CSV line has 2 fields, the header 3`}},

@@ -407,13 +407,18 @@ func (j *jsonLine) time() (ms int64, sp span, isText bool, err *DecodeError) {
 	return 0, span{}, false, decodeErrorf(ReasonBadTime, `field "ts" must be an RFC 3339 string or an integer (unix %s), got %s`, j.unit.word(), clip(raw))
 }
 
-// parseRFC3339 returns the unix milliseconds of an RFC 3339 time.
+// parseRFC3339 returns the unix milliseconds of an RFC 3339 time. A time
+// before 1970 is refused as a negative number is: event times are never
+// negative, which AppendEvent's numbers rely on to read back.
 func parseRFC3339(s string) (int64, *DecodeError) {
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
 		return 0, decodeErrorf(ReasonBadTime, `field "ts": %s is not an RFC 3339 time`, quote([]byte(s)))
 	}
-	return t.UnixMilli(), nil
+	if ms := t.UnixMilli(); ms >= 0 {
+		return ms, nil
+	}
+	return 0, decodeErrorf(ReasonTSOutOfRange, `field "ts": %s is before 1970`, quote([]byte(s)))
 }
 
 // scan is the fast path of parse: it checks that line is one JSON object,

@@ -29,10 +29,11 @@ const (
 	ReasonUnknownOp = "unknown_op"
 	// ReasonBadTime: "ts" is neither an RFC 3339 string nor an integer.
 	ReasonBadTime = "bad_time"
-	// ReasonTSOutOfRange: a numeric "ts" is negative, or so large that its
-	// milliseconds overflow. Times before 1970 are refused rather than
-	// read: no stream gcsm serves has them, while a negative count is the
-	// mark of a producer's arithmetic gone wrong.
+	// ReasonTSOutOfRange: "ts" is before 1970 (a negative number, or an
+	// RFC 3339 time), or a number so large that its milliseconds overflow.
+	// Such times are refused rather than read: no stream gcsm serves has
+	// them, while a negative count is the mark of a producer's arithmetic
+	// gone wrong.
 	ReasonTSOutOfRange = "ts_out_of_range"
 	// ReasonBadValue: an id or a label is neither a string nor an integer,
 	// or a property value is not a number (within a float64's range), a

@@ -94,6 +94,8 @@ func TestDecodeErrors(t *testing.T) {
 			`field "ts" is negative (-9223372036854775808): a numeric ts counts nanoseconds since 1970`},
 		{Decoder{TSUnit: Seconds}, `{"op":"+","src":1,"dst":2,"ts":9223372036854776}`, ReasonTSOutOfRange,
 			`field "ts" 9223372036854776 in seconds is past the largest time gcsm holds (year 292278994)`},
+		{Decoder{}, `{"op":"+","src":1,"dst":2,"ts":"1969-12-31T23:59:59.999Z"}`, ReasonTSOutOfRange, `field "ts": "1969-12-31T23:59:59.999Z" is before 1970`},
+		{Decoder{}, `{"op":"+","src":1,"ts":"1970-01-01T00:30:00+01:00"}`, ReasonTSOutOfRange, `field "ts": "1970-01-01T00:30:00+01:00" is before 1970`},
 		// A negative time is refused before the missing dst, as a bad one is.
 		{Decoder{}, `{"op":"+","src":1,"ts":-5}`, ReasonTSOutOfRange, `field "ts" is negative (-5): a numeric ts counts milliseconds since 1970`},
 		// The time is checked first, whatever else is wrong.

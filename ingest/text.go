@@ -396,8 +396,8 @@ func (r *Reader) csvRecord(line []byte, f []span) (Record, bool, *LineError) {
 		if k < 2 && len(b) == 0 {
 			return Record{}, false, r.errorf("empty field %q", c.name)
 		}
-		if err := checkUTF8(fmt.Sprintf("field %q", c.name), b); err != nil {
-			return Record{}, false, r.errorf("%s", err.Detail)
+		if !utf8.Valid(b) {
+			return Record{}, false, r.errorf("%s", checkUTF8(fmt.Sprintf("field %q", c.name), b).Detail)
 		}
 	}
 	kept := 0
@@ -406,8 +406,8 @@ func (r *Reader) csvRecord(line []byte, f []span) (Record, bool, *LineError) {
 		if len(b) == 0 {
 			continue
 		}
-		if err := checkUTF8(fmt.Sprintf("property %q", p.name), b); err != nil {
-			return Record{}, false, r.errorf("%s", err.Detail)
+		if !utf8.Valid(b) {
+			return Record{}, false, r.errorf("%s", checkUTF8(fmt.Sprintf("property %q", p.name), b).Detail)
 		}
 		if _, _, err := csvValue(b, p.name); err != nil {
 			return Record{}, false, r.errorf("%s", err.Detail)
@@ -491,8 +491,12 @@ func (r *Reader) columnTime(t []byte, strict bool) (ms int64, ok bool, err *Line
 	if !strict {
 		return 0, false, nil
 	}
-	if ms, derr := parseRFC3339(string(t)); derr == nil {
+	ms, derr := parseRFC3339(string(t))
+	switch {
+	case derr == nil:
 		return ms, true, nil
+	case derr.Reason == ReasonTSOutOfRange:
+		return 0, false, r.errorf("%s", derr.Detail)
 	}
 	return 0, false, r.errorf(`field "ts" %s is neither an integer (unix %s) nor an RFC 3339 time`, quote(t), u.word())
 }
