@@ -241,3 +241,12 @@ func FuzzCSVHeader(f *testing.F) {
 		}
 	})
 }
+
+// TestReaderBadTimeUnit: a unit outside the four is the caller's mistake,
+// refused before any line is read.
+func TestReaderBadTimeUnit(t *testing.T) {
+	_, err := NewReader(strings.NewReader("1 2 3\n"), Options{TSUnit: 9}).Next()
+	if err == nil || err.Error() != "ingest: unknown TimeUnit(9)" {
+		t.Errorf("Next: %v, want the unit refused", err)
+	}
+}

@@ -47,8 +47,9 @@ const (
 	// Such names are refused, not repaired: encoding/json would turn every
 	// bad sequence into U+FFFD and so make one vertex of distinct ids.
 	ReasonInvalidUTF8 = "invalid_utf8"
-	// ReasonFormat: Decoder.Format is not one that a Decoder decodes. It is
-	// the configuration that is wrong, not the value.
+	// ReasonFormat: Decoder.Format is not one that a Decoder decodes, or
+	// Decoder.TSUnit no unit. It is the configuration that is wrong, not
+	// the value.
 	ReasonFormat = "format"
 	// ReasonIDTooLong: an id (a vertex's, or an edge's "id") or a label is
 	// longer than Decoder.MaxIDBytes once decoded.
@@ -159,6 +160,9 @@ func (d *Decoder) decode(value []byte, rec *Record) *DecodeError {
 			return decodeErrorf(ReasonEmpty, "value is blank")
 		}
 		return decodeErrorf(ReasonEmpty, "value is a comment, not an event: %s", quote(line))
+	}
+	if d.TSUnit < Milliseconds || d.TSUnit > Nanoseconds {
+		return decodeErrorf(ReasonFormat, "a Decoder reads times in s, ms, us or ns, not %v", d.TSUnit)
 	}
 	format := d.Format
 	if format == FormatAuto {

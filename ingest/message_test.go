@@ -109,6 +109,7 @@ func TestDecodeErrors(t *testing.T) {
 		{Decoder{}, "e 1 2 \xff", ReasonInvalidUTF8, `edge label is not valid UTF-8 at byte 0: "\xff"`},
 		{Decoder{Format: FormatCSM}, `{"op":"+","src":1,"dst":2}`, ReasonCSM, `unknown line type "{\"op\":\"+\",\"src\":1,\"dst\":2}"`},
 		{Decoder{Format: FormatSNAP}, `1 2`, ReasonFormat, `a Decoder decodes JSON and CSM, not snap`},
+		{Decoder{TSUnit: -1}, `e 1 2`, ReasonFormat, `a Decoder reads times in s, ms, us or ns, not TimeUnit(-1)`},
 		{Decoder{MaxIDBytes: 4}, `{"op":"+","src":"acct-1","dst":2}`, ReasonIDTooLong, `field "src" is 6 bytes, over the limit of 4 for ids and labels`},
 	}
 	seen := map[string]bool{}

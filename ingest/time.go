@@ -43,7 +43,11 @@ func (u TimeUnit) String() string {
 	return fmt.Sprintf("TimeUnit(%d)", int(u))
 }
 
+// word names u for people: "seconds".
 func (u TimeUnit) word() string {
+	if u < Milliseconds || u > Nanoseconds {
+		return u.String()
+	}
 	return [...]string{"milliseconds", "seconds", "microseconds", "nanoseconds"}[u]
 }
 
