@@ -377,7 +377,7 @@ func (r *Reader) csvRecord(line []byte, f []span) (Record, bool, *LineError) {
 	if l.ts >= 0 {
 		if t := field(line, f[l.ts]); len(t) > 0 {
 			var err *LineError
-			if rec.Time, _, err = r.columnTime(t, true); err != nil {
+			if rec.Time, err = r.columnTime(t, true); err != nil {
 				return Record{}, false, err
 			}
 		}
@@ -472,33 +472,32 @@ var (
 	signedColumns = columns{src: 0, dst: 1, label: 2, time: 3} // SNAP's soc-sign-bitcoin*
 )
 
-// columnTime reads a time field t: an integer count of Options.TSUnit,
-// or, if strict, an RFC 3339 time. Without strict, a field that is
-// neither a non-negative integer nor one too large is no time (ok false);
-// with it, such a field is refused.
-func (r *Reader) columnTime(t []byte, strict bool) (ms int64, ok bool, err *LineError) {
+// columnTime reads a time field t as unix milliseconds: an integer count
+// of Options.TSUnit, or, if strict, an RFC 3339 time. Without strict, any
+// other field (a fraction, a negative weight or sign, a word) is no time,
+// 0; with it, such a field is refused.
+func (r *Reader) columnTime(t []byte, strict bool) (int64, *LineError) {
 	u := r.opts.TSUnit
-	n, isInt := parseInt(t)
-	if isInt {
-		if ms, ok = u.millis(n); ok {
+	if n, isInt := parseInt(t); isInt {
+		if ms, ok := u.millis(n); ok {
 			r.odd.note(n, u, ms, r.line)
-			return ms, true, nil
+			return ms, nil
 		}
 		if strict {
-			return 0, false, r.errorf("%s", tsError(n, u).Detail)
+			return 0, r.errorf("%s", tsError(n, u).Detail)
 		}
 	}
 	if !strict {
-		return 0, false, nil
+		return 0, nil
 	}
 	ms, derr := parseRFC3339(string(t))
 	switch {
 	case derr == nil:
-		return ms, true, nil
+		return ms, nil
 	case derr.Reason == ReasonTSOutOfRange:
-		return 0, false, r.errorf("%s", derr.Detail)
+		return 0, r.errorf("%s", derr.Detail)
 	}
-	return 0, false, r.errorf(`field "ts" %s is neither an integer (unix %s) nor an RFC 3339 time`, quote(t), u.word())
+	return 0, r.errorf(`field "ts" %s is neither an integer (unix %s) nor an RFC 3339 time`, quote(t), u.word())
 }
 
 // edge makes an insertion of the fields c picks from an edge list line.
@@ -506,7 +505,7 @@ func (r *Reader) edge(line []byte, f []span, c columns) (Record, bool, *LineErro
 	rec := Record{Op: graph.Insert, Line: r.line}
 	if c.time >= 0 {
 		var err *LineError
-		if rec.Time, _, err = r.columnTime(field(line, f[c.time]), !c.anyTime); err != nil {
+		if rec.Time, err = r.columnTime(field(line, f[c.time]), !c.anyTime); err != nil {
 			return Record{}, false, err
 		}
 	}
