@@ -30,6 +30,8 @@ var fuzzSeeds = []struct {
 	// Names over fuzzMaxID, between good lines.
 	{"e 1 2\ne 123456789 2\nv 3 123456789\ne 3 4\n", FormatCSM},
 	{"1,2\n1,123456789\n3,4\n", FormatSNAP},
+	{"op,ts,amount,dst,src,label\n-,5,1.5,b,a,x\n+,,x,c,a,\n", FormatAuto},
+	{"src,label,ts\na,TRANSFER,5\n", FormatSNAP},
 	{`{"op":"+","src":1,"dst":2,"id":"tx-000001"}` + "\n" + `{"op":"+","src":1,"dst":2,"label":"123456789"}`, FormatJSON},
 }
 

@@ -60,7 +60,7 @@ func keyAt(b []byte, i, at int) int {
 // AppendEvent writes: op "+", "-", "insert" or "delete" first, then src,
 // dst, label, src_label, dst_label, id, ts, props, src_props and dst_props
 // in this order, each at most once and src and dst given. Names are strings
-// without escapes or non-negative integers, ts is integer milliseconds or an
+// without escapes or non-negative integers, ts is an integer in j.unit or an
 // RFC 3339 string without escapes; properties are read as record reads
 // them, keeping those keep names. Keys gcsm does not read may come anywhere,
 // with any value.
@@ -98,6 +98,7 @@ func (j *jsonLine) fast(b []byte, keep *PropFilter, rec *Record) bool {
 		ms     int64
 		ts     span // in j.text, when isText
 		isText bool
+		numTS  bool // ms is the ts as given, in j.unit
 	)
 	j.text = j.text[:0]
 	j.val[keyProps], j.val[keySrcProps], j.val[keyDstProps] = span{}, span{}, span{}
@@ -147,6 +148,7 @@ func (j *jsonLine) fast(b []byte, keep *PropFilter, rec *Record) bool {
 			ts, isText = span{start, len(j.text)}, true
 		case fastKeys[at] == keyTS:
 			i, ms = fastInt(b, i)
+			numTS = true
 		default:
 			start := len(j.text)
 			i = j.fastName(b, i)
@@ -171,6 +173,13 @@ func (j *jsonLine) fast(b []byte, keep *PropFilter, rec *Record) bool {
 	j.buf = nil
 	if err != nil {
 		return false
+	}
+	if numTS {
+		n, ok := ms, false
+		if ms, ok = j.unit.millis(n); !ok {
+			return false
+		}
+		j.numTS, j.rawTS = true, n
 	}
 	s := string(j.text)
 	if isText {

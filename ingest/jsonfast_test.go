@@ -24,7 +24,8 @@ var fastCases = []struct {
 	{`{"op":"-","src":"a","dst":"b"}`, true},
 	{`{"op":"insert","src":1,"dst":0,"label":"","id":"tx-1","ts":-0}`, true},
 	{"{\"op\":\"delete\",\"src\":\"é\",\"dst\":\"\x80\"}", false}, // not UTF-8: the general way words the error
-	{`{"op":"delete","src":"é","dst":"ü","ts":-9223372036854775808}`, true},
+	{`{"op":"delete","src":"é","dst":"ü","ts":9223372036854775807}`, true},
+	{`{"op":"delete","src":"é","dst":"ü","ts":-1}`, false}, // negative: the general way refuses it
 	{` { "op" : "+" , "src" : "a" , "x" : [1,{"y":null}] , "dst" : "b" , "ts" : 5 } `, true},
 	{`{"op":"+","src":"a","dst":"b","id":"t","ts":1,"more":"\u0041"}`, true},
 	{`{"op":"+","src":"a","dst":"b","label":"L","src_label":"A","dst_label":"B","id":"i","ts":9223372036854775807}`, true},
@@ -108,7 +109,7 @@ func TestDecodeFastAppendEvent(t *testing.T) {
 	taken := 0
 	for range 2000 {
 		rec := Record{Op: graph.Insert, Src: "s" + name(), Dst: "d" + name(), Label: name(), SrcLabel: name(),
-			DstLabel: name(), ID: name(), Time: rng.Int64N(1<<50) - 1<<49}
+			DstLabel: name(), ID: name(), Time: rng.Int64N(1 << 50)}
 		if rng.IntN(2) == 0 {
 			rec.Op = graph.Delete
 		}
@@ -192,18 +193,24 @@ func FuzzDecodeFast(f *testing.F) {
 // targets.
 func checkFast(t *testing.T, j *jsonLine, line []byte) {
 	t.Helper()
+	defer func() { j.unit = Milliseconds }()
 	for _, keep := range []*PropFilter{nil, fuzzKeep, AllProps()} {
-		var got, want Record
-		err := j.parse(line, keep, &got)
-		var general jsonLine
-		werr := general.parseGeneral(line, keep, &want)
-		switch {
-		case (err == nil) != (werr == nil):
-			t.Fatalf("%q: parse says %v, the general way %v", line, err, werr)
-		case err != nil && *err != *werr:
-			t.Fatalf("%q: parse refuses with %+v, the general way with %+v", line, *err, *werr)
-		case err == nil && !reflect.DeepEqual(got, want):
-			t.Fatalf("%q: parse makes %+v, the general way %+v", line, got, want)
+		for u := Milliseconds; u <= Nanoseconds; u++ {
+			var got, want Record
+			j.unit = u
+			err := j.parse(line, keep, &got)
+			general := jsonLine{unit: u}
+			werr := general.parseGeneral(line, keep, &want)
+			switch {
+			case (err == nil) != (werr == nil):
+				t.Fatalf("%q in %v: parse says %v, the general way %v", line, u, err, werr)
+			case err != nil && *err != *werr:
+				t.Fatalf("%q in %v: parse refuses with %+v, the general way with %+v", line, u, *err, *werr)
+			case err == nil && !reflect.DeepEqual(got, want):
+				t.Fatalf("%q in %v: parse makes %+v, the general way %+v", line, u, got, want)
+			case err == nil && (j.numTS != general.numTS || j.numTS && j.rawTS != general.rawTS):
+				t.Fatalf("%q in %v: parse reads ts %v %d, the general way %v %d", line, u, j.numTS, j.rawTS, general.numTS, general.rawTS)
+			}
 		}
 	}
 }

@@ -85,6 +85,11 @@ type jsonLine struct {
 	text []byte
 	// pending are the kept properties of the record.
 	pending []pendingProp
+	// unit is what a numeric ts counts, set by the owner; numTS says that
+	// the last record's ts was numeric, rawTS as given.
+	unit  TimeUnit
+	numTS bool
+	rawTS int64
 }
 
 // absent reports whether a field was left out or set to null.
@@ -95,6 +100,9 @@ func (r *Reader) parseJSON(line []byte) (Record, bool, *LineError) {
 	var rec Record
 	if err := r.js.parse(line, r.opts.Keep, &rec); err != nil {
 		return Record{}, false, r.errorf("%s", err.Detail)
+	}
+	if r.js.numTS {
+		r.odd.note(r.js.rawTS, r.opts.TSUnit, rec.Time, r.line)
 	}
 	rec.Line = r.line
 	return rec, true, nil
@@ -107,6 +115,7 @@ func (j *jsonLine) parse(line []byte, keep *PropFilter, rec *Record) *DecodeErro
 	if line[0] != '{' {
 		return decodeErrorf(ReasonJSON, "expected a JSON object, got %s", quote(line))
 	}
+	j.numTS = false
 	if j.fast(line, keep, rec) {
 		return nil
 	}
@@ -374,7 +383,8 @@ func hex4(b []byte) rune {
 	return r
 }
 
-// time decodes "ts": an RFC 3339 string or integer unix milliseconds. A
+// time decodes "ts": an RFC 3339 string, or an integer count of j.unit
+// since the epoch, returned as unix milliseconds. A
 // string is only put into j.text, at sp with isText set, for record to
 // parse once it has made a string of j.text: time.Parse takes a string, and
 // a string of its own would cost an allocation.
@@ -387,19 +397,28 @@ func (j *jsonLine) time() (ms int64, sp span, isText bool, err *DecodeError) {
 		sp, err = j.appendString(keyTS, "ts")
 		return 0, sp, true, err
 	}
-	if ms, ok := parseInt(raw); ok {
+	if n, ok := parseInt(raw); ok {
+		if ms, ok = j.unit.millis(n); !ok {
+			return 0, span{}, false, tsError(n, j.unit)
+		}
+		j.numTS, j.rawTS = true, n
 		return ms, span{}, false, nil
 	}
-	return 0, span{}, false, decodeErrorf(ReasonBadTime, `field "ts" must be an RFC 3339 string or integer unix milliseconds, got %s`, clip(raw))
+	return 0, span{}, false, decodeErrorf(ReasonBadTime, `field "ts" must be an RFC 3339 string or an integer (unix %s), got %s`, j.unit.word(), clip(raw))
 }
 
-// parseRFC3339 returns the unix milliseconds of an RFC 3339 time.
+// parseRFC3339 returns the unix milliseconds of an RFC 3339 time. A time
+// before 1970 is refused as a negative number is: event times are never
+// negative, which AppendEvent's numbers rely on to read back.
 func parseRFC3339(s string) (int64, *DecodeError) {
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
 		return 0, decodeErrorf(ReasonBadTime, `field "ts": %s is not an RFC 3339 time`, quote([]byte(s)))
 	}
-	return t.UnixMilli(), nil
+	if ms := t.UnixMilli(); ms >= 0 {
+		return ms, nil
+	}
+	return 0, decodeErrorf(ReasonTSOutOfRange, `field "ts": %s is before 1970`, quote([]byte(s)))
 }
 
 // scan is the fast path of parse: it checks that line is one JSON object,

@@ -29,6 +29,12 @@ const (
 	ReasonUnknownOp = "unknown_op"
 	// ReasonBadTime: "ts" is neither an RFC 3339 string nor an integer.
 	ReasonBadTime = "bad_time"
+	// ReasonTSOutOfRange: "ts" is before 1970 (a negative number, or an
+	// RFC 3339 time), or a number so large that its milliseconds overflow.
+	// Such times are refused rather than read: no stream gcsm serves has
+	// them, while a negative count is the mark of a producer's arithmetic
+	// gone wrong.
+	ReasonTSOutOfRange = "ts_out_of_range"
 	// ReasonBadValue: an id or a label is neither a string nor an integer,
 	// or a property value is not a number (within a float64's range), a
 	// string, a boolean or null, or a property field is not an object.
@@ -41,8 +47,9 @@ const (
 	// Such names are refused, not repaired: encoding/json would turn every
 	// bad sequence into U+FFFD and so make one vertex of distinct ids.
 	ReasonInvalidUTF8 = "invalid_utf8"
-	// ReasonFormat: Decoder.Format is not one that a Decoder decodes. It is
-	// the configuration that is wrong, not the value.
+	// ReasonFormat: Decoder.Format is not one that a Decoder decodes, or
+	// Decoder.TSUnit no unit. It is the configuration that is wrong, not
+	// the value.
 	ReasonFormat = "format"
 	// ReasonIDTooLong: an id (a vertex's, or an edge's "id") or a label is
 	// longer than Decoder.MaxIDBytes once decoded.
@@ -61,7 +68,7 @@ const DefaultMaxIDBytes = 1 << 10
 // export a zero count for each before the first refusal.
 func DecodeReasons() []string {
 	return []string{ReasonOversized, ReasonEmpty, ReasonJSON, ReasonMissingField, ReasonUnknownOp,
-		ReasonBadTime, ReasonBadValue, ReasonCSM, ReasonInvalidUTF8, ReasonFormat, ReasonIDTooLong}
+		ReasonBadTime, ReasonTSOutOfRange, ReasonBadValue, ReasonCSM, ReasonInvalidUTF8, ReasonFormat, ReasonIDTooLong}
 }
 
 // DecodeError says why a value was refused.
@@ -109,10 +116,19 @@ type Decoder struct {
 	// read at each Decode, so a service may set it before each batch from
 	// the filter of its current queries.
 	Keep *PropFilter
+	// TSUnit is what a numeric "ts" counts since the epoch; the zero value
+	// is milliseconds.
+	TSUnit TimeUnit
 
 	fields []span
 	js     jsonLine
+	odd    oddTimes
 }
+
+// OddTime returns the first numeric ts decoded whose time lands before 1990
+// or from 2100 on in TSUnit, and whether there was one, for the caller to
+// warn about: it decodes as given all the same.
+func (d *Decoder) OddTime() (OddTime, bool) { return d.odd.first, d.odd.seen }
 
 // Decode decodes one value. A failure is a *DecodeError. The Record has
 // Line 0; its strings share one allocation (a CSM line with leading zeros
@@ -145,6 +161,9 @@ func (d *Decoder) decode(value []byte, rec *Record) *DecodeError {
 		}
 		return decodeErrorf(ReasonEmpty, "value is a comment, not an event: %s", quote(line))
 	}
+	if d.TSUnit < Milliseconds || d.TSUnit > Nanoseconds {
+		return decodeErrorf(ReasonFormat, "a Decoder reads times in s, ms, us or ns, not %v", d.TSUnit)
+	}
 	format := d.Format
 	if format == FormatAuto {
 		format = FormatCSM
@@ -155,7 +174,10 @@ func (d *Decoder) decode(value []byte, rec *Record) *DecodeError {
 	var err *DecodeError
 	switch format {
 	case FormatJSON:
-		err = d.js.parse(line, d.Keep, rec)
+		d.js.unit = d.TSUnit
+		if err = d.js.parse(line, d.Keep, rec); err == nil && d.js.numTS {
+			d.odd.note(d.js.rawTS, d.TSUnit, rec.Time, 0)
+		}
 	case FormatCSM:
 		var ok bool
 		*rec, ok, err = parseCSM(line, &d.fields)
@@ -217,9 +239,10 @@ func trimValue(b []byte) []byte {
 // AppendEvent appends rec to dst as one JSON input event, without a
 // newline, and returns the extended slice. It is the inverse of Decode:
 // for every Record r that Decode returns, Decode(AppendEvent(nil, r))
-// returns r again (with the Decoder's PropFilter). Ids and labels are
-// written as strings, labels and the edge's "id" only when given, "ts" as
-// unix milliseconds when rec.Time is not 0, and each list of properties as
+// returns r again (with the Decoder's PropFilter and TSUnit
+// Milliseconds). Ids and labels are written as strings, labels and the
+// edge's "id" only when given, "ts" as unix milliseconds when rec.Time is
+// not 0, and each list of properties as
 // an object when it is not empty. A vertex record is
 // {"op":"vertex","id":…,"label":…}, with its SrcProps as "props". Bytes of
 // rec's strings that are not UTF-8 become U+FFFD, as they do in

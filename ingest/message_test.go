@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -86,7 +87,17 @@ func TestDecodeErrors(t *testing.T) {
 		{Decoder{}, `{"op":"upsert","src":1,"dst":2}`, ReasonUnknownOp, `unknown op "upsert"`},
 		{Decoder{}, `{"op":1,"src":1,"dst":2}`, ReasonUnknownOp, `unknown op 1`},
 		{Decoder{}, `{"op":"+","src":1,"dst":2,"ts":"yesterday"}`, ReasonBadTime, `field "ts": "yesterday" is not an RFC 3339 time`},
-		{Decoder{}, `{"op":"+","src":1,"dst":2,"ts":1.5e12}`, ReasonBadTime, `field "ts" must be an RFC 3339 string or integer unix milliseconds, got 1.5e12`},
+		{Decoder{}, `{"op":"+","src":1,"dst":2,"ts":1.5e12}`, ReasonBadTime, `field "ts" must be an RFC 3339 string or an integer (unix milliseconds), got 1.5e12`},
+		{Decoder{TSUnit: Seconds}, `{"op":"+","src":1,"dst":2,"ts":"x"}`, ReasonBadTime, `field "ts": "x" is not an RFC 3339 time`},
+		{Decoder{}, `{"op":"+","src":1,"dst":2,"ts":-1}`, ReasonTSOutOfRange, `field "ts" is negative (-1): a numeric ts counts milliseconds since 1970`},
+		{Decoder{TSUnit: Nanoseconds}, `{"op":"vertex","id":1,"label":"A","ts":-9223372036854775808}`, ReasonTSOutOfRange,
+			`field "ts" is negative (-9223372036854775808): a numeric ts counts nanoseconds since 1970`},
+		{Decoder{TSUnit: Seconds}, `{"op":"+","src":1,"dst":2,"ts":9223372036854776}`, ReasonTSOutOfRange,
+			`field "ts" 9223372036854776 in seconds is past the largest time gcsm holds (year 292278994)`},
+		{Decoder{}, `{"op":"+","src":1,"dst":2,"ts":"1969-12-31T23:59:59.999Z"}`, ReasonTSOutOfRange, `field "ts": "1969-12-31T23:59:59.999Z" is before 1970`},
+		{Decoder{}, `{"op":"+","src":1,"ts":"1970-01-01T00:30:00+01:00"}`, ReasonTSOutOfRange, `field "ts": "1970-01-01T00:30:00+01:00" is before 1970`},
+		// A negative time is refused before the missing dst, as a bad one is.
+		{Decoder{}, `{"op":"+","src":1,"ts":-5}`, ReasonTSOutOfRange, `field "ts" is negative (-5): a numeric ts counts milliseconds since 1970`},
 		// The time is checked first, whatever else is wrong.
 		{Decoder{}, `{"op":"+","src":1,"ts":"2024-06-01"}`, ReasonBadTime, `field "ts": "2024-06-01" is not an RFC 3339 time`},
 		{Decoder{}, `{"op":"+","src":1.5,"dst":2}`, ReasonBadValue, `field "src" must be a string or an integer, got 1.5`},
@@ -98,6 +109,7 @@ func TestDecodeErrors(t *testing.T) {
 		{Decoder{}, "e 1 2 \xff", ReasonInvalidUTF8, `edge label is not valid UTF-8 at byte 0: "\xff"`},
 		{Decoder{Format: FormatCSM}, `{"op":"+","src":1,"dst":2}`, ReasonCSM, `unknown line type "{\"op\":\"+\",\"src\":1,\"dst\":2}"`},
 		{Decoder{Format: FormatSNAP}, `1 2`, ReasonFormat, `a Decoder decodes JSON and CSM, not snap`},
+		{Decoder{TSUnit: -1}, `e 1 2`, ReasonFormat, `a Decoder reads times in s, ms, us or ns, not TimeUnit(-1)`},
 		{Decoder{MaxIDBytes: 4}, `{"op":"+","src":"acct-1","dst":2}`, ReasonIDTooLong, `field "src" is 6 bytes, over the limit of 4 for ids and labels`},
 	}
 	seen := map[string]bool{}
@@ -481,5 +493,106 @@ func BenchmarkAppendEvent(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf = AppendEvent(buf[:0], rec)
+	}
+}
+
+// TestDecodeTimeUnits reads one numeric ts in each unit: the record holds
+// its milliseconds, and an RFC 3339 ts ignores the unit.
+func TestDecodeTimeUnits(t *testing.T) {
+	const ms = 1795255200000 // 2026-11-21T10:00:00Z
+	for _, tt := range []struct {
+		unit TimeUnit
+		ts   string
+		want int64
+	}{
+		{Milliseconds, "1795255200000", ms},
+		{Seconds, "1795255200", ms},
+		{Microseconds, "1795255200000123", ms},
+		{Nanoseconds, "1795255200000999999", ms},
+		{Seconds, `"2026-11-21T10:00:00Z"`, ms},
+		{Nanoseconds, `"2026-11-21T10:00:00Z"`, ms},
+		{Seconds, "0", 0},
+	} {
+		// The fast way takes the first event, the general way the second
+		// (a vertex) and the third (keys out of order).
+		for _, ev := range []string{`{"op":"+","src":"a","dst":"b","ts":%s}`, `{"op":"vertex","id":"a","label":"A","ts":%s}`,
+			`{"ts":%s,"op":"-","src":"a","dst":"b"}`} {
+			d := Decoder{TSUnit: tt.unit}
+			in := fmt.Sprintf(ev, tt.ts)
+			rec, err := d.Decode([]byte(in))
+			if err != nil || rec.Time != tt.want {
+				t.Errorf("%v: Decode(%s) = time %d, %v; want %d", tt.unit, in, rec.Time, err, tt.want)
+			}
+		}
+	}
+}
+
+// TestDecodeOddTime checks that a Decoder keeps the first numeric ts that
+// lands outside 1990-2100 in its unit, and words a warning that names
+// the flag and the unit that fits.
+func TestDecodeOddTime(t *testing.T) {
+	d := Decoder{}
+	for _, in := range []string{
+		`{"op":"+","src":"a","dst":"b","ts":1795255200000}`,          // 2026 in ms: fine
+		`{"op":"+","src":"a","dst":"b","ts":"1970-01-01T00:00:01Z"}`, // text: no unit to doubt
+		`{"op":"+","src":"a","dst":"b"}`,
+		`{"op":"+","src":"a","ts":1795255200}`, // refused: not noted
+		`e 1 2`,
+	} {
+		d.Decode([]byte(in))
+		if odd, ok := d.OddTime(); ok {
+			t.Fatalf("after %s: odd time %+v", in, odd)
+		}
+	}
+	for _, in := range []string{`{"op":"+","src":"a","dst":"b","ts":1795255200}`, `{"op":"+","src":"a","dst":"b","ts":5}`} {
+		if _, err := d.Decode([]byte(in)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	odd, ok := d.OddTime()
+	if !ok || odd != (OddTime{TS: 1795255200, Unit: Milliseconds}) {
+		t.Fatalf("OddTime() = %+v, %v; want the first, 1795255200 ms", odd, ok)
+	}
+	want := "numeric ts 1795255200 read as milliseconds is 1970-01-21T18:40:55.2Z, outside 1990-2100: if ts counts seconds, give --ts-unit s"
+	if odd.String() != want {
+		t.Errorf("warning\n got %s\nwant %s", odd, want)
+	}
+	for _, tt := range []struct {
+		odd  OddTime
+		want string
+	}{
+		{OddTime{TS: 1795255200000, Unit: Seconds}, "if ts counts milliseconds, give --ts-unit ms"},
+		{OddTime{TS: 1795255200000000000, Unit: Microseconds}, "if ts counts nanoseconds, give --ts-unit ns"},
+		{OddTime{TS: 7, Unit: Nanoseconds}, "if ts counts another unit, give --ts-unit s, ms, us or ns"},
+		{OddTime{TS: 4102444800000, Unit: Milliseconds}, "is 2100-01-01T00:00:00Z, outside 1990-2100: if ts counts another unit"},
+	} {
+		if !strings.Contains(tt.odd.String(), tt.want) {
+			t.Errorf("%+v: %s, want it to say %q", tt.odd, tt.odd, tt.want)
+		}
+	}
+	// The bounds: 1990 is in, 2100 out.
+	var o oddTimes
+	o.note(1, Milliseconds, plausibleFrom, 1)
+	o.note(2, Milliseconds, plausibleTo-1, 2)
+	if o.seen {
+		t.Errorf("noted %+v inside 1990-2100", o.first)
+	}
+	o.note(3, Milliseconds, plausibleFrom-1, 3)
+	if !o.seen || o.first.Line != 3 {
+		t.Errorf("did not note the time just before 1990: %+v", o)
+	}
+}
+
+func TestParseTimeUnit(t *testing.T) {
+	for _, s := range []string{"s", "ms", "us", "ns"} {
+		u, err := ParseTimeUnit(s)
+		if err != nil || u.String() != s {
+			t.Errorf("ParseTimeUnit(%q) = %v, %v", s, u, err)
+		}
+	}
+	for _, s := range []string{"", "sec", "MS", "µs", "seconds"} {
+		if _, err := ParseTimeUnit(s); err == nil || !strings.Contains(err.Error(), strconv.Quote(s)) || !strings.Contains(err.Error(), "want s, ms, us or ns") {
+			t.Errorf("ParseTimeUnit(%q): %v, want an error naming it and the units", s, err)
+		}
 	}
 }

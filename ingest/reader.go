@@ -21,19 +21,30 @@ const (
 	// integers; a spelling with leading zeros names the same vertex as
 	// without them.
 	FormatCSM
-	// FormatSNAP is an edge list "u v [unixtime]" separated by blanks, or by
+	// FormatSNAP is an edge list "u v [time]" separated by blanks, or by
 	// commas when the first data line has one (CSV). Every line is an
-	// insertion without labels; a third column is taken as a time in unix
-	// seconds when it is an integer and ignored otherwise (a weight, say).
+	// insertion without labels; a third column is taken as a time when it
+	// is a non-negative integer and ignored otherwise (a weight or a sign,
+	// say).
 	//
 	// A CSV file may start with a header, a line with no numeric field (so
-	// a CSV whose ids are not numbers needs one). The first two columns are
-	// then the endpoints; a later column named time, timestamp or ts (any
-	// case) gives the time, which must be an integer, and one named rating,
-	// label or sign gives the edge label; the others are ignored. Without a
-	// header, a CSV line has two columns, three (the third as above) or
-	// four: SNAP's signed networks, source, target, rating (the label) and
-	// time. Quotes have no meaning in CSV fields.
+	// a CSV whose ids are not numbers needs one), which names its columns:
+	// src, dst, label, src_label, dst_label, ts, id and op (+, -, insert or
+	// delete), in any order and case, as in a JSON event (source, target,
+	// time and timestamp are taken for src, dst, ts and ts); every other
+	// column is a property of the edge, a number where it is spelt as a
+	// JSON number and a string otherwise, and kept as Options.Keep says. A
+	// header must name src and dst, and no column twice; a header that
+	// does not is refused, and so is every line after it. An empty field is
+	// absent (no label, no time, no property), but src, dst and op must
+	// not be empty. Without a header, a CSV line has two columns, three
+	// (the third as above) or four: SNAP's signed networks, source,
+	// target, rating (the label) and time. Quotes have no meaning in CSV
+	// fields.
+	//
+	// Times, in the ts column or by position, are integers counting
+	// Options.TSUnit since the epoch (an RFC 3339 string in a ts column or
+	// a fourth column too), as in JSON.
 	FormatSNAP
 	// FormatJSON is one JSON object per line:
 	//
@@ -44,7 +55,8 @@ const (
 	// JSON strings or integers. A string with bytes that are not UTF-8, or
 	// with a \u escape of a lone surrogate, is refused: encoding/json would
 	// make U+FFFD of either. ts is optional: an RFC 3339 string or an
-	// integer of unix milliseconds.
+	// integer count of Options.TSUnit (milliseconds by default) since the
+	// epoch; a negative one is refused.
 	//
 	// An edge event may name its own edge with "id" (a string or an
 	// integer), one of many parallel edges between its endpoints, and give
@@ -94,9 +106,12 @@ type Options struct {
 	// (Decoder.MaxIDBytes); 0 means DefaultMaxIDBytes. A line with a
 	// longer one is malformed.
 	MaxIDBytes int
-	// Keep names the properties of FormatJSON events that records keep;
-	// nil keeps none.
+	// Keep names the properties of FormatJSON events and of CSV property
+	// columns that records keep; nil keeps none.
 	Keep *PropFilter
+	// TSUnit is what a numeric time counts since the epoch, in every
+	// format; the zero value is milliseconds.
+	TSUnit TimeUnit
 }
 
 const (
@@ -133,12 +148,13 @@ type Reader struct {
 	js     jsonLine
 
 	// SNAP only: whether the first data line has been seen, whether it had
-	// a comma, and if it was a CSV header, how many fields it named and
-	// which of them make a record.
+	// a comma, and if it was a CSV header, what it says (width 0 without
+	// one).
 	snapStarted bool
 	csv         bool
-	csvWidth    int // 0 without a header
-	csvColumns  columns
+	csvLayout   csvLayout
+
+	odd oddTimes
 
 	skipped int
 	bad     []*LineError
@@ -152,11 +168,15 @@ func NewReader(r io.Reader, opts Options) *Reader {
 // newReader lets tests use a tiny buffer to exercise lines that straddle it.
 func newReader(r io.Reader, opts Options, size int) *Reader {
 	rd := &Reader{br: bufio.NewReaderSize(r, size), opts: opts, format: opts.Format, maxLine: opts.MaxLineBytes}
+	rd.js.unit = opts.TSUnit
 	if rd.maxLine <= 0 {
 		rd.maxLine = defaultMaxLineBytes
 	}
 	if opts.Format < FormatAuto || opts.Format > FormatJSON {
 		rd.err = fmt.Errorf("ingest: unknown %v", opts.Format)
+	}
+	if opts.TSUnit < Milliseconds || opts.TSUnit > Nanoseconds {
+		rd.err = fmt.Errorf("ingest: unknown %v", opts.TSUnit)
 	}
 	return rd
 }
@@ -185,6 +205,11 @@ func (r *Reader) Format() Format { return r.format }
 // the CSM benchmarks read them. It is meaningful once Next has read a data
 // line.
 func (r *Reader) Directed() bool { return r.format == FormatJSON || r.format == FormatSNAP && r.csv }
+
+// OddTime returns the first numeric time read whose time lands before 1990
+// or from 2100 on in Options.TSUnit, and whether there was one, for the
+// caller to warn about: it is read as given all the same.
+func (r *Reader) OddTime() (OddTime, bool) { return r.odd.first, r.odd.seen }
 
 // Skipped returns the number of malformed lines skipped so far.
 func (r *Reader) Skipped() int { return r.skipped }

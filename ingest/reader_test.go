@@ -81,22 +81,22 @@ func TestRead(t *testing.T) {
 		{"snap string ids", FormatSNAP,
 			"alice bob\n",
 			[]Record{ins(1, "alice", "bob", "")}},
-		{"snap timestamps", FormatSNAP,
-			"1 2 1082040961\n3 4 -5\n",
-			[]Record{timed(ins(1, "1", "2", ""), 1082040961000), timed(ins(2, "3", "4", ""), -5000)}},
+		{"snap timestamps, a negative third column is a sign", FormatSNAP,
+			"1 2 1082040961000\n3 4 -5\n",
+			[]Record{timed(ins(1, "1", "2", ""), 1082040961000), ins(2, "3", "4", "")}},
 		{"snap weight ignored", FormatSNAP,
 			"1 2 0.5\n",
 			[]Record{ins(1, "1", "2", "")}},
-		{"csv with header", FormatSNAP,
-			"\xef\xbb\xbfSource,Target,Rating,Time\r\n7188,1,10,1407470400\r\n7604, 7603 ,-10,1364270400",
-			[]Record{timed(ins(2, "7188", "1", "10"), 1407470400000), timed(ins(3, "7604", "7603", "-10"), 1364270400000)}},
+		{"csv with SNAP's header", FormatSNAP,
+			"\xef\xbb\xbfSource,Target,Rating,Time\r\n7188,1,10,1407470400000\r\n7604, 7603 ,-10,1364270400000",
+			[]Record{timed(ins(2, "7188", "1", ""), 1407470400000), timed(ins(3, "7604", "7603", ""), 1364270400000)}},
 		{"csv header picks columns by name", FormatSNAP,
-			"# exported\nfrom,to,ts,weight,LABEL\na,b,60,0.5,x\n",
-			[]Record{timed(ins(3, "a", "b", "x"), 60000)}},
+			"# exported\nts,weight,LABEL,dst,src\n60,0.5,x,b,a\n",
+			[]Record{timed(ins(3, "a", "b", "x"), 60)}},
 		{"csv without header", FormatSNAP,
 			"1,2\n3,4,100\n5,6,1,200\n7,8,w\n",
-			[]Record{ins(1, "1", "2", ""), timed(ins(2, "3", "4", ""), 100000),
-				timed(ins(3, "5", "6", "1"), 200000), ins(4, "7", "8", "")}},
+			[]Record{ins(1, "1", "2", ""), timed(ins(2, "3", "4", ""), 100),
+				timed(ins(3, "5", "6", "1"), 200), ins(4, "7", "8", "")}},
 		{"json", FormatJSON,
 			`{"op":"+","src":1,"dst":"b","label":"x","src_label":"A","dst_label":2,"ts":1700000000123}` + "\n" +
 				`{"op":"delete","src":"a\u00e9","dst":-3,"ts":"2024-06-01T12:00:00.5Z","extra":[1,{"x":2}]}` + "\r\n" +
@@ -151,13 +151,14 @@ func TestLineErrors(t *testing.T) {
 		{FormatCSM, "E" + strings.Repeat("x", 50) + " 1\n", `in:1: unknown line type "E` + strings.Repeat("x", 39) + `"...`},
 		{FormatSNAP, "1 2\n1\n", `in:2: edge list line needs 2 or 3 fields, got 1`},
 		{FormatSNAP, "1 2 3 4\n", `in:1: edge list line needs 2 or 3 fields, got 4`},
-		{FormatSNAP, "1 2 9223372036854776\n", `in:1: unix time "9223372036854776" is out of range`},
+		{FormatSNAP, "1,2,x,-3\n", `in:1: field "ts" is negative (-3): a numeric ts counts milliseconds since 1970`},
 		{FormatSNAP, "1,2\n3\n", `in:2: CSV line needs 2, 3 or 4 fields, got 1`},
 		{FormatSNAP, "1,2,3,4,5\n", `in:1: CSV line needs 2, 3 or 4 fields, got 5`},
-		{FormatSNAP, "1,2,x,y\n", `in:1: time "y" is not an integer of unix seconds`},
+		{FormatSNAP, "1,2,x,y\n", `in:1: field "ts" "y" is neither an integer (unix milliseconds) nor an RFC 3339 time`},
 		{FormatSNAP, "1,,5\n", `in:1: empty vertex id`},
 		{FormatSNAP, "src,dst,time\n1,2\n", `in:2: CSV line has 2 fields, the header 3`},
-		{FormatSNAP, "src,dst,time\n1,2,now\n", `in:2: time "now" is not an integer of unix seconds`},
+		{FormatSNAP, "src,dst,time\n1,2,now\n", `in:2: field "ts" "now" is neither an integer (unix milliseconds) nor an RFC 3339 time`},
+		{FormatSNAP, "src,dst,ts\n1,2,-1\n", `in:2: field "ts" is negative (-1): a numeric ts counts milliseconds since 1970`},
 		{FormatJSON, `{"op":"+","src":1,"dst":2` + "\n", `in:1: invalid JSON: unexpected end of JSON input`},
 		{FormatJSON, `{"op":"+"} x`, `in:1: invalid JSON: invalid character 'x' after top-level value`},
 		{FormatJSON, `[1,2]`, `in:1: expected a JSON object, got "[1,2]"`},
@@ -172,7 +173,8 @@ func TestLineErrors(t *testing.T) {
 		{FormatJSON, `{"op":"+","src":1,"dst":2,"label":true}`, `in:1: field "label" must be a string or an integer, got true`},
 		{FormatJSON, `{"op":"+","src":1,"dst":2,"src_label":{}}`, `in:1: field "src_label" must be a string or an integer, got {}`},
 		{FormatJSON, `{"op":"+","src":1,"dst":2,"ts":"yesterday"}`, `in:1: field "ts": "yesterday" is not an RFC 3339 time`},
-		{FormatJSON, `{"op":"+","src":1,"dst":2,"ts":1.5e12}`, `in:1: field "ts" must be an RFC 3339 string or integer unix milliseconds, got 1.5e12`},
+		{FormatJSON, `{"op":"+","src":1,"dst":2,"ts":1.5e12}`, `in:1: field "ts" must be an RFC 3339 string or an integer (unix milliseconds), got 1.5e12`},
+		{FormatJSON, `{"op":"+","src":1,"dst":2,"ts":-1}`, `in:1: field "ts" is negative (-1): a numeric ts counts milliseconds since 1970`},
 		{FormatJSON, `{"op":"vertex","id":1}`, `in:1: missing field "label"`},
 		{FormatJSON, `{"op":"vertex","label":"A"}`, `in:1: missing field "id"`},
 	}
@@ -474,7 +476,12 @@ func scan(t *testing.T, path string, match func(f []string) bool) int {
 // readFile reads a whole data set file, failing on any error.
 func readFile(t *testing.T, path string, format Format) ([]Record, *Reader) {
 	t.Helper()
-	r, c, err := Open(path, Options{Format: format})
+	return readFileWith(t, path, Options{Format: format})
+}
+
+func readFileWith(t *testing.T, path string, opts Options) ([]Record, *Reader) {
+	t.Helper()
+	r, c, err := Open(path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -559,7 +566,15 @@ func TestWikiVote(t *testing.T) {
 
 func TestCollegeMsg(t *testing.T) {
 	path := dataset(t, "snap/CollegeMsg.txt")
-	recs, _ := readFile(t, path, FormatAuto)
+	recs, r := readFileWith(t, path, Options{TSUnit: Seconds})
+	if odd, ok := r.OddTime(); ok {
+		t.Errorf("CollegeMsg's times in seconds, read as seconds, are odd: %v", odd)
+	}
+	// Read as milliseconds, they land in 1970, and the first says so.
+	_, r = readFile(t, path, FormatAuto)
+	if odd, ok := r.OddTime(); !ok || odd != (OddTime{TS: 1082040961, Unit: Milliseconds, Line: 1}) {
+		t.Errorf("OddTime() = %+v, %v; want line 1's", odd, ok)
+	}
 	want := scan(t, path, dataLine)
 	if len(recs) != want || want != 59835 {
 		t.Fatalf("read %d messages, scan found %d, README says 59835", len(recs), want)
@@ -576,26 +591,36 @@ func TestCollegeMsg(t *testing.T) {
 
 func TestBitcoinAlpha(t *testing.T) {
 	path := dataset(t, "snap/soc-sign-bitcoinalpha.csv")
-	recs, r := readFile(t, path, FormatAuto)
+	// The header names its columns Source, Target, Rating and Time: the
+	// rating is a property, and the times count seconds.
+	recs, r := readFileWith(t, path, Options{TSUnit: Seconds, Keep: NewPropFilter([]string{"Rating"}, nil)})
 	if r.Format() != FormatSNAP || r.Skipped() != 0 {
 		t.Errorf("format %v, %d skipped", r.Format(), r.Skipped())
+	}
+	if odd, ok := r.OddTime(); ok {
+		t.Errorf("odd time %v", odd)
 	}
 	want := scan(t, path, func(f []string) bool { return len(f) > 0 }) - 1 // the header
 	if len(recs) != want || want != 24186 {
 		t.Fatalf("read %d edges, scan found %d, README says 24186", len(recs), want)
 	}
-	if !sameRecord(recs[0], timed(ins(2, "7188", "1", "10"), 1407470400000)) {
+	first := timed(ins(2, "7188", "1", ""), 1407470400000)
+	first.Props = []graph.Prop{{Name: "Rating", Value: graph.NumberValue(10)}}
+	if !sameRecord(recs[0], first) {
 		t.Errorf("first record %+v", recs[0])
 	}
-	ratings := map[string]bool{}
+	ratings := map[float64]bool{}
 	for _, rec := range recs {
 		if rec.Time <= 0 {
 			t.Fatalf("record %+v has no time", rec)
 		}
-		ratings[rec.Label] = true
+		if len(rec.Props) != 1 || rec.Props[0].Value.Kind != graph.Number {
+			t.Fatalf("record %+v has no numeric rating", rec)
+		}
+		ratings[rec.Props[0].Value.Num] = true
 	}
 	// Ratings run from -10 to 10, 0 excepted.
-	if len(ratings) != 20 || !ratings["-10"] || !ratings["10"] || ratings["0"] {
+	if len(ratings) != 20 || !ratings[-10] || !ratings[10] || ratings[0] {
 		t.Errorf("ratings %v", ratings)
 	}
 }

@@ -2,7 +2,9 @@ package ingest
 
 import (
 	"bytes"
+	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -212,28 +214,16 @@ func canonID(id string) string {
 	return id
 }
 
-// columns says which fields of a line make an edge record; -1 is absent.
-type columns struct {
-	src, dst, label, time int
-	// anyTime lets a time field that is not an integer pass as something
-	// else, such as a weight in the third column of an edge list.
-	anyTime bool
-}
-
-var (
-	pairColumns   = columns{src: 0, dst: 1, label: -1, time: -1}
-	timedColumns  = columns{src: 0, dst: 1, label: -1, time: 2, anyTime: true}
-	signedColumns = columns{src: 0, dst: 1, label: 2, time: 3} // SNAP's soc-sign-bitcoin*
-)
-
 // parseSNAP reads a line of an edge list; the first data line decides
 // whether it is CSV.
 func (r *Reader) parseSNAP(line []byte) (Record, bool, *LineError) {
 	if !r.snapStarted {
 		r.snapStarted = true
 		r.csv = bytes.IndexByte(line, ',') >= 0
-		if r.csv && r.csvHeader(line) {
-			return Record{}, false, nil
+		if r.csv {
+			if header, err := r.csvHeader(line); header || err != nil {
+				return Record{}, false, err
+			}
 		}
 	}
 	if r.csv {
@@ -249,46 +239,108 @@ func (r *Reader) parseSNAP(line []byte) (Record, bool, *LineError) {
 	return Record{}, false, r.errorf("edge list line needs 2 or 3 fields, got %d", n)
 }
 
+// csvLayout is what a CSV header says: the number of columns, the column
+// of each field of a record (-1 where the header does not name it), and
+// the columns of properties.
+type csvLayout struct {
+	width                                           int
+	src, dst, label, srcLabel, dstLabel, ts, id, op int
+	props                                           []csvProp
+	// refused is the line of a header that was refused, after which no
+	// line is read: read by position, its lines would make wrong edges.
+	refused int
+}
+
+// csvProp is a column of properties: its name, the PropFilter's copy
+// where it keeps the property, and whether it does.
+type csvProp struct {
+	col  int
+	name string
+	kept bool
+}
+
+// csvFields are the names of a CSV header's columns that make a record;
+// every other column is a property of the edge.
+var csvFields = [...]string{"src", "dst", "label", "src_label", "dst_label", "ts", "id", "op"}
+
+// csvAliases are other names of csvFields that edge lists use: SNAP's
+// and networkx's source and target, and the time columns the CSV reader
+// took before it read headers by name.
+var csvAliases = map[string]string{"source": "src", "target": "dst", "time": "ts", "timestamp": "ts"}
+
 // csvHeader reports whether line, the first of a CSV file, is a header (no
-// field is a number) and if so sets the layout of the lines that follow.
-func (r *Reader) csvHeader(line []byte) bool {
+// field is a number) and if so reads the layout of the lines that follow,
+// or refuses it: a header must name src and dst, and no column twice.
+func (r *Reader) csvHeader(line []byte) (bool, *LineError) {
 	f, n := r.split(line, true, math.MaxInt)
 	for _, s := range f {
 		if _, err := strconv.ParseFloat(string(field(line, s)), 64); err == nil {
-			return false
+			return false, nil
 		}
 	}
-	r.csvWidth = n
-	r.csvColumns = pairColumns
-	for i := 2; i < n; i++ {
-		name := string(field(line, f[i]))
-		switch {
-		case r.csvColumns.time < 0 && oneOf(name, "time", "timestamp", "ts"):
-			r.csvColumns.time = i
-		case r.csvColumns.label < 0 && oneOf(name, "rating", "label", "sign"):
-			r.csvColumns.label = i
-		}
+	l := &r.csvLayout
+	*l = csvLayout{width: n, src: -1, dst: -1, label: -1, srcLabel: -1, dstLabel: -1, ts: -1, id: -1, op: -1}
+	cols := [len(csvFields)]*int{&l.src, &l.dst, &l.label, &l.srcLabel, &l.dstLabel, &l.ts, &l.id, &l.op}
+	refuse := func(format string, args ...any) (bool, *LineError) {
+		l.refused = r.line
+		return true, r.errorf("CSV header %s: %s", quote(line), fmt.Sprintf(format, args...))
 	}
-	return true
-}
-
-func oneOf(name string, names ...string) bool {
-	for _, n := range names {
-		if strings.EqualFold(name, n) {
-			return true
+	seen := make(map[string]int, n)
+	for i, s := range f {
+		name := field(line, s)
+		if err := checkUTF8(fmt.Sprintf("the name of column %d", i+1), name); err != nil {
+			return refuse("%s", err.Detail)
 		}
+		if len(name) == 0 {
+			return refuse("column %d has no name", i+1)
+		}
+		key := string(name)
+		if alias, ok := csvAliases[strings.ToLower(key)]; ok {
+			key = alias
+		}
+		for k, f := range csvFields {
+			if strings.EqualFold(key, f) {
+				key = f
+				*cols[k] = i
+			}
+		}
+		if j, ok := seen[key]; ok {
+			return refuse("columns %d and %d both name %q", j+1, i+1, key)
+		}
+		seen[key] = i
+		if slices.Contains(csvFields[:], key) {
+			continue
+		}
+		p := csvProp{col: i, name: key}
+		if canon, kept := r.opts.Keep.lookup(false, name); kept {
+			p.kept = true
+			if canon != "" {
+				p.name = canon
+			}
+		}
+		l.props = append(l.props, p)
 	}
-	return false
+	switch {
+	case l.src < 0 && l.dst < 0:
+		return refuse(`no column is named "src" or "dst"; a CSV file's first line without a number is its header, which names its columns (src, dst, label, src_label, dst_label, ts, id, op; any other is a property)`)
+	case l.src < 0:
+		return refuse(`no column is named "src"`)
+	case l.dst < 0:
+		return refuse(`no column is named "dst"`)
+	}
+	return true, nil
 }
 
 // parseCSV reads a data line of a CSV edge list.
 func (r *Reader) parseCSV(line []byte) (Record, bool, *LineError) {
-	if r.csvWidth > 0 {
-		f, n := r.split(line, true, r.csvWidth)
-		if n != r.csvWidth {
-			return Record{}, false, r.errorf("CSV line has %d fields, the header %d", n, r.csvWidth)
+	if l := &r.csvLayout; l.refused > 0 {
+		return Record{}, false, r.errorf("not read: the CSV header on line %d was refused", l.refused)
+	} else if l.width > 0 {
+		f, n := r.split(line, true, l.width)
+		if n != l.width {
+			return Record{}, false, r.errorf("CSV line has %d fields, the header %d", n, l.width)
 		}
-		return r.edge(line, f, r.csvColumns)
+		return r.csvRecord(line, f)
 	}
 	f, n := r.split(line, true, 4)
 	switch n {
@@ -302,22 +354,159 @@ func (r *Reader) parseCSV(line []byte) (Record, bool, *LineError) {
 	return Record{}, false, r.errorf("CSV line needs 2, 3 or 4 fields, got %d", n)
 }
 
-// maxUnixSeconds is the largest time in seconds whose milliseconds fit int64.
-const maxUnixSeconds = math.MaxInt64 / 1000
+// csvRecord makes the record of a data line of a CSV file with a header.
+// Empty fields are absent: no label, no time, no property; src and dst, and
+// op where the header names it, must not be empty.
+func (r *Reader) csvRecord(line []byte, f []span) (Record, bool, *LineError) {
+	l := &r.csvLayout
+	rec := Record{Op: graph.Insert, Line: r.line}
+	if l.op >= 0 {
+		switch op := field(line, f[l.op]); string(op) {
+		case "+", "insert":
+		case "-", "delete":
+			rec.Op = graph.Delete
+		case "":
+			return Record{}, false, r.errorf(`empty field "op"`)
+		default:
+			if err := checkUTF8(`field "op"`, op); err != nil {
+				return Record{}, false, r.errorf("%s", err.Detail)
+			}
+			return Record{}, false, r.errorf("unknown op %s: want +, -, insert or delete", quote(op))
+		}
+	}
+	if l.ts >= 0 {
+		if t := field(line, f[l.ts]); len(t) > 0 {
+			var err *LineError
+			if rec.Time, err = r.columnTime(t, true); err != nil {
+				return Record{}, false, err
+			}
+		}
+	}
+	names := [...]struct {
+		col  int
+		name string
+		dst  *string
+	}{{l.src, "src", &rec.Src}, {l.dst, "dst", &rec.Dst}, {l.label, "label", &rec.Label},
+		{l.srcLabel, "src_label", &rec.SrcLabel}, {l.dstLabel, "dst_label", &rec.DstLabel}, {l.id, "id", &rec.ID}}
+	for k, c := range names {
+		if c.col < 0 {
+			continue
+		}
+		b := field(line, f[c.col])
+		if k < 2 && len(b) == 0 {
+			return Record{}, false, r.errorf("empty field %q", c.name)
+		}
+		if !utf8.Valid(b) {
+			return Record{}, false, r.errorf("%s", checkUTF8(fmt.Sprintf("field %q", c.name), b).Detail)
+		}
+	}
+	kept := 0
+	for _, p := range l.props {
+		b := field(line, f[p.col])
+		if len(b) == 0 {
+			continue
+		}
+		if !utf8.Valid(b) {
+			return Record{}, false, r.errorf("%s", checkUTF8(fmt.Sprintf("property %q", p.name), b).Detail)
+		}
+		if _, _, err := csvValue(b, p.name); err != nil {
+			return Record{}, false, r.errorf("%s", err.Detail)
+		}
+		if p.kept {
+			kept++
+		}
+	}
+	// One string holds every name and kept string of the line.
+	s := string(line)
+	for _, c := range names {
+		if c.col >= 0 {
+			*c.dst = s[f[c.col].start:f[c.col].end]
+		}
+	}
+	if kept > 0 {
+		rec.Props = make([]graph.Prop, 0, kept)
+		for _, p := range l.props {
+			if sp := f[p.col]; p.kept && sp.start < sp.end {
+				v, isNum, _ := csvValue(field(line, sp), p.name)
+				if !isNum {
+					v = graph.StringValue(s[sp.start:sp.end])
+				}
+				rec.Props = append(rec.Props, graph.Prop{Name: p.name, Value: v})
+			}
+		}
+	}
+	return rec, true, nil
+}
+
+// csvValue reads a property field: a number where it is one as JSON spells
+// numbers (so that "007" or "+5", codes more than amounts, stay strings),
+// else a string, which isNum false leaves to the caller to make. A number
+// beyond a float64's range is refused, as it is in JSON.
+func csvValue(b []byte, name string) (v graph.Value, isNum bool, err *DecodeError) {
+	if (b[0] != '-' && !isDigit(b[0])) || scanNumber(b, 0) != len(b) {
+		return graph.Value{}, false, nil
+	}
+	if n, ok := parseInt(b); ok {
+		return graph.NumberValue(float64(n)), true, nil
+	}
+	g, perr := strconv.ParseFloat(string(b), 64)
+	if perr != nil {
+		return graph.Value{}, false, decodeErrorf(ReasonBadValue, "property %q is out of the range of a number (a float64): %s", name, clip(b))
+	}
+	return graph.NumberValue(g), true, nil
+}
+
+// columns says which fields of a line make an edge record read by
+// position; -1 is absent.
+type columns struct {
+	src, dst, label, time int
+	// anyTime lets a time field that is not a non-negative integer pass as
+	// something else, such as a weight or a sign in the third column of an
+	// edge list.
+	anyTime bool
+}
+
+var (
+	pairColumns   = columns{src: 0, dst: 1, label: -1, time: -1}
+	timedColumns  = columns{src: 0, dst: 1, label: -1, time: 2, anyTime: true}
+	signedColumns = columns{src: 0, dst: 1, label: 2, time: 3} // SNAP's soc-sign-bitcoin*
+)
+
+// columnTime reads a time field t as unix milliseconds: an integer count
+// of Options.TSUnit, or, if strict, an RFC 3339 time. Without strict, any
+// other field (a fraction, a negative weight or sign, a word) is no time,
+// 0; with it, such a field is refused.
+func (r *Reader) columnTime(t []byte, strict bool) (int64, *LineError) {
+	u := r.opts.TSUnit
+	if n, isInt := parseInt(t); isInt {
+		if ms, ok := u.millis(n); ok {
+			r.odd.note(n, u, ms, r.line)
+			return ms, nil
+		}
+		if strict {
+			return 0, r.errorf("%s", tsError(n, u).Detail)
+		}
+	}
+	if !strict {
+		return 0, nil
+	}
+	ms, derr := parseRFC3339(string(t))
+	switch {
+	case derr == nil:
+		return ms, nil
+	case derr.Reason == ReasonTSOutOfRange:
+		return 0, r.errorf("%s", derr.Detail)
+	}
+	return 0, r.errorf(`field "ts" %s is neither an integer (unix %s) nor an RFC 3339 time`, quote(t), u.word())
+}
 
 // edge makes an insertion of the fields c picks from an edge list line.
 func (r *Reader) edge(line []byte, f []span, c columns) (Record, bool, *LineError) {
 	rec := Record{Op: graph.Insert, Line: r.line}
 	if c.time >= 0 {
-		t := field(line, f[c.time])
-		sec, ok := parseInt(t)
-		switch {
-		case ok && (sec > maxUnixSeconds || sec < -maxUnixSeconds):
-			return Record{}, false, r.errorf("unix time %s is out of range", quote(t))
-		case ok:
-			rec.Time = sec * 1000
-		case !c.anyTime:
-			return Record{}, false, r.errorf("time %s is not an integer of unix seconds", quote(t))
+		var err *LineError
+		if rec.Time, err = r.columnTime(field(line, f[c.time]), !c.anyTime); err != nil {
+			return Record{}, false, err
 		}
 	}
 	if f[c.src].start == f[c.src].end || f[c.dst].start == f[c.dst].end {

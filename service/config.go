@@ -14,6 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/gcsm/gcsm/ingest"
 	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"go.yaml.in/yaml/v3"
 )
@@ -108,6 +109,10 @@ type InputConfig struct {
 	// SessionTimeout is how long the group waits for a silent member before
 	// a standby takes over.
 	SessionTimeout time.Duration `yaml:"session_timeout"`
+	// TSUnit is what a numeric "ts" counts since the epoch: s, ms, us or
+	// ns (ingest.TimeUnit). Default ms, the unit of AppendEvent and of
+	// Kafka's own timestamps.
+	TSUnit string `yaml:"ts_unit"`
 }
 
 type OutputConfig struct {
@@ -236,7 +241,7 @@ type QueryConfig struct {
 func DefaultConfig() Config {
 	return Config{
 		Embedded: EmbeddedConfig{Listen: "127.0.0.1:9092", Partitions: 1, Retention: time.Hour, RetentionBytes: 1 << 30},
-		Input:    InputConfig{Topic: "edges", Group: "gcsm", Format: "auto", MaxMessageBytes: 1 << 20, MaxIDBytes: 1 << 10, SessionTimeout: 10 * time.Second},
+		Input:    InputConfig{Topic: "edges", Group: "gcsm", Format: "auto", MaxMessageBytes: 1 << 20, MaxIDBytes: 1 << 10, SessionTimeout: 10 * time.Second, TSUnit: "ms"},
 		Output:   OutputConfig{Topic: "matches", DeadLetterTopic: "edges.dlq", Client: "franz-go", Compression: "none", Delivery: ExactlyOnce},
 		Batch:    BatchConfig{Size: 4096, Linger: 50 * time.Millisecond},
 		Graph:    GraphConfig{Directed: true, DefaultEdgeLabel: "0", DefaultVertexLabel: "0"},
@@ -318,6 +323,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Input.MaxIDBytes < 1 {
 		bad("input.max_id_bytes must be positive")
+	}
+	if _, err := ingest.ParseTimeUnit(c.Input.TSUnit); err != nil {
+		bad("input.ts_unit: %v", err)
 	}
 	if c.Batch.Size < 1 {
 		bad("batch.size must be at least 1, got %d", c.Batch.Size)

@@ -38,7 +38,7 @@ func FuzzParseConfig(f *testing.F) {
 		"http: {max_queries: 5, max_pattern_bytes: 100, max_pattern_vertices: 3, max_pattern_edges: 2}\n", "http: {max_queries: 0}\n",
 		"initial: {max_matches: 10, max_time: 1s, max_memory: 64MiB}\n", "initial: {max_memory: 1KiB}\n", "initial: {max_time: -1s}\n",
 		"queries:\n  - {name: \"\\u202e\", pattern: \"(a)-[]->(b)\"}\n",
-		"input: {max_id_bytes: 64}\n", "input: {max_id_bytes: 0}\n", "input: {max_id_bytes: 1KiB}\n",
+		"input: {max_id_bytes: 64}\n", "input: {ts_unit: s}\n", "input: {ts_unit: ns}\n", "input: {ts_unit: sec}\n", "input: {ts_unit: \"\"}\n", "input: {max_id_bytes: 0}\n", "input: {max_id_bytes: 1KiB}\n",
 		"brokers: [b:1]\ntls: {ca_file: x, server_name: y}\nsasl: {mechanism: PLAIN, username: u}\n", "sasl: {mechanism: SCRAM-SHA-1}\n",
 		"health: {stall_after: 5s}\n", "health: {stall_after: 0s}\n", "health: {stall_after: -1m}\n", "health: {stall_after: 999ms}\n", "health: {stall: 5s}\n",
 		"state: {accept_input_loss: true}\n", "state: {accept_input_loss: true}\ncluster: {shards: 4}\n", "state: {accept_input_loss: yes please}\n"} {

@@ -151,7 +151,7 @@ func (p *pipeline) send(ctx context.Context, b *batchState) bool {
 func (s *Service) decoders() []*ingest.Decoder {
 	decs := make([]*ingest.Decoder, max(1, runtime.GOMAXPROCS(0)))
 	for i := range decs {
-		decs[i] = &ingest.Decoder{Format: s.dec.Format, MaxBytes: s.dec.MaxBytes, MaxIDBytes: s.dec.MaxIDBytes}
+		decs[i] = &ingest.Decoder{Format: s.dec.Format, MaxBytes: s.dec.MaxBytes, MaxIDBytes: s.dec.MaxIDBytes, TSUnit: s.dec.TSUnit}
 	}
 	return decs
 }
@@ -164,8 +164,26 @@ func (s *Service) decodeBatch(b *batchState, buf *buffers, decs []*ingest.Decode
 		d.Keep = keep
 	}
 	decodeAll(buf.msgs, buf.dec, decs)
+	s.warnOddTime(decs)
 	s.internAll(b)
 	b.times[stageDecode] = time.Since(b.cut)
+}
+
+// warnOddTime warns, once a run, of the first numeric ts a decoder found
+// outside 1990-2100: a stream in another unit than input.ts_unit, whose
+// windows and WITHIN would be off by a factor of 1000 or more. Once a run
+// is enough to be seen, where once an event would flood the log.
+func (s *Service) warnOddTime(decs []*ingest.Decoder) {
+	if s.oddTimeWarned.Load() {
+		return
+	}
+	for _, d := range decs {
+		if odd, ok := d.OddTime(); ok && !s.oddTimeWarned.Swap(true) {
+			s.log.Warn().Int64("ts", odd.TS).Str("ts_unit", odd.Unit.String()).Str("topic", s.cfg.Input.Topic).
+				Msgf("input event times look wrong: %v (input.ts_unit in the configuration); this warning is given once a run", odd)
+			return
+		}
+	}
 }
 
 // buildAll builds the events of batches in order: batch n's while n-1's

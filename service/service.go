@@ -129,6 +129,9 @@ type Service struct {
 	txnCommit txnCommit
 	exactly   output.Transactor
 	dec       ingest.Decoder // the settings every decoder copies
+	// oddTimeWarned says that the run has warned of an odd event time
+	// (warnOddTime); cluster members decode on their own goroutine.
+	oddTimeWarned atomic.Bool
 	// hostBytes is the GPU's cumulative count of list bytes read from
 	// host memory, as of the last batch (countGPU).
 	hostBytes uint64
@@ -208,7 +211,11 @@ func New(opts Options) (*Service, error) {
 		s.alloc = hostmem.Mmap{}
 	}
 	format := map[string]ingest.Format{"auto": ingest.FormatAuto, "json": ingest.FormatJSON, "csm": ingest.FormatCSM}[cfg.Input.Format]
-	s.dec = ingest.Decoder{Format: format, MaxBytes: cfg.Input.MaxMessageBytes, MaxIDBytes: cfg.Input.MaxIDBytes}
+	unit, err := ingest.ParseTimeUnit(cfg.Input.TSUnit)
+	if err != nil {
+		return nil, fmt.Errorf("input.ts_unit: %w", err) // Validate checked it
+	}
+	s.dec = ingest.Decoder{Format: format, MaxBytes: cfg.Input.MaxMessageBytes, MaxIDBytes: cfg.Input.MaxIDBytes, TSUnit: unit}
 
 	if s.dir, err = statedir.Open(cfg.State.Dir, cfg.State.Keep); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)

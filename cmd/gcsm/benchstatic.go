@@ -89,11 +89,16 @@ func runBenchStatic(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&countOnly, "count-only", false, "count matches without enumerating the last query vertex")
 	fs.BoolVar(&jsonOut, "json", false, "write only the JSON summary to stdout; the table goes to stderr")
 	fs.StringVar(&cpuprofile, "cpuprofile", "", "write a Go CPU profile of the queries' matching (not the loading) to `file`")
+	tsUnitArg := tsUnitFlag(fs)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	names, nerr := staticEngineNames(engines)
 	if err := badFlags(workersFlag(workers), nerr, durationMin("timeout", timeout)); err != nil {
+		return err
+	}
+	unit, err := tsUnit(*tsUnitArg)
+	if err != nil {
 		return err
 	}
 	if data == "" {
@@ -149,6 +154,7 @@ func runBenchStatic(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer s.g.Close()
+	s.timeUnit(unit, stderr, "bench static")
 	if err := s.loadGraph(data); err != nil {
 		return err
 	}

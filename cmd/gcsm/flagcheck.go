@@ -2,8 +2,11 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"math"
+
+	"github.com/gcsm/gcsm/ingest"
 )
 
 // flagError is a flag value outside its range or set of choices. run
@@ -74,4 +77,19 @@ func workersFlag(v int) error {
 		return fmt.Errorf("--workers %d: want 0 (every core) or more", v)
 	}
 	return nil
+}
+
+// tsUnitFlag registers --ts-unit on fs: what a numeric ts of the input
+// counts since 1970 (ingest.TimeUnit).
+func tsUnitFlag(fs *flag.FlagSet) *string {
+	return fs.String("ts-unit", "ms", "what a numeric ts of the input counts since 1970: s, ms, us or ns; times outside 1990-2100 get a warning")
+}
+
+// tsUnit checks --ts-unit's value v.
+func tsUnit(v string) (ingest.TimeUnit, error) {
+	u, err := ingest.ParseTimeUnit(v)
+	if err != nil {
+		return 0, badFlags(choice("ts-unit", v, "s", "ms", "us", "ns"))
+	}
+	return u, nil
 }

@@ -30,6 +30,30 @@ type session struct {
 	keep    *ingest.PropFilter
 	skipBad bool
 	skipped int // bad lines and refused updates skipped under --skip-bad
+	// tsUnit is --ts-unit; the first odd time of the files read is
+	// warned about on warn, once, as "gcsm cmd: warning: ...".
+	tsUnit     ingest.TimeUnit
+	warn       io.Writer
+	cmd        string
+	warnedTime bool
+}
+
+// timeUnit sets what the session's files' numeric times count, and where
+// and as which command to warn of an odd one.
+func (s *session) timeUnit(u ingest.TimeUnit, warn io.Writer, cmd string) {
+	s.tsUnit, s.warn, s.cmd = u, warn, cmd
+}
+
+// warnOddTime warns of the first odd time of r, read from path, once a
+// session: a stream in another unit than --ts-unit makes every window and
+// WITHIN wrong by a factor of 1000 or more.
+func (s *session) warnOddTime(r *ingest.Reader, path string) {
+	odd, ok := r.OddTime()
+	if !ok || s.warnedTime || s.warn == nil {
+		return
+	}
+	s.warnedTime = true
+	fmt.Fprintf(s.warn, "gcsm %s: warning: %s:%d: %v\n", s.cmd, path, odd.Line, odd)
 }
 
 func newSession(directed, skipBad bool, alloc hostmem.Allocator) (*session, error) {
@@ -59,7 +83,7 @@ type stream struct {
 // records that Resolve refuses stop the read with an error naming file and
 // line, or are counted and skipped under --skip-bad.
 func (s *session) read(path string) (*stream, error) {
-	r, c, err := ingest.Open(path, ingest.Options{SkipBad: s.skipBad, Keep: s.keep})
+	r, c, err := ingest.Open(path, ingest.Options{SkipBad: s.skipBad, Keep: s.keep, TSUnit: s.tsUnit})
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +119,7 @@ func (s *session) read(path string) (*stream, error) {
 		st.lines = append(st.lines, rec.Line)
 	}
 	s.skipped += r.Skipped()
+	s.warnOddTime(r, path)
 	if graph.HasTransferID(st.updates) {
 		s.keepTransfers()
 	}

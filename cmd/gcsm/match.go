@@ -38,7 +38,12 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&workers, "workers", 0, "matching goroutines; 0 uses every core")
 	var dev deviceFlags
 	dev.register(fs)
+	tsUnitArg := tsUnitFlag(fs)
 	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	unit, err := tsUnit(*tsUnitArg)
+	if err != nil {
 		return err
 	}
 	if data == "" {
@@ -66,6 +71,7 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer s.g.Close()
+	s.timeUnit(unit, stderr, "match")
 	s.keepTransfersFor(previewQueries(queries, directed, sem, unlabeled))
 	if err := s.loadGraph(data); err != nil {
 		return err

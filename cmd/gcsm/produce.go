@@ -56,6 +56,7 @@ func runProduce(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&f.skipBad, "skip-bad", false, "skip malformed lines instead of failing")
 	fs.IntVar(&f.skip, "skip", 0, "publish from the file's event `N` on, skipping the N before it (what a failed run says to resume with)")
 	fs.BoolVar(&f.progress, "progress", false, "show a progress bar on stderr when it is a terminal and the run takes over a second")
+	tsUnitArg := fs.String("ts-unit", "ms", "what a numeric ts of the file counts since 1970: s, ms, us or ns; events are published in ms, and times outside 1990-2100 get a warning")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -70,6 +71,10 @@ func runProduce(args []string, stdout, stderr io.Writer) error {
 	if err := badFlags(floatIn("rate", f.rate, 0, math.Inf(1))); err != nil {
 		return err
 	}
+	unit, err := tsUnit(*tsUnitArg)
+	if err != nil {
+		return err
+	}
 	if f.skip < 0 {
 		return fmt.Errorf("--skip must not be negative, got %d", f.skip)
 	}
@@ -79,14 +84,14 @@ func runProduce(args []string, stdout, stderr io.Writer) error {
 	}
 	// Events are passed on whole: which properties matter is for the
 	// service's queries to say.
-	opts := ingest.Options{Format: format, SkipBad: f.skipBad, Keep: ingest.AllProps()}
+	opts := ingest.Options{Format: format, SkipBad: f.skipBad, Keep: ingest.AllProps(), TSUnit: unit}
 
 	// A first pass reads the whole file before anything is published, so
 	// that a bad line fails the run before half the file is on the topic,
 	// where a fixed rerun would duplicate it; it also gives the progress
 	// bar its total. Parsing runs at millions of lines a second, publishing
 	// at a fraction of that, so the pass costs little.
-	total, err := countStreamRecords(f.updates, opts)
+	total, err := countStreamRecords(f.updates, opts, stderr)
 	if err != nil {
 		return err
 	}
@@ -155,8 +160,9 @@ func streamFormat(s string) (ingest.Format, error) {
 }
 
 // countStreamRecords reads the file at path to its end and returns the
-// number of records, or the first bad line's error (file:line: reason).
-func countStreamRecords(path string, opts ingest.Options) (int, error) {
+// number of records, or the first bad line's error (file:line: reason). It
+// warns on warn of the file's first odd time, before anything is published.
+func countStreamRecords(path string, opts ingest.Options, warn io.Writer) (int, error) {
 	r, c, err := ingest.Open(path, opts)
 	if err != nil {
 		return 0, err
@@ -166,6 +172,9 @@ func countStreamRecords(path string, opts ingest.Options) (int, error) {
 	for {
 		_, err := r.Next()
 		if errors.Is(err, io.EOF) {
+			if odd, ok := r.OddTime(); ok {
+				fmt.Fprintf(warn, "gcsm produce: warning: %s:%d: %v\n", path, odd.Line, odd)
+			}
 			return n, nil
 		}
 		if err != nil {

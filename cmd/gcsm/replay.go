@@ -56,7 +56,12 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&f.progress, "progress", true, "show a progress bar on stderr when it is a terminal and the run takes over a second")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the whole run to `file`")
 	f.dev.register(fs)
+	tsUnitArg := tsUnitFlag(fs)
 	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	unit, err := tsUnit(*tsUnitArg)
+	if err != nil {
 		return err
 	}
 	if f.cpuprofile != "" {
@@ -66,7 +71,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 		}
 		defer stop()
 	}
-	if err := badFlags(intIn("batch", int64(f.batch), 1, math.MaxInt64)); err != nil {
+	if err = badFlags(intIn("batch", int64(f.batch), 1, math.MaxInt64)); err != nil {
 		return err
 	}
 	if f.countOnly && f.emit {
@@ -103,6 +108,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer s.g.Close()
+	s.timeUnit(unit, stderr, "replay")
 
 	t0 := time.Now()
 	if f.demo && len(f.queries) == 0 {

@@ -21,6 +21,7 @@ import (
 // runFlags are gcsm run's overrides of the configuration file.
 type runFlags struct {
 	config, brokers, state, http, token, logLevel, logFormat string
+	tsUnit                                                   string
 	queries                                                  queryFlags
 	workers                                                  int
 	pprof, acceptInputLoss                                   bool
@@ -41,6 +42,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.workers, "workers", -1, "matching goroutines on the CPU; 0 uses every core")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "", "console or json")
+	fs.StringVar(&f.tsUnit, "ts-unit", "", "what a numeric ts of the input counts since 1970: s, ms, us or ns (input.ts_unit, default ms); times outside 1990-2100 get a warning")
 	f.dev.register(fs)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
@@ -120,6 +122,12 @@ func (f *runFlags) apply(cfg *service.Config, set map[string]bool) error {
 	}
 	if set["log-format"] {
 		cfg.Log.Format = f.logFormat
+	}
+	if set["ts-unit"] {
+		if _, err := tsUnit(f.tsUnit); err != nil {
+			return err
+		}
+		cfg.Input.TSUnit = f.tsUnit
 	}
 	for _, spec := range f.queries {
 		name, pattern, ok := strings.Cut(spec, "=")

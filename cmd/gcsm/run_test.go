@@ -69,6 +69,13 @@ func TestRunFlags(t *testing.T) {
 	if err := f.apply(&cfg, map[string]bool{"accept-input-loss": true}); err != nil || !cfg.State.AcceptInputLoss {
 		t.Fatalf("--accept-input-loss: state.accept_input_loss %v, %v", cfg.State.AcceptInputLoss, err)
 	}
+	if cfg.Input.TSUnit != "ms" {
+		t.Fatalf("input.ts_unit %q without --ts-unit, want the default ms", cfg.Input.TSUnit)
+	}
+	f = runFlags{tsUnit: "us"}
+	if err := f.apply(&cfg, map[string]bool{"ts-unit": true}); err != nil || cfg.Input.TSUnit != "us" || cfg.Validate() != nil {
+		t.Fatalf("--ts-unit us: input.ts_unit %q, %v, %v", cfg.Input.TSUnit, err, cfg.Validate())
+	}
 	// Refused before anything starts, naming the setting.
 	err := runRun([]string{"--pprof", "--http", "0.0.0.0:1", "--state", t.TempDir()}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "http.pprof") || !strings.Contains(err.Error(), "loopback") {
