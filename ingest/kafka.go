@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/bits"
 	"slices"
@@ -387,6 +388,29 @@ func (g *Generation) Commit(offsets map[int]int64) error {
 	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.SessionTimeout)
 	defer cancel()
 	return g.g.commit(ctx, g.m, offsets)
+}
+
+// CommitForward commits the offsets that are ahead of the group's
+// committed ones, or where it has none, and leaves the others: a
+// transactional writer's commits may be ahead of a checkpoint it restarts
+// from, and must not move back.
+func (g *Generation) CommitForward(offsets map[int]int64) error {
+	if len(offsets) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.SessionTimeout)
+	defer cancel()
+	have, err := g.g.committed(ctx, slices.Sorted(maps.Keys(offsets)))
+	if err != nil {
+		return err
+	}
+	ahead := map[int]int64{}
+	for p, o := range offsets {
+		if c, ok := have[p]; !ok || c < o {
+			ahead[p] = o
+		}
+	}
+	return g.Commit(ahead)
 }
 
 // activeStandby is the group's assignment strategy (see Consumer).

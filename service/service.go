@@ -481,6 +481,17 @@ func (s *Service) consume(ctx context.Context, gen *ingest.Generation) error {
 			return nil // ctx ended: Run shuts down
 		}
 		s.txn, s.txnCommit = tx, s.commitInput(gen)
+		// The checkpoint's offsets where the group's are behind them (a
+		// new group, or a writer killed before its first transaction):
+		// no transaction of this generation is open yet, and the next one
+		// moves them on.
+		if s.uncommitted {
+			if err := gen.CommitForward(s.ckptPos); err != nil {
+				s.log.Warn().Err(err).Msg("offset commit refused; the next transaction commits them")
+			} else {
+				s.uncommitted = false
+			}
+		}
 		defer func() {
 			tx.Close()
 			s.txn, s.txnCommit = nil, nil
