@@ -85,6 +85,10 @@ type jsonLine struct {
 	text []byte
 	// pending are the kept properties of the record.
 	pending []pendingProp
+	// seen, when set, is noted every property of an event taken, kept or
+	// not (noteSeen); given gathers them while the event is parsed.
+	seen  *graph.Catalog
+	given []givenProp
 }
 
 // absent reports whether a field was left out or set to null.
@@ -93,6 +97,7 @@ func absent(raw []byte) bool { return len(raw) == 0 || string(raw) == "null" }
 // parseJSON reads a line of FormatJSON.
 func (r *Reader) parseJSON(line []byte) (Record, bool, *LineError) {
 	var rec Record
+	r.js.seen = r.opts.Seen
 	if err := r.js.parse(line, r.opts.Keep, &rec); err != nil {
 		return Record{}, false, r.errorf("%s", err.Detail)
 	}

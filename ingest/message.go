@@ -109,6 +109,10 @@ type Decoder struct {
 	// read at each Decode, so a service may set it before each batch from
 	// the filter of its current queries.
 	Keep *PropFilter
+	// Seen, when set, is noted every property of every JSON event taken,
+	// kept or not, with its kind, under the labels of its edge or
+	// vertices: what queries registered later are checked against.
+	Seen *graph.Catalog
 
 	fields []span
 	js     jsonLine
@@ -155,6 +159,7 @@ func (d *Decoder) decode(value []byte, rec *Record) *DecodeError {
 	var err *DecodeError
 	switch format {
 	case FormatJSON:
+		d.js.seen = d.Seen
 		err = d.js.parse(line, d.Keep, rec)
 	case FormatCSM:
 		var ok bool
@@ -168,7 +173,13 @@ func (d *Decoder) decode(value []byte, rec *Record) *DecodeError {
 	if err != nil {
 		return err
 	}
-	return checkIDs(rec, d.MaxIDBytes)
+	if err := checkIDs(rec, d.MaxIDBytes); err != nil {
+		return err
+	}
+	if format == FormatJSON {
+		d.js.noteSeen(rec)
+	}
+	return nil
 }
 
 // checkIDs refuses a record with an id or a label longer than limit bytes

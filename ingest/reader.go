@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/gcsm/gcsm/graph"
 )
 
 // Format is the syntax of an input.
@@ -97,6 +99,9 @@ type Options struct {
 	// Keep names the properties of FormatJSON events that records keep;
 	// nil keeps none.
 	Keep *PropFilter
+	// Seen, when set, is noted the properties of every FormatJSON event
+	// taken, as for a Decoder (Decoder.Seen).
+	Seen *graph.Catalog
 }
 
 const (
@@ -308,6 +313,9 @@ func (r *Reader) parse(line []byte) (rec Record, ok bool, err *LineError) {
 	if err == nil && ok {
 		if derr := checkIDs(&rec, r.opts.MaxIDBytes); derr != nil {
 			return Record{}, false, r.errorf("%s", derr.Detail)
+		}
+		if r.format == FormatJSON {
+			r.js.noteSeen(&rec)
 		}
 	}
 	return rec, ok, err
