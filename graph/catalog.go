@@ -76,6 +76,8 @@ type Catalog struct {
 
 	mu  sync.Mutex // serialises writers; readers load cur
 	cur atomic.Pointer[catalogState]
+	// gen counts the times the content was replaced rather than grown.
+	gen atomic.Uint64
 }
 
 // MaxCatalogNames and MaxCatalogLabels bound a Catalog: the property names
@@ -291,6 +293,7 @@ func (c *Catalog) UnmarshalJSON(b []byte) error {
 	}
 	c.mu.Lock()
 	c.cur.Store(st)
+	c.gen.Add(1)
 	c.mu.Unlock()
 	return nil
 }
@@ -299,8 +302,14 @@ func (c *Catalog) UnmarshalJSON(b []byte) error {
 func (c *Catalog) Reset() {
 	c.mu.Lock()
 	c.cur.Store(nil)
+	c.gen.Add(1)
 	c.mu.Unlock()
 }
+
+// Generation changes whenever Reset or UnmarshalJSON replaces the content:
+// what a Note made known stays known until then, so a caller may skip
+// noting again what it noted in the same generation.
+func (c *Catalog) Generation() uint64 { return c.gen.Load() }
 
 func kindNamed(name string) (Kind, bool) {
 	for _, k := range []Kind{Number, String, Bool, Time} {

@@ -89,6 +89,11 @@ type jsonLine struct {
 	// not (noteSeen); given gathers them while the event is parsed.
 	seen  *graph.Catalog
 	given []givenProp
+	// lastShape is the shape of the last event noted, in shapeOf at its
+	// generation shapeGen; shape is a buffer to make the next one in.
+	shape, lastShape []byte
+	shapeOf          *graph.Catalog
+	shapeGen         uint64
 }
 
 // absent reports whether a field was left out or set to null.

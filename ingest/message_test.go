@@ -453,6 +453,19 @@ func BenchmarkDecode(b *testing.B) {
 			}
 		})
 	}
+	// The same event with a property catalog (Decoder.Seen), as the
+	// service decodes.
+	b.Run("json-props-unread-seen", func(b *testing.B) {
+		d := Decoder{Seen: &graph.Catalog{}}
+		value := []byte(issueEvent)
+		b.SetBytes(int64(len(value)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := d.Decode(value); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("fallback", func(b *testing.B) {
 		var j jsonLine
 		value := []byte(designEvent)

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -205,10 +206,31 @@ type givenProp struct {
 // noteSeen notes the properties rec's event gave in j.seen, under the
 // labels of their edge or vertices. It is called once rec is taken, so
 // that a refused event adds nothing.
+//
+// A stream repeats a few shapes of event, so the shape of the last event
+// noted (its labels, and its properties' objects, names and kinds) is
+// kept: an event of the same shape, in the same catalog, is known there
+// already, which costs a compare instead of a catalog lookup per property.
 func (j *jsonLine) noteSeen(rec *Record) {
-	if j.seen == nil {
+	if j.seen == nil || len(j.given) == 0 {
 		return
 	}
+	sh := j.shape[:0]
+	for _, l := range []string{rec.Label, rec.SrcLabel, rec.DstLabel} {
+		sh = binary.AppendUvarint(sh, uint64(len(l)))
+		sh = append(sh, l...)
+	}
+	for _, p := range j.given {
+		sh = append(sh, byte(p.slot), byte(p.kind))
+		sh = binary.AppendUvarint(sh, uint64(len(p.name)))
+		sh = append(sh, p.name...)
+	}
+	gen := j.seen.Generation()
+	if j.shapeOf == j.seen && j.shapeGen == gen && bytes.Equal(sh, j.lastShape) {
+		j.shape = sh
+		return
+	}
+	j.shape, j.lastShape, j.shapeOf, j.shapeGen = j.lastShape, sh, j.seen, gen
 	for _, p := range j.given {
 		switch p.slot {
 		case slotProps:
