@@ -43,6 +43,10 @@ type ckptMeta struct {
 	// BatchLog is the batch log's offset of the first batch past this
 	// checkpoint (batchlog.go).
 	BatchLog int64 `json:"batch_log,omitempty"`
+	// Properties are the property names and kinds the stream has given
+	// per label (graph.Catalog's JSON): what new queries are checked
+	// against. A checkpoint without them predates their keeping.
+	Properties json.RawMessage `json:"properties,omitempty"`
 }
 
 // restore loads the newest valid checkpoint, or sets up an empty state when
@@ -72,6 +76,8 @@ func (s *Service) restore() error {
 func (s *Service) fresh() error {
 	s.labels, s.ids = graph.NewDict(), graph.NewIDs()
 	s.batch, s.position, s.queries, s.logNext = 0, map[int]int64{}, nil, 0
+	s.seen.Reset()
+	s.seenPartial = false
 	s.lastCkpt = time.Time{}
 	s.ckptAt.Store(0)
 	return s.setup(nil)
@@ -179,6 +185,15 @@ func (s *Service) readCheckpoint(r io.Reader) error {
 		return fmt.Errorf("graph: %w", err)
 	}
 	s.batch, s.position, s.queries, s.logNext = meta.Batch, map[int]int64{}, nil, meta.BatchLog
+	// A graph checkpointed before its properties were catalogued holds
+	// some the catalog never saw; its checkpoints stay without a catalog.
+	s.seen.Reset()
+	s.seenPartial = len(meta.Properties) == 0 && s.g.NumVertices() > 0
+	if len(meta.Properties) > 0 {
+		if err := s.seen.UnmarshalJSON(meta.Properties); err != nil {
+			return fmt.Errorf("meta: properties: %w", err)
+		}
+	}
 	for p, o := range meta.Position {
 		pi, err := strconv.Atoi(p)
 		if err != nil {
@@ -217,6 +232,12 @@ func (s *Service) checkpoint() error {
 	}
 	for _, st := range s.queries {
 		meta.Queries = append(meta.Queries, st.cfg)
+	}
+	if !s.seenPartial {
+		var err error
+		if meta.Properties, err = json.Marshal(s.seen); err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
 	}
 	path, err := s.dir.Save(func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 1<<20)

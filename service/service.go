@@ -107,6 +107,12 @@ type Service struct {
 	// properties the store keeps, and event times when a query reads them.
 	keep     atomic.Pointer[ingest.PropFilter]
 	keepTime atomic.Bool
+	// seen is what the decoding stage has seen of properties, kept or
+	// not, which new queries are checked against (properties.go); it is
+	// checkpointed. seenPartial says that it misses properties the graph
+	// holds: loaded from a checkpoint written before it was kept.
+	seen        *graph.Catalog
+	seenPartial bool
 	recycle  *recycler // nil without a window
 	// interning is held by the decoding stage while it interns a batch,
 	// and by a checkpoint while it encodes the dictionary.
@@ -200,7 +206,8 @@ func New(opts Options) (*Service, error) {
 		s.alloc = hostmem.Mmap{}
 	}
 	format := map[string]ingest.Format{"auto": ingest.FormatAuto, "json": ingest.FormatJSON, "csm": ingest.FormatCSM}[cfg.Input.Format]
-	s.dec = ingest.Decoder{Format: format, MaxBytes: cfg.Input.MaxMessageBytes, MaxIDBytes: cfg.Input.MaxIDBytes}
+	s.seen = &graph.Catalog{DefaultEdgeLabel: cfg.Graph.DefaultEdgeLabel}
+	s.dec = ingest.Decoder{Format: format, MaxBytes: cfg.Input.MaxMessageBytes, MaxIDBytes: cfg.Input.MaxIDBytes, Seen: s.seen}
 
 	if s.dir, err = statedir.Open(cfg.State.Dir, cfg.State.Keep); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
