@@ -113,7 +113,7 @@ type Service struct {
 	// holds: loaded from a checkpoint written before it was kept.
 	seen        *graph.Catalog
 	seenPartial bool
-	recycle  *recycler // nil without a window
+	recycle     *recycler // nil without a window
 	// interning is held by the decoding stage while it interns a batch,
 	// and by a checkpoint while it encodes the dictionary.
 	interning sync.Mutex
