@@ -298,6 +298,19 @@ func (c *Catalog) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// MarkPartial says that the catalog misses properties given before it was
+// kept (a graph loaded from an older checkpoint): no name is then absent
+// for sure, and no new label is recorded.
+func (c *Catalog) MarkPartial() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := catalogState{partial: [2]bool{true, true}}
+	if old := c.cur.Load(); old != nil {
+		next.labels = old.labels
+	}
+	c.cur.Store(&next)
+}
+
 // Reset empties the catalog.
 func (c *Catalog) Reset() {
 	c.mu.Lock()

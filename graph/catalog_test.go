@@ -141,3 +141,25 @@ func TestCatalogConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogMarkPartial: a catalog marked partial keeps what it knew,
+// says no name is absent for sure, and stays so through a checkpoint.
+func TestCatalogMarkPartial(t *testing.T) {
+	c := &Catalog{}
+	c.Note(false, "T", []byte("amount"), Number)
+	c.MarkPartial()
+	c.Note(false, "T", []byte("fee"), Number) // a known label still grows
+	c.Note(false, "U", []byte("x"), Number)   // a new one is not recorded
+	props, complete := c.Props(false, "T", false)
+	if complete || !maps.Equal(props, map[string]Kinds{"amount": KindsOf(Number), "fee": KindsOf(Number)}) {
+		t.Errorf("partial: %v complete %v", props, complete)
+	}
+	b, _ := json.Marshal(c)
+	d := &Catalog{}
+	if err := json.Unmarshal(b, d); err != nil {
+		t.Fatal(err)
+	}
+	if _, complete := d.Props(true, "V", false); complete {
+		t.Errorf("partial lost in a round trip: %s", b)
+	}
+}

@@ -77,7 +77,6 @@ func (s *Service) fresh() error {
 	s.labels, s.ids = graph.NewDict(), graph.NewIDs()
 	s.batch, s.position, s.queries, s.logNext = 0, map[int]int64{}, nil, 0
 	s.seen.Reset()
-	s.seenPartial = false
 	s.lastCkpt = time.Time{}
 	s.ckptAt.Store(0)
 	return s.setup(nil)
@@ -186,13 +185,14 @@ func (s *Service) readCheckpoint(r io.Reader) error {
 	}
 	s.batch, s.position, s.queries, s.logNext = meta.Batch, map[int]int64{}, nil, meta.BatchLog
 	// A graph checkpointed before its properties were catalogued holds
-	// some the catalog never saw; its checkpoints stay without a catalog.
+	// some that the catalog never saw: it is partial, for good.
 	s.seen.Reset()
-	s.seenPartial = len(meta.Properties) == 0 && s.g.NumVertices() > 0
 	if len(meta.Properties) > 0 {
 		if err := s.seen.UnmarshalJSON(meta.Properties); err != nil {
 			return fmt.Errorf("meta: properties: %w", err)
 		}
+	} else if s.g.NumVertices() > 0 {
+		s.seen.MarkPartial()
 	}
 	for p, o := range meta.Position {
 		pi, err := strconv.Atoi(p)
@@ -233,11 +233,9 @@ func (s *Service) checkpoint() error {
 	for _, st := range s.queries {
 		meta.Queries = append(meta.Queries, st.cfg)
 	}
-	if !s.seenPartial {
-		var err error
-		if meta.Properties, err = json.Marshal(s.seen); err != nil {
-			return fmt.Errorf("checkpoint: %w", err)
-		}
+	var err error
+	if meta.Properties, err = json.Marshal(s.seen); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
 	}
 	path, err := s.dir.Save(func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 1<<20)

@@ -15,11 +15,10 @@ import (
 // An empty graph has seen nothing, so a query registered before the first
 // event (configured queries on a fresh start) is warned about nothing: the
 // stream may well carry what it reads. Labels warned about are not checked
-// for properties too, which would say the same thing again. A catalog that
-// misses some of the graph's properties (seenPartial) checks nothing.
+// for properties too, which would say the same thing again.
 func (s *Service) registrationWarnings(p *query.Pattern) []string {
 	w, unseen := s.unknownLabels(p)
-	if s.g.NumVertices() == 0 || s.seenPartial {
+	if s.g.NumVertices() == 0 {
 		return w
 	}
 	skip := func(vertex bool, label string) bool {

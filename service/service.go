@@ -107,13 +107,7 @@ type Service struct {
 	// properties the store keeps, and event times when a query reads them.
 	keep     atomic.Pointer[ingest.PropFilter]
 	keepTime atomic.Bool
-	// seen is what the decoding stage has seen of properties, kept or
-	// not, which new queries are checked against (properties.go); it is
-	// checkpointed. seenPartial says that it misses properties the graph
-	// holds: loaded from a checkpoint written before it was kept.
-	seen        *graph.Catalog
-	seenPartial bool
-	recycle     *recycler // nil without a window
+	recycle  *recycler // nil without a window
 	// interning is held by the decoding stage while it interns a batch,
 	// and by a checkpoint while it encodes the dictionary.
 	interning sync.Mutex
@@ -127,6 +121,7 @@ type Service struct {
 	// commit was refused.
 	uncommitted bool
 	dec         ingest.Decoder // the settings every decoder copies
+	seen        *graph.Catalog // the properties decoded, kept or not: what new queries are checked against (properties.go)
 	// hostBytes is the GPU's cumulative count of list bytes read from
 	// host memory, as of the last batch (countGPU).
 	hostBytes uint64
