@@ -92,6 +92,9 @@ type catalogState struct {
 	labels [2]map[string]*labelProps // [0] edges, [1] vertices, by label
 	// partial says that a label was past MaxCatalogLabels.
 	partial [2]bool
+	// incomplete says that properties were given before the catalog was
+	// kept (MarkPartial).
+	incomplete bool
 }
 
 type labelProps struct {
@@ -211,13 +214,13 @@ func (c *Catalog) Props(vertex bool, label string, wildcard bool) (props map[str
 			add(st.labels[i][""])
 		}
 	}
-	return props, complete && !st.partial[i]
+	return props, complete && !st.partial[i] && !st.incomplete
 }
 
 // Empty reports whether the catalog has recorded nothing.
 func (c *Catalog) Empty() bool {
 	st := c.cur.Load()
-	return st == nil || len(st.labels[0])+len(st.labels[1]) == 0 && !st.partial[0] && !st.partial[1]
+	return st == nil || len(st.labels[0])+len(st.labels[1]) == 0 && !st.partial[0] && !st.partial[1] && !st.incomplete
 }
 
 // catalogJSON is a Catalog's JSON form, for checkpoints:
@@ -230,6 +233,7 @@ type catalogJSON struct {
 	Vertex        []catalogLabel `json:"vertex,omitempty"`
 	PartialEdge   bool           `json:"partial_edge,omitempty"`
 	PartialVertex bool           `json:"partial_vertex,omitempty"`
+	Incomplete    bool           `json:"incomplete,omitempty"`
 }
 
 type catalogLabel struct {
@@ -243,7 +247,7 @@ type catalogLabel struct {
 func (c *Catalog) MarshalJSON() ([]byte, error) {
 	var out catalogJSON
 	if st := c.cur.Load(); st != nil {
-		out.PartialEdge, out.PartialVertex = st.partial[0], st.partial[1]
+		out.PartialEdge, out.PartialVertex, out.Incomplete = st.partial[0], st.partial[1], st.incomplete
 		for i, dst := range []*[]catalogLabel{&out.Edge, &out.Vertex} {
 			for _, l := range slices.Sorted(maps.Keys(st.labels[i])) {
 				lp := st.labels[i][l]
@@ -268,7 +272,7 @@ func (c *Catalog) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &in); err != nil {
 		return err
 	}
-	st := &catalogState{partial: [2]bool{in.PartialEdge, in.PartialVertex}}
+	st := &catalogState{partial: [2]bool{in.PartialEdge, in.PartialVertex}, incomplete: in.Incomplete}
 	for i, ls := range [][]catalogLabel{in.Edge, in.Vertex} {
 		if len(ls) > MaxCatalogLabels {
 			return fmt.Errorf("property catalog: %d labels, over the limit of %d", len(ls), MaxCatalogLabels)
@@ -300,13 +304,14 @@ func (c *Catalog) UnmarshalJSON(b []byte) error {
 
 // MarkPartial says that the catalog misses properties given before it was
 // kept (a graph loaded from an older checkpoint): no name is then absent
-// for sure, and no new label is recorded.
+// for sure, while the kinds of those it records still tell.
 func (c *Catalog) MarkPartial() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	next := catalogState{partial: [2]bool{true, true}}
+	next := catalogState{incomplete: true}
 	if old := c.cur.Load(); old != nil {
-		next.labels = old.labels
+		next = *old
+		next.incomplete = true
 	}
 	c.cur.Store(&next)
 }

@@ -148,11 +148,14 @@ func TestCatalogMarkPartial(t *testing.T) {
 	c := &Catalog{}
 	c.Note(false, "T", []byte("amount"), Number)
 	c.MarkPartial()
-	c.Note(false, "T", []byte("fee"), Number) // a known label still grows
-	c.Note(false, "U", []byte("x"), Number)   // a new one is not recorded
+	c.Note(false, "T", []byte("fee"), Number)
+	c.Note(false, "U", []byte("x"), String)
 	props, complete := c.Props(false, "T", false)
 	if complete || !maps.Equal(props, map[string]Kinds{"amount": KindsOf(Number), "fee": KindsOf(Number)}) {
 		t.Errorf("partial: %v complete %v", props, complete)
+	}
+	if props, complete := c.Props(false, "U", false); complete || props["x"] != KindsOf(String) {
+		t.Errorf("a label noted after MarkPartial: %v complete %v", props, complete)
 	}
 	b, _ := json.Marshal(c)
 	d := &Catalog{}
