@@ -166,3 +166,34 @@ func TestCatalogMarkPartial(t *testing.T) {
 		t.Errorf("partial lost in a round trip: %s", b)
 	}
 }
+
+// FuzzCatalogUnmarshal reads arbitrary bytes as a checkpoint's catalog:
+// an error or a catalog that writes itself back as it reads.
+func FuzzCatalogUnmarshal(f *testing.F) {
+	c := &Catalog{}
+	c.Note(false, "TRANSFER", []byte("amount"), Number)
+	c.Note(true, "", []byte("country"), String)
+	c.MarkPartial()
+	b, _ := json.Marshal(c)
+	for _, s := range []string{string(b), `{}`, `null`, `{"edge":[{"label":"x","props":{"a":["time","boolean"]},"partial":true}]}`,
+		`{"edge":[{"label":"x","props":{"a":["pounds"]}}]}`, `{"vertex":[{"label":"x"},{"label":"x"}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c := &Catalog{}
+		if err := c.UnmarshalJSON(b); err != nil {
+			return
+		}
+		out, err := json.Marshal(c)
+		if err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		d := &Catalog{}
+		if err := d.UnmarshalJSON(out); err != nil {
+			t.Fatalf("%s reads, but its writing %s does not: %v", b, out, err)
+		}
+		if again, _ := json.Marshal(d); string(again) != string(out) {
+			t.Fatalf("%s writes %s, then %s", b, out, again)
+		}
+	})
+}
