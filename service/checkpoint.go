@@ -25,7 +25,7 @@ import (
 // and checksummed by statedir:
 //
 //	"GCSMCKPT" 1          magic and version
-//	meta                  uvarint length, then JSON: batch, positions, queries, settings
+//	meta                  uvarint length, then JSON: batch, positions, queries, settings, properties seen
 //	labels, ids, window   uvarint length, then each one's binary encoding
 //	bundles               the same, when meta's transfers is set
 //	graph                 dyngraph's encoding, to the end
