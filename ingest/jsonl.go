@@ -90,6 +90,15 @@ type jsonLine struct {
 	unit  TimeUnit
 	numTS bool
 	rawTS int64
+	// seen, when set, is noted every property of an event taken, kept or
+	// not (noteSeen); given gathers them while the event is parsed.
+	seen  *graph.Catalog
+	given []givenProp
+	// lastShape is the shape of the last event noted, in shapeOf at its
+	// generation shapeGen; shape is a buffer to make the next one in.
+	shape, lastShape []byte
+	shapeOf          *graph.Catalog
+	shapeGen         uint64
 }
 
 // absent reports whether a field was left out or set to null.
@@ -98,6 +107,7 @@ func absent(raw []byte) bool { return len(raw) == 0 || string(raw) == "null" }
 // parseJSON reads a line of FormatJSON.
 func (r *Reader) parseJSON(line []byte) (Record, bool, *LineError) {
 	var rec Record
+	r.js.seen = r.opts.Seen
 	if err := r.js.parse(line, r.opts.Keep, &rec); err != nil {
 		return Record{}, false, r.errorf("%s", err.Detail)
 	}

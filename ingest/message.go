@@ -119,6 +119,10 @@ type Decoder struct {
 	// TSUnit is what a numeric "ts" counts since the epoch; the zero value
 	// is milliseconds.
 	TSUnit TimeUnit
+	// Seen, when set, is noted every property of every JSON event taken,
+	// kept or not, with its kind, under the labels of its edge or
+	// vertices: what queries registered later are checked against.
+	Seen *graph.Catalog
 
 	fields []span
 	js     jsonLine
@@ -175,6 +179,7 @@ func (d *Decoder) decode(value []byte, rec *Record) *DecodeError {
 	switch format {
 	case FormatJSON:
 		d.js.unit = d.TSUnit
+		d.js.seen = d.Seen
 		if err = d.js.parse(line, d.Keep, rec); err == nil && d.js.numTS {
 			d.odd.note(d.js.rawTS, d.TSUnit, rec.Time, 0)
 		}
@@ -190,7 +195,13 @@ func (d *Decoder) decode(value []byte, rec *Record) *DecodeError {
 	if err != nil {
 		return err
 	}
-	return checkIDs(rec, d.MaxIDBytes)
+	if err := checkIDs(rec, d.MaxIDBytes); err != nil {
+		return err
+	}
+	if format == FormatJSON {
+		d.js.noteSeen(rec)
+	}
+	return nil
 }
 
 // checkIDs refuses a record with an id or a label longer than limit bytes

@@ -390,6 +390,25 @@ func FuzzDecodeProps(f *testing.F) {
 		if n != len(rec.Props) {
 			t.Fatalf("Decode(%s) keeps %+v; encoding/json reads %v", value, rec.Props, ev.Props)
 		}
+		// A catalog, kept or not, notes every name with the kind of its
+		// last value, and of earlier ones (so its names are among
+		// encoding/json's keys).
+		seen := &graph.Catalog{DefaultEdgeLabel: "0"}
+		dec := Decoder{Seen: seen}
+		if _, err := dec.Decode(value); err != nil {
+			t.Fatalf("Decode(%s) with a catalog: %v", value, err)
+		}
+		noted, _ := seen.Props(false, "0", false)
+		for name, ks := range noted {
+			if _, ok := ev.Props[name]; !ok || ks == 0 {
+				t.Fatalf("Decode(%s) notes %s as %v; encoding/json reads %v", value, name, ks, ev.Props)
+			}
+		}
+		for _, p := range rec.Props {
+			if !noted[p.Name].Has(p.Value.Kind) {
+				t.Fatalf("Decode(%s) keeps %+v but notes %v", value, rec.Props, noted)
+			}
+		}
 	})
 }
 
@@ -465,6 +484,21 @@ func BenchmarkDecode(b *testing.B) {
 			}
 		})
 	}
+	// The same event with a property catalog (Decoder.Seen), as the
+	// service decodes: within noise of json-props-unread, since each event
+	// has the shape of the one before (0.41 µs against 0.42, best of 10
+	// interleaved runs on the busy 2-core VM above).
+	b.Run("json-props-unread-seen", func(b *testing.B) {
+		d := Decoder{Seen: &graph.Catalog{}}
+		value := []byte(issueEvent)
+		b.SetBytes(int64(len(value)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := d.Decode(value); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("fallback", func(b *testing.B) {
 		var j jsonLine
 		value := []byte(designEvent)

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -109,6 +110,8 @@ type pendingProp struct {
 // standing queries, but only kept ones are decoded.
 func (j *jsonLine) props(op graph.Op, keep *PropFilter) *DecodeError {
 	j.pending = j.pending[:0]
+	clear(j.given) // their names point into the last event
+	j.given = j.given[:0]
 	if v := &j.val; v[keyProps].start == v[keyProps].end && v[keySrcProps].start == v[keySrcProps].end &&
 		v[keyDstProps].start == v[keyDstProps].end {
 		return nil // the common event, without properties
@@ -172,6 +175,9 @@ func (j *jsonLine) propObject(k, slot int, keep *PropFilter, vertex bool) *Decod
 		if end, v, str, err = j.propValue(raw, i, key, name, kept); err != nil {
 			return err
 		}
+		if j.seen != nil && v.Kind != graph.Null {
+			j.given = append(j.given, givenProp{slot: slot, name: name, kind: v.Kind})
+		}
 		if kept {
 			p := pendingProp{slot: slot, name: canon, value: v, str: str}
 			if canon == "" {
@@ -186,6 +192,54 @@ func (j *jsonLine) propObject(k, slot int, keep *PropFilter, vertex bool) *Decod
 			return nil
 		}
 		i = skipSpace(raw, i+1) // past the ','
+	}
+}
+
+// givenProp is a property that an event gave with a value: in which object,
+// its name (in the event's bytes, or a copy when escaped) and its kind.
+type givenProp struct {
+	slot int
+	name []byte
+	kind graph.Kind
+}
+
+// noteSeen notes the properties rec's event gave in j.seen, under the
+// labels of their edge or vertices. It is called once rec is taken, so
+// that a refused event adds nothing.
+//
+// A stream repeats a few shapes of event, so the shape of the last event
+// noted (its labels, and its properties' objects, names and kinds) is
+// kept: an event of the same shape, in the same catalog, is known there
+// already, which costs a compare instead of a catalog lookup per property.
+func (j *jsonLine) noteSeen(rec *Record) {
+	if j.seen == nil || len(j.given) == 0 {
+		return
+	}
+	sh := j.shape[:0]
+	for _, l := range []string{rec.Label, rec.SrcLabel, rec.DstLabel} {
+		sh = binary.AppendUvarint(sh, uint64(len(l)))
+		sh = append(sh, l...)
+	}
+	for _, p := range j.given {
+		sh = append(sh, byte(p.slot), byte(p.kind))
+		sh = binary.AppendUvarint(sh, uint64(len(p.name)))
+		sh = append(sh, p.name...)
+	}
+	gen := j.seen.Generation()
+	if j.shapeOf == j.seen && j.shapeGen == gen && bytes.Equal(sh, j.lastShape) {
+		j.shape = sh
+		return
+	}
+	j.shape, j.lastShape, j.shapeOf, j.shapeGen = j.lastShape, sh, j.seen, gen
+	for _, p := range j.given {
+		switch p.slot {
+		case slotProps:
+			j.seen.Note(false, rec.Label, p.name, p.kind)
+		case slotSrcProps:
+			j.seen.Note(true, rec.SrcLabel, p.name, p.kind)
+		case slotDstProps:
+			j.seen.Note(true, rec.DstLabel, p.name, p.kind)
+		}
 	}
 }
 
@@ -217,13 +271,13 @@ func (j *jsonLine) propValue(raw []byte, i int, key string, name []byte, kept bo
 	switch c := raw[i]; {
 	case c == '"':
 		end, plain := scanString(raw, i)
+		v.Kind = graph.String // for the catalog, kept or not
 		if !kept {
 			if !plain {
 				err = checkJSONString(ref, raw[i+1:end-1])
 			}
 			return end, v, str, err
 		}
-		v.Kind = graph.String
 		if str, ok := j.appendPlain(raw[i:end], plain); ok {
 			return end, v, str, nil
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/gcsm/gcsm/graph"
 )
 
 // Format is the syntax of an input.
@@ -112,6 +114,9 @@ type Options struct {
 	// TSUnit is what a numeric time counts since the epoch, in every
 	// format; the zero value is milliseconds.
 	TSUnit TimeUnit
+	// Seen, when set, is noted the properties of every JSON event and CSV
+	// line taken, as for a Decoder (Decoder.Seen).
+	Seen *graph.Catalog
 }
 
 const (
@@ -333,6 +338,9 @@ func (r *Reader) parse(line []byte) (rec Record, ok bool, err *LineError) {
 	if err == nil && ok {
 		if derr := checkIDs(&rec, r.opts.MaxIDBytes); derr != nil {
 			return Record{}, false, r.errorf("%s", derr.Detail)
+		}
+		if r.format == FormatJSON {
+			r.js.noteSeen(&rec)
 		}
 	}
 	return rec, ok, err

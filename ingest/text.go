@@ -423,6 +423,15 @@ func (r *Reader) csvRecord(line []byte, f []span) (Record, bool, *LineError) {
 			*c.dst = s[f[c.col].start:f[c.col].end]
 		}
 	}
+	if r.opts.Seen != nil {
+		// Kept or not, as a JSON event's (Options.Seen).
+		for _, p := range l.props {
+			if b := field(line, f[p.col]); len(b) > 0 {
+				_, isNum, _ := csvValue(b, p.name)
+				r.opts.Seen.Note(false, rec.Label, []byte(p.name), csvKind(isNum))
+			}
+		}
+	}
 	if kept > 0 {
 		rec.Props = make([]graph.Prop, 0, kept)
 		for _, p := range l.props {
@@ -436,6 +445,14 @@ func (r *Reader) csvRecord(line []byte, f []span) (Record, bool, *LineError) {
 		}
 	}
 	return rec, true, nil
+}
+
+// csvKind is the kind of a property field that csvValue read.
+func csvKind(isNum bool) graph.Kind {
+	if isNum {
+		return graph.Number
+	}
+	return graph.String
 }
 
 // csvValue reads a property field: a number where it is one as JSON spells

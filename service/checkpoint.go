@@ -25,7 +25,7 @@ import (
 // and checksummed by statedir:
 //
 //	"GCSMCKPT" 1          magic and version
-//	meta                  uvarint length, then JSON: batch, positions, queries, settings
+//	meta                  uvarint length, then JSON: batch, positions, queries, settings, properties seen
 //	labels, ids, window   uvarint length, then each one's binary encoding
 //	bundles               the same, when meta's transfers is set
 //	graph                 dyngraph's encoding, to the end
@@ -43,6 +43,10 @@ type ckptMeta struct {
 	// BatchLog is the batch log's offset of the first batch past this
 	// checkpoint (batchlog.go).
 	BatchLog int64 `json:"batch_log,omitempty"`
+	// Properties are the property names and kinds the stream has given
+	// per label (graph.Catalog's JSON): what new queries are checked
+	// against. A checkpoint without them predates their keeping.
+	Properties json.RawMessage `json:"properties,omitempty"`
 }
 
 // restore loads the newest valid checkpoint, or sets up an empty state when
@@ -72,6 +76,7 @@ func (s *Service) restore() error {
 func (s *Service) fresh() error {
 	s.labels, s.ids = graph.NewDict(), graph.NewIDs()
 	s.batch, s.position, s.queries, s.logNext = 0, map[int]int64{}, nil, 0
+	s.seen.Reset()
 	s.lastCkpt = time.Time{}
 	s.ckptAt.Store(0)
 	return s.setup(nil)
@@ -179,6 +184,16 @@ func (s *Service) readCheckpoint(r io.Reader) error {
 		return fmt.Errorf("graph: %w", err)
 	}
 	s.batch, s.position, s.queries, s.logNext = meta.Batch, map[int]int64{}, nil, meta.BatchLog
+	// A graph checkpointed before its properties were catalogued holds
+	// some that the catalog never saw: it is partial, for good.
+	s.seen.Reset()
+	if len(meta.Properties) > 0 {
+		if err := s.seen.UnmarshalJSON(meta.Properties); err != nil {
+			return fmt.Errorf("meta: properties: %w", err)
+		}
+	} else if s.g.NumVertices() > 0 {
+		s.seen.MarkPartial()
+	}
 	for p, o := range meta.Position {
 		pi, err := strconv.Atoi(p)
 		if err != nil {
@@ -217,6 +232,10 @@ func (s *Service) checkpoint() error {
 	}
 	for _, st := range s.queries {
 		meta.Queries = append(meta.Queries, st.cfg)
+	}
+	var err error
+	if meta.Properties, err = json.Marshal(s.seen); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
 	}
 	path, err := s.dir.Save(func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 1<<20)

@@ -151,7 +151,7 @@ func (p *pipeline) send(ctx context.Context, b *batchState) bool {
 func (s *Service) decoders() []*ingest.Decoder {
 	decs := make([]*ingest.Decoder, max(1, runtime.GOMAXPROCS(0)))
 	for i := range decs {
-		decs[i] = &ingest.Decoder{Format: s.dec.Format, MaxBytes: s.dec.MaxBytes, MaxIDBytes: s.dec.MaxIDBytes, TSUnit: s.dec.TSUnit}
+		decs[i] = &ingest.Decoder{Format: s.dec.Format, MaxBytes: s.dec.MaxBytes, MaxIDBytes: s.dec.MaxIDBytes, TSUnit: s.dec.TSUnit, Seen: s.dec.Seen}
 	}
 	return decs
 }

@@ -69,7 +69,7 @@ func (s *Service) compileQuery(c QueryConfig, fresh bool) (*standing, error) {
 				return nil, err
 			}
 		}
-		warnings = s.unknownLabels(p)
+		warnings = s.registrationWarnings(p)
 	}
 	q, err := query.Compile(p, s.labels, s.cfg.Graph.Directed, s.sem)
 	if err != nil {
@@ -109,15 +109,17 @@ func (s *Service) compileQuery(c QueryConfig, fresh bool) (*standing, error) {
 // (The label dictionary would not do: it also holds the labels of earlier
 // queries, and of edges since deleted.) An empty graph has seen nothing, so
 // every label would be warned about: there is no warning before the first
-// vertex. It runs on the loop, between batches.
-func (s *Service) unknownLabels(p *query.Pattern) []string {
+// vertex. It runs on the loop, between batches. unseen holds the labels
+// warned about, under "vertex" and "edge".
+func (s *Service) unknownLabels(p *query.Pattern) (w []string, unseen map[string][]string) {
 	if s.g.NumVertices() == 0 {
-		return nil
+		return nil, nil
 	}
 	vertex, edge := p.Labels()
-	var w []string
+	unseen = map[string][]string{}
 	warn := func(kind, name string) {
 		w = append(w, fmt.Sprintf("no %s of the graph has label %q yet: the query matches nothing until a message carries it", kind, name))
+		unseen[kind] = append(unseen[kind], name)
 	}
 	seen := make([]bool, s.labels.Len())
 	if len(vertex) > 0 {
@@ -141,7 +143,7 @@ func (s *Service) unknownLabels(p *query.Pattern) []string {
 			warn("edge", name)
 		}
 	}
-	return w
+	return w, unseen
 }
 
 // edgeLabelsSeen marks in seen the labels of the graph's edges: its one

@@ -132,6 +132,7 @@ type Service struct {
 	// oddTimeWarned says that the run has warned of an odd event time
 	// (warnOddTime); cluster members decode on their own goroutine.
 	oddTimeWarned atomic.Bool
+	seen          *graph.Catalog // the properties decoded, kept or not: what new queries are checked against (properties.go)
 	// hostBytes is the GPU's cumulative count of list bytes read from
 	// host memory, as of the last batch (countGPU).
 	hostBytes uint64
@@ -215,7 +216,8 @@ func New(opts Options) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("input.ts_unit: %w", err) // Validate checked it
 	}
-	s.dec = ingest.Decoder{Format: format, MaxBytes: cfg.Input.MaxMessageBytes, MaxIDBytes: cfg.Input.MaxIDBytes, TSUnit: unit}
+	s.seen = &graph.Catalog{DefaultEdgeLabel: cfg.Graph.DefaultEdgeLabel}
+	s.dec = ingest.Decoder{Format: format, MaxBytes: cfg.Input.MaxMessageBytes, MaxIDBytes: cfg.Input.MaxIDBytes, TSUnit: unit, Seen: s.seen}
 
 	if s.dir, err = statedir.Open(cfg.State.Dir, cfg.State.Keep); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)

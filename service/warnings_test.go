@@ -3,6 +3,7 @@ package service
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -168,5 +169,79 @@ func TestUndirectedRefusesArrows(t *testing.T) {
 	r.s.mu.Unlock()
 	if !slices.Equal(names, []string{"tri", "path"}) {
 		t.Errorf("registered %q, want tri and path", names)
+	}
+}
+
+// propertyStream is transfers among accounts that carry an amount and a
+// currency, and accounts with a country, as JSON events.
+func propertyStream(n int) [][]byte {
+	var vals [][]byte
+	for i := range n {
+		vals = append(vals, fmt.Appendf(nil, `{"op":"+","src":"acct-%d","dst":"acct-%d","label":"TRANSFER","src_label":"Account","dst_label":"Account","id":"tx-%d","props":{"amount":%d,"currency":"EUR"},"src_props":{"country":"DE"}}`,
+			i%20, (i+1)%20, i, 100*i))
+	}
+	return vals
+}
+
+// TestPropertyWarnings: POST /queries checks the properties a WHERE reads
+// against those the stream has given: a misspelled one, and a literal of
+// another kind than the property's values, each get a warning in the
+// answer; a query of what the stream gave gets none. A fresh service with
+// an empty graph warns about nothing, and a restart keeps what was seen.
+func TestPropertyWarnings(t *testing.T) {
+	addrs := cluster(t, 1, 1)
+	cfg := testConfig(t, addrs)
+	cfg.Queries = append(cfg.Queries, QueryConfig{Name: "early", Pattern: "(a:Account)-[t:TRANSFER]->(b:Account) WHERE t.amont > 10000"})
+	if w := registerLogged(t, cfg); len(w) != 0 {
+		t.Fatalf("warnings on an empty graph: %q", w)
+	}
+	vals := propertyStream(60)
+	produce(t, addrs, "edges", vals)
+	r := start(t, cfg)
+	srv := httptest.NewServer(r.s.Handler())
+	defer srv.Close()
+	waitFor(t, "the stream to be applied", time.Minute, func() bool { return r.s.Progress().Position[0] == int64(len(vals)) })
+
+	code, body := postQuery(t, srv.URL, "good", "(a:Account)-[t:TRANSFER]->(b:Account) WHERE t.amount > 1000 AND t.currency = 'EUR' AND a.country = 'DE' AND t.ts > t.ts - 1h")
+	if w, ok := body["warnings"].([]any); code != http.StatusCreated || !ok || len(w) != 0 {
+		t.Fatalf("query of seen properties: %d %v, want 201 with warnings []", code, body)
+	}
+	code, body = postQuery(t, srv.URL, "typo", "(a:Account)-[t1:TRANSFER]->(b:Account) WHERE t1.amont > 10000 AND b.contry = 'DE'")
+	wantWarnings(t, code, body,
+		"property t1.amont never seen on TRANSFER edges; known: amount, currency, id, ts (did you mean amount?)",
+		"property b.contry never seen on Account vertices; known: country (did you mean country?)")
+	code, body = postQuery(t, srv.URL, "kind", `(a:Account)-[t1:TRANSFER]->(b:Account) WHERE t1.amount > "10000"`)
+	wantWarnings(t, code, body,
+		`t1.amount > "10000" is never true: t1.amount has carried only numbers on TRANSFER edges, and "10000" is a string`)
+	// A label the graph lacks is warned about once, as a label.
+	code, body = postQuery(t, srv.URL, "label", "(a:Account)-[t:TRANSFR]->(b:Account) WHERE t.amount > 1")
+	if w, _ := body["warnings"].([]any); code != http.StatusCreated || len(w) != 1 || !strings.Contains(w[0].(string), `label "TRANSFR"`) {
+		t.Fatalf("query of an unseen label: %d %v, want one warning about the label", code, body)
+	}
+	r.shutdown(t)
+
+	// Restarted from its checkpoint, the service knows what it had seen.
+	// (A query restored from it, such as early, was judged when it was
+	// registered, as for labels.)
+	cfg.Queries = append(cfg.Queries, QueryConfig{Name: "typo2", Pattern: "(a:Account)-[t:TRANSFER]->(b:Account) WHERE t.currenc = 'EUR'"})
+	w := registerLogged(t, cfg)
+	want := []string{
+		"typo2: property t.currenc never seen on TRANSFER edges; known: amount, currency, id, ts (did you mean currency?)",
+	}
+	if !slices.Equal(w, want) {
+		t.Fatalf("warnings logged after a restart:\n got %q\nwant %q", w, want)
+	}
+}
+
+// wantWarnings checks that a POST /queries succeeded with exactly wants.
+func wantWarnings(t *testing.T, code int, body map[string]any, wants ...string) {
+	t.Helper()
+	var got []string
+	w, _ := body["warnings"].([]any)
+	for _, s := range w {
+		got = append(got, s.(string))
+	}
+	if code != http.StatusCreated || !slices.Equal(got, wants) {
+		t.Fatalf("POST: %d %v\nwant 201 with warnings %q", code, body, wants)
 	}
 }

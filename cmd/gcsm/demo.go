@@ -60,6 +60,9 @@ func (s *session) transferStream(file string, evs []bench.TransferEvent, record 
 	for i, ev := range evs {
 		rec := record(ev)
 		rec.Line = i + 1
+		for _, p := range rec.Props {
+			s.seen.Note(false, rec.Label, []byte(p.Name), p.Value.Kind)
+		}
 		u, err := s.resolver.Resolve(rec)
 		if err != nil {
 			return nil, err

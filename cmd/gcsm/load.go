@@ -28,6 +28,7 @@ type session struct {
 	// (keepTransfers); keep is what readers keep of events' properties.
 	store   *bundle.Store
 	keep    *ingest.PropFilter
+	seen    *graph.Catalog // every property read, kept or not, for warnProperties
 	skipBad bool
 	skipped int // bad lines and refused updates skipped under --skip-bad
 	// tsUnit is --ts-unit; the first odd time of the files read is
@@ -57,7 +58,7 @@ func (s *session) warnOddTime(r *ingest.Reader, path string) {
 }
 
 func newSession(directed, skipBad bool, alloc hostmem.Allocator) (*session, error) {
-	s := &session{labels: graph.NewDict(), ids: graph.NewIDs(), skipBad: skipBad}
+	s := &session{labels: graph.NewDict(), ids: graph.NewIDs(), skipBad: skipBad, seen: &graph.Catalog{DefaultEdgeLabel: "0"}}
 	opts := dyngraph.DefaultOptions()
 	opts.Directed = directed
 	opts.Alloc = alloc
@@ -83,7 +84,7 @@ type stream struct {
 // records that Resolve refuses stop the read with an error naming file and
 // line, or are counted and skipped under --skip-bad.
 func (s *session) read(path string) (*stream, error) {
-	r, c, err := ingest.Open(path, ingest.Options{SkipBad: s.skipBad, Keep: s.keep, TSUnit: s.tsUnit})
+	r, c, err := ingest.Open(path, ingest.Options{SkipBad: s.skipBad, Keep: s.keep, TSUnit: s.tsUnit, Seen: s.seen})
 	if err != nil {
 		return nil, err
 	}
@@ -404,6 +405,25 @@ func (s *session) warnUnknownLabels(w io.Writer, cmd string, qs []*query.Query, 
 			}
 			fmt.Fprintf(w, "gcsm %s: warning: query %s: no vertex or edge in %s has label %s, so the query matches nothing\n",
 				cmd, q.Name, where, name)
+		}
+	}
+}
+
+// warnProperties writes one line per property a query's WHERE reads that
+// no event of its label carried in the files read, and per comparison of
+// one with a literal of a kind its values never had
+// (query.PropertyWarnings), as such a condition never holds. The files are
+// read whole before the queries are compiled, so this is the check at the
+// end of the stream. Labels warnUnknownLabels names (those not among the
+// first known of the dictionary) are left to it.
+func (s *session) warnProperties(w io.Writer, cmd string, qs []*query.Query, known int) {
+	skip := func(_ bool, name string) bool {
+		l, ok := s.labels.Lookup(name)
+		return !ok || int(l) >= known
+	}
+	for _, q := range qs {
+		for _, msg := range q.Pattern.PropertyWarnings(s.seen, skip) {
+			fmt.Fprintf(w, "gcsm %s: warning: query %s: %s\n", cmd, q.Name, msg)
 		}
 	}
 }

@@ -82,6 +82,7 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	s.warnUnknownLabels(stderr, "match", qs, known, "the data graph")
+	s.warnProperties(stderr, "match", qs, known)
 	s.keepTransfersFor(qs)
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()

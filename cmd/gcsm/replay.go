@@ -142,6 +142,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	s.warnUnknownLabels(stderr, "replay", qs, known, "the data graph or the stream")
+	s.warnProperties(stderr, "replay", qs, known)
 	s.keepTransfersFor(qs)
 	loadTime := time.Since(t0)
 	gs := s.g.Stats()
