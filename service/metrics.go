@@ -51,7 +51,7 @@ const (
 )
 
 // outputSteps are the values of output_step_seconds' step label.
-var outputSteps = []string{"build", "log", "send", "acknowledge"}
+var outputSteps = []string{"build", "log", "send", "acknowledge", "transaction"}
 
 // rejectReasons are the values of rejects_total's reason label: ingest's
 // decoding reasons and the service's own.

@@ -1399,7 +1399,7 @@ func gatherService(reg *prometheus.Registry, res *serviceResult) error {
 		}
 		res.Stages = append(res.Stages, sh)
 	}
-	steps := []string{"build", "log", "send", "acknowledge"}
+	steps := []string{"build", "log", "send", "acknowledge", "transaction"}
 	slices.SortFunc(res.OutputSteps, func(a, b stageShare) int {
 		return slices.Index(steps, a.Stage) - slices.Index(steps, b.Stage)
 	})
