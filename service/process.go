@@ -706,6 +706,11 @@ func (b *batchState) withhold(q int, limit string) {
 // times, as the delivery stage does (delivery.go).
 func (s *Service) deliver(ctx context.Context, b *batchState) error {
 	s.build(b)
+	if s.txn != nil {
+		// Exactly once, between batches (delivery drained): in a
+		// transaction of its own, which moves no offsets.
+		return s.transact(ctx, s.txn, nil, []txnBatch{{b: b}})
+	}
 	if sender, ok := s.sink.(output.Sender); ok {
 		w := sent{b: b, pending: sender.Send(ctx, b.dead, b.events)}
 		select {

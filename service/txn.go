@@ -156,7 +156,8 @@ func (s *Service) commitInput(gen *ingest.Generation) txnCommit {
 }
 
 // transact delivers group in one transaction, written again until it
-// commits; it fails only once ctx ends or the service is fenced.
+// commits; it fails only once ctx ends or the service is fenced. A nil
+// commit moves no progress.
 func (s *Service) transact(ctx context.Context, tx *output.Txn, commit txnCommit, group []txnBatch) error {
 	var last *batchState
 	for i := range group {
@@ -165,7 +166,7 @@ func (s *Service) transact(ctx context.Context, tx *output.Txn, commit txnCommit
 			continue // committed by the run before, with its log record
 		}
 		g.letters, g.events = upTo(len(g.b.dead)), upTo(len(g.b.events))
-		if g.b.initial == nil {
+		if g.b.initial == nil && commit != nil {
 			last = g.b
 		}
 	}
