@@ -180,7 +180,7 @@ func FuzzCSVHeader(f *testing.F) {
 		f.Add(s[0], s[1], uint8(0))
 	}
 	f.Fuzz(func(t *testing.T, header, body string, unit uint8) {
-		if strings.ContainsAny(header+body, "#%\r\xef") {
+		if strings.ContainsAny(header+body, "#%\r") || strings.IndexByte(header+body, 0xef) >= 0 {
 			// Comments and byte order marks would move when the columns
 			// are reversed.
 			t.Skip()
