@@ -150,6 +150,15 @@ func AppendCut(dst []byte, from, ends map[int]int64) []byte {
 	return append(dst, '}')
 }
 
+// AppendTxnCut is AppendCut for a batch log record written in the
+// transaction of the batch's output, which it says ("txn":true): a reader
+// of the log then knows the output is in the topic. A record of a run
+// without transactions says nothing of its batch's output.
+func AppendTxnCut(dst []byte, from, ends map[int]int64) []byte {
+	dst = AppendCut(dst, from, ends)
+	return append(dst[:len(dst)-1], `,"txn":true}`...)
+}
+
 // appendOffsets appends partition → offset as a JSON object, partitions in
 // order, so that equal maps encode alike.
 func appendOffsets(dst []byte, m map[int]int64) []byte {
@@ -170,30 +179,38 @@ func appendOffsets(dst []byte, m map[int]int64) []byte {
 // record has none. Partitions and offsets must be non-negative integers;
 // anything else is refused.
 func ParseCut(b []byte) (from, ends map[int]int64, err error) {
+	from, ends, _, err = ParseLoggedCut(b)
+	return from, ends, err
+}
+
+// ParseLoggedCut is ParseCut that also says whether the record was
+// written in its batch's transaction (AppendTxnCut).
+func ParseLoggedCut(b []byte) (from, ends map[int]int64, txn bool, err error) {
 	var c struct {
 		From map[string]int64 `json:"from"`
 		Ends map[string]int64 `json:"ends"`
+		Txn  bool             `json:"txn"`
 	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&c); err != nil {
-		return nil, nil, fmt.Errorf("cut record: %w", err)
+		return nil, nil, false, fmt.Errorf("cut record: %w", err)
 	}
 	if d.More() {
-		return nil, nil, errors.New("cut record: data after the object")
+		return nil, nil, false, errors.New("cut record: data after the object")
 	}
 	if c.Ends == nil {
-		return nil, nil, errors.New(`cut record: no "ends"`)
+		return nil, nil, false, errors.New(`cut record: no "ends"`)
 	}
 	if ends, err = parseOffsets("end", c.Ends); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if c.From != nil {
 		if from, err = parseOffsets("start", c.From); err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 	}
-	return from, ends, nil
+	return from, ends, c.Txn, nil
 }
 
 func parseOffsets(what string, m map[string]int64) (map[int]int64, error) {

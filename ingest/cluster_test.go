@@ -43,6 +43,16 @@ func FuzzParseCut(f *testing.F) {
 		if err != nil || !maps.Equal(ends2, ends) || !maps.Equal(from2, from) || (from2 == nil) != (from == nil) {
 			t.Fatalf("%q: %v %v written back reads as %v %v, %v", b, from, ends, from2, ends2, err)
 		}
+		for _, txn := range []bool{false, true} {
+			rec := AppendCut(nil, from, ends)
+			if txn {
+				rec = AppendTxnCut(nil, from, ends)
+			}
+			from3, ends3, txn3, err := ParseLoggedCut(rec)
+			if err != nil || txn3 != txn || !maps.Equal(ends3, ends) || !maps.Equal(from3, from) {
+				t.Fatalf("%q: %v %v (txn %v) written back reads as %v %v (txn %v), %v", b, from, ends, txn, from3, ends3, txn3, err)
+			}
+		}
 	})
 }
 

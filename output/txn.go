@@ -20,6 +20,11 @@ import (
 type Txn struct {
 	*Franz
 	id string
+	// Watch, if set, is told of each Send's events before they go out; the
+	// function it returns is called once the transaction that holds them
+	// ends, committed or not. A benchmark measures alert latency so.
+	Watch    func(events []Event) func(committed bool)
+	watching []func(bool)
 }
 
 // TxnTimeout is how long the coordinator lets a transaction stay open
@@ -70,6 +75,14 @@ func (t *Txn) Begin() error {
 	return t.cl.BeginTransaction()
 }
 
+// Send is Franz.Send in the open transaction, told to Watch.
+func (t *Txn) Send(ctx context.Context, letters []DeadLetter, events []Event) Pending {
+	if t.Watch != nil {
+		t.watching = append(t.watching, t.Watch(events))
+	}
+	return t.Franz.Send(ctx, letters, events)
+}
+
 // Produce sends r in the open transaction; done runs when it is
 // acknowledged or failed.
 func (t *Txn) Produce(ctx context.Context, r *kgo.Record, done func(*kgo.Record, error)) {
@@ -86,5 +99,10 @@ func (t *Txn) Produced() bool { return t.produced.Load() > 0 }
 // must be acknowledged or failed first. A commit that fails leaves the
 // transaction to be aborted (End again with commit false).
 func (t *Txn) End(ctx context.Context, commit bool) error {
-	return t.cl.EndTransaction(ctx, kgo.TransactionEndTry(commit))
+	err := t.cl.EndTransaction(ctx, kgo.TransactionEndTry(commit))
+	for _, w := range t.watching {
+		w(commit && err == nil)
+	}
+	t.watching = t.watching[:0]
+	return err
 }

@@ -34,6 +34,9 @@ import (
 type loggedCut struct {
 	from, ends map[int]int64
 	offset     int64 // in the batch log
+	// txn says that the record was written in the transaction of the
+	// batch's output, which is therefore in the topic (txn.go).
+	txn bool
 }
 
 // batchLogConfigs bound the log by size, not by time: a service that was
@@ -89,7 +92,7 @@ func (s *Service) readBatchLog(ctx context.Context) ([]loggedCut, error) {
 		if m.Partition != 0 || reached {
 			continue
 		}
-		start, ends, err := ingest.ParseCut(m.Value)
+		start, ends, txn, err := ingest.ParseLoggedCut(m.Value)
 		switch {
 		case m.Control:
 		case err != nil:
@@ -107,7 +110,7 @@ func (s *Service) readBatchLog(ctx context.Context) ([]loggedCut, error) {
 			}
 			if len(chain) == 0 && k == pos || len(chain) > 0 && k == ckey(chain[len(chain)-1].ends) {
 				at[k] = len(chain)
-				chain = append(chain, loggedCut{from: start, ends: ends, offset: m.Offset})
+				chain = append(chain, loggedCut{from: start, ends: ends, offset: m.Offset, txn: txn})
 			}
 		}
 		if m.Offset+1 >= end {

@@ -116,7 +116,10 @@ func (s *Service) prepare(ctx context.Context, in <-chan []ingest.Message, pos m
 		if len(msgs) > 0 {
 			b := newBatchState(buf)
 			if following != nil {
-				b.logOffset, b.replayed = following.offset, true
+				// Exactly once, a batch logged in its transaction is not
+				// written again; one logged by a run without transactions
+				// (the mode changed) is, as its output may be missing.
+				b.logOffset, b.replayed = following.offset, following.txn
 				b.logFrom, b.logEnds = following.from, following.ends
 			} else {
 				pos = s.logCut(ctx, b, pos)
@@ -399,7 +402,7 @@ func (s *Service) takeBack(p *pipeline, b *batchState) error {
 	s.doneAt = time.Now()
 	s.progress.Batches = b.id
 	s.progress.Position = maps.Clone(s.position)
-	s.progress.Events += int64(len(b.events) - b.diverted - b.lost)
+	s.progress.Events += int64(len(b.events) - b.diverted - b.lost - b.skipped)
 	s.progress.DeadLetters += int64(len(b.dead) - b.lostLetters + b.diverted)
 	s.mu.Unlock()
 	s.met.batchSeconds.WithLabelValues(stages[stageOutput]).Observe(b.times[stageOutput].Seconds())

@@ -167,9 +167,11 @@ type batchState struct {
 	logging          *ingest.CutWritten
 	logFrom, logEnds map[int]int64
 	logOffset        int64
-	// replayed marks a batch re-formed from the batch log: exactly once,
-	// its output is in the topic already (txn.go).
+	// replayed marks a batch re-formed from a record of the batch log
+	// written in its transaction: exactly once, its output is in the topic
+	// already (txn.go), and skipped counts the events not written again.
 	replayed bool
+	skipped  int
 
 	// applied is what Apply said of the batch. wait, when set, finishes
 	// its match, which overlaps the graph stages of the next batch; its

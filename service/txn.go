@@ -163,7 +163,9 @@ func (s *Service) transact(ctx context.Context, tx *output.Txn, commit txnCommit
 	for i := range group {
 		g := &group[i]
 		if g.b.replayed {
-			continue // committed by the run before, with its log record
+			// Committed by the run before, with its log record.
+			g.b.skipped = len(g.b.events)
+			continue
 		}
 		g.letters, g.events = upTo(len(g.b.dead)), upTo(len(g.b.events))
 		if g.b.initial == nil && commit != nil {
@@ -224,7 +226,7 @@ func (s *Service) attempt(ctx context.Context, tx *output.Txn, commit txnCommit,
 		if g.b.initial == nil && g.b.logEnds != nil {
 			done := make(chan struct{})
 			g.logged = done
-			tx.Produce(ctx, &kgo.Record{Topic: s.batchLog.Topic(), Value: ingest.AppendCut(nil, g.b.logFrom, g.b.logEnds)}, func(r *kgo.Record, err error) {
+			tx.Produce(ctx, &kgo.Record{Topic: s.batchLog.Topic(), Value: ingest.AppendTxnCut(nil, g.b.logFrom, g.b.logEnds)}, func(r *kgo.Record, err error) {
 				g.logOffset, g.logErr = r.Offset, err
 				close(done)
 			})

@@ -176,7 +176,7 @@ func runBenchService(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&f.secure, "secure", false, "TLS and SCRAM-SHA-512 on every connection: the embedded broker serves them with a fresh self-signed certificate; with --brokers, --config says how")
 	fs.StringVar(&f.config, "config", "", "with --brokers, gcsm run's YAML `file` whose tls and sasl sections reach them")
 	fs.StringVar(&f.compression, "compression", "none", "compression of the produced alerts: none, gzip, snappy, lz4 or zstd")
-	fs.StringVar(&f.delivery, "delivery", service.ExactlyOnce, "the service's output.delivery: exactly-once (Kafka transactions; alert latency is then the batch's, not measured per alert) or at-least-once")
+	fs.StringVar(&f.delivery, "delivery", service.ExactlyOnce, "the service's output.delivery: exactly-once (Kafka transactions; an alert's latency runs to its transaction's commit) or at-least-once")
 	fs.Uint64Var(&f.seed, "seed", 1, "stream seed")
 	fs.BoolVar(&f.jsonOut, "json", false, "write only the JSON summary to stdout; the table goes to stderr")
 	fs.BoolVar(&f.engine, "engine", true, "also run the stream through the engine alone and report the service's share of its throughput")
@@ -1175,14 +1175,33 @@ type timedSender struct {
 }
 
 // Transactional opens the wrapped sink's transactions, for exactly-once
-// delivery, which writes through them and not through Send: its alerts
-// are then counted from the service's batches (batchLog).
+// delivery, which writes through them and not through Send: an alert's
+// latency then runs to the commit of its transaction, when a
+// read_committed consumer can first read it.
 func (t timedSender) Transactional(ctx context.Context, id string) (*output.Txn, error) {
 	tr, ok := t.sender.(output.Transactor)
 	if !ok {
 		return nil, fmt.Errorf("bench service: the sink has no transactions")
 	}
-	return tr.Transactional(ctx, id)
+	tx, err := tr.Transactional(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	tx.Watch = func(evs []output.Event) func(bool) {
+		// Counted beside the send, as countedDuring does; the events stay
+		// the service's until their transaction has ended.
+		var counts map[[2]int64]int64
+		var counted sync.WaitGroup
+		counted.Go(func() { counts = sourceCounts(evs) })
+		n := len(evs)
+		return func(committed bool) {
+			counted.Wait()
+			if committed {
+				t.acked(counts, n)
+			}
+		}
+	}
+	return tx, nil
 }
 
 // Send notes the alerts' acknowledgement when the sender's Pending is done,
@@ -1257,11 +1276,7 @@ func (t *timedSink) summarize(res *serviceResult) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.resolve()
-	if t.events > 0 || res.Delivery != service.ExactlyOnce {
-		// Exactly once, alerts go out through the transactions, not
-		// through t: batchLog counted them.
-		res.Events = t.events
-	}
+	res.Events = t.events
 	res.AlertLatency = percentiles(t.lat)
 	if res.Seconds > 0 {
 		res.EventsPerSec = float64(t.events) / res.Seconds
@@ -1303,7 +1318,6 @@ type batchLog struct {
 	mu          sync.Mutex
 	first, last time.Time
 	messages    int
-	events      int64
 	lat         []weighted
 }
 
@@ -1316,7 +1330,6 @@ func (b *batchLog) add(bi service.BatchInfo) {
 	}
 	b.last = now
 	b.messages += bi.Messages
-	b.events += int64(bi.Events)
 	b.lat = append(b.lat, weighted{bi.Latency, 1})
 }
 
@@ -1329,7 +1342,6 @@ func (b *batchLog) summarize(res *serviceResult) {
 	if res.Seconds > 0 {
 		res.UpdatesPerSec = float64(b.messages) / res.Seconds
 	}
-	res.Events = b.events
 }
 
 // gatherService reads the stage times and the match counts from the
