@@ -483,16 +483,16 @@ func (s *Service) consume(ctx context.Context, gen *ingest.Generation) error {
 			return nil // ctx ended: Run shuts down
 		}
 		s.txn, s.txnCommit = tx, s.commitInput(gen)
-		// The checkpoint's offsets where the group's are behind them (a
-		// new group, or a writer killed before its first transaction):
-		// no transaction of this generation is open yet, and the next one
+		// What is applied and delivered, where the group's offsets are
+		// behind it: a new group, a checkpoint whose writer died before
+		// its first transaction, or a batch whose transaction committed
+		// after the last generation ended, without its offsets (txnCommit).
+		// No transaction of this generation is open yet, and the next
 		// moves them on.
-		if s.uncommitted {
-			if err := gen.CommitForward(s.ckptPos); err != nil {
-				s.log.Warn().Err(err).Msg("offset commit refused; the next transaction commits them")
-			} else {
-				s.uncommitted = false
-			}
+		if err := gen.CommitForward(maps.Clone(s.position)); err != nil {
+			s.log.Warn().Err(err).Msg("offset commit refused; the next transaction commits them")
+		} else {
+			s.uncommitted = false
 		}
 		defer func() {
 			tx.Close()

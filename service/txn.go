@@ -33,7 +33,7 @@ import (
 //     the batch log the successor reads, so it is not written twice either.
 //     Offsets of a generation that has ended are refused by the group
 //     coordinator (KIP-447); alone, the transaction commits without them,
-//     and the next generation's first transaction moves them.
+//     and the next generation commits them at its start.
 //   - A cluster member has a transactional id of its own, and commits its
 //     shards' next batches in each transaction. When its generation ends
 //     under an open transaction, the coordinator refuses those commits: the
@@ -148,7 +148,7 @@ func (s *Service) commitInput(gen *ingest.Generation) txnCommit {
 		}
 		err := commit()
 		if errors.Is(err, ingest.ErrFenced) {
-			s.log.Info().Err(err).Uint64("batch", last.id).Msg("input offsets not committed with the batch: the next generation's first transaction moves them")
+			s.log.Info().Err(err).Uint64("batch", last.id).Msg("input offsets not committed with the batch: the next generation commits them at its start")
 			return nil
 		}
 		return err
