@@ -118,9 +118,6 @@ func (d *Dir) Close() error {
 	return err
 }
 
-// Path returns the directory's path.
-func (d *Dir) Path() string { return d.path }
-
 func checkpointName(seq uint64) string { return fmt.Sprintf("%s%0*d", namePrefix, seqDigits, seq) }
 
 // parseName returns the sequence number of a checkpoint's file name.
