@@ -109,11 +109,11 @@ func (m *costModel) cell(q *query.Query, b, explore int) *cell {
 // The GPU's cost is its queries' own averages plus a fixed cost per batch
 // (observeFixed): bringing its copy of the graph up to date, paid once
 // whatever the queries, and most of what the overlapped GPU costs its
-// caller. Shared out among the queries, as their averages once were, it
-// made moving one off the GPU look like it saved the GPU that query's part
-// of it: on the alert-sparse mix, through the service, balance then split
-// the three queries between the devices in most batches, and the service
-// ran at 0.9 of either device alone (H200 machine).
+// caller. It is not shared out among the queries: then moving one off the
+// GPU would look like saving that query's part of a cost the GPU pays
+// anyway, and balance would split queries between the devices for a
+// slower batch (docs/experiments.md, "What the cost model's rules came
+// from").
 //
 // An overlapped batch (Placer.Begin) also weighs the CPU's seconds
 // cpuLoadWeight times in every comparison: its caller works beside the
@@ -169,14 +169,13 @@ const balanceGain = 0.1
 // while the GPU works beside it. The CPU's workers then share the cores
 // with the GPU's host side (packing, ranking, gathering lists, the sink)
 // and, in the service, with the pipeline's other stages, so a share on the
-// CPU slows the rest more than its own time says: moving the house or the
-// mule of the 5-vertex mix beside the GPU's ring5, 20% shorter on paper,
-// made the H200's batches longer. With the GPU idle the CPU's share counts
-// as it is, unless the batch is overlapped: weighed then, three
-// alert-sparse queries on the CPU (1.8 ms a batch) looked longer than
-// moving one to the idle GPU (2.2 ms there), and those split batches took
-// 2.2-3.2 ms against the CPU's 1.1-1.3 ms alone (H200 machine, 1M updates,
-// matched within the call).
+// CPU slows the rest more than its own time says. With the GPU idle the
+// CPU's share counts as it is, unless the batch is overlapped: its caller
+// then works beside the CPU's workers too. Weighed with the GPU idle and
+// the batch not overlapped, the CPU's share made moving a query to the GPU
+// look shorter, and the batches split between the devices ran slower than
+// on the CPU alone. The value is measured (docs/experiments.md, "What the
+// cost model's rules came from").
 const cpuLoadWeight = 1.5
 
 // loads is what a batch's queries are expected to cost each device: the

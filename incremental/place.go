@@ -166,10 +166,9 @@ func (p *Placer) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query
 // it does under --device gpu. The GPU's cost is then what its Begin took
 // plus what wait blocked on it: the time it worked beside the caller costs
 // the caller nothing, and measured from Begin to the end of wait it would
-// have priced the GPU at the caller's work as well. On the alert-sparse
-// mix, whose queries the overlapped GPU matches faster than the CPU and
-// the GPU within the call slower, a Placer that did not overlap kept them
-// on the CPU and trailed --device cpu by 3-13% (H200 machine).
+// have priced the GPU at the caller's work as well. Queries that the
+// overlapped GPU matches faster than the CPU, and the GPU within the call
+// slower, would then stay on the CPU.
 //
 // When the GPU measures a query alone in the batch (Explore), that call
 // is the one begun; its main share runs within Begin before it, and is not

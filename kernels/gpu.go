@@ -145,10 +145,9 @@ type Options struct {
 	// builds on the host for match_space, in entries of the graph's lists
 	// it comes from (incremental.Candidates.Space); a query whose space
 	// would pass it is counted by match_delta over the graph's lists. 0
-	// means incremental.DefaultSpaceEntries. Until match_space counted
-	// tails (sp_tail), 0 meant 2^18, which left STMatch's unlabelled
-	// patterns on match_delta; with tails counted the space takes them in
-	// 0.63 of match_delta's time (geometric mean, benchmarks.md). A
+	// means incremental.DefaultSpaceEntries, large enough for unlabelled
+	// patterns, which the space counts with their tails (sp_tail) in less
+	// time than match_delta takes (docs/benchmarks.md, STMatch). A
 	// negative value builds none.
 	SpaceEntries int
 	// EnumRecords is the capacity of the enumeration buffer in matches;
