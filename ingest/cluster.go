@@ -519,7 +519,7 @@ func Offsets(ctx context.Context, conn kafkaconn.Conn, topic string, partition i
 		return 0, 0, err
 	}
 	defer cl.Close()
-	firsts, ends, err := listOffsets(ctx, cl, topic, []int{partition})
+	firsts, ends, err := listOffsets(ctx, cl, topic, []int{partition}, false)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -539,17 +539,35 @@ func TopicOffsets(ctx context.Context, cl *kgo.Client, topic string) (first, end
 	for p := range parts {
 		parts[p] = p
 	}
-	return listOffsets(ctx, cl, topic, parts)
+	return listOffsets(ctx, cl, topic, parts, false)
+}
+
+// StableOffsets are the first and the last stable offset of topic's
+// partitions: the end a read_committed consumer reaches, before the first
+// record of a transaction still open (the end offset when none is). The
+// output is written in transactions; the input, which gcsm reads
+// uncommitted, is read to its end (Offsets, TopicOffsets).
+func StableOffsets(ctx context.Context, conn kafkaconn.Conn, topic string, partitions []int) (first, end map[int]int64, err error) {
+	cl, err := conn.NewClient()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cl.Close()
+	return listOffsets(ctx, cl, topic, partitions, true)
 }
 
 // listOffsets are the first and the end offset of topic's partitions, from
-// two ListOffsets requests; every partition must answer.
-func listOffsets(ctx context.Context, cl *kgo.Client, topic string, partitions []int) (first, end map[int]int64, err error) {
+// two ListOffsets requests; every partition must answer. With committed,
+// the end is the last stable offset.
+func listOffsets(ctx context.Context, cl *kgo.Client, topic string, partitions []int, committed bool) (first, end map[int]int64, err error) {
 	var got [2]map[int]int64
 	// Timestamp -2 asks for the first offset, -1 for the end.
 	for i, ts := range [2]int64{-2, -1} {
 		req := kmsg.NewPtrListOffsetsRequest()
 		req.ReplicaID = -1
+		if committed {
+			req.IsolationLevel = 1
+		}
 		rt := kmsg.NewListOffsetsRequestTopic()
 		rt.Topic = topic
 		for _, p := range partitions {

@@ -23,7 +23,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -384,7 +383,11 @@ func (t *tailer) ranges(ctx context.Context) ([]tailRange, error) {
 	if err != nil {
 		return nil, fmt.Errorf("topic %s on %s: %w", t.topic, brokers, err)
 	}
-	firsts, ends, err := stableOffsets(ctx, t.conn, t.topic, n)
+	parts := make([]int, n)
+	for p := range parts {
+		parts[p] = p
+	}
+	firsts, ends, err := ingest.StableOffsets(ctx, t.conn, t.topic, parts)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list the offsets of %s on %s: %w", t.topic, brokers, err)
 	}
@@ -455,56 +458,6 @@ func (t *tailer) counts(m *kgo.Record) bool {
 		Query string `json:"query"`
 	}
 	return json.Unmarshal(m.Value, &e) == nil && t.queries[e.Query]
-}
-
-// stableOffsets are the first and the last stable offset of each of topic's
-// n partitions: the end a read_committed consumer reaches, before the
-// first record of a transaction still open (the high watermark when none
-// is). ingest lists the high watermark, which gcsm's consumers of the
-// input, never transactional, want.
-func stableOffsets(ctx context.Context, conn kafkaconn.Conn, topic string, n int) (first, end []int64, err error) {
-	cl, err := conn.NewClient()
-	if err != nil {
-		return nil, nil, err
-	}
-	defer cl.Close()
-	var got [2][]int64
-	// Timestamp -2 asks for the first offset, -1 for the end.
-	for i, ts := range [2]int64{-2, -1} {
-		req := kmsg.NewPtrListOffsetsRequest()
-		req.ReplicaID = -1
-		req.IsolationLevel = 1 // read_committed
-		rt := kmsg.NewListOffsetsRequestTopic()
-		rt.Topic = topic
-		for p := range n {
-			rp := kmsg.NewListOffsetsRequestTopicPartition()
-			rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = int32(p), ts, -1
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			return nil, nil, kafkaconn.Classify(err)
-		}
-		got[i] = make([]int64, n)
-		answered := 0
-		for _, rt := range resp.Topics {
-			for _, rp := range rt.Partitions {
-				if rt.Topic != topic || rp.Partition < 0 || int(rp.Partition) >= n {
-					continue
-				}
-				if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-					return nil, nil, fmt.Errorf("partition %d: %w", rp.Partition, err)
-				}
-				got[i][rp.Partition] = rp.Offset
-				answered++
-			}
-		}
-		if answered != n {
-			return nil, nil, fmt.Errorf("%d of %d partitions answered", answered, n)
-		}
-	}
-	return got[0], got[1], nil
 }
 
 // read sends the messages of r to msgs until r.to or until ctx is done.
