@@ -167,14 +167,20 @@ func (s *Service) giveUp(rs []redo) int {
 		given += n
 		r.b.lost += len(r.events)
 		r.b.lostLetters += len(r.letters)
-		s.met.undelivered.WithLabelValues(reasonRetries).Add(float64(n))
-		s.met.lastUndelivered.Store(time.Now().UnixNano())
-		s.met.lastUndeliveredAt.SetToCurrentTime()
+		s.gaveUp(n)
 		s.log.Error().Err(r.err).Uint64("batch", r.b.id).Int("events", len(r.events)).Int("dead_letters", len(r.letters)).
 			Int("rounds", maxResends).Msg("output given up: these records are not in Kafka; the stream goes on")
 		r.letters, r.events = nil, nil
 	}
 	return given
+}
+
+// gaveUp counts n records given up after maxResends rounds, and notes
+// when, for readiness.
+func (s *Service) gaveUp(n int) {
+	s.met.undelivered.WithLabelValues(reasonRetries).Add(float64(n))
+	s.met.lastUndelivered.Store(time.Now().UnixNano())
+	s.met.lastUndeliveredAt.SetToCurrentTime()
 }
 
 // lastUndelivered is when delivery last gave records up (zero if never),

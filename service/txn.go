@@ -304,9 +304,7 @@ func (s *Service) giveUpRefused(group []txnBatch) {
 		g.b.lost += len(g.unsentE)
 		g.b.lostLetters += len(g.unsentL)
 		g.letters, g.events = without(g.letters, g.unsentL), without(g.events, g.unsentE)
-		s.met.undelivered.WithLabelValues(reasonRetries).Add(float64(n))
-		s.met.lastUndelivered.Store(time.Now().UnixNano())
-		s.met.lastUndeliveredAt.SetToCurrentTime()
+		s.gaveUp(n)
 		s.log.Error().Err(g.err).Uint64("batch", g.b.id).Int("events", len(g.unsentE)).Int("dead_letters", len(g.unsentL)).
 			Int("rounds", maxResends).Msg("output given up: the brokers refuse these records; the batch's transaction goes on without them")
 		g.unsentL, g.unsentE = nil, nil
