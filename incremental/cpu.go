@@ -28,12 +28,8 @@ type CPU struct {
 	stop    func(q int) bool
 }
 
-// SetStop installs stop, which Match's workers call now and then (from
-// several goroutines at once) with a query's index; once it returns true for
-// a query, Match stops looking for that query's matches for the rest of the
-// call, so its counts and enumerated matches are then partial. The service
-// uses it to enforce per-query limits, and Static honours it too (bench
-// static's --timeout). nil removes it.
+// SetStop implements Matcher: Match's workers call stop now and then, and
+// Static honours it too (bench static's --timeout).
 func (c *CPU) SetStop(stop func(q int) bool) { c.stop = stop }
 
 var _ Matcher = (*CPU)(nil)
@@ -320,6 +316,16 @@ func (w *walker) orient(e query.QEdge, ch *graph.Change, x, y graph.VertexID) {
 	}
 }
 
-// NumWorkers is the number of sink workers Match uses: worker numbers run
-// from 0 to NumWorkers()-1.
+// NumWorkers implements Matcher.
 func (c *CPU) NumWorkers() int { return c.workers() }
+
+// Follow implements Matcher: the CPU reads the host graph and keeps no copy.
+func (c *CPU) Follow(*dyngraph.Graph) {}
+
+// Devices implements Matcher: every query runs on the CPU.
+func (c *CPU) Devices(dst []Device, n int) []Device {
+	for range n {
+		dst = append(dst, OnCPU)
+	}
+	return dst
+}

@@ -75,6 +75,28 @@ type Matcher interface {
 	// In Enumerate mode matches go to sink with sign Positive. It returns one
 	// count per query.
 	Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink Sink) ([]int64, error)
+
+	// SetStop installs stop, which the executor's workers may call with a
+	// query's index (from several goroutines at once); once it returns true
+	// for a query, the executor may stop looking for that query's matches
+	// for the rest of the call, whose counts are then partial. An executor
+	// that runs each launch to its end (the GPU's) ignores it. nil removes
+	// it.
+	SetStop(stop func(q int) bool)
+
+	// NumWorkers is the number of sink workers Match uses: worker numbers
+	// run from 0 to NumWorkers()-1.
+	NumWorkers() int
+
+	// Follow tells an executor that keeps its own copy of the graph of the
+	// batch g has applied and not yet reorganized, when it matches nothing
+	// in it, so that its next Match copies only the lists changed since,
+	// not the graph. An executor that reads the host graph does nothing.
+	Follow(g *dyngraph.Graph)
+
+	// Devices appends to dst, per query of the last Match's n queries, the
+	// device that ran it, and returns it.
+	Devices(dst []Device, n int) []Device
 }
 
 // Overlapper is a Matcher whose Match can finish while the caller goes on

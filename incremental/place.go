@@ -93,24 +93,12 @@ var (
 	_ Overlapper = (*Placer)(nil)
 )
 
-// stopper is an executor that can abandon a query mid-batch (CPU.SetStop).
-type stopper interface{ SetStop(stop func(q int) bool) }
-
-// workerCounter is an executor that says how many sink workers it uses.
-type workerCounter interface{ NumWorkers() int }
-
 // Preparer is an executor that keeps its own copy of the graph and says
 // what its last call spent bringing that copy up to date (kernels.GPU): a
 // batch's first call pays it whatever its queries, and a second call in
 // the same batch nothing. The Placer keeps it apart from the queries' own
 // costs, as the device's fixed cost per batch.
 type Preparer interface{ LastPrepare() time.Duration }
-
-// Follower is an executor that keeps its own copy of the graph and needs to
-// know of every batch: the Placer calls Follow, during the batch (after
-// Apply, before Reorganize), instead of Match when it gives it no query, so
-// that its next Match copies only the lists changed since, not the graph.
-type Follower interface{ Follow(g *dyngraph.Graph) }
 
 // SetStop installs stop, passed on to each executor that can stop (see
 // CPU.SetStop) with the query indices of its share mapped back to the
@@ -120,6 +108,19 @@ func (p *Placer) SetStop(stop func(q int) bool) { p.stop = stop }
 // Placed appends to dst, per query of the last Match, the device that ran
 // it, and returns it; nothing when that batch had no changes.
 func (p *Placer) Placed(dst []Device) []Device { return append(dst, p.placed...) }
+
+// Devices implements Matcher: the devices Placed says.
+func (p *Placer) Devices(dst []Device, _ int) []Device { return p.Placed(dst) }
+
+// NumWorkers implements Matcher: the CPU's workers, then the GPU's, as
+// begin numbers them.
+func (p *Placer) NumWorkers() int { return p.CPU.NumWorkers() + p.GPU.NumWorkers() }
+
+// Follow implements Matcher: both devices follow the batch.
+func (p *Placer) Follow(g *dyngraph.Graph) {
+	p.follow(g, OnCPU)
+	p.follow(g, OnGPU)
+}
 
 // side is one device's share of a batch: the queries of its main call
 // (caller's indices) and the query it runs alone, or -1.
@@ -184,10 +185,6 @@ func (p *Placer) begin(g *dyngraph.Graph, delta []graph.Change, queries []*query
 	if p.CPU == nil || p.GPU == nil {
 		return done(nil, errors.New("incremental: a Placer needs a CPU and a GPU executor"))
 	}
-	wc, ok := p.CPU.(workerCounter)
-	if !ok {
-		return done(nil, errors.New("incremental: a Placer's CPU executor must say its number of workers (NumWorkers)"))
-	}
 	res := make([]Counts, len(queries))
 	p.placed = p.placed[:0]
 	if len(delta) == 0 || len(queries) == 0 {
@@ -212,7 +209,7 @@ func (p *Placer) begin(g *dyngraph.Graph, delta []graph.Change, queries []*query
 		}
 		p.placed = append(p.placed, d)
 	}
-	offset := [2]int{0, wc.NumWorkers()}
+	offset := [2]int{0, p.CPU.NumWorkers()}
 	// A device works in this batch when it has queries or is not warmed up
 	// yet; an idle one follows the batch (Follow). Syncing the idle GPU's
 	// copy in every batch of 4096 instead, alongside the CPU's matching,
@@ -289,9 +286,7 @@ func (p *Placer) cpuBelow() int {
 // cpuOnly runs a small batch on the CPU with the caller's indices and
 // workers, while the GPU follows it.
 func (p *Placer) cpuOnly(g *dyngraph.Graph, delta []graph.Change, queries []*query.Query, mode Mode, sink Sink) ([]Counts, error) {
-	if st, ok := p.CPU.(stopper); ok {
-		st.SetStop(p.stop)
-	}
+	p.CPU.SetStop(p.stop)
 	res, err := p.CPU.Match(g, delta, queries, mode, sink)
 	if err != nil {
 		return nil, fmt.Errorf("incremental: placer, cpu: %w", err)
@@ -312,8 +307,8 @@ func (p *Placer) explore() int {
 
 // follow tells device d of the batch when it runs no query in it.
 func (p *Placer) follow(g *dyngraph.Graph, d Device) {
-	if f, ok := p.device(d).(Follower); ok && g.Pending() {
-		f.Follow(g)
+	if g.Pending() {
+		p.device(d).Follow(g)
 		p.followed[d] = true
 	}
 }
@@ -403,13 +398,11 @@ func (p *Placer) start(d Device, idx []int, offset int, g *dyngraph.Graph, delta
 			qs[i] = queries[qi]
 		}
 	}
-	if st, ok := m.(stopper); ok {
-		switch stop := p.stop; {
-		case stop == nil || all:
-			st.SetStop(stop)
-		default:
-			st.SetStop(func(q int) bool { return stop(idx[q]) })
-		}
+	switch stop := p.stop; {
+	case stop == nil || all:
+		m.SetStop(stop)
+	default:
+		m.SetStop(func(q int) bool { return stop(idx[q]) })
 	}
 	mapped := sink
 	if sink != nil && (!all || offset != 0) {

@@ -21,10 +21,6 @@
 // a *DecodeError, whose Reason is a small fixed class for metrics and dead
 // letters.
 //
-// Event-time windows are an Expiry: it tracks the last time of every live
-// edge and the watermark, and returns the deletions of the edges that have
-// fallen out of the window, for the engine to apply in its next batch.
-//
 // A Consumer reads the input topic as a member of a Kafka consumer group in
 // which one member is active and the others stand by (the graph is one
 // state, so partitions are never split); the caller says where each

@@ -41,8 +41,8 @@ func (s *Service) events(b *batchState, c *collector) {
 		}
 	}
 	if kept > 0 {
-		mt := &matched{c: c, queries: slices.Clone(s.queries), batch: b.id, n: kept, bound: s.binder != nil,
-			parts: make([]int32, len(b.msgs)), names: s.ids}
+		mt := &matched{c: c, queries: slices.Clone(s.queries), batch: b.id, n: kept, bound: s.core.Binder() != nil,
+			parts: make([]int32, len(b.msgs)), names: s.core.IDs()}
 		for _, st := range s.queries {
 			mt.maxN = max(mt.maxN, st.q.N())
 		}

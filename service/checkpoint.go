@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/gcsm/gcsm/bundle"
-	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/ingest"
 	"github.com/gcsm/gcsm/internal/statedir"
@@ -60,7 +59,7 @@ func (s *Service) restore() error {
 	}
 	switch {
 	case err == nil:
-		s.log.Info().Str("path", path).Uint64("batch", s.batch).Int64("edges", s.g.NumEdges()).
+		s.log.Info().Str("path", path).Uint64("batch", s.batch).Int64("edges", s.core.Graph().NumEdges()).
 			Interface("position", s.position).Int("queries", len(s.queries)).Msg("checkpoint loaded")
 		return nil
 	case errors.Is(err, statedir.ErrNoCheckpoint):
@@ -74,39 +73,11 @@ func (s *Service) restore() error {
 
 // fresh sets up an empty state.
 func (s *Service) fresh() error {
-	s.labels, s.ids = graph.NewDict(), graph.NewIDs()
 	s.batch, s.position, s.queries, s.logNext = 0, map[int]int64{}, nil, 0
 	s.seen.Reset()
 	s.lastCkpt = time.Time{}
 	s.ckptAt.Store(0)
-	return s.setup(nil)
-}
-
-// setup makes the graph (from r, or empty), the resolver and the window
-// for the current dictionaries.
-func (s *Service) setup(r io.Reader) error {
-	opts := dyngraph.DefaultOptions()
-	opts.Directed = s.cfg.Graph.Directed
-	opts.Alloc = s.alloc
-	opts.DefaultVertexLabel = s.labels.Intern(s.cfg.Graph.DefaultVertexLabel)
-	var err error
-	if s.g != nil {
-		s.g.Close()
-		s.g = nil
-	}
-	if r == nil {
-		s.g, err = dyngraph.New(opts)
-	} else {
-		s.g, err = dyngraph.Read(r, opts)
-	}
-	if err != nil {
-		return err
-	}
-	s.resolver = &ingest.Resolver{IDs: s.ids, Labels: s.labels, DefaultEdgeLabel: s.cfg.Graph.DefaultEdgeLabel}
-	if s.expiry == nil && s.cfg.Window.Size > 0 {
-		s.expiry = ingest.NewExpiry(ingest.Window{Size: s.cfg.Window.Size, Lateness: s.cfg.Window.Lateness}, s.cfg.Graph.Directed)
-	}
-	return nil
+	return s.core.Load(graph.NewDict(), graph.NewIDs(), nil, nil, nil)
 }
 
 func (s *Service) readCheckpoint(r io.Reader) error {
@@ -160,15 +131,6 @@ func (s *Service) readCheckpoint(r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	s.expiry = nil
-	if s.cfg.Window.Size > 0 {
-		s.expiry = ingest.NewExpiry(ingest.Window{Size: s.cfg.Window.Size, Lateness: s.cfg.Window.Lateness}, s.cfg.Graph.Directed)
-		if len(wb) > 0 {
-			if err := s.expiry.UnmarshalBinary(wb); err != nil {
-				return fmt.Errorf("window: %w", err)
-			}
-		}
-	}
 	var store *bundle.Store
 	if meta.Transfers {
 		bb, err := section("bundles")
@@ -179,9 +141,8 @@ func (s *Service) readCheckpoint(r io.Reader) error {
 			return fmt.Errorf("bundles: %w", err)
 		}
 	}
-	s.labels, s.ids = labels, ids
-	if err := s.setup(br); err != nil {
-		return fmt.Errorf("graph: %w", err)
+	if err := s.core.Load(labels, ids, br, wb, store); err != nil {
+		return err
 	}
 	s.batch, s.position, s.queries, s.logNext = meta.Batch, map[int]int64{}, nil, meta.BatchLog
 	// A graph checkpointed before its properties were catalogued holds
@@ -191,7 +152,7 @@ func (s *Service) readCheckpoint(r io.Reader) error {
 		if err := s.seen.UnmarshalJSON(meta.Properties); err != nil {
 			return fmt.Errorf("meta: properties: %w", err)
 		}
-	} else if s.g.NumVertices() > 0 {
+	} else if s.core.Graph().NumVertices() > 0 {
 		s.seen.MarkPartial()
 	}
 	for p, o := range meta.Position {
@@ -202,10 +163,6 @@ func (s *Service) readCheckpoint(r io.Reader) error {
 		s.position[pi] = o
 	}
 	s.ckptPos, s.uncommitted = maps.Clone(s.position), true
-	s.bundles, s.binder = nil, nil
-	if store != nil {
-		s.startTransfers(store)
-	}
 	for _, c := range meta.Queries {
 		st, err := s.compileQuery(c, false)
 		if err != nil {
@@ -213,7 +170,7 @@ func (s *Service) readCheckpoint(r io.Reader) error {
 		}
 		s.queries = append(s.queries, st)
 	}
-	if s.bundles != nil || slices.ContainsFunc(s.queries, func(st *standing) bool { return needsTransfers(st.q) }) {
+	if s.core.Store() != nil || slices.ContainsFunc(s.queries, func(st *standing) bool { return needsTransfers(st.q) }) {
 		s.keepTransfers()
 	}
 	s.lastCkpt = meta.Written
@@ -226,7 +183,7 @@ func (s *Service) readCheckpoint(r io.Reader) error {
 func (s *Service) checkpoint() error {
 	t0 := time.Now()
 	meta := ckptMeta{Batch: s.batch, Position: map[string]int64{}, Directed: s.cfg.Graph.Directed, Written: t0.UTC(),
-		Transfers: s.bundles != nil, BatchLog: s.logNext}
+		Transfers: s.core.Store() != nil, BatchLog: s.logNext}
 	for p, o := range s.position {
 		meta.Position[strconv.Itoa(p)] = o
 	}
@@ -245,16 +202,16 @@ func (s *Service) checkpoint() error {
 			return err
 		}
 		var win []byte
-		if s.expiry != nil {
-			win = s.expiry.AppendBinary(nil)
+		if s.core.Expiry() != nil {
+			win = s.core.Expiry().AppendBinary(nil)
 		}
 		ids, err := s.encodeIDs()
 		if err != nil {
 			return err
 		}
-		sections := [][]byte{mb, s.labels.AppendBinary(nil), ids, win}
-		if s.bundles != nil {
-			bb, err := s.bundles.AppendBinary(nil)
+		sections := [][]byte{mb, s.core.Labels().AppendBinary(nil), ids, win}
+		if s.core.Store() != nil {
+			bb, err := s.core.Store().AppendBinary(nil)
 			if err != nil {
 				return err
 			}
@@ -264,7 +221,7 @@ func (s *Service) checkpoint() error {
 			bw.Write(binary.AppendUvarint(nil, uint64(len(b))))
 			bw.Write(b)
 		}
-		if _, err := s.g.WriteTo(bw); err != nil {
+		if _, err := s.core.Graph().WriteTo(bw); err != nil {
 			return err
 		}
 		return bw.Flush()
@@ -288,10 +245,10 @@ func (s *Service) checkpoint() error {
 func (s *Service) encodeIDs() ([]byte, error) {
 	s.interning.Lock()
 	defer s.interning.Unlock()
-	if err := s.forgetOutstanding(); err != nil {
+	if err := s.core.ForgetOutstanding(); err != nil {
 		return nil, err
 	}
-	return s.ids.AppendBinary(nil), nil
+	return s.core.IDs().AppendBinary(nil), nil
 }
 
 // maybeCheckpoint writes a checkpoint when one is due and there is new

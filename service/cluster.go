@@ -208,10 +208,7 @@ func (s *Service) restoreBefore(limit uint64) error {
 	s.limit = limit
 	defer func() { s.limit = 0 }()
 	// What restore's fresh start does not set anew.
-	if s.recycle != nil {
-		s.recycle = &recycler{}
-	}
-	s.expiry, s.bundles, s.binder, s.ckptPos = nil, nil, nil, map[int]int64{}
+	s.ckptPos = map[int]int64{}
 	if err := s.restore(); err != nil {
 		return fmt.Errorf("member: cannot reload a state older than batch %d: %w", limit, err)
 	}
@@ -276,7 +273,7 @@ func (s *Service) session(ctx context.Context, gen *ingest.ShardGeneration, cw *
 	dctx, dcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer dcancel()
 	defer context.AfterFunc(ctx, func() { time.AfterFunc(shutdownGrace, dcancel) })()
-	if err := s.forgetOutstanding(); err != nil {
+	if err := s.core.ForgetOutstanding(); err != nil {
 		return err
 	}
 	var commits sync.WaitGroup
@@ -448,11 +445,11 @@ func (s *Service) ownDelta(batch uint64, delta []graph.Change) []graph.Change {
 // shardOf is an edge's shard among n, from its ends' external names and
 // its label's name; an undirected edge has one shard either way round.
 func (s *Service) shardOf(e graph.Edge, n int) int {
-	a, b := s.ids.Name(e.Src), s.ids.Name(e.Dst)
+	a, b := s.core.IDs().Name(e.Src), s.core.IDs().Name(e.Dst)
 	if !s.cfg.Graph.Directed && a > b {
 		a, b = b, a
 	}
-	return shardOfNames(a, b, s.labels.Name(e.Label), n)
+	return shardOfNames(a, b, s.core.Labels().Name(e.Label), n)
 }
 
 func shardOfNames(src, dst, label string, n int) int {

@@ -40,7 +40,7 @@ func eventFixture(tb testing.TB, matches int) (*Service, *batchState, map[string
 			m := make([]graph.VertexID, n)
 			for j := range m {
 				// Reversed name order, so that the canonical order is not the engine's.
-				if m[j], _, err = s.ids.Intern(fmt.Sprintf("%s:%d", st.cfg.Name, i*n+n-j)); err != nil {
+				if m[j], _, err = s.core.IDs().Intern(fmt.Sprintf("%s:%d", st.cfg.Name, i*n+n-j)); err != nil {
 					tb.Fatal(err)
 				}
 			}
@@ -54,7 +54,7 @@ func eventFixture(tb testing.TB, matches int) (*Service, *batchState, map[string
 
 // eventBuilderFor returns the builder of batch's events, as build makes it on the delivery stage.
 func eventBuilderFor(s *Service, batch *batchState) *eventBuilder {
-	mt := &matched{queries: s.queries, batch: s.batch, parts: make([]int32, len(batch.msgs)), names: s.ids}
+	mt := &matched{queries: s.queries, batch: s.batch, parts: make([]int32, len(batch.msgs)), names: s.core.IDs()}
 	for i, m := range batch.msgs {
 		mt.parts[i] = int32(m.Partition)
 	}

@@ -132,7 +132,7 @@ func (s *Service) startInitial(st *standing) (*initialRun, error) {
 	rctx, cancel := context.WithCancelCause(s.initialCtx)
 	run := &initialRun{st: st, batch: s.batch, cancel: cancel, done: make(chan struct{}), touched: map[string]struct{}{}}
 	budget := int64(s.cfg.Initial.MaxMemory)
-	copyBytes := snapshotBytes(s.g)
+	copyBytes := snapshotBytes(s.core.Graph())
 	if copyBytes >= budget {
 		cancel(nil)
 		s.initialEnded(run, 0, "max_memory")
@@ -179,8 +179,8 @@ func (s *Service) snapshot() (*dyngraph.Graph, *graph.IDs, *bundle.Store, error)
 		return nil, nil, nil, fmt.Errorf("ids: %w", err)
 	}
 	var store *bundle.Store
-	if s.bundles != nil {
-		bb, err := s.bundles.AppendBinary(nil)
+	if s.core.Store() != nil {
+		bb, err := s.core.Store().AppendBinary(nil)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -191,10 +191,10 @@ func (s *Service) snapshot() (*dyngraph.Graph, *graph.IDs, *bundle.Store, error)
 	opts := dyngraph.DefaultOptions()
 	opts.Directed = s.cfg.Graph.Directed
 	opts.Alloc = hostmem.Mmap{}
-	opts.DefaultVertexLabel, _ = s.labels.Lookup(s.cfg.Graph.DefaultVertexLabel)
+	opts.DefaultVertexLabel, _ = s.core.Labels().Lookup(s.cfg.Graph.DefaultVertexLabel)
 	pr, pw := io.Pipe()
 	go func() {
-		_, err := s.g.WriteTo(pw)
+		_, err := s.core.Graph().WriteTo(pw)
 		pw.CloseWithError(err)
 	}()
 	g, err := dyngraph.Read(pr, opts)
@@ -220,7 +220,7 @@ func (run *initialRun) enumerate(ctx context.Context, g *dyngraph.Graph, names *
 	if store != nil {
 		b := &incremental.Binder{Matcher: cpu, Store: store, VertexMatches: true}
 		b.Register([]*query.Query{st.q})
-		_, err = b.Static(g, []*query.Query{st.q}, incremental.Enumerate, c.boundSink(store))
+		_, err = b.Static(g, []*query.Query{st.q}, incremental.Enumerate, c.boundSink(func() *bundle.Store { return store }))
 	} else {
 		_, err = cpu.Static(g, []*query.Query{st.q}, incremental.Enumerate, c.sink)
 	}

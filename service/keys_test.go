@@ -127,14 +127,14 @@ func TestKeysStable(t *testing.T) {
 	defer srv.Close()
 
 	ks.step("the ring", transferIns("acct:1", "acct:2", "", 0), transferIns("acct:2", "acct:3", "", 0), transferIns("acct:3", "acct:1", "", 0))
-	if ks.r.s.bundles != nil {
+	if ks.r.s.core.Store() != nil {
 		t.Fatal("transfers kept before anything asked for them: the case is not exercised")
 	}
 	code, body := postRaw(t, srv, `{"name":"big","pattern":"(a:Account)-[t:TRANSFER]->(b:Account) WHERE t.amount > 10000"}`)
 	if code != http.StatusCreated {
 		t.Fatalf("registering big: %d %s", code, body)
 	}
-	if ks.r.s.bundles == nil {
+	if ks.r.s.core.Store() == nil {
 		t.Fatal("registering a query over transfers did not start keeping them")
 	}
 	ks.step("parallel transfers",

@@ -343,13 +343,8 @@ func (s *Service) handOff(p *pipeline, b *batchState) error {
 // error, so that nothing drives the executor after the loop, and drops the
 // batch: as with any batch not acknowledged, its offsets do not count.
 func (s *Service) abandonOverlapped() {
-	if b := s.overlapped; b != nil {
-		s.overlapped = nil
-		b.wait()
-		if st, ok := s.matcher.(stoppable); ok {
-			st.SetStop(nil)
-		}
-	}
+	s.core.Finish()
+	s.overlapped = nil
 }
 
 // drain completes the batch whose match overlapped, if any, and waits
@@ -395,8 +390,8 @@ func (s *Service) takeBack(p *pipeline, b *batchState) error {
 	if s.member != nil {
 		s.member.acked.Store(b.id)
 	}
-	if s.recycle != nil {
-		s.recycle.hand(b.seq, b.isolated)
+	if b.step != nil {
+		s.core.Advance(b.step)
 	}
 	s.mu.Lock()
 	s.doneAt = time.Now()

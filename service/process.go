@@ -12,6 +12,7 @@ import (
 
 	"github.com/gcsm/gcsm/bundle"
 	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/engine"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/ingest"
@@ -19,87 +20,83 @@ import (
 	"github.com/gcsm/gcsm/output"
 )
 
-// process runs a decoded batch through the graph stages: window expiry,
-// resolving ids, apply, match and reorganize. It returns only errors that
-// end the service; bad input becomes dead letters. A match that overlaps
-// (incremental.Overlapper) is left running in b.wait for complete to
-// finish; the last batch's, if still running, finishes after this batch's
-// apply, which it overlapped.
+// process runs a decoded batch through the engine's step (window expiry,
+// apply, match and reorganize), after resolving its decoding. It returns
+// only errors that end the service; bad input becomes dead letters. A
+// match that overlaps is left running in the core and the batch in
+// s.overlapped; the core finishes it after the next batch's apply, which
+// it overlapped, and process then completes it.
 func (s *Service) process(p *pipeline, b *batchState) error {
 	t0 := time.Now()
-	if err := s.forget(b.recycled); err != nil {
-		return err
-	}
 	s.resolve(b)
-	if s.bundles == nil && graph.HasTransferID(b.updates) {
-		s.keepTransfers()
-	}
-	t1 := time.Now()
-
-	var folder dyngraph.Folder
-	if s.bundles != nil {
-		folder = s.bundles
-	}
-	delta, rejects, stats, err := s.g.ApplyFolded(b.updates, folder)
-	if err != nil {
-		return fmt.Errorf("apply: %w", err)
-	}
-	for _, r := range rejects {
-		b.rejected(r.Index)
-		if o := b.origin[r.Index]; o >= 0 {
-			s.deadLetter(b, o, rejectReason(r.Err), r.Err.Error())
-		}
-	}
-	s.track(b)
-	b.applied = stats
-	t2 := time.Now()
-	// The last batch's wait and hand-off count as its own match stage.
-	if err := s.completeOverlapped(p); err != nil {
-		return err
-	}
-	tm := time.Now()
-
+	b.times[stageDecode] += time.Since(t0)
 	if b.fixed > 0 {
 		s.batch = b.fixed
 	} else {
 		s.batch++
 	}
 	b.id = s.batch
-	if err := s.match(b, s.ownDelta(b.id, delta)); err != nil {
-		return fmt.Errorf("match: %w", err)
+	// Without queries the step matches nothing, and the collector's
+	// methods are never called.
+	var c *collector
+	if len(s.queries) > 0 {
+		c = newCollector(s.queries)
+		b.collected = c
 	}
-	t3 := time.Now()
-	if s.bundles != nil {
-		s.bundles.Settle()
+	// The engine abandons a query once a limit is hit, instead of finishing
+	// matches that would only be counted.
+	st, err := s.core.Step(engine.Batch{Updates: b.updates, Times: b.updateTimes, Recycled: b.recycled, Seq: b.seq,
+		Queries: s.compiled(), Mode: incremental.Enumerate, Own: func(delta []graph.Change) []graph.Change { return s.ownDelta(b.id, delta) },
+		Sink: c.sink, Bound: c.boundSink(s.core.Store), Stop: c.stop})
+	// The last batch's match finished within the step, after its apply;
+	// its wait and hand-off count as its own match stage.
+	if err := s.completeOverlapped(p); err != nil {
+		return err
 	}
-	s.g.Reorganize()
-	if s.recycle != nil {
-		s.leftAlone(b, delta)
+	if err != nil {
+		return err
 	}
-	t4 := time.Now()
-
-	b.times[stageDecode] += t1.Sub(t0)
-	b.times[stageApply] = t2.Sub(t1)
-	b.times[stageMatch] = t3.Sub(tm)
-	b.times[stageReorganize] = t4.Sub(t3)
-	if b.wait != nil {
+	b.step = st
+	s.expired(b, st)
+	for _, r := range st.Rejects {
+		b.rejected(r.Index)
+		if o := b.origin[r.Index]; o >= 0 {
+			s.deadLetter(b, o, rejectReason(r.Err), r.Err.Error())
+		}
+	}
+	b.applied = st.Applied
+	b.times[stageApply] = st.Apply
+	b.times[stageMatch] = st.Match
+	b.times[stageReorganize] = st.Reorganize
+	if st.Pending() {
 		s.overlapped = b
 		return nil
 	}
 	return s.complete(p, b)
 }
 
-// complete ends b's graph stages, once process has run: it waits for b's
-// match if that overlapped and builds its events, gives b's buffers back to
-// the decoding stage and hands b to delivery.
+// expired puts the window's expiries the step applied ahead of the batch's
+// updates, as the step did, with no message of their own.
+func (s *Service) expired(b *batchState, st *engine.Step) {
+	if st.Expired == 0 {
+		return
+	}
+	b.updates = st.Updates
+	origin := make([]int, st.Expired, len(st.Updates))
+	for i := range origin {
+		origin[i] = -1
+	}
+	b.origin = append(origin, b.origin...)
+	s.met.updates.WithLabelValues("expire", "applied").Add(float64(st.Expired))
+}
+
+// complete ends b's graph stages, once its step's match has finished: it
+// builds its events, gives b's buffers back to the decoding stage and
+// hands b to delivery.
 func (s *Service) complete(p *pipeline, b *batchState) error {
-	if b.wait != nil {
-		t0 := time.Now()
-		err := s.finishMatch(b)
-		b.times[stageMatch] += time.Since(t0)
-		if err != nil {
-			return fmt.Errorf("match: %w", err)
-		}
+	b.times[stageMatch] = b.step.Match
+	if err := s.finishMatch(b); err != nil {
+		return fmt.Errorf("match: %w", err)
 	}
 	s.observe(b, b.applied)
 	select {
@@ -110,14 +107,15 @@ func (s *Service) complete(p *pipeline, b *batchState) error {
 	return s.handOff(p, b)
 }
 
-// completeOverlapped completes the batch whose match is still running, if
-// any: before anything else uses the executor or needs every batch handed
-// to delivery.
+// completeOverlapped completes the batch whose match overlapped, if any,
+// once the core has finished it: before anything else uses the executor
+// or needs every batch handed to delivery.
 func (s *Service) completeOverlapped(p *pipeline) error {
 	b := s.overlapped
 	if b == nil {
 		return nil
 	}
+	s.core.Finish()
 	s.overlapped = nil
 	return s.complete(p, b)
 }
@@ -128,12 +126,14 @@ type batchState struct {
 	msgs     []ingest.Message // buf.msgs
 	messages int
 	updates  []graph.Update
-	origin   []int            // per update: index into msgs, -1 for a window expiry
-	refused  []bool           // per update, after Apply: refused by the graph
-	msgTime  []int64          // per message: its event time, 0 if none
-	ranges   map[int][2]int64 // per partition: the batch's first and last offset
-	dead     []output.DeadLetter
-	events   []output.Event // built from matched by the build stage, in slab
+	origin   []int   // per update: index into msgs, -1 for a window expiry
+	refused  []bool  // per update, after Apply: refused by the graph
+	msgTime  []int64 // per message: its event time, 0 if none
+	// updateTimes are the updates' event times, with a window.
+	updateTimes []int64
+	ranges      map[int][2]int64 // per partition: the batch's first and last offset
+	dead        []output.DeadLetter
+	events      []output.Event // built from matched by the build stage, in slab
 	// diverted counts the events sent to the dead-letter topic as too
 	// large; lost and lostLetters the events and dead letters delivery
 	// gave up (delivery.go).
@@ -151,11 +151,10 @@ type batchState struct {
 	initial *initialRun
 
 	// seq numbers the batch on the decoding stage; recycled are the ids
-	// it released there, which the graph must forget before the batch, and
-	// isolated the vertices the batch left without edges (recycle.go).
+	// it released there, which the step forgets before the batch
+	// (engine.Recycler).
 	seq      uint32
 	recycled []graph.VertexID
-	isolated []graph.VertexID
 
 	id    uint64        // the batch's number, set by the graph stages
 	fixed uint64        // a member's: the batch's number from the cuts topic
@@ -173,11 +172,10 @@ type batchState struct {
 	replayed bool
 	skipped  int
 
-	// applied is what Apply said of the batch. wait, when set, finishes
-	// its match, which overlaps the graph stages of the next batch; its
-	// matches go to collected.
+	// step is the batch's engine step, and applied what its apply said;
+	// its matches go to collected.
+	step      *engine.Step
 	applied   dyngraph.ApplyStats
-	wait      func() ([]incremental.Counts, error)
 	collected *collector
 
 	cut    time.Time                      // when the batcher closed it
@@ -227,22 +225,11 @@ func (s *Service) key(e graph.Edge) edgeKey {
 }
 
 // resolve takes the batch's updates from its decoding, dead-lettering what
-// cannot be used, and puts the window's expiries first: an edge that
-// expires and is sent again in this batch is then refreshed, not deleted.
+// cannot be used: what failed to decode or intern, and with a window what
+// has no event time or comes too late for the watermark. The step puts
+// the window's expiries first.
 func (s *Service) resolve(b *batchState) {
-	if s.expiry != nil {
-		n := len(b.updates)
-		if cut, ok := s.expiry.Cutoff(); ok && s.bundles != nil {
-			b.updates = s.bundles.Expire(cut, b.updates)
-		}
-		b.updates = s.expiry.Expire(b.updates)
-		for range b.updates[n:] {
-			b.origin = append(b.origin, -1)
-		}
-		if k := len(b.updates) - n; k > 0 {
-			s.met.updates.WithLabelValues("expire", "applied").Add(float64(k))
-		}
-	}
+	windowed := s.core.Expiry() != nil
 	b.updates = slices.Grow(b.updates, len(b.msgs))
 	b.origin = slices.Grow(b.origin, len(b.msgs))
 	for i := range b.msgs {
@@ -257,14 +244,14 @@ func (s *Service) resolve(b *batchState) {
 			continue
 		}
 		rec := d.rec
-		if s.expiry != nil && rec.Op != graph.AddVertex {
+		if windowed && rec.Op != graph.AddVertex {
 			if rec.Time == 0 {
 				s.deadLetter(b, i, "missing_time", `missing field "ts": a windowed stream needs event times`)
 				continue
 			}
-			if s.expiry.Late(rec.Time) {
+			if s.core.Expiry().Late(rec.Time) {
 				s.deadLetter(b, i, "late", fmt.Sprintf("event time %s is older than the window (watermark %s)",
-					formatTime(rec.Time), formatTime(s.expiry.Watermark())))
+					formatTime(rec.Time), formatTime(s.core.Expiry().Watermark())))
 				continue
 			}
 		}
@@ -279,6 +266,9 @@ func (s *Service) resolve(b *batchState) {
 		b.updates = append(b.updates, d.u)
 		b.msgTime[i] = rec.Time
 		b.origin = append(b.origin, i)
+		if windowed {
+			b.updateTimes = append(b.updateTimes, rec.Time)
+		}
 	}
 }
 
@@ -312,25 +302,6 @@ func (s *Service) deadLetter(b *batchState, i int, reason, detail string) {
 	b.dead = append(b.dead, output.NewDeadLetter(detail, s.cfg.Input.Topic, m.Partition, m.Offset, value))
 	s.met.rejects.WithLabelValues(reason).Inc()
 	s.log.Debug().Str("reason", reason).Int("partition", m.Partition).Int64("offset", m.Offset).Msg(detail)
-}
-
-// track records the window's last-seen times of the edges the batch
-// changed.
-func (s *Service) track(b *batchState) {
-	if s.expiry == nil {
-		return
-	}
-	for i, u := range b.updates {
-		if u.Op == graph.AddVertex || (b.refused != nil && b.refused[i]) || b.origin[i] < 0 {
-			continue
-		}
-		e := graph.Edge{Src: u.Src, Dst: u.Dst, Label: u.Label}
-		if u.Op == graph.Insert {
-			s.expiry.Observe(e, b.msgTime[b.origin[i]])
-		} else {
-			s.expiry.Forget(e)
-		}
-	}
 }
 
 // sources fills b.changedBy: which message changed each edge last. Only a
@@ -444,10 +415,6 @@ func (c *collector) count(w *workerBuf, q int, sign graph.Sign) bool {
 	return true
 }
 
-// stoppable is an executor that can abandon a query mid-batch (the CPU
-// executor; the GPU's kernels run each launch to its end).
-type stoppable interface{ SetStop(stop func(q int) bool) }
-
 // stop tells the executor whether query q has hit a limit; it is called
 // from the executor's workers.
 func (c *collector) stop(q int) bool {
@@ -471,47 +438,18 @@ func (c *collector) all() []*workerBuf {
 	return append(out, &c.overflow)
 }
 
-// match runs the queries on the batch and turns their matches into events,
-// or, where the executor can overlap the match with the next batch's apply
-// (incremental.Overlapper, and no binder reading the transfers beside the
-// graph), begins it and leaves the rest to finishMatch.
-func (s *Service) match(b *batchState, delta []graph.Change) error {
-	if len(s.queries) == 0 || len(delta) == 0 {
-		return nil
-	}
-	c := newCollector(s.queries)
-	if st, ok := s.matcher.(stoppable); ok {
-		// The engine abandons a query once a limit is hit, instead of
-		// finishing matches that would only be counted.
-		st.SetStop(c.stop)
-	}
-	b.collected = c
-	switch o, ok := s.matcher.(incremental.Overlapper); {
-	case s.binder != nil:
-		_, err := s.binder.Match(s.g, delta, s.compiled(), incremental.Enumerate, c.boundSink(s.bundles))
-		b.wait = func() ([]incremental.Counts, error) { return nil, err }
-	case ok:
-		b.wait = o.Begin(s.g, delta, s.compiled(), incremental.Enumerate, c.sink)
-		return nil
-	default:
-		_, err := s.matcher.Match(s.g, delta, s.compiled(), incremental.Enumerate, c.sink)
-		b.wait = func() ([]incremental.Counts, error) { return nil, err }
-	}
-	return s.finishMatch(b)
-}
-
-// finishMatch waits for b's match and builds its events.
+// finishMatch builds the events of b's finished match, if its step ran
+// one.
 func (s *Service) finishMatch(b *batchState) error {
-	_, err := b.wait()
-	b.wait = nil
-	if st, ok := s.matcher.(stoppable); ok {
-		st.SetStop(nil)
-	}
-	if err != nil {
+	st := b.step
+	if err := st.Err(); err != nil {
 		return err
 	}
+	if !st.Matched {
+		return nil
+	}
 	s.countGPU()
-	s.countPlacement()
+	s.countPlacement(st.Devices)
 	s.events(b, b.collected)
 	return nil
 }
@@ -558,13 +496,11 @@ type decoded struct {
 func (s *Service) internAll(b *batchState) {
 	s.interning.Lock()
 	defer s.interning.Unlock()
-	s.resolver.KeepTime = s.keepTime.Load()
+	s.core.Resolver().KeepTime = s.keepTime.Load()
 	windowed := s.cfg.Window.Size > 0
-	r := s.recycle
+	r := s.core.Recycler()
 	if r != nil {
-		b.recycled = r.release(s.ids)
-		r.seq++
-		b.seq = r.seq
+		b.recycled, b.seq = r.Release(s.core.IDs())
 	}
 	skip := func(d *decoded) bool {
 		return d.err != nil || (windowed && d.rec.Op != graph.AddVertex && d.rec.Time == 0)
@@ -592,7 +528,7 @@ func (s *Service) internAll(b *batchState) {
 				n++
 			}
 		}
-		s.ids.LookupMany(names[:n], ids[:n], found[:n])
+		s.core.IDs().LookupMany(names[:n], ids[:n], found[:n])
 		n = 0
 		for i := lo; i < hi; i++ {
 			d := &b.buf.dec[i]
@@ -613,11 +549,11 @@ func (s *Service) internAll(b *batchState) {
 		if skip(d) {
 			continue
 		}
-		d.u, d.resolveErr = s.resolver.ResolveKnown(d.rec, d.known)
+		d.u, d.resolveErr = s.core.Resolver().ResolveKnown(d.rec, d.known)
 		if r != nil && d.resolveErr == nil {
-			r.named(d.u.Src)
+			r.Named(d.u.Src)
 			if d.u.Op != graph.AddVertex {
-				r.named(d.u.Dst)
+				r.Named(d.u.Dst)
 			}
 		}
 	}
@@ -756,8 +692,8 @@ func (s *Service) observe(b *batchState, st dyngraph.ApplyStats) {
 	s.met.updates.WithLabelValues("any", "noop").Add(float64(st.Updates - st.Inserted - st.Deleted - st.Rejected))
 	s.met.updates.WithLabelValues("any", "rejected").Add(float64(len(b.dead)))
 	s.updates.Add(int64(st.Updates))
-	s.met.vertices.Set(float64(s.g.NumVertices()))
-	s.met.edges.Set(float64(s.g.NumEdges()))
+	s.met.vertices.Set(float64(s.core.Graph().NumVertices()))
+	s.met.edges.Set(float64(s.core.Graph().NumEdges()))
 	s.met.lag.Set(float64(lag(b.msgs)))
 	if !s.lastCkpt.IsZero() {
 		s.met.checkpointAge.Set(time.Since(s.lastCkpt).Seconds())

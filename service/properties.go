@@ -18,7 +18,7 @@ import (
 // for properties too, which would say the same thing again.
 func (s *Service) registrationWarnings(p *query.Pattern) []string {
 	w, unseen := s.unknownLabels(p)
-	if s.g.NumVertices() == 0 {
+	if s.core.Graph().NumVertices() == 0 {
 		return w
 	}
 	skip := func(vertex bool, label string) bool {

@@ -71,7 +71,7 @@ func (s *Service) compileQuery(c QueryConfig, fresh bool) (*standing, error) {
 		}
 		warnings = s.registrationWarnings(p)
 	}
-	q, err := query.Compile(p, s.labels, s.cfg.Graph.Directed, s.sem)
+	q, err := query.Compile(p, s.core.Labels(), s.cfg.Graph.Directed, s.sem)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func (s *Service) compileQuery(c QueryConfig, fresh bool) (*standing, error) {
 		if e.Label == graph.Wildcard {
 			st.edgeLabels = append(st.edgeLabels, "*")
 		} else {
-			st.edgeLabels = append(st.edgeLabels, s.labels.Name(e.Label))
+			st.edgeLabels = append(st.edgeLabels, s.core.Labels().Name(e.Label))
 		}
 	}
 	return st, nil
@@ -112,7 +112,7 @@ func (s *Service) compileQuery(c QueryConfig, fresh bool) (*standing, error) {
 // vertex. It runs on the loop, between batches. unseen holds the labels
 // warned about, under "vertex" and "edge".
 func (s *Service) unknownLabels(p *query.Pattern) (w []string, unseen map[string][]string) {
-	if s.g.NumVertices() == 0 {
+	if s.core.Graph().NumVertices() == 0 {
 		return nil, nil
 	}
 	vertex, edge := p.Labels()
@@ -121,16 +121,16 @@ func (s *Service) unknownLabels(p *query.Pattern) (w []string, unseen map[string
 		w = append(w, fmt.Sprintf("no %s of the graph has label %q yet: the query matches nothing until a message carries it", kind, name))
 		unseen[kind] = append(unseen[kind], name)
 	}
-	seen := make([]bool, s.labels.Len())
+	seen := make([]bool, s.core.Labels().Len())
 	if len(vertex) > 0 {
-		for _, l := range s.g.VertexLabels() {
+		for _, l := range s.core.Graph().VertexLabels() {
 			if int(l) < len(seen) {
 				seen[l] = true
 			}
 		}
 	}
 	for _, name := range vertex {
-		if l, ok := s.labels.Lookup(name); !ok || !seen[l] {
+		if l, ok := s.core.Labels().Lookup(name); !ok || !seen[l] {
 			warn("vertex", name)
 		}
 	}
@@ -139,7 +139,7 @@ func (s *Service) unknownLabels(p *query.Pattern) (w []string, unseen map[string
 		s.edgeLabelsSeen(seen)
 	}
 	for _, name := range edge {
-		if l, ok := s.labels.Lookup(name); !ok || !seen[l] {
+		if l, ok := s.core.Labels().Lookup(name); !ok || !seen[l] {
 			warn("edge", name)
 		}
 	}
@@ -150,15 +150,15 @@ func (s *Service) unknownLabels(p *query.Pattern) (w []string, unseen map[string
 // label, or on a multi-label graph those its lists carry, which costs a
 // pass over the edges.
 func (s *Service) edgeLabelsSeen(seen []bool) {
-	if l, ok := s.g.EdgeLabel(); ok {
+	if l, ok := s.core.Graph().EdgeLabel(); ok {
 		seen[l] = true
 		return
 	}
-	if !s.g.MultiLabel() {
+	if !s.core.Graph().MultiLabel() {
 		return
 	}
-	for v := range s.g.NumVertices() {
-		a := s.g.Out(graph.VertexID(v))
+	for v := range s.core.Graph().NumVertices() {
+		a := s.core.Graph().Out(graph.VertexID(v))
 		for _, ls := range [][]graph.Label{a.SortedLabels, a.AppendedLabels} {
 			for _, l := range ls {
 				if int(l) < len(seen) {

@@ -121,13 +121,13 @@ func TestRecycleWindow(t *testing.T) {
 	}
 	kept, ks := run(true, 0)
 	recycled, rs := run(false, len(vals)/2)
-	if ks.ids.Live() < 1100 {
-		t.Fatalf("the service that keeps vertices knows %d accounts, want about 1,200", ks.ids.Live())
+	if ks.core.IDs().Live() < 1100 {
+		t.Fatalf("the service that keeps vertices knows %d accounts, want about 1,200", ks.core.IDs().Live())
 	}
-	if n := rs.ids.Len(); n > 500 {
+	if n := rs.core.IDs().Len(); n > 500 {
 		t.Errorf("the recycling service's dictionary has %d ids for about 280 accounts in the window", n)
 	}
-	if n := rs.g.Born(); n > 500 {
+	if n := rs.core.Graph().Born(); n > 500 {
 		t.Errorf("the recycling service's graph has %d vertices for about 280 accounts in the window", n)
 	}
 	want, got := changes(kept), changes(recycled)

@@ -30,14 +30,14 @@ func (s *Service) retract(ctx context.Context, st *standing) (int, error) {
 	c.limits[0].max, c.limits[0].maxTime = 0, 0
 	cpu := &incremental.CPU{Workers: runtime.GOMAXPROCS(0)}
 	var err error
-	if s.bundles != nil {
-		b := &incremental.Binder{Matcher: cpu, Store: s.bundles, VertexMatches: true}
-		sink := c.boundSink(s.bundles)
-		_, err = b.Static(s.g, []*query.Query{st.q}, incremental.Enumerate, func(w, q int, _ graph.Sign, m []graph.VertexID, tx []bundle.Tx) {
+	if s.core.Store() != nil {
+		b := &incremental.Binder{Matcher: cpu, Store: s.core.Store(), VertexMatches: true}
+		sink := c.boundSink(s.core.Store)
+		_, err = b.Static(s.core.Graph(), []*query.Query{st.q}, incremental.Enumerate, func(w, q int, _ graph.Sign, m []graph.VertexID, tx []bundle.Tx) {
 			sink(w, q, -1, m, tx)
 		})
 	} else {
-		_, err = cpu.Static(s.g, []*query.Query{st.q}, incremental.Enumerate, func(w, q int, _ graph.Sign, m []graph.VertexID) {
+		_, err = cpu.Static(s.core.Graph(), []*query.Query{st.q}, incremental.Enumerate, func(w, q int, _ graph.Sign, m []graph.VertexID) {
 			c.sink(w, q, -1, m)
 		})
 	}
@@ -51,7 +51,7 @@ func (s *Service) retract(ctx context.Context, st *standing) (int, error) {
 	if kept == 0 {
 		return 0, nil
 	}
-	mt := &matched{c: c, queries: []*standing{st}, batch: s.batch, n: kept, bound: s.bundles != nil, maxN: st.q.N(), names: s.ids}
+	mt := &matched{c: c, queries: []*standing{st}, batch: s.batch, n: kept, bound: s.core.Store() != nil, maxN: st.q.N(), names: s.core.IDs()}
 	b := &batchState{id: s.batch, matched: mt, logOffset: -1, queued: time.Now()}
 	if err := s.deliver(ctx, b); err != nil {
 		return 0, fmt.Errorf("cannot retract the standing matches of query %q: %w", st.cfg.Name, err)

@@ -15,8 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
-	"github.com/gcsm/gcsm/bundle"
-	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/engine"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/ingest"
@@ -87,28 +86,19 @@ type Service struct {
 	hold    <-chan struct{}
 	slabs   chan *eventSlab // of batches taken back (build.go)
 
-	// The engine state below belongs to the run loop. HTTP handlers reach it
-	// only through ops, which the loop runs between batches, or read the
-	// copies guarded by mu. The exceptions are the dictionaries: resolver
-	// interns into them on the decoding stage (see pipeline.go).
-	labels   *graph.Dict
-	ids      *graph.IDs
-	resolver *ingest.Resolver
-	g        *dyngraph.Graph
-	expiry   *ingest.Expiry // nil without a window
-	// bundles keeps the parallel transfers of each pair and what the
-	// queries read of them; nil until needed (keepTransfers). binder
-	// matches over them.
-	bundles *bundle.Store
-	binder  *incremental.Binder
+	// core is the engine state (package engine). It belongs to the run
+	// loop: HTTP handlers reach it only through ops, which the loop runs
+	// between batches, or read the copies guarded by mu. The exceptions
+	// are the dictionaries and the recycler, which the decoding stage
+	// interns into (see pipeline.go), under interning.
+	core *engine.Core
 	// overlapped is the batch whose match runs on beside the next batch's
-	// graph stages (Service.match), until the run loop completes it.
+	// graph stages (engine.Step), until the run loop completes it.
 	overlapped *batchState
 	// keep and keepTime are what the decoding stage keeps of events: the
 	// properties the store keeps, and event times when a query reads them.
 	keep     atomic.Pointer[ingest.PropFilter]
 	keepTime atomic.Bool
-	recycle  *recycler // nil without a window
 	// interning is held by the decoding stage while it interns a batch,
 	// and by a checkpoint while it encodes the dictionary.
 	interning sync.Mutex
@@ -222,8 +212,15 @@ func New(opts Options) (*Service, error) {
 	if s.dir, err = statedir.Open(cfg.State.Dir, cfg.State.Keep); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
-	if cfg.Window.Size > 0 && !opts.keepVertices {
-		s.recycle = &recycler{}
+	if s.core, err = engine.New(engine.Config{Directed: cfg.Graph.Directed,
+		DefaultVertexLabel: cfg.Graph.DefaultVertexLabel, DefaultEdgeLabel: cfg.Graph.DefaultEdgeLabel,
+		Window:  engine.Window{Size: cfg.Window.Size, Lateness: cfg.Window.Lateness},
+		Recycle: !opts.keepVertices, Alloc: s.alloc, Matcher: s.matcher,
+		// A query that names no transfer keeps vertex-level keys whatever
+		// else turns transfers on (transfers.go).
+		VertexMatches: true, OnTransfers: s.transfersKept}); err != nil {
+		s.dir.Close()
+		return nil, err
 	}
 	if err := s.restore(); err != nil {
 		s.dir.Close() // the lock: a failed New leaves the directory to the next process
@@ -472,7 +469,7 @@ func (s *Service) consume(ctx context.Context, gen *ingest.Generation) error {
 	defer context.AfterFunc(ctx, func() { time.AfterFunc(shutdownGrace, dcancel) })()
 	// The last generation's decoder may have released ids for batches that
 	// were never applied; this one re-interns those batches.
-	if err := s.forgetOutstanding(); err != nil {
+	if err := s.core.ForgetOutstanding(); err != nil {
 		return err
 	}
 	if s.exactly != nil {
@@ -572,8 +569,8 @@ func (s *Service) close() {
 	if s.broker != nil {
 		s.broker.close()
 	}
-	if s.g != nil {
-		s.g.Close()
+	if s.core.Graph() != nil {
+		s.core.Graph().Close()
 	}
 	// Last: the directory is another process's to take once this one
 	// writes nothing more.
@@ -665,7 +662,7 @@ func (s *Service) addQuery(c QueryConfig) (*initialRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.bundles != nil || needsTransfers(st.q) {
+	if s.core.Store() != nil || needsTransfers(st.q) {
 		s.keepTransfers(st.q)
 	}
 	for _, w := range st.warnings {
@@ -673,7 +670,7 @@ func (s *Service) addQuery(c QueryConfig) (*initialRun, error) {
 	}
 	var run *initialRun
 	if c.Initial {
-		if s.g.NumEdges() == 0 {
+		if s.core.Graph().NumEdges() == 0 {
 			run = &initialRun{st: st, done: make(chan struct{})}
 			run.finish(0, "")
 		} else if run, err = s.startInitial(st); err != nil {

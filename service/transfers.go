@@ -10,34 +10,33 @@ import (
 
 // keepTransfers starts keeping the parallel transfers of each pair (package
 // bundle), if it has not yet, and what the standing queries read of them.
-// It runs on the loop, between batches: when a query needs transfers, and
-// when a batch first carries an event with an id, as such an event is an
-// edge of its own. From then on the queries that name transfer variables
-// bind transfers; pairs from before have one implicit transfer each. The
-// others still report vertex maps (incremental.Binder.VertexMatches), so
-// that their keys and alerts do not change when another query or the
-// input turns this on.
+// It runs on the loop, between batches: when a query needs transfers; the
+// core starts on its own when a batch first carries an event with an id,
+// as such an event is an edge of its own. From then on the queries that
+// name transfer variables bind transfers; pairs from before have one
+// implicit transfer each. The others still report vertex maps
+// (incremental.Binder.VertexMatches), so that their keys and alerts do not
+// change when another query or the input turns this on.
 func (s *Service) keepTransfers(more ...*query.Query) {
-	if s.bundles == nil {
-		s.startTransfers(bundle.New(s.cfg.Graph.Directed))
-		s.log.Info().Msg("keeping parallel transfers: events with ids are edges of their own, and queries bind transfers")
-	}
-	s.binder.Register(append(s.compiled(), more...))
+	s.core.KeepTransfers(nil)
+	s.core.Register(append(s.compiled(), more...))
 	s.publishKeep()
 }
 
-// startTransfers matches over store from now on.
-func (s *Service) startTransfers(store *bundle.Store) {
-	s.bundles = store
-	s.binder = &incremental.Binder{Matcher: s.matcher, Store: store, VertexMatches: true}
+// transfersKept is the core's word that it keeps transfers now: fresh, or
+// restored from a checkpoint.
+func (s *Service) transfersKept(fresh bool) {
+	if fresh {
+		s.log.Info().Msg("keeping parallel transfers: events with ids are edges of their own, and queries bind transfers")
+	}
 	s.publishKeep()
 }
 
 // publishKeep tells the decoding stage which properties and times to keep:
 // those the store keeps. A batch decoded before sees the old set.
 func (s *Service) publishKeep() {
-	s.keep.Store(ingest.NewPropFilter(s.bundles.EdgeColumns(), s.bundles.VertexColumns()))
-	s.keepTime.Store(s.bundles.KeepsTime())
+	s.keep.Store(ingest.NewPropFilter(s.core.Store().EdgeColumns(), s.core.Store().VertexColumns()))
+	s.keepTime.Store(s.core.Store().KeepsTime())
 }
 
 // needsTransfers says whether q must have transfers kept from its
@@ -56,7 +55,10 @@ type transfer struct {
 
 // boundSink is the collector's sink for a Binder: the match, and its
 // transfers after its vertices; a vertex map (tx nil) has none.
-func (c *collector) boundSink(store *bundle.Store) incremental.BoundSink {
+//
+// store is read at each call: a step may start keeping transfers after its
+// sink is made.
+func (c *collector) boundSink(store func() *bundle.Store) incremental.BoundSink {
 	return func(worker, q int, sign graph.Sign, m []graph.VertexID, tx []bundle.Tx) {
 		if tx == nil {
 			c.sink(worker, q, sign, m)
@@ -72,7 +74,7 @@ func (c *collector) boundSink(store *bundle.Store) incremental.BoundSink {
 		for _, t := range tx {
 			var x transfer
 			if t != incremental.NoTransfer {
-				x = transfer{id: store.ID(t), ms: store.Time(t)}
+				x = transfer{id: store().ID(t), ms: store().Time(t)}
 			}
 			w.txs = append(w.txs, x)
 		}

@@ -163,7 +163,7 @@ func TestTransfers(t *testing.T) {
 	r.shutdown(t)
 
 	r2 := start(t, cfg)
-	if r2.s.bundles == nil || r2.s.bundles.Len() == 0 {
+	if r2.s.core.Store() == nil || r2.s.core.Store().Len() == 0 {
 		t.Fatal("the restart did not restore the transfers")
 	}
 	produce(t, addrs, "edges", vals[500:])
@@ -238,15 +238,15 @@ func TestTransfersWindow(t *testing.T) {
 	for _, rec := range recs {
 		ids[rec.ID] = true
 	}
-	cut, ok := r.s.expiry.Cutoff()
+	cut, ok := r.s.core.Expiry().Cutoff()
 	if !ok {
 		t.Fatal("no cutoff")
 	}
-	if left := r.s.bundles.Expire(cut, nil); len(left) != 0 {
+	if left := r.s.core.Store().Expire(cut, nil); len(left) != 0 {
 		t.Fatalf("%d transfers older than the window are still held", len(left))
 	}
 	// The stream spans about 15 minutes; a 20 s window holds a few dozen.
-	if n := r.s.bundles.Len(); n == 0 || n > 100 {
+	if n := r.s.core.Store().Len(); n == 0 || n > 100 {
 		t.Fatalf("%d transfers held of %d ids sent", n, len(ids))
 	}
 }
@@ -281,7 +281,7 @@ func TestTransfersQueryAPI(t *testing.T) {
 	if code/100 != 2 {
 		t.Fatalf("registering: %d %s", code, body)
 	}
-	if r.s.bundles == nil {
+	if r.s.core.Store() == nil {
 		t.Fatal("registering a query with a WHERE did not start keeping transfers")
 	}
 	produce(t, addrs, "edges", vals)

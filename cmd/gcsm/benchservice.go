@@ -28,6 +28,7 @@ import (
 
 	"github.com/gcsm/gcsm/bench"
 	"github.com/gcsm/gcsm/bundle"
+	"github.com/gcsm/gcsm/engine"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/ingest"
@@ -1447,9 +1448,10 @@ func labelOf[L interface {
 	return ""
 }
 
-// engineAlone runs the stream through the engine as replay does: the
-// updates resolved up front, then apply, match (enumerating, as the
-// service must to build its events) and reorganize per batch, timed.
+// engineAlone runs the stream through the engine's core as replay does:
+// the updates resolved up front, then one step per batch (apply, match
+// enumerating, as the service must to build its events, and reorganize),
+// overlapped where the matcher can, as the service's are, and timed.
 func engineAlone(f *benchServiceFlags, evs []bench.TransferEvent, qcfg []service.QueryConfig) (*engineResult, error) {
 	eng, err := f.dev.open(io.Discard, f.workers)
 	if err != nil {
@@ -1479,58 +1481,52 @@ func engineAlone(f *benchServiceFlags, evs []bench.TransferEvent, qcfg []service
 		s.keepTransfers()
 	}
 	s.keepTransfersFor(qs)
-	var binder *incremental.Binder
-	if s.store != nil {
-		binder = &incremental.Binder{Matcher: eng.matcher, Store: s.store}
-	}
 	st, err := s.transferStream("bench", evs, func(ev bench.TransferEvent) ingest.Record { return transferRecord(ev, f.transfers) })
 	if err != nil {
 		return nil, err
 	}
+	s.core.SetMatcher(eng.matcher)
 	counts := make([]incremental.Counts, len(qs))
 	ran := make([]queryMatches, len(qs))
-	placer, _ := eng.matcher.(*incremental.Placer)
-	whole := incremental.OnCPU
-	if eng.gpu != nil {
-		whole = incremental.OnGPU
+	b := engine.Batch{Queries: qs, Mode: incremental.Enumerate,
+		Sink:  func(int, int, graph.Sign, []graph.VertexID) {},
+		Bound: func(int, int, graph.Sign, []graph.VertexID, []bundle.Tx) {}}
+	// A step is counted once finished: within the next step where its
+	// match overlapped, as the service's are.
+	add := func(step *engine.Step) error {
+		if step == nil {
+			return nil
+		}
+		if err := step.Err(); err != nil {
+			return err
+		}
+		for i, c := range step.Counts() {
+			counts[i].Positive += c.Positive
+			counts[i].Negative += c.Negative
+			if step.Matched {
+				ran[i].addBatch(step.Devices[i], 1)
+			}
+		}
+		return nil
 	}
-	var placed []incremental.Device
-	var spent time.Duration
-	sink := func(int, int, graph.Sign, []graph.VertexID) {}
-	boundSink := func(int, int, graph.Sign, []graph.VertexID, []bundle.Tx) {}
+	var last *engine.Step
+	t0 := time.Now()
 	for lo := 0; lo < len(st.updates); lo += f.batch {
 		hi := min(lo+f.batch, len(st.updates))
-		t0 := time.Now()
-		delta, _, err := s.apply(st, lo, hi)
+		step, err := s.step(st, lo, hi, b)
 		if err != nil {
 			return nil, err
 		}
-		var c []incremental.Counts
-		if binder != nil {
-			c, err = binder.Match(s.g, delta, qs, incremental.Enumerate, boundSink)
-		} else {
-			c, err = eng.matcher.Match(s.g, delta, qs, incremental.Enumerate, sink)
-		}
-		if err != nil {
+		if err := add(last); err != nil {
 			return nil, err
 		}
-		s.reorganize()
-		spent += time.Since(t0)
-		if placer != nil {
-			placed = placer.Placed(placed[:0])
-		}
-		for i := range c {
-			counts[i].Positive += c[i].Positive
-			counts[i].Negative += c[i].Negative
-			d := whole
-			if i < len(placed) {
-				d = placed[i]
-			}
-			if len(delta) > 0 {
-				ran[i].addBatch(d, 1)
-			}
-		}
+		last = step
 	}
+	s.core.Finish()
+	if err := add(last); err != nil {
+		return nil, err
+	}
+	spent := time.Since(t0)
 	r := &engineResult{Seconds: spent.Seconds()}
 	var total int64
 	for i, q := range qs {

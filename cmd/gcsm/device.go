@@ -105,8 +105,8 @@ func spaceEntries(v string) (int, error) {
 
 const estimateShareUsage = "the share of a batch's kernel time the gcsm placement aims to spend on its estimate, which sets the sampler's walks from batch to batch; 0 means 0.05, a negative value the sampler's own number (the paper's M, raised by its formula 5)"
 
-// engine is the chosen executor and the memory the graph must live in.
-type engine struct {
+// executor is the chosen matcher and the memory the graph must live in.
+type executor struct {
 	matcher incremental.Matcher
 	alloc   hostmem.Allocator
 	gpu     *kernels.GPU   // nil on the CPU; the first GPU under --gpus
@@ -115,13 +115,13 @@ type engine struct {
 
 // warnFallback says when the device placement did not fit under --gpu-mem
 // and the GPU read the graph through zero-copy instead.
-func (e *engine) warnFallback(w io.Writer) {
+func (e *executor) warnFallback(w io.Writer) {
 	if e.gpu != nil && e.gpu.Placement() == kernels.ZeroCopy && e.gpu.FellBack {
 		fmt.Fprintln(w, "warning: the graph did not fit in GPU memory (under --gpu-mem, if set); the GPU read it through zero-copy")
 	}
 }
 
-func (e *engine) close() {
+func (e *executor) close() {
 	switch {
 	case e.multi != nil:
 		e.multi.Close()
@@ -163,12 +163,12 @@ func (d *deviceFlags) options(workers int) (kernels.Options, error) {
 }
 
 // open picks the executor and says which on w.
-func (d *deviceFlags) open(w io.Writer, workers int) (*engine, error) {
+func (d *deviceFlags) open(w io.Writer, workers int) (*executor, error) {
 	opts, err := d.options(workers)
 	if err != nil {
 		return nil, err
 	}
-	cpu := &engine{matcher: &incremental.CPU{Workers: workers}, alloc: hostmem.Mmap{}}
+	cpu := &executor{matcher: &incremental.CPU{Workers: workers}, alloc: hostmem.Mmap{}}
 	if d.device == "cpu" {
 		fmt.Fprintf(w, "device: cpu, %d workers\n", cpuWorkers(workers))
 		return cpu, nil
@@ -186,7 +186,7 @@ func (d *deviceFlags) open(w io.Writer, workers int) (*engine, error) {
 		}
 		return nil, fmt.Errorf("--device %s: %w", d.device, err)
 	}
-	e := &engine{matcher: x, alloc: x.Allocator(), gpu: x}
+	e := &executor{matcher: x, alloc: x.Allocator(), gpu: x}
 	name := x.Name()
 	if d.gpus > 1 {
 		m := &kernels.Multi{GPUs: []*kernels.GPU{x}}

@@ -11,15 +11,18 @@ import (
 
 	"github.com/gcsm/gcsm/bundle"
 	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/engine"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/ingest"
 	"github.com/gcsm/gcsm/internal/hostmem"
 	"github.com/gcsm/gcsm/query"
 )
 
-// session is what the file-driven commands share: a graph and the
-// dictionaries that name its vertices and labels.
+// session is what the file-driven commands share: an engine core, whose
+// graph and dictionaries the fields below name for short, and what the
+// files read into it.
 type session struct {
+	core     *engine.Core
 	labels   *graph.Dict
 	ids      *graph.IDs
 	g        *dyngraph.Graph
@@ -58,18 +61,14 @@ func (s *session) warnOddTime(r *ingest.Reader, path string) {
 }
 
 func newSession(directed, skipBad bool, alloc hostmem.Allocator) (*session, error) {
-	s := &session{labels: graph.NewDict(), ids: graph.NewIDs(), skipBad: skipBad, seen: &graph.Catalog{DefaultEdgeLabel: "0"}}
-	opts := dyngraph.DefaultOptions()
-	opts.Directed = directed
-	opts.Alloc = alloc
+	s := &session{skipBad: skipBad, seen: &graph.Catalog{DefaultEdgeLabel: "0"}}
 	// Unlabelled vertices (SNAP files) get the CSM files' first label, "0".
-	opts.DefaultVertexLabel = s.labels.Intern("0")
-	g, err := dyngraph.New(opts)
+	core, err := engine.New(engine.Config{Directed: directed, DefaultVertexLabel: "0", DefaultEdgeLabel: "0", Alloc: alloc,
+		OnTransfers: func(bool) { s.store = s.core.Store() }})
 	if err != nil {
 		return nil, err
 	}
-	s.g = g
-	s.resolver = &ingest.Resolver{IDs: s.ids, Labels: s.labels, DefaultEdgeLabel: "0"}
+	s.core, s.labels, s.ids, s.g, s.resolver = core, core.Labels(), core.IDs(), core.Graph(), core.Resolver()
 	return s, nil
 }
 
@@ -127,19 +126,20 @@ func (s *session) read(path string) (*stream, error) {
 	return st, nil
 }
 
-// apply applies updates[lo:hi] of st as one batch and returns ΔE and the
-// number of updates refused. Updates the graph refuses (label conflicts) are
-// an error naming their line, or skipped under --skip-bad.
-func (s *session) apply(st *stream, lo, hi int) ([]graph.Change, int, error) {
-	delta, rejects, _, err := s.g.ApplyFolded(st.updates[lo:hi], s.folder())
+// step runs updates[lo:hi] of st through the core as one batch, with b's
+// queries and sinks. Updates the graph refuses (label conflicts) are an
+// error naming their line, or skipped under --skip-bad.
+func (s *session) step(st *stream, lo, hi int, b engine.Batch) (*engine.Step, error) {
+	b.Updates = st.updates[lo:hi]
+	step, err := s.core.Step(b)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	if err := s.refused(st, lo, rejects); err != nil {
-		s.reorganize()
-		return nil, 0, err
+	if err := s.refused(st, lo, step.Rejects); err != nil {
+		s.core.Finish()
+		return nil, err
 	}
-	return delta, len(rejects), nil
+	return step, nil
 }
 
 // refused turns the graph's refusals of st.updates[lo:] into an error naming
@@ -169,14 +169,6 @@ func (s *session) describeReject(err error) string {
 // bounds the normalisation map, not the graph.
 const loadBatch = 1 << 16
 
-// reorganize ends a batch: the bundles settle, and the graph reorganizes.
-func (s *session) reorganize() {
-	if s.store != nil {
-		s.store.Settle()
-	}
-	s.g.Reorganize()
-}
-
 // loadGraph reads a data graph file into the session's graph: with Build
 // when the file only adds and no transfers are kept, else with Apply.
 func (s *session) loadGraph(path string) error {
@@ -193,10 +185,9 @@ func (s *session) loadGraph(path string) error {
 	}
 	for lo := 0; lo < len(st.updates); lo += loadBatch {
 		hi := min(lo+loadBatch, len(st.updates))
-		if _, _, err := s.apply(st, lo, hi); err != nil {
+		if _, err := s.step(st, lo, hi, engine.Batch{}); err != nil {
 			return err
 		}
-		s.reorganize()
 	}
 	return nil
 }

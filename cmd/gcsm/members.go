@@ -31,7 +31,7 @@ const memberShards = 64
 // memberRun is a member started by startMembers.
 type memberRun struct {
 	s    *service.Service
-	eng  *engine
+	eng  *executor
 	stop context.CancelFunc
 	done chan error
 }
@@ -40,7 +40,7 @@ type memberRun struct {
 // under state/member-i; the first starts the embedded broker unless cfg
 // names brokers. open gives member i its engine; hold, if not nil, keeps
 // the members from reading the input until it is closed.
-func startMembers(cfg service.Config, n int, log zerolog.Logger, hold <-chan struct{}, open func(i int) (*engine, error)) ([]*memberRun, error) {
+func startMembers(cfg service.Config, n int, log zerolog.Logger, hold <-chan struct{}, open func(i int) (*executor, error)) ([]*memberRun, error) {
 	var ms []*memberRun
 	for i := range n {
 		c := cfg
@@ -210,7 +210,7 @@ func shareTable(w io.Writer, ms []*memberRun) {
 func demoMembers(stdout io.Writer, log zerolog.Logger, cfg service.Config, dev *deviceFlags, n int, evs []bench.TransferEvent, rate int) error {
 	cfg.Cluster = service.ClusterConfig{Shards: memberShards, Group: "gcsm-demo-members"}
 	var devLine strings.Builder
-	open := func(int) (*engine, error) { return dev.open(&devLine, 0) }
+	open := func(int) (*executor, error) { return dev.open(&devLine, 0) }
 	ms, err := startMembers(cfg, n, log, nil, open)
 	if err != nil {
 		return err
@@ -397,7 +397,7 @@ func benchMembersRun(f *benchServiceFlags, cfg service.Config, conn kafkaconn.Co
 	}
 	var devLine strings.Builder
 	hold := make(chan struct{})
-	ms, err := startMembers(cfg, n, log, hold, func(i int) (*engine, error) {
+	ms, err := startMembers(cfg, n, log, hold, func(i int) (*executor, error) {
 		d := f.dev
 		if d.device == "gpu" {
 			d.first = i * max(1, d.gpus)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gcsm/gcsm/bundle"
+	"github.com/gcsm/gcsm/engine"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/query"
@@ -215,19 +216,28 @@ func (r *replayer) run(ctx context.Context, bar *progress) (replayResult, error)
 			sink = r.emit
 		}
 	}
-	match := func(delta []graph.Change) ([]incremental.Counts, error) {
-		return r.matcher.Match(r.s.g, delta, r.queries, mode, sink)
+	b := engine.Batch{Queries: r.queries, Mode: mode, Sink: sink}
+	if r.flags.emit {
+		b.Bound = r.emitBound
 	}
-	if r.s.store != nil {
-		b := &incremental.Binder{Matcher: r.matcher, Store: r.s.store}
-		var bsink incremental.BoundSink
-		if r.flags.emit {
-			bsink = r.emitBound
+	r.s.core.SetMatcher(r.matcher)
+	// A step's counts are known once it is finished: at once, or, where its
+	// match overlaps the next batch's apply, within the next step.
+	add := func(st *engine.Step) error {
+		if st == nil {
+			return nil
 		}
-		match = func(delta []graph.Change) ([]incremental.Counts, error) {
-			return b.Match(r.s.g, delta, r.queries, mode, bsink)
+		if err := st.Err(); err != nil {
+			return err
 		}
+		res.match += st.Match
+		for i, c := range st.Counts() {
+			res.counts[i].Positive += c.Positive
+			res.counts[i].Negative += c.Negative
+		}
+		return nil
 	}
+	var last *engine.Step
 	n := len(r.st.updates)
 	for lo := 0; lo < n; lo += r.flags.batch {
 		if ctx.Err() != nil {
@@ -235,39 +245,30 @@ func (r *replayer) run(ctx context.Context, bar *progress) (replayResult, error)
 			break
 		}
 		hi := min(lo+r.flags.batch, n)
-		t0 := time.Now()
-		delta, refused, err := r.s.apply(r.st, lo, hi)
+		st, err := r.s.step(r.st, lo, hi, b)
 		if err != nil {
 			return res, err
 		}
-		t1 := time.Now()
-		counts, err := match(delta)
-		if err != nil {
+		if err := add(last); err != nil { // finished by this step
 			return res, err
 		}
-		t2 := time.Now()
-		r.s.reorganize()
-		t3 := time.Now()
-		res.apply += t1.Sub(t0)
-		res.match += t2.Sub(t1)
-		res.reorg += t3.Sub(t2)
+		last = st
+		res.apply += st.Apply
+		res.reorg += st.Reorganize
 		res.batches++
-		for _, c := range delta {
+		for _, c := range st.Delta {
 			if c.Sign > 0 {
 				res.inserted++
 			} else {
 				res.deleted++
 			}
 		}
-		res.noop += hi - lo - len(delta) - refused
-		for i, c := range counts {
-			res.counts[i].Positive += c.Positive
-			res.counts[i].Negative += c.Negative
-		}
+		res.noop += hi - lo - len(st.Delta) - len(st.Rejects)
 		res.replayed = hi
 		bar.set(hi)
 	}
-	return res, nil
+	r.s.core.Finish()
+	return res, add(last)
 }
 
 func (r *replayer) emit(_ int, qi int, sign graph.Sign, m []graph.VertexID) {

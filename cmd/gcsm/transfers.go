@@ -4,9 +4,7 @@ import (
 	"strings"
 
 	"github.com/gcsm/gcsm/bundle"
-	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
-	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/ingest"
 	"github.com/gcsm/gcsm/query"
 )
@@ -34,27 +32,14 @@ func (s *session) keepTransfersFor(qs []*query.Query) {
 	if s.store == nil {
 		return
 	}
-	b := &incremental.Binder{Store: s.store}
-	b.Register(qs)
+	s.core.Register(qs)
 	s.keep = ingest.NewPropFilter(s.store.EdgeColumns(), s.store.VertexColumns())
 	s.resolver.KeepTime = s.store.KeepsTime()
 }
 
 // keepTransfers starts keeping the parallel transfers of each pair: a
 // query needs them, or an event carries an id and so is an edge of its own.
-func (s *session) keepTransfers() {
-	if s.store == nil {
-		s.store = bundle.New(s.g.Directed())
-	}
-}
-
-// folder is the session's store as the graph's Folder, or nil.
-func (s *session) folder() dyngraph.Folder {
-	if s.store == nil {
-		return nil
-	}
-	return s.store
-}
+func (s *session) keepTransfers() { s.core.KeepTransfers(nil) }
 
 // transfersText lists a match's transfer ids for --emit: "[tx-1 tx-2]",
 // with "-" for a transfer sent without an id.

@@ -1,4 +1,4 @@
-package ingest
+package engine
 
 import (
 	"encoding/binary"
@@ -29,7 +29,7 @@ type Window struct {
 // watermark minus the window size has expired; the engine deletes it in
 // its next batch, with the updates that Expire returns.
 //
-// Times are unix milliseconds, as in Record.Time. Expiry is a pure state
+// Times are unix milliseconds, as in ingest.Record.Time. Expiry is a pure state
 // machine: it never reads a clock, so a replay expires exactly what the
 // first run did.
 //

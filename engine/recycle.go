@@ -1,8 +1,6 @@
-package service
+package engine
 
 import (
-	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/gcsm/gcsm/graph"
@@ -31,12 +29,12 @@ import (
 // free, or name a new account, while the graph still has its old vertex. A
 // checkpoint, and a new generation (whose decoder re-interns the batches
 // the last one left undone), first forget every such vertex
-// (forgetOutstanding), with the decoder held still (Service.interning).
+// (Core.ForgetOutstanding), with the decoder held still.
 //
 // A vertex handed on but not yet released when a checkpoint is written
 // keeps its name and stays without edges after a restart, and is not
 // recycled: a small leak per restart, not an error.
-type recycler struct {
+type Recycler struct {
 	mu          sync.Mutex
 	pending     []isolated              // step 2 → 3
 	outstanding map[graph.VertexID]bool // released in step 3, not yet forgotten in step 4
@@ -52,17 +50,17 @@ type isolated struct {
 	vs  []graph.VertexID
 }
 
-// named notes that the batch being interned names v.
-func (r *recycler) named(v graph.VertexID) {
+// Named notes that the batch being interned names v.
+func (r *Recycler) Named(v graph.VertexID) {
 	if int(v) >= len(r.lastUse) {
 		r.lastUse = append(r.lastUse, make([]uint32, int(v)+1-len(r.lastUse))...)
 	}
 	r.lastUse[v] = r.seq
 }
 
-// hand passes on, from the run loop, the vertices an acknowledged batch
+// Hand passes on, from the run loop, the vertices an acknowledged batch
 // left without edges.
-func (r *recycler) hand(seq uint32, vs []graph.VertexID) {
+func (r *Recycler) Hand(seq uint32, vs []graph.VertexID) {
 	if len(vs) == 0 {
 		return
 	}
@@ -71,10 +69,11 @@ func (r *recycler) hand(seq uint32, vs []graph.VertexID) {
 	r.mu.Unlock()
 }
 
-// release frees, on the decoder, the ids of handed-on vertices that no
-// later batch named, and returns them: the run loop must forget them before
-// it applies the batch about to be interned.
-func (r *recycler) release(ids *graph.IDs) []graph.VertexID {
+// Release frees, on the interning stage, the ids of handed-on vertices that
+// no later batch named, and returns them with the number of the batch
+// about to be interned: that batch's Step forgets them first, and carries
+// the number (Batch.Seq).
+func (r *Recycler) Release(ids *graph.IDs) ([]graph.VertexID, uint32) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []graph.VertexID
@@ -92,33 +91,13 @@ func (r *recycler) release(ids *graph.IDs) []graph.VertexID {
 		}
 	}
 	r.pending = nil
-	return out
+	r.seq++
+	return out, r.seq
 }
 
-// leftAlone lists the endpoints of the batch's deleted edges (delta) that
-// have no edge left, once the graph is reorganized.
-func (s *Service) leftAlone(b *batchState, delta []graph.Change) {
-	for _, c := range delta {
-		if c.Sign > 0 {
-			continue
-		}
-		for _, v := range [2]graph.VertexID{c.Src, c.Dst} {
-			if s.g.Isolated(v) {
-				b.isolated = append(b.isolated, v)
-			}
-		}
-	}
-	slices.Sort(b.isolated)
-	b.isolated = slices.Compact(b.isolated)
-}
-
-// forget removes the recycled vertices from the graph before their ids'
-// next batch (step 4). A vertex already forgotten is skipped.
-func (s *Service) forget(vs []graph.VertexID) error {
-	if len(vs) == 0 {
-		return nil
-	}
-	r := s.recycle
+// forget forgets, through f, the vertices of vs still outstanding
+// (step 4).
+func (r *Recycler) forget(vs []graph.VertexID, f func(graph.VertexID) error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, v := range vs {
@@ -126,41 +105,23 @@ func (s *Service) forget(vs []graph.VertexID) error {
 			continue // forgotten by forgetOutstanding
 		}
 		delete(r.outstanding, v)
-		if err := s.forgetVertex(v); err != nil {
+		if err := f(v); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// forgetOutstanding forgets every vertex whose id the decoder released
-// and the run loop has not forgotten yet, so that the graph agrees with
-// the dictionary. The decoder must be held still (s.interning) or not
-// running, and the graph not pending.
-func (s *Service) forgetOutstanding() error {
-	r := s.recycle
-	if r == nil {
-		return nil
-	}
+// forgetOutstanding forgets, through f, every vertex released and not yet
+// forgotten.
+func (r *Recycler) forgetOutstanding(f func(graph.VertexID) error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for v := range r.outstanding {
-		if err := s.forgetVertex(v); err != nil {
+		if err := f(v); err != nil {
 			return err
 		}
 		delete(r.outstanding, v)
-	}
-	return nil
-}
-
-// forgetVertex clears vertex v, isolated, for its id's reuse: its label in
-// the graph and its properties in the bundles.
-func (s *Service) forgetVertex(v graph.VertexID) error {
-	if err := s.g.Forget(v); err != nil {
-		return fmt.Errorf("recycling vertex %d: %w", v, err)
-	}
-	if s.bundles != nil {
-		s.bundles.Forget(v)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package ingest
+package engine
 
 import (
 	"encoding/binary"
