@@ -15,15 +15,15 @@
 // graph). Such a step is pending when Step returns, and finishes inside
 // the next Step, after that batch's apply, or in Finish.
 //
-// A Core is not safe for concurrent use, with one exception: the
-// interning stage may run Resolver and Recycler's Named and Release on
-// another goroutine (see Recycler).
+// A Core is not safe for concurrent use, with one exception: Intern may
+// run beside a step, on the caller's interning stage (see Recycler).
 package engine
 
 import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/gcsm/gcsm/bundle"
@@ -73,6 +73,9 @@ type Core struct {
 	queries  []*query.Query      // registered (Register)
 	pending  *Step               // the step whose match overlaps the caller's work
 	stats    Stats
+	// interning is held by Intern, which may run beside a step, and by
+	// EncodeIDs.
+	interning sync.Mutex
 }
 
 // Stats counts what the core's steps did.

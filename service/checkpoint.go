@@ -205,7 +205,7 @@ func (s *Service) checkpoint() error {
 		if s.core.Expiry() != nil {
 			win = s.core.Expiry().AppendBinary(nil)
 		}
-		ids, err := s.encodeIDs()
+		ids, err := s.core.EncodeIDs()
 		if err != nil {
 			return err
 		}
@@ -237,18 +237,6 @@ func (s *Service) checkpoint() error {
 	s.met.checkpointAge.Set(0)
 	s.log.Debug().Str("path", path).Dur("took", d).Uint64("batch", s.batch).Interface("position", s.position).Msg("checkpoint written")
 	return nil
-}
-
-// encodeIDs encodes the id dictionary with the decoding stage held still,
-// after forgetting the vertices of the ids it released, so that the
-// dictionary and the graph written after it agree.
-func (s *Service) encodeIDs() ([]byte, error) {
-	s.interning.Lock()
-	defer s.interning.Unlock()
-	if err := s.core.ForgetOutstanding(); err != nil {
-		return nil, err
-	}
-	return s.core.IDs().AppendBinary(nil), nil
 }
 
 // maybeCheckpoint writes a checkpoint when one is due and there is new

@@ -170,7 +170,7 @@ func (s *Service) startInitial(st *standing) (*initialRun, error) {
 // snapshot copies the graph, the id dictionary and, with transfers, the
 // store, through their checkpoint encodings.
 func (s *Service) snapshot() (*dyngraph.Graph, *graph.IDs, *bundle.Store, error) {
-	ib, err := s.encodeIDs()
+	ib, err := s.core.EncodeIDs()
 	if err != nil {
 		return nil, nil, nil, err
 	}

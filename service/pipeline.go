@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gcsm/gcsm/engine"
 	"github.com/gcsm/gcsm/ingest"
 	"github.com/gcsm/gcsm/output"
 )
@@ -60,7 +61,7 @@ type pipeline struct {
 // batch: at 4,096 messages they are about 0.7 MB.
 type buffers struct {
 	msgs []ingest.Message
-	dec  []decoded
+	dec  []engine.Decoded
 }
 
 // startPipelineWith starts prepare as the decoding stage, until ctx ends,
@@ -168,7 +169,7 @@ func (s *Service) decodeBatch(b *batchState, buf *buffers, decs []*ingest.Decode
 	}
 	decodeAll(buf.msgs, buf.dec, decs)
 	s.warnOddTime(decs)
-	s.internAll(b)
+	b.recycled, b.seq = s.core.Intern(buf.dec, s.keepTime.Load())
 	b.times[stageDecode] = time.Since(b.cut)
 }
 

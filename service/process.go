@@ -234,16 +234,16 @@ func (s *Service) resolve(b *batchState) {
 	b.origin = slices.Grow(b.origin, len(b.msgs))
 	for i := range b.msgs {
 		d := &b.buf.dec[i]
-		if d.err != nil {
+		if d.Err != nil {
 			var de *ingest.DecodeError
 			reason := "bad_value"
-			if errors.As(d.err, &de) {
+			if errors.As(d.Err, &de) {
 				reason = de.Reason
 			}
-			s.deadLetter(b, i, reason, d.err.Error())
+			s.deadLetter(b, i, reason, d.Err.Error())
 			continue
 		}
-		rec := d.rec
+		rec := d.Rec
 		if windowed && rec.Op != graph.AddVertex {
 			if rec.Time == 0 {
 				s.deadLetter(b, i, "missing_time", `missing field "ts": a windowed stream needs event times`)
@@ -255,15 +255,15 @@ func (s *Service) resolve(b *batchState) {
 				continue
 			}
 		}
-		if d.resolveErr != nil {
+		if d.ResolveErr != nil {
 			reason := "bad_value"
-			if errors.Is(d.resolveErr, ingest.ErrSelfLoop) {
+			if errors.Is(d.ResolveErr, ingest.ErrSelfLoop) {
 				reason = "self_loop"
 			}
-			s.deadLetter(b, i, reason, d.resolveErr.Error())
+			s.deadLetter(b, i, reason, d.ResolveErr.Error())
 			continue
 		}
-		b.updates = append(b.updates, d.u)
+		b.updates = append(b.updates, d.U)
 		b.msgTime[i] = rec.Time
 		b.origin = append(b.origin, i)
 		if windowed {
@@ -478,92 +478,11 @@ func (s *Service) countGPU() {
 	s.met.cacheRatio.Set(st.HitRatio())
 }
 
-// decoded is one message's decoding and its interned update.
-type decoded struct {
-	rec        ingest.Record
-	err        error        // decoding's
-	known      ingest.Known // its endpoints' ids, where the dictionary had them
-	u          graph.Update
-	resolveErr error // interning's (ingest.Resolver.Resolve)
-}
-
-// internAll resolves the decoded records of a batch into updates. It runs
-// in the decoding stage, ahead of the run loop, and in message order, as
-// new ids are numbered in the order they are seen. A record the run loop
-// will refuse for what it says alone (no event time on a windowed stream)
-// is not interned; one it finds late is, as lateness depends on the batches
-// before it: an id so interned is a vertex without edges.
-func (s *Service) internAll(b *batchState) {
-	s.interning.Lock()
-	defer s.interning.Unlock()
-	s.core.Resolver().KeepTime = s.keepTime.Load()
-	windowed := s.cfg.Window.Size > 0
-	r := s.core.Recycler()
-	if r != nil {
-		b.recycled, b.seq = r.Release(s.core.IDs())
-	}
-	skip := func(d *decoded) bool {
-		return d.err != nil || (windowed && d.rec.Op != graph.AddVertex && d.rec.Time == 0)
-	}
-	// Looking names up costs a few cache misses each on a dictionary of
-	// millions, so the batch's known names are looked up on all cores
-	// first, while nothing interns; only new names are interned in order.
-	parallelRange(len(b.buf.dec), func(lo, hi int) {
-		var (
-			names [2 * rangeSize]string
-			ids   [2 * rangeSize]graph.VertexID
-			found [2 * rangeSize]bool
-		)
-		n := 0
-		for i := lo; i < hi; i++ {
-			d := &b.buf.dec[i]
-			d.known = ingest.Known{}
-			if skip(d) {
-				continue
-			}
-			names[n] = d.rec.Src
-			n++
-			if d.rec.Op != graph.AddVertex {
-				names[n] = d.rec.Dst
-				n++
-			}
-		}
-		s.core.IDs().LookupMany(names[:n], ids[:n], found[:n])
-		n = 0
-		for i := lo; i < hi; i++ {
-			d := &b.buf.dec[i]
-			if skip(d) {
-				continue
-			}
-			d.known.ID[0], d.known.OK[0] = ids[n], found[n]
-			n++
-			if d.rec.Op != graph.AddVertex {
-				d.known.ID[1], d.known.OK[1] = ids[n], found[n]
-				n++
-			}
-		}
-	})
-	for i := range b.buf.dec {
-		d := &b.buf.dec[i]
-		d.u, d.resolveErr = graph.Update{}, nil
-		if skip(d) {
-			continue
-		}
-		d.u, d.resolveErr = s.core.Resolver().ResolveKnown(d.rec, d.known)
-		if r != nil && d.resolveErr == nil {
-			r.Named(d.u.Src)
-			if d.u.Op != graph.AddVertex {
-				r.Named(d.u.Dst)
-			}
-		}
-	}
-}
-
 // decodeAll decodes msgs into out, one decoder per worker.
-func decodeAll(msgs []ingest.Message, out []decoded, decs []*ingest.Decoder) {
+func decodeAll(msgs []ingest.Message, out []engine.Decoded, decs []*ingest.Decoder) {
 	if len(msgs) < 512 || len(decs) == 1 {
 		for i, m := range msgs {
-			out[i].rec, out[i].err = decs[0].Decode(m.Value)
+			out[i].Rec, out[i].Err = decs[0].Decode(m.Value)
 		}
 		return
 	}
@@ -577,7 +496,7 @@ func decodeAll(msgs []ingest.Message, out []decoded, decs []*ingest.Decoder) {
 					return
 				}
 				for i := lo; i < min(lo+64, len(msgs)); i++ {
-					out[i].rec, out[i].err = d.Decode(msgs[i].Value)
+					out[i].Rec, out[i].Err = d.Decode(msgs[i].Value)
 				}
 			}
 		})

@@ -88,9 +88,8 @@ type Service struct {
 
 	// core is the engine state (package engine). It belongs to the run
 	// loop: HTTP handlers reach it only through ops, which the loop runs
-	// between batches, or read the copies guarded by mu. The exceptions
-	// are the dictionaries and the recycler, which the decoding stage
-	// interns into (see pipeline.go), under interning.
+	// between batches, or read the copies guarded by mu. The exception is
+	// engine.Core.Intern, which the decoding stage runs (pipeline.go).
 	core *engine.Core
 	// overlapped is the batch whose match runs on beside the next batch's
 	// graph stages (engine.Step), until the run loop completes it.
@@ -99,14 +98,11 @@ type Service struct {
 	// properties the store keeps, and event times when a query reads them.
 	keep     atomic.Pointer[ingest.PropFilter]
 	keepTime atomic.Bool
-	// interning is held by the decoding stage while it interns a batch,
-	// and by a checkpoint while it encodes the dictionary.
-	interning sync.Mutex
-	queries   []*standing
-	batch     uint64        // batches processed, the id of the last one
-	position  map[int]int64 // partition → next offset to apply
-	lastCkpt  time.Time
-	ckptPos   map[int]int64 // position as of the last checkpoint, which is what may be committed
+	queries  []*standing
+	batch    uint64        // batches processed, the id of the last one
+	position map[int]int64 // partition → next offset to apply
+	lastCkpt time.Time
+	ckptPos  map[int]int64 // position as of the last checkpoint, which is what may be committed
 	// uncommitted says that ckptPos is not known to be committed: a
 	// checkpoint was written or loaded since the last commit, or the
 	// commit was refused.

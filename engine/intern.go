@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/ingest"
+)
+
+// Decoded is one message's decoding and its interned update.
+type Decoded struct {
+	Rec ingest.Record
+	Err error // decoding's
+	// U is the record as an update, once Intern has run, unless
+	// ResolveErr (ingest.Resolver's) says why not or the record was
+	// skipped (see Intern).
+	U          graph.Update
+	ResolveErr error
+	known      ingest.Known // its endpoints' ids, where the dictionary had them
+}
+
+// Intern resolves a batch's decoded records into updates, in order, as new
+// ids are numbered in the order they are seen. It runs on the interning
+// stage, ahead of the steps, and may run beside a step: it writes only the
+// dictionaries and the recycler, which nothing else writes meanwhile. It
+// returns the ids the recycler released for the batch, and the batch's
+// number, for its Batch.
+//
+// A record that failed to decode is skipped, and so is one a window will
+// refuse for what it says alone (no event time); one that comes late is
+// interned, as lateness depends on the batches before it: an id so interned
+// is a vertex without edges. keepTime says whether Rec.Time matters to the
+// queries (ingest.Resolver.KeepTime).
+func (c *Core) Intern(dec []Decoded, keepTime bool) (recycled []graph.VertexID, seq uint32) {
+	c.interning.Lock()
+	defer c.interning.Unlock()
+	c.resolver.KeepTime = keepTime
+	windowed := c.expiry != nil
+	r := c.recycle
+	if r != nil {
+		recycled, seq = r.Release(c.ids)
+	}
+	skip := func(d *Decoded) bool {
+		return d.Err != nil || (windowed && d.Rec.Op != graph.AddVertex && d.Rec.Time == 0)
+	}
+	c.lookUp(dec, skip)
+	for i := range dec {
+		d := &dec[i]
+		d.U, d.ResolveErr = graph.Update{}, nil
+		if skip(d) {
+			continue
+		}
+		d.U, d.ResolveErr = c.resolver.ResolveKnown(d.Rec, d.known)
+		if r != nil && d.ResolveErr == nil {
+			r.Named(d.U.Src)
+			if d.U.Op != graph.AddVertex {
+				r.Named(d.U.Dst)
+			}
+		}
+	}
+	return recycled, seq
+}
+
+// lookUp finds the ids the dictionary has of the records' endpoints. Looking
+// names up costs a few cache misses each on a dictionary of millions, so the
+// batch's known names are looked up on all cores first, while nothing
+// interns; only new names are interned in order.
+func (c *Core) lookUp(dec []Decoded, skip func(*Decoded) bool) {
+	parallelRange(len(dec), func(lo, hi int) {
+		var (
+			names [2 * rangeSize]string
+			ids   [2 * rangeSize]graph.VertexID
+			found [2 * rangeSize]bool
+		)
+		n := 0
+		for i := lo; i < hi; i++ {
+			d := &dec[i]
+			d.known = ingest.Known{}
+			if skip(d) {
+				continue
+			}
+			names[n] = d.Rec.Src
+			n++
+			if d.Rec.Op != graph.AddVertex {
+				names[n] = d.Rec.Dst
+				n++
+			}
+		}
+		c.ids.LookupMany(names[:n], ids[:n], found[:n])
+		n = 0
+		for i := lo; i < hi; i++ {
+			d := &dec[i]
+			if skip(d) {
+				continue
+			}
+			d.known.ID[0], d.known.OK[0] = ids[n], found[n]
+			n++
+			if d.Rec.Op != graph.AddVertex {
+				d.known.ID[1], d.known.OK[1] = ids[n], found[n]
+				n++
+			}
+		}
+	})
+}
+
+// EncodeIDs encodes the id dictionary with the interning stage held still,
+// after forgetting the vertices of the ids it released, so that the
+// dictionary and the graph written after it agree. No step may be pending.
+func (c *Core) EncodeIDs() ([]byte, error) {
+	c.interning.Lock()
+	defer c.interning.Unlock()
+	if err := c.ForgetOutstanding(); err != nil {
+		return nil, err
+	}
+	return c.ids.AppendBinary(nil), nil
+}
+
+// rangeSize is the most indexes parallelRange hands f at a time.
+const rangeSize = 64
+
+// parallelRange calls f on ranges [lo, hi) of at most rangeSize indexes
+// that cover 0..n-1, on all cores; small n stays on the caller's goroutine,
+// where starting goroutines would cost more than it saves.
+func parallelRange(n int, f func(lo, hi int)) {
+	workers := runtime.GOMAXPROCS(0)
+	if n < 512 || workers == 1 {
+		for lo := 0; lo < n; lo += rangeSize {
+			f(lo, min(lo+rangeSize, n))
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				lo := int(next.Add(rangeSize)) - rangeSize
+				if lo >= n {
+					return
+				}
+				f(lo, min(lo+rangeSize, n))
+			}
+		})
+	}
+	wg.Wait()
+}
