@@ -169,10 +169,6 @@ func (c *Core) Resolver() *ingest.Resolver { return c.resolver }
 // Expiry is the window's state; nil without a window.
 func (c *Core) Expiry() *Expiry { return c.expiry }
 
-// Recycler hands vertex ids from the core to the interning stage; nil
-// unless Config.Recycle.
-func (c *Core) Recycler() *Recycler { return c.recycle }
-
 // Store is the store of parallel transfers; nil until they are kept.
 func (c *Core) Store() *bundle.Store { return c.store }
 

@@ -40,7 +40,7 @@ func (c *Core) Intern(dec []Decoded, keepTime bool) (recycled []graph.VertexID, 
 	windowed := c.expiry != nil
 	r := c.recycle
 	if r != nil {
-		recycled, seq = r.Release(c.ids)
+		recycled, seq = r.release(c.ids)
 	}
 	skip := func(d *Decoded) bool {
 		return d.Err != nil || (windowed && d.Rec.Op != graph.AddVertex && d.Rec.Time == 0)
@@ -54,9 +54,9 @@ func (c *Core) Intern(dec []Decoded, keepTime bool) (recycled []graph.VertexID, 
 		}
 		d.U, d.ResolveErr = c.resolver.ResolveKnown(d.Rec, d.known)
 		if r != nil && d.ResolveErr == nil {
-			r.Named(d.U.Src)
+			r.named(d.U.Src)
 			if d.U.Op != graph.AddVertex {
-				r.Named(d.U.Dst)
+				r.named(d.U.Dst)
 			}
 		}
 	}

@@ -11,19 +11,19 @@ import (
 // the next new account, so that the graph and the id dictionary hold what
 // is live, not every account ever seen.
 //
-// The ids are interned on the decoding stage, ahead of the run loop, so a
-// vertex left without edges by batch k may already be named by batches the
-// decoder interned since. The hand-over keeps both sides safe:
+// The ids are interned on the caller's interning stage (Core.Intern), ahead
+// of the steps, so a vertex left without edges by batch k may already be
+// named by batches interned since. The hand-over keeps both sides safe:
 //
-//  1. The run loop notes the vertices batch k left without edges.
-//  2. Once batch k is acknowledged, every stage is done with it (its events,
-//     which name its vertices, are written), and the run loop hands the
-//     vertices on to the decoder, with k.
-//  3. The decoder releases a vertex only if no batch after k named it
+//  1. Step k notes the vertices batch k left without edges (Step.Isolated).
+//  2. Once batch k is delivered, every stage is done with it (its events,
+//     which name its vertices, are written), and the caller's Advance hands
+//     the vertices on to the interning stage, with k.
+//  3. Intern releases a vertex only if no batch after k named it
 //     (lastUse), so no batch in flight holds it; it is still without edges,
 //     as nothing since k gave it one. It tells the next batch it interns.
-//  4. The run loop forgets those vertices in the graph before applying that
-//     batch, which may already reuse their ids for new accounts.
+//  4. That batch's step forgets those vertices in the graph before it
+//     applies the batch, which may already reuse their ids for new accounts.
 //
 // Between steps 3 and 4 the dictionary and the graph disagree: an id may be
 // free, or name a new account, while the graph still has its old vertex. A
@@ -50,17 +50,17 @@ type isolated struct {
 	vs  []graph.VertexID
 }
 
-// Named notes that the batch being interned names v.
-func (r *Recycler) Named(v graph.VertexID) {
+// named notes that the batch being interned names v.
+func (r *Recycler) named(v graph.VertexID) {
 	if int(v) >= len(r.lastUse) {
 		r.lastUse = append(r.lastUse, make([]uint32, int(v)+1-len(r.lastUse))...)
 	}
 	r.lastUse[v] = r.seq
 }
 
-// Hand passes on, from the run loop, the vertices an acknowledged batch
+// hand passes on, from the run loop, the vertices an acknowledged batch
 // left without edges.
-func (r *Recycler) Hand(seq uint32, vs []graph.VertexID) {
+func (r *Recycler) hand(seq uint32, vs []graph.VertexID) {
 	if len(vs) == 0 {
 		return
 	}
@@ -69,11 +69,11 @@ func (r *Recycler) Hand(seq uint32, vs []graph.VertexID) {
 	r.mu.Unlock()
 }
 
-// Release frees, on the interning stage, the ids of handed-on vertices that
+// release frees, on the interning stage, the ids of handed-on vertices that
 // no later batch named, and returns them with the number of the batch
 // about to be interned: that batch's Step forgets them first, and carries
 // the number (Batch.Seq).
-func (r *Recycler) Release(ids *graph.IDs) ([]graph.VertexID, uint32) {
+func (r *Recycler) release(ids *graph.IDs) ([]graph.VertexID, uint32) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []graph.VertexID

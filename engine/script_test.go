@@ -170,8 +170,7 @@ func (r *scriptRun) query(where string, f []string, line string) {
 // agree, and returns the step's output.
 func (r *scriptRun) step(where string, body []string) []string {
 	t := r.t
-	var upd []graph.Update
-	var times []int64
+	var dec []Decoded
 	var recs []ingest.Record
 	for j, l := range body {
 		rec, err := parseUpdate(l)
@@ -181,13 +180,21 @@ func (r *scriptRun) step(where string, body []string) []string {
 		if rec.Op == 0 && rec.Src == "" {
 			continue
 		}
-		u, err := r.core.Resolver().Resolve(rec)
-		if err != nil {
-			t.Fatalf("%s: update %d: %v", where, j+1, err)
+		if r.core.Expiry() != nil && rec.Op != graph.AddVertex && rec.Time == 0 {
+			t.Fatalf("%s: update %d: a core with a window needs its TS", where, j+1)
 		}
 		recs = append(recs, rec)
-		upd = append(upd, u)
-		times = append(times, rec.Time)
+		dec = append(dec, Decoded{Rec: rec})
+	}
+	recycled, seq := r.core.Intern(dec, false)
+	var upd []graph.Update
+	var times []int64
+	for j, d := range dec {
+		if d.ResolveErr != nil {
+			t.Fatalf("%s: update %d: %v", where, j+1, d.ResolveErr)
+		}
+		upd = append(upd, d.U)
+		times = append(times, d.Rec.Time)
 	}
 	var mu sync.Mutex
 	var got []string
@@ -196,17 +203,6 @@ func (r *scriptRun) step(where string, body []string) []string {
 		mu.Lock()
 		got = append(got, line)
 		mu.Unlock()
-	}
-	var recycled []graph.VertexID
-	var seq uint32
-	if rc := r.core.Recycler(); rc != nil {
-		recycled, seq = rc.Release(r.core.IDs())
-		for _, u := range upd {
-			rc.Named(u.Src)
-			if u.Op != graph.AddVertex {
-				rc.Named(u.Dst)
-			}
-		}
 	}
 	st, err := r.core.Step(Batch{Updates: upd, Times: times, Recycled: recycled, Seq: seq,
 		Queries: r.queries, Mode: incremental.Enumerate, Sink: sink})

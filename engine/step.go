@@ -172,7 +172,7 @@ func (st *Step) finish(m incremental.Matcher) {
 // it left without edges may now go to new accounts (Recycler).
 func (c *Core) Advance(st *Step) {
 	if c.recycle != nil {
-		c.recycle.Hand(st.Seq, st.Isolated)
+		c.recycle.hand(st.Seq, st.Isolated)
 	}
 }
 

@@ -1,9 +1,10 @@
 // Package service is gcsm run: it consumes edge events from Kafka, keeps the
 // graph and the standing queries, and writes every match that appeared or
-// disappeared to an output topic. It is the only package that knows the
-// order of the pipeline (docs/architecture.md): decode (ingest) → window expiry →
-// apply (dyngraph) → match (incremental or the GPU) → reorganize → output →
-// checkpoint → commit.
+// disappeared to an output topic. It is the loop around the engine's core
+// (package engine, docs/architecture.md): read and decode (ingest) →
+// intern and step (engine: window expiry, apply, match, reorganize) →
+// build events and deliver (output) → advance the core → checkpoint →
+// commit.
 //
 // # Delivery
 //
@@ -29,8 +30,8 @@
 // delivered, through queues of one or two batches, and undelivered output
 // stops matching, decoding and reading in turn. Output keeps batch order.
 // An executor that can (incremental.Overlapper: the GPU with the graph in its
-// memory, alone or as the Placer's GPU side) matches batch n while the run
-// loop reorganizes n and applies n+1.
+// memory, alone or as the Placer's GPU side) matches batch n while the core
+// reorganizes n and applies n+1 (engine.Core.Step).
 // A sink that can (output.Sender: franz-go) sends batch n+1's output while
 // the brokers acknowledge n's; if some of n's records fail, delivery waits
 // for the batches sent after it and sends only the failed records again, in

@@ -18,16 +18,15 @@ import (
 // n-2's are delivered:
 //
 //	prepare:  cut a batch, decode its messages (in parallel), intern their
-//	          ids and labels (in order)
-//	run loop: expire, apply, match, build events, reorganize;
+//	          ids and labels (in order, engine.Core.Intern)
+//	run loop: the core's step (expire, apply, match, reorganize);
 //	          HTTP operations and checkpoints, which need a quiet graph
 //	build:    sort the matches and build their events (in parallel)
 //	deliver:  write events and dead letters and wait for their acks
 //
-// The run loop owns all engine state but the id and label dictionaries,
-// which the decoding stage writes (graph.IDs lets the run loop read the
-// names of ids it was handed meanwhile); the other stages touch only their
-// batch. Positions, progress and commits advance when the run loop takes a
+// The run loop owns the core but for its interning, which the decoding
+// stage runs (graph.IDs lets the run loop read the names of ids it was
+// handed meanwhile); the other stages touch only their batch. Positions, progress and commits advance when the run loop takes a
 // batch's acknowledgement back, in batch order, so a batch's offsets count
 // only once its output is durable. A full queue stops the stage before it:
 // undelivered output stops matching, which stops decoding, which stops the
