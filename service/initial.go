@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"sync"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
-	"github.com/gcsm/gcsm/internal/hostmem"
 	"github.com/gcsm/gcsm/output"
 	"github.com/gcsm/gcsm/query"
 )
@@ -139,7 +137,7 @@ func (s *Service) startInitial(st *standing) (*initialRun, error) {
 		return run, nil
 	}
 	t0 := time.Now()
-	g, names, store, err := s.snapshot()
+	g, names, store, err := s.core.Snapshot()
 	if err != nil {
 		cancel(nil)
 		return nil, fmt.Errorf("cannot copy the graph for the initial matches: %w", err)
@@ -165,44 +163,6 @@ func (s *Service) startInitial(st *standing) (*initialRun, error) {
 		}
 	})
 	return run, nil
-}
-
-// snapshot copies the graph, the id dictionary and, with transfers, the
-// store, through their checkpoint encodings.
-func (s *Service) snapshot() (*dyngraph.Graph, *graph.IDs, *bundle.Store, error) {
-	ib, err := s.core.EncodeIDs()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	names := graph.NewIDs()
-	if err := names.UnmarshalBinary(ib); err != nil {
-		return nil, nil, nil, fmt.Errorf("ids: %w", err)
-	}
-	var store *bundle.Store
-	if s.core.Store() != nil {
-		bb, err := s.core.Store().AppendBinary(nil)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		if store, err = bundle.Decode(bb, names.Len()); err != nil {
-			return nil, nil, nil, fmt.Errorf("bundles: %w", err)
-		}
-	}
-	opts := dyngraph.DefaultOptions()
-	opts.Directed = s.cfg.Graph.Directed
-	opts.Alloc = hostmem.Mmap{}
-	opts.DefaultVertexLabel, _ = s.core.Labels().Lookup(s.cfg.Graph.DefaultVertexLabel)
-	pr, pw := io.Pipe()
-	go func() {
-		_, err := s.core.Graph().WriteTo(pw)
-		pw.CloseWithError(err)
-	}()
-	g, err := dyngraph.Read(pr, opts)
-	pr.CloseWithError(io.ErrClosedPipe) // ends the writer if Read stopped early
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("graph: %w", err)
-	}
-	return g, names, store, nil
 }
 
 // enumerate finds the matches of run's query in g on one core, keeping at
