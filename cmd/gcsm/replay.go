@@ -19,6 +19,7 @@ import (
 	"github.com/gcsm/gcsm/engine"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
+	"github.com/gcsm/gcsm/ingest"
 	"github.com/gcsm/gcsm/query"
 )
 
@@ -42,6 +43,39 @@ type replayFlags struct {
 func runReplay(args []string, stdout, stderr io.Writer) error {
 	var f replayFlags
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	tsUnitArg := f.register(fs)
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	unit, sem, err := f.settle(fs, *tsUnitArg)
+	if err != nil {
+		return err
+	}
+	if f.cpuprofile != "" {
+		stop, err := startProfile(f.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	eng, err := f.dev.open(stderr, f.workers)
+	if err != nil {
+		return err
+	}
+	defer eng.close()
+	t0 := time.Now()
+	s, st, qs, err := f.load(fs, eng, unit, sem, stderr)
+	if s != nil {
+		defer s.g.Close()
+	}
+	if err != nil {
+		return err
+	}
+	return f.replay(s, st, qs, eng, time.Since(t0), stdout, stderr)
+}
+
+// register defines replay's flags on fs and returns --ts-unit's.
+func (f *replayFlags) register(fs *flag.FlagSet) *string {
 	fs.StringVar(&f.data, "d", "", "initial data graph `file` (CSM, SNAP or JSON lines); empty graph if omitted")
 	fs.StringVar(&f.updates, "u", "", "update stream `file` (CSM e/-e/v lines, SNAP or JSON lines)")
 	fs.Var(&f.queries, "q", "query: a CSM or Cypher-style `file`, an inline pattern, or NAME=PATTERN (repeatable)")
@@ -57,26 +91,21 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&f.progress, "progress", true, "show a progress bar on stderr when it is a terminal and the run takes over a second")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the whole run to `file`")
 	f.dev.register(fs)
-	tsUnitArg := tsUnitFlag(fs)
-	if err := parseFlags(fs, args, stderr); err != nil {
-		return err
-	}
-	unit, err := tsUnit(*tsUnitArg)
+	return tsUnitFlag(fs)
+}
+
+// settle checks the flags against each other, fills in --demo's defaults
+// and returns the time unit and the semantics they say.
+func (f *replayFlags) settle(fs *flag.FlagSet, tsUnitArg string) (ingest.TimeUnit, query.Semantics, error) {
+	unit, err := tsUnit(tsUnitArg)
 	if err != nil {
-		return err
-	}
-	if f.cpuprofile != "" {
-		stop, err := startProfile(f.cpuprofile)
-		if err != nil {
-			return err
-		}
-		defer stop()
+		return 0, 0, err
 	}
 	if err = badFlags(intIn("batch", int64(f.batch), 1, math.MaxInt64)); err != nil {
-		return err
+		return 0, 0, err
 	}
 	if f.countOnly && f.emit {
-		return errors.New("--emit lists matches, which --count-only does not enumerate; give one of them")
+		return 0, 0, errors.New("--emit lists matches, which --count-only does not enumerate; give one of them")
 	}
 	if f.demo {
 		// Transfers have a direction, and an alert should name a ring once,
@@ -90,28 +119,29 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	}
 	sem, err := query.ParseSemantics(f.semantics)
 	if err != nil {
-		return badFlags(choice("semantics", f.semantics, "embeddings", "instances"))
+		return 0, 0, badFlags(choice("semantics", f.semantics, "embeddings", "instances"))
 	}
-	eng, err := f.dev.open(stderr, f.workers)
-	if err != nil {
-		return err
-	}
-	defer eng.close()
+	return unit, sem, nil
+}
+
+// load makes the session and reads the data graph, the stream and the
+// queries into it. The session, once made, is returned even with an error,
+// for its graph to be closed.
+func (f *replayFlags) load(fs *flag.FlagSet, eng *executor, unit ingest.TimeUnit, sem query.Semantics, stderr io.Writer) (*session, *stream, []*query.Query, error) {
 	fix := "drop --directed=false"
+	var err error
 	if !f.demo {
 		f.directed, fix, err = graphDirected(f.directed, flagGiven(fs, "directed"), input{"-d", f.data}, input{"-u", f.updates})
 		if err != nil {
-			return err
+			return nil, nil, nil, err
 		}
 	}
 	s, err := newSession(f.directed, f.skipBad, eng.alloc)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
-	defer s.g.Close()
 	s.timeUnit(unit, stderr, "replay")
 
-	t0 := time.Now()
 	if f.demo && len(f.queries) == 0 {
 		f.queries = demoQueries
 	}
@@ -119,13 +149,13 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	var st *stream
 	if f.demo {
 		if f.data != "" || f.updates != "" {
-			return errors.New("--demo generates its own graph and stream: drop -d and -u")
+			return s, nil, nil, errors.New("--demo generates its own graph and stream: drop -d and -u")
 		}
 		st, err = s.loadDemo()
 	} else {
 		if f.updates == "" {
 			fmt.Fprintln(stderr, "gcsm replay: need -u STREAM (and -d DATA unless the graph starts empty), or --demo")
-			return errUsage
+			return s, nil, nil, errUsage
 		}
 		if f.data != "" {
 			err = s.loadGraph(f.data)
@@ -135,17 +165,21 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if err != nil {
-		return err
+		return s, nil, nil, err
 	}
 	known := s.labels.Len()
 	qs, err := loadQueries(f.queries, s.labels, f.directed, fix, sem, false)
 	if err != nil {
-		return err
+		return s, nil, nil, err
 	}
 	s.warnUnknownLabels(stderr, "replay", qs, known, "the data graph or the stream")
 	s.warnProperties(stderr, "replay", qs, known)
 	s.keepTransfersFor(qs)
-	loadTime := time.Since(t0)
+	return s, st, qs, nil
+}
+
+// replay runs the stream through the session's core and reports.
+func (f *replayFlags) replay(s *session, st *stream, qs []*query.Query, eng *executor, loadTime time.Duration, stdout, stderr io.Writer) error {
 	gs := s.g.Stats()
 	// Ctrl-C stops the replay between batches and reports the counts so
 	// far; a second one kills as usual. SIGTERM keeps its default, so that
@@ -156,7 +190,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(humanOut(stdout, stderr, f.jsonOut), "initial graph: %d vertices, %d edges, lists %.1f MiB in use of %.1f MiB capacity (loaded in %.2fs)\n",
 		gs.Vertices, gs.Edges, float64(gs.Entries*4)/(1<<20), float64(gs.CapacityEntries*4)/(1<<20), loadTime.Seconds())
 
-	r := &replayer{s: s, st: st, queries: qs, flags: &f, out: bufio.NewWriter(stdout), matcher: eng.matcher}
+	r := &replayer{s: s, st: st, queries: qs, flags: f, out: bufio.NewWriter(stdout), matcher: eng.matcher}
 	r.human = humanOut(r.out, stderr, f.jsonOut)
 	defer r.out.Flush()
 	bar := newProgress(stderr, len(st.updates), f.progress)
