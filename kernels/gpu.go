@@ -198,7 +198,8 @@ type GPU struct {
 	// listBytes counts the neighbour-list bytes the kernel read through
 	// the slabs ([0]) and from the cache block ([1]).
 	listBytes [2]uint64
-	cache     cacheState
+	cache     cache.Planner
+	cacheRows rowWrites // pointRows' staging, kept so it allocates once
 	last      BatchStats
 	// inFlight is set between a Begin that overlaps and its wait, while a
 	// goroutine of run's drives the device.
@@ -267,7 +268,7 @@ func Open(opts Options) (*GPU, error) {
 		return nil, err
 	}
 	x := &GPU{opts: opts, ctx: ctx, dev: dev, bufs: map[string]devBuf{}, alloc: cuda.NewHostAllocator(ctx)}
-	x.cache.block.Alloc = x.alloc // pinned, so that its one copy runs at full speed
+	x.cache.SetAlloc(x.alloc)
 	image := matchImage
 	if f := os.Getenv("GCSM_KERNEL_IMAGE"); f != "" {
 		// A kernel change tried on a machine with nvcc but no Go: the image
@@ -314,7 +315,7 @@ func (x *GPU) Close() error {
 			errs = append(errs, x.ctx.Free(m.lbl))
 		}
 	}
-	errs = append(errs, x.cache.block.Free(), x.cache.dropFills(), x.cache.spare.Free(), x.gathered.data.free(x.alloc))
+	errs = append(errs, x.cache.Close(), x.gathered.data.free(x.alloc))
 	if x.mod != nil {
 		errs = append(errs, x.mod.Close())
 	}
@@ -557,14 +558,14 @@ func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool, delta []graph.Change,
 		refs = append(x.refs[:0], x.stale...) // Static after the batch, its lists rewritten by Reorganize
 	case x.tracked == g && e == x.epoch+1:
 		refs = g.Touched(append(x.refs[:0], x.stale...))
-		x.cache.touchFills(g)
+		x.cache.TouchFills(g)
 	default:
 		// Another graph, or batches this executor did not see: copy
 		// everything again.
 		x.tracked, x.tab = g, tableCopy{}
 		x.dropMirror()
 		x.mirrorOf = nil
-		if err := x.cache.forget(); err != nil {
+		if err := x.cache.Forget(); err != nil {
 			return 0, err
 		}
 	}
@@ -588,13 +589,13 @@ func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool, delta []graph.Change,
 			return 0, err
 		}
 		// The fill is one slab more, cacheSlab+1.
-		ids, lbls = append(ids, sl.col, sl.fillCol), append(lbls, sl.lbl, sl.fillLbl)
-		a.cacheLo, a.cacheHi = uint64(x.cache.dev), uint64(x.cache.dev)+uint64(x.last.CacheBytes)
+		ids, lbls = append(ids, sl.Col, sl.FillCol), append(lbls, sl.Lbl, sl.FillLbl)
+		a.cacheLo, a.cacheHi = sl.Base, sl.Base+uint64(x.last.CacheBytes)
 		if x.opts.SearchLookup && x.last.CachedLists > 0 {
-			lay := x.cache.block.Layout()
-			a.cRowIdx = x.cache.dev + cuda.DevicePtr(4*lay.RowIdx)
-			a.cRowPtr = x.cache.dev + cuda.DevicePtr(4*lay.RowPtr)
-			a.cColIdx, a.cLbls = cuda.DevicePtr(sl.col), cuda.DevicePtr(sl.lbl)
+			lay := x.cache.Block().Layout()
+			a.cRowIdx = cuda.DevicePtr(sl.Base) + cuda.DevicePtr(4*lay.RowIdx)
+			a.cRowPtr = cuda.DevicePtr(sl.Base) + cuda.DevicePtr(4*lay.RowPtr)
+			a.cColIdx, a.cLbls = cuda.DevicePtr(sl.Col), cuda.DevicePtr(sl.Lbl)
 			a.cK = uint32(x.last.CachedLists)
 		}
 	}
@@ -647,7 +648,7 @@ func (x *GPU) Follow(g *dyngraph.Graph) {
 	x.stale = g.Touched(x.stale)
 	x.epoch = g.Epoch()
 	x.current = false
-	x.cache.touchFills(g)
+	x.cache.TouchFills(g)
 	if len(x.stale) > g.NumVertices()/16+4096 {
 		x.tracked = nil
 	}
@@ -698,7 +699,7 @@ func (x *GPU) syncTable(g *dyngraph.Graph, allAppended bool, refs []dyngraph.Lis
 		}
 		x.tabHost = tab
 		x.tab.nv, x.tab.valid, x.tab.appended = nv, true, allAppended
-		x.cache.rows = x.cache.rows[:0] // every row is the graph's again
+		x.cache.ResetRows() // every row is the graph's again
 		return nil
 	}
 	if !x.tableFits(g, nv) {
