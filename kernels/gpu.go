@@ -1054,6 +1054,18 @@ func (x *GPU) syncMirror(g *dyngraph.Graph, refs []dyngraph.ListRef) error {
 		x.dropMirror()
 		x.mirrorOf = g
 	}
+	if err := x.syncSlabs(g); err != nil {
+		return err
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	return x.scatterLists(g, refs)
+}
+
+// syncSlabs copies to the mirror, whole, the slabs it lacks and those
+// that gained label arrays.
+func (x *GPU) syncSlabs(g *dyngraph.Graph) error {
 	for i := 0; i < g.NumSlabs(); i++ {
 		ids, lbls := g.Slab(i)
 		if i < len(x.mirror) && &x.mirror[i].host[0] == &ids[0] && (lbls == nil) == (x.mirror[i].lbl == 0) {
@@ -1100,9 +1112,13 @@ func (x *GPU) syncMirror(g *dyngraph.Graph, refs []dyngraph.ListRef) error {
 			x.mirror = append(x.mirror, m)
 		}
 	}
-	if len(refs) == 0 {
-		return nil
-	}
+	return nil
+}
+
+// scatterLists copies the lists refs, whose places are those of x.rows,
+// to the mirror: gathered into one staging buffer and scattered on the
+// device.
+func (x *GPU) scatterLists(g *dyngraph.Graph, refs []dyngraph.ListRef) error {
 	// Each list's place in data is a prefix sum of the lengths in the
 	// staged rows; then every core copies its share of the lists.
 	// Gathering them one after another on one core took most of a batch's
