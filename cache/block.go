@@ -233,8 +233,8 @@ func Pack(dst *Block, g *dyngraph.Graph, keys []uint32, budget int64, reads *Rea
 	if words := (nk + 63) / 64; reads == nil && words < 8*len(sel) {
 		// Whole lists: the bitset of taken keys is them in order, and
 		// scanning it and reading their lengths again is cheaper than
-		// sorting when it is not much longer than K (sorting was 30% of
-		// a Pack of 62k small lists).
+		// sorting when it is not much longer than K (sorting is 30% of a
+		// Pack of 62k small lists).
 		sel = sel[:0]
 		for i, x := range dst.seen[:words] {
 			for x != 0 {
@@ -244,8 +244,8 @@ func Pack(dst *Block, g *dyngraph.Graph, keys []uint32, budget int64, reads *Rea
 		}
 		reads.trims(g, sel, trims)
 	} else {
-		// A radix sort: a comparison sort of 20k picks was 40% of a
-		// Pack's time on the VM's two cores, and it runs on one.
+		// A radix sort: a comparison sort of 20k picks would be 40% of a
+		// Pack's time, and it runs on one core.
 		order := dst.order[:0]
 		for i, k := range sel {
 			order = append(order, uint64(k)<<32|uint64(i))
@@ -371,7 +371,7 @@ func (b *Block) write(g *dyngraph.Graph, keys []uint32, trims []trim, reads *Rea
 	rowptr[2*k] = off
 	// One core writes a few GB/s of large lists into pinned memory, and
 	// far less of small ones (each costs a miss on its table row); a
-	// block is tens of MB on a large GPU, so on the H100 its writing was
+	// block is tens of MB on a large GPU, and on one core its writing is
 	// most of a small batch's cache cost.
 	parts := min(runtime.GOMAXPROCS(0), max(n/parallelEntries, k/parallelLists))
 	if parts <= 1 {

@@ -12,9 +12,8 @@ import (
 
 // The gcsm placement's fill (Options.NoFill). The estimate's walks go on at
 // each level with probability 1/(maximum degree), so on short queries they
-// rate few lists past the batch's own and leave most of the budget empty (a
-// 4-cycle's estimate at 512 edges filled 3.6 MB of a 51 MB budget). The
-// fill puts the degree placement's longest lists in that room.
+// rate few lists past the batch's own and leave most of the budget empty.
+// The fill puts the degree placement's longest lists in that room.
 //
 // Packing a fill costs about what it saves in one batch, so a set of
 // queries' fill is packed once into a pinned block of its own and kept
@@ -30,9 +29,9 @@ import (
 // grow by a quarter of the budget, only once the set's kernels since took
 // twenty times its last packing (repackShare; a fill dropped for want of
 // room waits as long to be packed afresh). The gate is there because the
-// hubs that fill it are the lists batches touch most: packed again
-// whenever an eighth went stale, a diamond's fill cost its batches three
-// times their kernel time in packing.
+// hubs that fill it are the lists batches touch most: a fill packed again
+// whenever a share of it goes stale costs its batches more in packing than
+// their kernels take.
 
 // fillBlock is one set of queries' fill.
 type fillBlock struct {
@@ -103,10 +102,10 @@ func (f *fillBlock) drop(keys []uint32) []uint32 {
 // appendStale appends to keys the fill's stale lists that drop did not
 // see among them, the longest (as packed) first: they follow the
 // estimate's lists into the batch's block. The lists a batch touches are
-// hubs more often than not, and the most read: without them a fill
-// packed at 512 edges serves as little as 66% of the list bytes at 2,048,
-// with them about 96%, near the degree placement's block packed every
-// batch.
+// hubs more often than not, and the most read: without them a fill packed
+// for smaller batches serves as little as two thirds of a larger batch's
+// list bytes, with them nearly what a degree block packed every batch
+// serves.
 func (f *fillBlock) appendStale(keys []uint32) []uint32 {
 	lay := f.block.Layout()
 	words := f.block.Words()

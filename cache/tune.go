@@ -11,9 +11,9 @@ import (
 
 // DefaultEstimateShare is Options.EstimateShare's default. The estimate
 // runs on the CPU, and the GPU walks a tree node far faster than the
-// sampler does: the paper's number of walks cost 10 to 40% of a batch on
-// the H100 for 5-vertex queries. Half the paper's 10% leaves room for the
-// packing and the copy.
+// sampler does: the paper's number of walks costs 10 to 40% of a batch for
+// 5-vertex queries. Half the paper's 10% leaves room for the packing and
+// the copy.
 const DefaultEstimateShare = 0.05
 
 // DefaultMinFill is Options.MinFill's default: a fill of less is not

@@ -18,8 +18,8 @@
 //     policy picks, copied to GPU memory for each batch (cache.go).
 //
 // The fatbin carries cubins for sm_80 and sm_90, so those chips load the
-// kernel without compiling it (0.4 s to the first batch on an H100, against
-// 7-8 s of JIT for PTX alone on a machine's first run), and PTX for the rest.
+// kernel without compiling it (the driver's JIT of the PTX takes seconds on
+// a first run, twenty times the cubin's start), and PTX for the rest.
 //
 // $GCSM_KERNEL_IMAGE, when set, names a PTX or fatbin file that Open loads
 // instead of the embedded image: for trying a change to match.cu on a machine
@@ -419,9 +419,8 @@ func (x *GPU) copyIn(dst cuda.DevicePtr, src unsafe.Pointer, n int) error {
 // deferred copies have run: the executor's own staging of a batch's lists
 // and rows (x.gathered, x.rows), which only the next prepare rewrites, and
 // that prepare waits for the flush (inFlight). Deferred, the copy reads it
-// where it is. Taking a copy of it as well cost the run loop 0.6 s of its
-// 1.5 s on alert-heavy (the H200 machine, a million updates), one memmove
-// of every list a batch changed.
+// where it is: a copy of it would cost the run loop one more memmove of
+// every list a batch changed, some 40% of its time on the alert-heavy mix.
 func (x *GPU) copyInKept(dst cuda.DevicePtr, src unsafe.Pointer, n int) error {
 	if !x.deferring {
 		return x.ctx.CopyHtoD(dst, src, n)
@@ -635,10 +634,9 @@ func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool, delta []graph.Change,
 // g's pending batch, but notes the lists it touched, so that its next batch
 // copies them with its own instead of copying the whole graph again. It
 // costs no device work. Past a sixteenth as many lists as g has vertices,
-// and 4096 more, the next batch copies everything instead: gathering each
-// list on the host cost about 0.16µs, so that the lists of 64 batches of
-// 4096 updates took longer than the whole graph of a million accounts
-// (alert-sparse on the H100's host).
+// and 4096 more, the next batch copies everything instead: gathering lists
+// one at a time (about 0.16 µs each) then costs more than copying the
+// whole graph.
 func (x *GPU) Follow(g *dyngraph.Graph) {
 	if x.tracked != g || g.Epoch() != x.epoch+1 {
 		return // not following g: its next batch copies everything anyway
@@ -719,10 +717,9 @@ func (x *GPU) syncTable(g *dyngraph.Graph, allAppended bool, refs []dyngraph.Lis
 
 // readRows stages the table rows of refs in x.rows, for syncTable to write
 // and syncMirror to find the lists by. Each row costs a cache miss on the
-// list's header, in a table of every vertex: reading the headers once here,
-// instead of in three passes (the lists' lengths, their places, the rows),
-// took the device placement's host time per batch on alert-sparse (what
-// Begin costs the run loop) from 1.1 to 0.9 ms on the H200 machine.
+// list's header, in a table of every vertex: the headers are read once
+// here, not in three passes (the lists' lengths, their places, the rows),
+// which saves a fifth of the host time Begin costs the run loop.
 func (x *GPU) readRows(g *dyngraph.Graph, refs []dyngraph.ListRef) {
 	rows := &x.rows
 	rows.size(len(refs))
@@ -818,10 +815,9 @@ func onCores(n, least int, f func(lo, hi int)) {
 }
 
 // growTables makes the device's table buffers hold nv rows, keeping the
-// rows they hold. A stream of new accounts outgrew the buffers every few
-// batches, and building and copying the whole table again each time took
-// three quarters of the zero-copy placement's host time on alert-sparse
-// (the H200 machine).
+// rows they hold. A stream of new accounts outgrows the buffers every few
+// batches, and building and copying the whole table again each time would
+// be most of the zero-copy placement's host time.
 func (x *GPU) growTables(g *dyngraph.Graph, nv int) error {
 	need := 4 * dyngraph.TableWords * nv
 	names := []string{"out_tab"}
@@ -1120,11 +1116,10 @@ func (x *GPU) syncSlabs(g *dyngraph.Graph) error {
 // device.
 func (x *GPU) scatterLists(g *dyngraph.Graph, refs []dyngraph.ListRef) error {
 	// Each list's place in data is a prefix sum of the lengths in the
-	// staged rows; then every core copies its share of the lists.
-	// Gathering them one after another on one core took most of a batch's
-	// GPU time on the service's mixes (some 16,000 lists a batch of 4,096
-	// updates: those it touched and those the last batch's Reorganize
-	// rewrote).
+	// staged rows; then every core copies its share of the lists. On one
+	// core the gathering would be most of a batch's GPU time on the
+	// service's mixes, some 16,000 lists a batch of 4,096 updates (those it
+	// touched and those the last batch's Reorganize rewrote).
 	segs := uint32(1)
 	if g.MultiLabel() {
 		segs = 2 // the ids, then the labels

@@ -500,8 +500,7 @@ func (x *GPU) ListBytes() uint64 { return x.listBytes[0] + x.listBytes[1] }
 // device mapping: every list read in the zero-copy placement, the misses
 // in the cache placements, nothing in the device and unified placements.
 // It bounds what crossed PCIe from above: the GPU's caches serve repeated
-// reads, and the bus moves 32-byte sectors. (On an H200 the house query
-// asked for 74 GB/s, more than PCIe carries, so most reads hit the caches.)
+// reads, and the bus moves 32-byte sectors.
 func (x *GPU) HostBytes() uint64 {
 	if x.Placement().mirrored() {
 		return 0
@@ -573,9 +572,9 @@ const maxSeeds = 1 << 25
 // runSplit counts in two launches: the first walks every unit down to level
 // split-1 and writes the partial matches as seeds (finishing plans of at
 // most split vertices itself), the second spreads the seeds over all
-// warps. One unit of a power-law graph can hold most of a batch's work;
-// walked by one warp it kept the GPU 30 times slower than 16 CPU cores on
-// the human suite. ok is false when the seeds did not fit.
+// warps. One unit of a power-law graph can hold most of a batch's work,
+// and walked by one warp it leaves the rest of the GPU idle. ok is false
+// when the seeds did not fit.
 func (x *GPU) runSplit(l launch, units uint64, split int) (ok bool, err error) {
 	words := uint32(2 + split)
 	seeds, err := x.buf("seeds", maxSeeds*int(words)*4)
@@ -639,10 +638,10 @@ func (x *GPU) runSplit(l launch, units uint64, split int) (ok bool, err error) {
 const seedBytes = 768 << 20
 
 // The seeds per warp that deepen aims for. A static query's subtrees are
-// uneven: at 32 a warp, yeast's dense_16_8 took 1.81 s on the H100 and at
-// 256 1.01 s (dense_24_2 0.49 → 0.40 s), while a query with few matches
-// pays about a millisecond for the deeper expansion. A stream's batch keeps
-// 32: each expansion launch adds a round trip to the batch's latency.
+// uneven, and eight times the seeds balance a dense query's warps enough to
+// cut its time by up to 45%, while a query with few matches pays about a
+// millisecond for the deeper expansion. A stream's batch keeps 32: each
+// expansion launch adds a round trip to the batch's latency.
 const (
 	staticSeeds    = 256
 	enumerateSeeds = 32
