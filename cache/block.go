@@ -17,7 +17,10 @@
 //
 // Which lists to pack is a placement policy's decision (policy.go): the
 // sampler's estimate (GCSM), list length (the paper's Naive baseline), or
-// every list near the batch (VSGM's k-hop baseline).
+// every list near the batch (VSGM's k-hop baseline). Planner (planner.go)
+// makes that decision for the GPU executor batch after batch: it keeps the
+// gcsm policy's fill (fill.go), sets the sampler's walks from the kernels'
+// times (tune.go), and reaches device memory only through Device.
 //
 // A block copies the lists of one pending batch: it is stale once the graph
 // applies or reorganizes another.

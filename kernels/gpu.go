@@ -15,7 +15,7 @@
 //   - unified: the same mirror in managed memory, which the driver pages
 //     between host and device (the GCSM paper's UM baseline).
 //   - gcsm, degree, khop: zero-copy, plus a DCSR block of the lists a
-//     policy picks, copied to GPU memory for each batch (cache.go).
+//     policy picks, copied to GPU memory for each batch (cache.Planner).
 //
 // The fatbin carries cubins for sm_80 and sm_90, so those chips load the
 // kernel without compiling it (the driver's JIT of the PTX takes seconds on
@@ -99,30 +99,29 @@ type Options struct {
 	// placement aims to spend estimating: from batch to batch, per set of
 	// queries, the sampler's walks (sampler.Options.MaxWalks) follow the
 	// last estimate's time against the last kernel's (BatchStats.Kernel).
-	// 0 means
-	// DefaultEstimateShare; a negative value leaves the walks to the
-	// sampler (the paper's M, raised by formula 5 within its budget), so
-	// that the cache depends on the batch alone.
+	// 0 means cache.DefaultEstimateShare; a negative value leaves the walks
+	// to the sampler (the paper's M, raised by formula 5 within its
+	// budget), so that the cache depends on the batch alone.
 	EstimateShare float64
 	// MinCacheKernel: the gcsm placement neither estimates nor caches for
 	// a set of queries whose last kernel, scaled to the batch's edges and
-	// to what it would have taken without the cache (bareKernel), took
-	// less. 0 means DefaultMinCacheKernel; a negative value caches every
-	// batch.
+	// to what it would have taken without the cache, took less. 0 means
+	// cache.DefaultMinCacheKernel; a negative value caches every batch.
 	MinCacheKernel time.Duration
 	// WeightedWalks makes the gcsm placement's sampler use weighted walks
 	// (sampler.Options.Weighted) instead of the paper's. Given 15-25% of
 	// the batch they cover the most read lists far better (top-1% 0.88 to
 	// 1.00 where the paper's walks reach as little as 0.09); held to
-	// DefaultEstimateShare, no better.
+	// cache.DefaultEstimateShare, no better.
 	WeightedWalks bool
 	// NoFill turns off the gcsm placement's fill: the degree placement's
 	// longest lists, packed once per set of queries and kept on the device
 	// from batch to batch in the room the estimate's lists leave in the
-	// budget (fill.go). Off, the room stays empty.
+	// budget (cache/fill.go). Off, the room stays empty.
 	NoFill bool
 	// MinFill is the fewest bytes the gcsm placement fills: where the
-	// estimate leaves less room, there is no fill. 0 means DefaultMinFill.
+	// estimate leaves less room, there is no fill. 0 means
+	// cache.DefaultMinFill.
 	MinFill int64
 	// WholeLists makes the cache placements' blocks hold whole lists, the
 	// paper's block, instead of the entries the queries can read
@@ -131,7 +130,7 @@ type Options struct {
 	// SearchLookup makes the kernel find cached lists the paper's way, by
 	// a binary search of the block's rowidx at every list access, instead
 	// of through the per-vertex table rows that the executor points into
-	// the block once per batch (kernels/cache.go); for measuring the two.
+	// the block once per batch (cache/planner.go); for measuring the two.
 	SearchLookup bool
 	// NoSplit walks every unit whole instead of splitting deep plans into
 	// seeds (see runSplit); for measuring what splitting buys.
