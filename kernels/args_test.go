@@ -135,3 +135,58 @@ func TestArgsLayout(t *testing.T) {
 		}
 	}
 }
+
+// structFields returns the fields of struct name in src, one per declared
+// name, comments dropped.
+func structFields(t *testing.T, src, name string) []cParam {
+	t.Helper()
+	m := regexp.MustCompile(`(?s)\nstruct ` + name + ` \{(.*?)\n\};`).FindStringSubmatch(src)
+	if m == nil {
+		t.Fatalf("no struct %s", name)
+	}
+	var fs []cParam
+	for _, line := range strings.Split(m[1], "\n") {
+		if i := strings.Index(line, "//"); i >= 0 {
+			line = line[:i]
+		}
+		decl, ok := strings.CutSuffix(strings.TrimSpace(line), ";")
+		if !ok {
+			continue
+		}
+		// "T a, b": the type is what the first name follows.
+		names := strings.Split(decl, ",")
+		f := strings.FieldsFunc(names[0], func(r rune) bool { return unicode.IsSpace(r) || r == '*' })
+		typ := strings.Join(slicesDelete(f[:len(f)-1], "const"), " ")
+		if strings.Contains(names[0], "*") {
+			typ += "*"
+		}
+		fs = append(fs, cParam{typ, f[len(f)-1]})
+		for _, n := range names[1:] {
+			fs = append(fs, cParam{typ, strings.TrimSpace(n)})
+		}
+	}
+	return fs
+}
+
+// graphDesc is match.cu's struct Graph, which the executor uploads for
+// every batch, field by field (TestGraphDescLayout checks its size and two
+// offsets): a field out of step would have the kernel read the wrong
+// arrays. Fields the executor never sets may be blank (_).
+func TestGraphDescFields(t *testing.T) {
+	src, err := os.ReadFile("match.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := structFields(t, string(src), "Graph")
+	st := reflect.TypeFor[graphDesc]()
+	if st.NumField() != len(fs) {
+		t.Fatalf("struct Graph has %d fields, graphDesc %d", len(fs), st.NumField())
+	}
+	for i, c := range fs {
+		f, want := st.Field(i), goType(t, c.typ)
+		if (f.Name != "_" && !strings.EqualFold(f.Name, camel(c.name))) || f.Type.Size() != want.Size() {
+			t.Errorf("struct Graph field %d is %s %s: graphDesc's is %s %s (%d bytes), want %s (%d bytes)",
+				i, c.typ, c.name, f.Name, f.Type, f.Type.Size(), camel(c.name), want.Size())
+		}
+	}
+}
