@@ -17,7 +17,10 @@
 //
 // Which lists to pack is a placement policy's decision (policy.go): the
 // sampler's estimate (GCSM), list length (the paper's Naive baseline), or
-// every list near the batch (VSGM's k-hop baseline).
+// every list near the batch (VSGM's k-hop baseline). Planner (planner.go)
+// makes that decision for the GPU executor batch after batch: it keeps the
+// gcsm policy's fill (fill.go), sets the sampler's walks from the kernels'
+// times (tune.go), and reaches device memory only through Device.
 //
 // A block copies the lists of one pending batch: it is stale once the graph
 // applies or reorganizes another.
@@ -233,8 +236,8 @@ func Pack(dst *Block, g *dyngraph.Graph, keys []uint32, budget int64, reads *Rea
 	if words := (nk + 63) / 64; reads == nil && words < 8*len(sel) {
 		// Whole lists: the bitset of taken keys is them in order, and
 		// scanning it and reading their lengths again is cheaper than
-		// sorting when it is not much longer than K (sorting was 30% of
-		// a Pack of 62k small lists).
+		// sorting when it is not much longer than K (sorting is 30% of a
+		// Pack of 62k small lists).
 		sel = sel[:0]
 		for i, x := range dst.seen[:words] {
 			for x != 0 {
@@ -244,8 +247,8 @@ func Pack(dst *Block, g *dyngraph.Graph, keys []uint32, budget int64, reads *Rea
 		}
 		reads.trims(g, sel, trims)
 	} else {
-		// A radix sort: a comparison sort of 20k picks was 40% of a
-		// Pack's time on the VM's two cores, and it runs on one.
+		// A radix sort: a comparison sort of 20k picks would be 40% of a
+		// Pack's time, and it runs on one core.
 		order := dst.order[:0]
 		for i, k := range sel {
 			order = append(order, uint64(k)<<32|uint64(i))
@@ -371,7 +374,7 @@ func (b *Block) write(g *dyngraph.Graph, keys []uint32, trims []trim, reads *Rea
 	rowptr[2*k] = off
 	// One core writes a few GB/s of large lists into pinned memory, and
 	// far less of small ones (each costs a miss on its table row); a
-	// block is tens of MB on a large GPU, so on the H100 its writing was
+	// block is tens of MB on a large GPU, and on one core its writing is
 	// most of a small batch's cache cost.
 	parts := min(runtime.GOMAXPROCS(0), max(n/parallelEntries, k/parallelLists))
 	if parts <= 1 {

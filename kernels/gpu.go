@@ -15,11 +15,11 @@
 //   - unified: the same mirror in managed memory, which the driver pages
 //     between host and device (the GCSM paper's UM baseline).
 //   - gcsm, degree, khop: zero-copy, plus a DCSR block of the lists a
-//     policy picks, copied to GPU memory for each batch (cache.go).
+//     policy picks, copied to GPU memory for each batch (cache.Planner).
 //
 // The fatbin carries cubins for sm_80 and sm_90, so those chips load the
-// kernel without compiling it (0.4 s to the first batch on an H100, against
-// 7-8 s of JIT for PTX alone on a machine's first run), and PTX for the rest.
+// kernel without compiling it (the driver's JIT of the PTX takes seconds on
+// a first run, twenty times the cubin's start), and PTX for the rest.
 //
 // $GCSM_KERNEL_IMAGE, when set, names a PTX or fatbin file that Open loads
 // instead of the embedded image: for trying a change to match.cu on a machine
@@ -99,30 +99,29 @@ type Options struct {
 	// placement aims to spend estimating: from batch to batch, per set of
 	// queries, the sampler's walks (sampler.Options.MaxWalks) follow the
 	// last estimate's time against the last kernel's (BatchStats.Kernel).
-	// 0 means
-	// DefaultEstimateShare; a negative value leaves the walks to the
-	// sampler (the paper's M, raised by formula 5 within its budget), so
-	// that the cache depends on the batch alone.
+	// 0 means cache.DefaultEstimateShare; a negative value leaves the walks
+	// to the sampler (the paper's M, raised by formula 5 within its
+	// budget), so that the cache depends on the batch alone.
 	EstimateShare float64
 	// MinCacheKernel: the gcsm placement neither estimates nor caches for
 	// a set of queries whose last kernel, scaled to the batch's edges and
-	// to what it would have taken without the cache (bareKernel), took
-	// less. 0 means DefaultMinCacheKernel; a negative value caches every
-	// batch.
+	// to what it would have taken without the cache, took less. 0 means
+	// cache.DefaultMinCacheKernel; a negative value caches every batch.
 	MinCacheKernel time.Duration
 	// WeightedWalks makes the gcsm placement's sampler use weighted walks
 	// (sampler.Options.Weighted) instead of the paper's. Given 15-25% of
 	// the batch they cover the most read lists far better (top-1% 0.88 to
 	// 1.00 where the paper's walks reach as little as 0.09); held to
-	// DefaultEstimateShare, no better.
+	// cache.DefaultEstimateShare, no better.
 	WeightedWalks bool
 	// NoFill turns off the gcsm placement's fill: the degree placement's
 	// longest lists, packed once per set of queries and kept on the device
 	// from batch to batch in the room the estimate's lists leave in the
-	// budget (fill.go). Off, the room stays empty.
+	// budget (cache/fill.go). Off, the room stays empty.
 	NoFill bool
 	// MinFill is the fewest bytes the gcsm placement fills: where the
-	// estimate leaves less room, there is no fill. 0 means DefaultMinFill.
+	// estimate leaves less room, there is no fill. 0 means
+	// cache.DefaultMinFill.
 	MinFill int64
 	// WholeLists makes the cache placements' blocks hold whole lists, the
 	// paper's block, instead of the entries the queries can read
@@ -131,7 +130,7 @@ type Options struct {
 	// SearchLookup makes the kernel find cached lists the paper's way, by
 	// a binary search of the block's rowidx at every list access, instead
 	// of through the per-vertex table rows that the executor points into
-	// the block once per batch (kernels/cache.go); for measuring the two.
+	// the block once per batch (cache/planner.go); for measuring the two.
 	SearchLookup bool
 	// NoSplit walks every unit whole instead of splitting deep plans into
 	// seeds (see runSplit); for measuring what splitting buys.
@@ -198,7 +197,8 @@ type GPU struct {
 	// listBytes counts the neighbour-list bytes the kernel read through
 	// the slabs ([0]) and from the cache block ([1]).
 	listBytes [2]uint64
-	cache     cacheState
+	cache     cache.Planner
+	cacheRows rowWrites // pointRows' staging, kept so it allocates once
 	last      BatchStats
 	// inFlight is set between a Begin that overlaps and its wait, while a
 	// goroutine of run's drives the device.
@@ -267,7 +267,7 @@ func Open(opts Options) (*GPU, error) {
 		return nil, err
 	}
 	x := &GPU{opts: opts, ctx: ctx, dev: dev, bufs: map[string]devBuf{}, alloc: cuda.NewHostAllocator(ctx)}
-	x.cache.block.Alloc = x.alloc // pinned, so that its one copy runs at full speed
+	x.cache.SetAlloc(x.alloc)
 	image := matchImage
 	if f := os.Getenv("GCSM_KERNEL_IMAGE"); f != "" {
 		// A kernel change tried on a machine with nvcc but no Go: the image
@@ -314,7 +314,7 @@ func (x *GPU) Close() error {
 			errs = append(errs, x.ctx.Free(m.lbl))
 		}
 	}
-	errs = append(errs, x.cache.block.Free(), x.cache.dropFills(), x.cache.spare.Free(), x.gathered.data.free(x.alloc))
+	errs = append(errs, x.cache.Close(), x.gathered.data.free(x.alloc))
 	if x.mod != nil {
 		errs = append(errs, x.mod.Close())
 	}
@@ -418,9 +418,8 @@ func (x *GPU) copyIn(dst cuda.DevicePtr, src unsafe.Pointer, n int) error {
 // deferred copies have run: the executor's own staging of a batch's lists
 // and rows (x.gathered, x.rows), which only the next prepare rewrites, and
 // that prepare waits for the flush (inFlight). Deferred, the copy reads it
-// where it is. Taking a copy of it as well cost the run loop 0.6 s of its
-// 1.5 s on alert-heavy (the H200 machine, a million updates), one memmove
-// of every list a batch changed.
+// where it is: a copy of it would cost the run loop one more memmove of
+// every list a batch changed, some 40% of its time on the alert-heavy mix.
 func (x *GPU) copyInKept(dst cuda.DevicePtr, src unsafe.Pointer, n int) error {
 	if !x.deferring {
 		return x.ctx.CopyHtoD(dst, src, n)
@@ -557,14 +556,14 @@ func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool, delta []graph.Change,
 		refs = append(x.refs[:0], x.stale...) // Static after the batch, its lists rewritten by Reorganize
 	case x.tracked == g && e == x.epoch+1:
 		refs = g.Touched(append(x.refs[:0], x.stale...))
-		x.cache.touchFills(g)
+		x.cache.TouchFills(g)
 	default:
 		// Another graph, or batches this executor did not see: copy
 		// everything again.
 		x.tracked, x.tab = g, tableCopy{}
 		x.dropMirror()
 		x.mirrorOf = nil
-		if err := x.cache.forget(); err != nil {
+		if err := x.cache.Forget(); err != nil {
 			return 0, err
 		}
 	}
@@ -588,13 +587,13 @@ func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool, delta []graph.Change,
 			return 0, err
 		}
 		// The fill is one slab more, cacheSlab+1.
-		ids, lbls = append(ids, sl.col, sl.fillCol), append(lbls, sl.lbl, sl.fillLbl)
-		a.cacheLo, a.cacheHi = uint64(x.cache.dev), uint64(x.cache.dev)+uint64(x.last.CacheBytes)
+		ids, lbls = append(ids, sl.Col, sl.FillCol), append(lbls, sl.Lbl, sl.FillLbl)
+		a.cacheLo, a.cacheHi = sl.Base, sl.Base+uint64(x.last.CacheBytes)
 		if x.opts.SearchLookup && x.last.CachedLists > 0 {
-			lay := x.cache.block.Layout()
-			a.cRowIdx = x.cache.dev + cuda.DevicePtr(4*lay.RowIdx)
-			a.cRowPtr = x.cache.dev + cuda.DevicePtr(4*lay.RowPtr)
-			a.cColIdx, a.cLbls = cuda.DevicePtr(sl.col), cuda.DevicePtr(sl.lbl)
+			lay := x.cache.Block().Layout()
+			a.cRowIdx = cuda.DevicePtr(sl.Base) + cuda.DevicePtr(4*lay.RowIdx)
+			a.cRowPtr = cuda.DevicePtr(sl.Base) + cuda.DevicePtr(4*lay.RowPtr)
+			a.cColIdx, a.cLbls = cuda.DevicePtr(sl.Col), cuda.DevicePtr(sl.Lbl)
 			a.cK = uint32(x.last.CachedLists)
 		}
 	}
@@ -634,10 +633,9 @@ func (x *GPU) prepare(g *dyngraph.Graph, allAppended bool, delta []graph.Change,
 // g's pending batch, but notes the lists it touched, so that its next batch
 // copies them with its own instead of copying the whole graph again. It
 // costs no device work. Past a sixteenth as many lists as g has vertices,
-// and 4096 more, the next batch copies everything instead: gathering each
-// list on the host cost about 0.16µs, so that the lists of 64 batches of
-// 4096 updates took longer than the whole graph of a million accounts
-// (alert-sparse on the H100's host).
+// and 4096 more, the next batch copies everything instead: gathering lists
+// one at a time (about 0.16 µs each) then costs more than copying the
+// whole graph.
 func (x *GPU) Follow(g *dyngraph.Graph) {
 	if x.tracked != g || g.Epoch() != x.epoch+1 {
 		return // not following g: its next batch copies everything anyway
@@ -647,7 +645,7 @@ func (x *GPU) Follow(g *dyngraph.Graph) {
 	x.stale = g.Touched(x.stale)
 	x.epoch = g.Epoch()
 	x.current = false
-	x.cache.touchFills(g)
+	x.cache.TouchFills(g)
 	if len(x.stale) > g.NumVertices()/16+4096 {
 		x.tracked = nil
 	}
@@ -698,7 +696,7 @@ func (x *GPU) syncTable(g *dyngraph.Graph, allAppended bool, refs []dyngraph.Lis
 		}
 		x.tabHost = tab
 		x.tab.nv, x.tab.valid, x.tab.appended = nv, true, allAppended
-		x.cache.rows = x.cache.rows[:0] // every row is the graph's again
+		x.cache.ResetRows() // every row is the graph's again
 		return nil
 	}
 	if !x.tableFits(g, nv) {
@@ -718,10 +716,9 @@ func (x *GPU) syncTable(g *dyngraph.Graph, allAppended bool, refs []dyngraph.Lis
 
 // readRows stages the table rows of refs in x.rows, for syncTable to write
 // and syncMirror to find the lists by. Each row costs a cache miss on the
-// list's header, in a table of every vertex: reading the headers once here,
-// instead of in three passes (the lists' lengths, their places, the rows),
-// took the device placement's host time per batch on alert-sparse (what
-// Begin costs the run loop) from 1.1 to 0.9 ms on the H200 machine.
+// list's header, in a table of every vertex: the headers are read once
+// here, not in three passes (the lists' lengths, their places, the rows),
+// which saves a fifth of the host time Begin costs the run loop.
 func (x *GPU) readRows(g *dyngraph.Graph, refs []dyngraph.ListRef) {
 	rows := &x.rows
 	rows.size(len(refs))
@@ -817,10 +814,9 @@ func onCores(n, least int, f func(lo, hi int)) {
 }
 
 // growTables makes the device's table buffers hold nv rows, keeping the
-// rows they hold. A stream of new accounts outgrew the buffers every few
-// batches, and building and copying the whole table again each time took
-// three quarters of the zero-copy placement's host time on alert-sparse
-// (the H200 machine).
+// rows they hold. A stream of new accounts outgrows the buffers every few
+// batches, and building and copying the whole table again each time would
+// be most of the zero-copy placement's host time.
 func (x *GPU) growTables(g *dyngraph.Graph, nv int) error {
 	need := 4 * dyngraph.TableWords * nv
 	names := []string{"out_tab"}
@@ -1053,6 +1049,18 @@ func (x *GPU) syncMirror(g *dyngraph.Graph, refs []dyngraph.ListRef) error {
 		x.dropMirror()
 		x.mirrorOf = g
 	}
+	if err := x.syncSlabs(g); err != nil {
+		return err
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	return x.scatterLists(g, refs)
+}
+
+// syncSlabs copies to the mirror, whole, the slabs it lacks and those
+// that gained label arrays.
+func (x *GPU) syncSlabs(g *dyngraph.Graph) error {
 	for i := 0; i < g.NumSlabs(); i++ {
 		ids, lbls := g.Slab(i)
 		if i < len(x.mirror) && &x.mirror[i].host[0] == &ids[0] && (lbls == nil) == (x.mirror[i].lbl == 0) {
@@ -1099,15 +1107,18 @@ func (x *GPU) syncMirror(g *dyngraph.Graph, refs []dyngraph.ListRef) error {
 			x.mirror = append(x.mirror, m)
 		}
 	}
-	if len(refs) == 0 {
-		return nil
-	}
+	return nil
+}
+
+// scatterLists copies the lists refs, whose places are those of x.rows,
+// to the mirror: gathered into one staging buffer and scattered on the
+// device.
+func (x *GPU) scatterLists(g *dyngraph.Graph, refs []dyngraph.ListRef) error {
 	// Each list's place in data is a prefix sum of the lengths in the
-	// staged rows; then every core copies its share of the lists.
-	// Gathering them one after another on one core took most of a batch's
-	// GPU time on the service's mixes (some 16,000 lists a batch of 4,096
-	// updates: those it touched and those the last batch's Reorganize
-	// rewrote).
+	// staged rows; then every core copies its share of the lists. On one
+	// core the gathering would be most of a batch's GPU time on the
+	// service's mixes, some 16,000 lists a batch of 4,096 updates (those it
+	// touched and those the last batch's Reorganize rewrote).
 	segs := uint32(1)
 	if g.MultiLabel() {
 		segs = 2 // the ids, then the labels

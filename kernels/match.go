@@ -281,7 +281,7 @@ type batchRun struct {
 
 // launchAll is run's work after prepare.
 func (x *GPU) launchAll(r *batchRun) ([]incremental.Counts, error) {
-	prog, changes, qs, mode, sink, live, ga := r.prog, r.changes, r.qs, r.mode, r.sink, r.live, r.graph
+	prog, changes, qs, mode := r.prog, r.changes, r.qs, r.mode
 	t1 := time.Now()
 	defer func() {
 		x.last.Kernel = time.Since(t1)
@@ -290,74 +290,17 @@ func (x *GPU) launchAll(r *batchRun) ([]incremental.Counts, error) {
 	}()
 	nch := len(changes) / 4
 	total := uint64(len(prog.terms)) * uint64(nch)
-	pp, err := x.upload("prog", u32ptr(prog.words), 4*len(prog.words))
+	l, err := x.batchLaunch(r)
 	if err != nil {
 		return nil, err
 	}
-	tp, err := x.upload("terms", u32ptr(prog.terms), 4*len(prog.terms))
-	if err != nil {
-		return nil, err
-	}
-	cp, err := x.upload("changes", u32ptr(changes), 4*len(changes))
-	if err != nil {
-		return nil, err
-	}
-	var cands cuda.DevicePtr // none: no level reads it
-	if len(prog.cands) > 0 {
-		if cands, err = x.upload("cands", u32ptr(prog.cands), 4*len(prog.cands)); err != nil {
-			return nil, err
-		}
-	}
-	counts, err := x.buf("counts", 16*len(qs))
-	if err != nil {
-		return nil, err
-	}
-	if err := x.ctx.Memset32(counts, 0, 4*len(qs)); err != nil {
-		return nil, err
-	}
-	sms := uint32(x.dev.Multiprocessors)
-	blocks := sms * blocksPerSM
-	warps := int(blocks) * warpsPerBlock
-	scratch, err := x.buf("scratch", warps*maxLevels*levelWords*4)
-	if err != nil {
-		return nil, err
-	}
-	next, err := x.buf("next", 8)
-	if err != nil {
-		return nil, err
-	}
-	flags, err := x.buf("overflow", 8)
-	if err != nil {
-		return nil, err
-	}
-	lb, err := x.buf("list_bytes", 16)
-	if err != nil {
-		return nil, err
-	}
-	if err := x.ctx.Memset32(lb, 0, 4); err != nil {
-		return nil, err
-	}
-	defer x.addListBytes(lb)
-	mb := uint32(0)
-	words := uint32(2 + prog.maxN)
-	var rec, outCount, park cuda.DevicePtr
-	capRecs := uint64(x.opts.EnumRecords)
+	defer x.addListBytes(l.args.listBytes)
+	e := enumeration{words: uint32(2 + prog.maxN), capRecs: uint64(x.opts.EnumRecords)}
 	if mode == incremental.Enumerate {
-		mb = 1
-		if rec, err = x.buf("records", int(capRecs)*int(words)*4); err != nil {
-			return nil, err
-		}
-		if outCount, err = x.buf("out_count", 8); err != nil {
-			return nil, err
-		}
-		if park, err = x.buf("park", warps*parkWords*4); err != nil {
-			return nil, err
-		}
-		if err := x.ctx.Memset32(park, 0, warps*parkWords); err != nil {
+		if err := x.enumBuffers(&e, l.warps); err != nil {
 			return nil, err
 		}
 	}
-	l := launch{x.match, pp, tp, uint32(len(prog.terms)), cp, uint32(nch), ga, counts, scratch, next, flags, blocks, lb, cands, 0, 0, 0}
 	// What the last launches walk: the units, or seeds of depth split.
 	units, split, seeds, seedWords := total, uint32(0), cuda.DevicePtr(0), uint32(0)
 	if (r.static || mode == incremental.Enumerate) && !x.opts.NoSplit {
@@ -370,33 +313,18 @@ func (x *GPU) launchAll(r *batchRun) ([]incremental.Counts, error) {
 		if r.static {
 			perWarp = staticSeeds
 		}
-		if seeds, seedWords, units, err = x.deepen(l, total, prog.minN(), perWarp*uint64(warps)); err != nil {
+		if seeds, seedWords, units, err = x.deepen(l, total, prog.minN(), perWarp*uint64(l.warps)); err != nil {
 			return nil, err
 		}
 		if seeds != 0 {
 			split = seedWords - 2
 		}
 	} else if mode == incremental.Count && !x.opts.NoSplit {
-		for _, split := range []int{4, 3} {
-			// A plan one level deeper than split seeds too: each seed
-			// counts the last level. Unsplit, the 4-cycle's hub units kept
-			// a 2^27-edge batch as slow with the whole graph in GPU memory
-			// as through zero-copy; and split at 4, the house's batch of
-			// 64 ran 8 times faster than at 3.
-			if prog.maxN < split+1 {
-				continue
-			}
-			ok, err := x.runSplit(l, total, split)
+		if done, err := x.countSplit(l, total, prog.maxN, len(qs)); done || err != nil {
 			if err != nil {
 				return nil, err
 			}
-			if ok {
-				return x.readCounts(counts, len(qs))
-			}
-			// Too many seeds for the buffer: start again, less deep.
-			if err := x.ctx.Memset32(counts, 0, 4*len(qs)); err != nil {
-				return nil, err
-			}
+			return x.readCounts(l.args.counts, len(qs))
 		}
 	}
 	// A level reads a kept list only when the same walk made it, and an
@@ -404,50 +332,153 @@ func (x *GPU) launchAll(r *batchRun) ([]incremental.Counts, error) {
 	// last launches walk from the seeds' depth: they keep lists only where
 	// a level at or below it reads one.
 	if start := max(int(split), 2); prog.keepSlots > 0 && prog.readsKept(start) {
-		if err := x.keepLists(&l, r.maxDegree, warps, prog.keepSlots); err != nil {
+		if err := x.keepLists(&l, r.maxDegree, l.warps, prog.keepSlots); err != nil {
 			return nil, err
 		}
 	}
-	// In enumerate mode a launch that fills the record buffer parks its
-	// units; the next one, next left as it was, resumes them. Each launch
-	// writes at least one record, so this ends.
-	for _, p := range []cuda.DevicePtr{next, flags} {
+	a := l.args
+	a.totalUnits, a.mode, a.split, a.seeds, a.seedWords = units, b2u(mode == incremental.Enumerate), split, seeds, seedWords
+	a.outRec, a.outCap, a.outCount, a.outWords, a.park = e.rec, e.capRecs, e.outCount, e.words, e.park
+	if err := x.launchUntilDrained(l, &a, r, &e); err != nil {
+		return nil, err
+	}
+	return x.readCounts(l.args.counts, len(qs))
+}
+
+// batchLaunch uploads the batch's program, terms, changes and candidates,
+// and readies the buffers every launch of the batch shares.
+func (x *GPU) batchLaunch(r *batchRun) (launch, error) {
+	prog, changes, nq := r.prog, r.changes, len(r.qs)
+	l := launch{kernel: x.match}
+	a := &l.args
+	a.graph, a.nterms, a.nchanges = r.graph, uint32(len(prog.terms)), uint32(len(changes)/4)
+	var err error
+	if a.prog, err = x.upload("prog", u32ptr(prog.words), 4*len(prog.words)); err != nil {
+		return l, err
+	}
+	if a.termOff, err = x.upload("terms", u32ptr(prog.terms), 4*len(prog.terms)); err != nil {
+		return l, err
+	}
+	if a.changes, err = x.upload("changes", u32ptr(changes), 4*len(changes)); err != nil {
+		return l, err
+	}
+	if len(prog.cands) > 0 { // else none: no level reads it
+		if a.cands, err = x.upload("cands", u32ptr(prog.cands), 4*len(prog.cands)); err != nil {
+			return l, err
+		}
+	}
+	if a.counts, err = x.buf("counts", 16*nq); err != nil {
+		return l, err
+	}
+	if err := x.ctx.Memset32(a.counts, 0, 4*nq); err != nil {
+		return l, err
+	}
+	sms := uint32(x.dev.Multiprocessors)
+	l.blocks = sms * blocksPerSM
+	l.warps = int(l.blocks) * warpsPerBlock
+	if a.scratch, err = x.buf("scratch", l.warps*maxLevels*levelWords*4); err != nil {
+		return l, err
+	}
+	if a.nextUnit, err = x.buf("next", 8); err != nil {
+		return l, err
+	}
+	if a.overflow, err = x.buf("overflow", 8); err != nil {
+		return l, err
+	}
+	if a.listBytes, err = x.buf("list_bytes", 16); err != nil {
+		return l, err
+	}
+	return l, x.ctx.Memset32(a.listBytes, 0, 4)
+}
+
+// enumeration is the record buffer of an Enumerate batch: capRecs records
+// of words words at rec, the count written at outCount, and the warps'
+// park records.
+type enumeration struct {
+	rec, outCount, park cuda.DevicePtr
+	capRecs             uint64
+	words               uint32
+}
+
+// enumBuffers readies e's buffers for warps warps, the park records
+// cleared.
+func (x *GPU) enumBuffers(e *enumeration, warps int) error {
+	var err error
+	if e.rec, err = x.buf("records", int(e.capRecs)*int(e.words)*4); err != nil {
+		return err
+	}
+	if e.outCount, err = x.buf("out_count", 8); err != nil {
+		return err
+	}
+	if e.park, err = x.buf("park", warps*parkWords*4); err != nil {
+		return err
+	}
+	return x.ctx.Memset32(e.park, 0, warps*parkWords)
+}
+
+// countSplit counts the batch in two launches split at 4, or else 3,
+// vertices (runSplit), where the plans are deep enough. done is false
+// when neither ran, the counts cleared again, for the launches unsplit.
+func (x *GPU) countSplit(l launch, total uint64, maxN, nq int) (done bool, err error) {
+	for _, split := range []int{4, 3} {
+		// A plan one level deeper than split seeds too: each seed counts
+		// the last level. Unsplit, a hub's units keep one warp busy while
+		// the others idle, whether the graph is in GPU memory or read
+		// through zero-copy; and a 5-vertex plan runs several times faster
+		// split at 4 than at 3.
+		if maxN < split+1 {
+			continue
+		}
+		ok, err := x.runSplit(l, total, split)
+		if err != nil || ok {
+			return ok, err
+		}
+		// Too many seeds for the buffer: start again, less deep.
+		if err := x.ctx.Memset32(l.args.counts, 0, 4*nq); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// launchUntilDrained launches the batch's last launches with a. In
+// enumerate mode a launch that fills the record buffer parks its units;
+// the next one, next left as it was, resumes them. Each launch writes at
+// least one record, so this ends.
+func (x *GPU) launchUntilDrained(l launch, a *matchArgs, r *batchRun, e *enumeration) error {
+	for _, p := range []cuda.DevicePtr{a.nextUnit, a.overflow} {
 		if err := x.ctx.Memset32(p, 0, 2); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for {
-		if mode == incremental.Enumerate {
-			if err := x.ctx.Memset32(outCount, 0, 2); err != nil {
-				return nil, err
+		if r.mode == incremental.Enumerate {
+			if err := x.ctx.Memset32(e.outCount, 0, 2); err != nil {
+				return err
 			}
 		}
-		err := l.kernel.Launch([3]uint32{blocks, 1, 1}, [3]uint32{warpsPerBlock * 32, 1, 1}, 0, nil,
-			pp, tp, uint32(len(prog.terms)), cp, uint32(nch),
-			ga, counts, scratch, next, units, mb,
-			rec, capRecs, outCount, words, park, flags, split, seeds, seedWords, lb, cands, l.keep, l.keepCap, l.keepSlots)
+		err := l.run(a)
 		if err == nil {
 			err = x.ctx.Synchronize()
 		}
 		if err != nil {
-			return nil, fmt.Errorf("kernels: match_delta: %w", err)
+			return fmt.Errorf("kernels: match_delta: %w", err)
 		}
 		x.last.Launches++
-		if mode != incremental.Enumerate {
-			break
+		if r.mode != incremental.Enumerate {
+			return nil
 		}
-		full, err := x.drain(prog, qs, changes, rec, outCount, flags, capRecs, words, sink, live)
+		full, err := x.drain(r.prog, r.qs, r.changes, e.rec, e.outCount, a.overflow, e.capRecs, e.words, r.sink, r.live)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !full {
-			break
+			return nil
 		}
-		if err := x.ctx.Memset32(flags, 0, 2); err != nil {
-			return nil, err
+		if err := x.ctx.Memset32(a.overflow, 0, 2); err != nil {
+			return err
 		}
 	}
-	return x.readCounts(counts, len(qs))
 }
 
 // addListBytes adds what the launches of a batch counted to the totals and
@@ -469,8 +500,7 @@ func (x *GPU) ListBytes() uint64 { return x.listBytes[0] + x.listBytes[1] }
 // device mapping: every list read in the zero-copy placement, the misses
 // in the cache placements, nothing in the device and unified placements.
 // It bounds what crossed PCIe from above: the GPU's caches serve repeated
-// reads, and the bus moves 32-byte sectors. (On an H200 the house query
-// asked for 74 GB/s, more than PCIe carries, so most reads hit the caches.)
+// reads, and the bus moves 32-byte sectors.
 func (x *GPU) HostBytes() uint64 {
 	if x.Placement().mirrored() {
 		return 0
@@ -490,25 +520,21 @@ func (x *GPU) readCounts(counts cuda.DevicePtr, nq int) ([]incremental.Counts, e
 	return out, nil
 }
 
-// launch holds the kernel and the arguments that every launch of a batch
-// shares.
+// launch holds the kernel, its grid and the arguments that every launch
+// of a batch shares; a launch's own (the units, the output, the seeds)
+// are set on a copy of args.
 type launch struct {
-	kernel          *cuda.Function
-	prog, terms     cuda.DevicePtr
-	nterms          uint32
-	changes         cuda.DevicePtr
-	nchanges        uint32
-	graph           cuda.DevicePtr // graphDesc
-	counts, scratch cuda.DevicePtr
-	next, flags     cuda.DevicePtr
-	blocks          uint32
-	listBytes       cuda.DevicePtr
-	cands           cuda.DevicePtr
-	// The warps' kept lists (match.cu's enter_kept), for match_keep:
-	// keepSlots lists of keepCap vertices a warp; keep is 0 where the
-	// launches read none (program.readsKept), and kernel is match_delta.
-	keep               cuda.DevicePtr
-	keepCap, keepSlots uint32
+	// kernel is match_delta, or match_keep where the launches read kept
+	// lists (keepLists).
+	kernel *cuda.Function
+	blocks uint32
+	warps  int // blocks·warpsPerBlock
+	args   matchArgs
+}
+
+// run launches l.kernel on l's grid with a.
+func (l *launch) run(a *matchArgs) error {
+	return l.kernel.LaunchParams([3]uint32{l.blocks, 1, 1}, [3]uint32{warpsPerBlock * 32, 1, 1}, 0, nil, a.params())
 }
 
 // defaultKeepBytes bounds the kept lists where Options.KeepBytes is 0.
@@ -536,7 +562,7 @@ func (x *GPU) keepLists(l *launch, maxDegree, warps, slots int) error {
 	if err != nil {
 		return err
 	}
-	l.kernel, l.keep, l.keepCap, l.keepSlots = x.keep, p, uint32(capacity), uint32(slots)
+	l.kernel, l.args.keep, l.args.keepCap, l.args.keepSlots = x.keep, p, uint32(capacity), uint32(slots)
 	return nil
 }
 
@@ -546,9 +572,9 @@ const maxSeeds = 1 << 25
 // runSplit counts in two launches: the first walks every unit down to level
 // split-1 and writes the partial matches as seeds (finishing plans of at
 // most split vertices itself), the second spreads the seeds over all
-// warps. One unit of a power-law graph can hold most of a batch's work;
-// walked by one warp it kept the GPU 30 times slower than 16 CPU cores on
-// the human suite. ok is false when the seeds did not fit.
+// warps. One unit of a power-law graph can hold most of a batch's work,
+// and walked by one warp it leaves the rest of the GPU idle. ok is false
+// when the seeds did not fit.
 func (x *GPU) runSplit(l launch, units uint64, split int) (ok bool, err error) {
 	words := uint32(2 + split)
 	seeds, err := x.buf("seeds", maxSeeds*int(words)*4)
@@ -562,19 +588,16 @@ func (x *GPU) runSplit(l launch, units uint64, split int) (ok bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	for _, p := range []cuda.DevicePtr{l.next, l.flags, nseeds} {
+	for _, p := range []cuda.DevicePtr{l.args.nextUnit, l.args.overflow, nseeds} {
 		if err := x.ctx.Memset32(p, 0, 2); err != nil {
 			return false, err
 		}
 	}
-	block := [3]uint32{warpsPerBlock * 32, 1, 1}
-	grid := [3]uint32{l.blocks, 1, 1}
-	err = l.kernel.Launch(grid, block, 0, nil,
-		l.prog, l.terms, l.nterms, l.changes, l.nchanges,
-		l.graph,
-		l.counts, l.scratch, l.next, units, uint32(0),
-		seeds, uint64(maxSeeds), nseeds, words, cuda.DevicePtr(0) /* no park: a full buffer ends the launch */, l.flags,
-		uint32(split), cuda.DevicePtr(0), uint32(0), l.listBytes, l.cands, l.keep, l.keepCap, l.keepSlots)
+	// No park: a full buffer ends the launch.
+	a := l.args
+	a.totalUnits, a.split = units, uint32(split)
+	a.outRec, a.outCap, a.outCount, a.outWords = seeds, maxSeeds, nseeds, words
+	err = l.run(&a)
 	if err == nil {
 		err = x.ctx.Synchronize()
 	}
@@ -583,7 +606,7 @@ func (x *GPU) runSplit(l launch, units uint64, split int) (ok bool, err error) {
 	}
 	var ov [2]uint32
 	var n [1]uint64
-	if err := x.ctx.CopyDtoH(unsafe.Pointer(&ov[0]), l.flags, 4); err != nil {
+	if err := x.ctx.CopyDtoH(unsafe.Pointer(&ov[0]), l.args.overflow, 4); err != nil {
 		return false, err
 	}
 	if err := x.ctx.CopyDtoH(unsafe.Pointer(&n[0]), nseeds, 8); err != nil {
@@ -595,15 +618,13 @@ func (x *GPU) runSplit(l launch, units uint64, split int) (ok bool, err error) {
 	if n[0] == 0 {
 		return true, nil
 	}
-	if err := x.ctx.Memset32(l.next, 0, 2); err != nil {
+	if err := x.ctx.Memset32(l.args.nextUnit, 0, 2); err != nil {
 		return false, err
 	}
-	err = l.kernel.Launch(grid, block, 0, nil,
-		l.prog, l.terms, l.nterms, l.changes, l.nchanges,
-		l.graph,
-		l.counts, l.scratch, l.next, n[0], uint32(0),
-		cuda.DevicePtr(0), uint64(0), nseeds, words, cuda.DevicePtr(0), l.flags, uint32(split), seeds, words, l.listBytes, l.cands,
-		l.keep, l.keepCap, l.keepSlots)
+	a = l.args
+	a.totalUnits, a.split, a.seeds, a.seedWords = n[0], uint32(split), seeds, words
+	a.outCount, a.outWords = nseeds, words
+	err = l.run(&a)
 	if err == nil {
 		err = x.ctx.Synchronize()
 	}
@@ -617,10 +638,10 @@ func (x *GPU) runSplit(l launch, units uint64, split int) (ok bool, err error) {
 const seedBytes = 768 << 20
 
 // The seeds per warp that deepen aims for. A static query's subtrees are
-// uneven: at 32 a warp, yeast's dense_16_8 took 1.81 s on the H100 and at
-// 256 1.01 s (dense_24_2 0.49 → 0.40 s), while a query with few matches
-// pays about a millisecond for the deeper expansion. A stream's batch keeps
-// 32: each expansion launch adds a round trip to the batch's latency.
+// uneven, and eight times the seeds balance a dense query's warps enough to
+// cut its time by up to 45%, while a query with few matches pays about a
+// millisecond for the deeper expansion. A stream's batch keeps 32: each
+// expansion launch adds a round trip to the batch's latency.
 const (
 	staticSeeds    = 256
 	enumerateSeeds = 32
@@ -643,8 +664,6 @@ func (x *GPU) deepen(l launch, units uint64, n int, target uint64) (seeds cuda.D
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	block := [3]uint32{warpsPerBlock * 32, 1, 1}
-	grid := [3]uint32{l.blocks, 1, 1}
 	for depth := 3; depth < n && (count < target || depth <= minSeedDepth); depth++ {
 		w := uint32(2 + depth)
 		capSeeds := uint64(seedBytes / (4 * int(w)))
@@ -655,17 +674,16 @@ func (x *GPU) deepen(l launch, units uint64, n int, target uint64) (seeds cuda.D
 		if err != nil {
 			return 0, 0, 0, err
 		}
-		for _, p := range []cuda.DevicePtr{l.next, l.flags, nseeds} {
+		for _, p := range []cuda.DevicePtr{l.args.nextUnit, l.args.overflow, nseeds} {
 			if err := x.ctx.Memset32(p, 0, 2); err != nil {
 				return 0, 0, 0, err
 			}
 		}
-		err = l.kernel.Launch(grid, block, 0, nil,
-			l.prog, l.terms, l.nterms, l.changes, l.nchanges,
-			l.graph,
-			l.counts, l.scratch, l.next, count, uint32(0),
-			out, capSeeds, nseeds, w, cuda.DevicePtr(0) /* no park: a full buffer ends the launch */, l.flags,
-			uint32(depth), seeds, words, l.listBytes, l.cands, l.keep, l.keepCap, l.keepSlots)
+		// No park: a full buffer ends the launch.
+		a := l.args
+		a.totalUnits, a.split, a.seeds, a.seedWords = count, uint32(depth), seeds, words
+		a.outRec, a.outCap, a.outCount, a.outWords = out, capSeeds, nseeds, w
+		err = l.run(&a)
 		if err == nil {
 			err = x.ctx.Synchronize()
 		}
@@ -675,7 +693,7 @@ func (x *GPU) deepen(l launch, units uint64, n int, target uint64) (seeds cuda.D
 		x.last.Launches++
 		var ov [2]uint32
 		var got [1]uint64
-		if err := x.ctx.CopyDtoH(unsafe.Pointer(&ov[0]), l.flags, 4); err != nil {
+		if err := x.ctx.CopyDtoH(unsafe.Pointer(&ov[0]), l.args.overflow, 4); err != nil {
 			return 0, 0, 0, err
 		}
 		if err := x.ctx.CopyDtoH(unsafe.Pointer(&got[0]), nseeds, 8); err != nil {

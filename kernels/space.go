@@ -294,10 +294,11 @@ func (x *GPU) countSpace(p *spaceProgram) (count int64, ok bool, err error) {
 		if err := x.ctx.Memset32(ctrs, 0, 8); err != nil {
 			return err
 		}
-		err := x.space.Launch([3]uint32{blocks, 1, 1}, [3]uint32{warpsPerBlock * 32, 1, 1}, 0, nil,
-			arr[0], arr[1], arr[2], arr[3], arr[4], uint32(p.n), uint32(p.tail),
-			seeds, uint32(depth), nseeds, next, out, uint32(outDepth), outCap, outCount, overflow,
-			scratch, uint32(p.warpWords), total)
+		a := spaceArgs{prog: arr[0], cons: arr[1], verts: arr[2], offs: arr[3], nbrs: arr[4], n: uint32(p.n), tail: uint32(p.tail),
+			seeds: seeds, seedDepth: uint32(depth), nseeds: nseeds, nextSeed: next,
+			out: out, outDepth: uint32(outDepth), outCap: outCap, outCount: outCount, overflow: overflow,
+			scratch: scratch, warpWords: uint32(p.warpWords), count: total}
+		err := x.space.LaunchParams([3]uint32{blocks, 1, 1}, [3]uint32{warpsPerBlock * 32, 1, 1}, 0, nil, a.params())
 		if err == nil {
 			err = x.ctx.Synchronize()
 		}

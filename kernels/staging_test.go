@@ -1,6 +1,27 @@
 package kernels
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/gcsm/gcsm/internal/hostmem"
+)
+
+// countingAlloc is heap memory that counts its slabs and frees, as pinned
+// memory's would be counted.
+type countingAlloc struct {
+	hostmem.Heap
+	allocs, frees int
+}
+
+func (a *countingAlloc) Alloc(n int) ([]byte, error) {
+	a.allocs++
+	return a.Heap.Alloc(n)
+}
+
+func (a *countingAlloc) Free(b []byte) error {
+	a.frees++
+	return a.Heap.Free(b)
+}
 
 // TestStagingKeepsCopies checks what deferred copies rely on: a taken
 // buffer keeps its address and contents while later ones are taken, large

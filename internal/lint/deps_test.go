@@ -40,7 +40,7 @@ var allowed = map[string][]string{
 	"incremental":        {"graph", "query", "dyngraph", "bundle", "internal/hostmem"},
 	"sampler":            {"graph", "query", "dyngraph"},
 	"cache":              {"graph", "query", "dyngraph", "sampler", "internal/hostmem"},
-	"kernels":            {"graph", "query", "dyngraph", "bundle", "incremental", "sampler", "cache", "internal/hostmem", "kernels/cuda"},
+	"kernels":            {"graph", "query", "dyngraph", "bundle", "incremental", "cache", "internal/hostmem", "kernels/cuda"},
 	"kernels/cuda":       {},
 	"output":             {"internal/jsonstr", "internal/kafkaconn", "internal/testtls"},
 	"bench":              {"graph", "query", "dyngraph", "ingest", "incremental", "sampler", "cache", "kernels", "internal/hostmem"},

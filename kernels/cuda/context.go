@@ -16,8 +16,7 @@ import (
 // thread (runtime.LockOSThread) and calls cuCtxSetCurrent before its own
 // driver call. That costs one extra driver call: 130 ns and one 8-byte
 // allocation, beside 4 µs for a launch and 17 µs for a 4 KiB copy there and
-// back (BenchmarkMakeCurrent, BenchmarkLaunch, BenchmarkCopy4K on an NVIDIA
-// H200, driver 580, CUDA 13.0). Code that calls libcuda
+// back (BenchmarkMakeCurrent, BenchmarkLaunch, BenchmarkCopy4K). Code that calls libcuda
 // around this package must instead call runtime.LockOSThread and
 // MakeCurrent at the start of each goroutine that uses CUDA.
 type Context struct {

@@ -336,7 +336,7 @@ type Device struct {
 }
 
 // ComputeCapability returns the device's compute capability, such as (9, 0)
-// for an H100 or H200.
+// for the Hopper generation.
 func (dev *Device) ComputeCapability() (major, minor int) { return dev.Major, dev.Minor }
 
 // Device opens device i, 0 ≤ i < Devices(), and reads its properties.

@@ -193,8 +193,8 @@ func (b *argBuf) pack(args []any) error {
 // fault inside the kernel surfaces at the next synchronization.
 //
 // The host side costs about 4 µs and two small allocations (the driver call's
-// argument lists) per launch on an NVIDIA H200 (BenchmarkLaunch); gcsm
-// launches once per batch and stage, not per update.
+// argument lists) per launch (BenchmarkLaunch); gcsm launches once per batch
+// and stage, not per update.
 func (f *Function) Launch(grid, block [3]uint32, shared uint32, s *Stream, args ...any) error {
 	if f == nil {
 		return errNoDriver("Launch")

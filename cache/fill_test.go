@@ -1,12 +1,10 @@
-package kernels
+package cache
 
 import (
-	"errors"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/gcsm/gcsm/cache"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/internal/hostmem"
 	"github.com/gcsm/gcsm/query"
@@ -37,23 +35,24 @@ func TestFillTarget(t *testing.T) {
 // drop keeps exactly the keys the fill cannot serve.
 func TestFillLifecycle(t *testing.T) {
 	g := starGraph(t)
-	x := &GPU{opts: Options{Placement: GCSM, MinFill: 1}}
+	x := &Planner{}
+	o := Options{Policy: PolicyGCSM, MinFill: 1}
 	const budget = 40000 // the whole graph's lists take 24 kB
-	if f, err := x.fillFor(g, nil, budget); f != nil || err != nil {
+	if f, err := x.fillFor(g, nil, budget, o); f != nil || err != nil {
 		t.Fatalf("a set not run yet has a fill (%v)", err)
 	}
-	x.cache.caps = walkCaps{querySet(nil): {kernelEdges: 1, estBytes: 500}}
+	x.caps = walkCaps{querySet(nil): {kernelEdges: 1, estBytes: 500}}
 	// caps sets what the estimate needs, the last packing's time and the
 	// kernel time since (walkCap.paid).
 	caps := func(est int64, pack, served time.Duration) {
-		x.cache.caps[querySet(nil)] = walkCap{kernelEdges: 1, estBytes: est, packCost: pack, served: served}
+		x.caps[querySet(nil)] = walkCap{kernelEdges: 1, estBytes: est, packCost: pack, served: served}
 	}
 	apply := func(us ...graph.Update) {
 		g.Reorganize()
 		if _, _, _, err := g.Apply(us); err != nil {
 			t.Fatal(err)
 		}
-		x.cache.touchFills(g)
+		x.TouchFills(g)
 	}
 	edge := func(a, b uint32) graph.Update {
 		return graph.Update{Op: graph.Insert, Src: a, Dst: b, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel}
@@ -61,12 +60,12 @@ func TestFillLifecycle(t *testing.T) {
 	// The pending batch touches hub 39, the longest list, and hub 1 (hubs
 	// have no edges between them).
 	apply(edge(39, 1))
-	f, err := x.fillFor(g, nil, budget)
+	f, err := x.fillFor(g, nil, budget, o)
 	if err != nil || f == nil {
 		t.Fatalf("no fill: %v", err)
 	}
-	var want cache.Block
-	if _, err := cache.Pack(&want, g, x.degreeRanking(g, nil, budget), budget-1000, nil); err != nil {
+	var want Block
+	if _, err := Pack(&want, g, x.degreeRanking(g, nil, budget), budget-1000, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(f.block.Words(), want.Words()) {
@@ -99,7 +98,7 @@ func TestFillLifecycle(t *testing.T) {
 	// A batch touching two more of its lists: kept, two more stale.
 	apply(edge(38, 2))
 	v := f.version
-	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version != v || f.nStale != 4 {
+	if f2, _ := x.fillFor(g, nil, budget, o); f2 != f || f.version != v || f.nStale != 4 {
 		t.Fatalf("one more stale list: fill %p (was %p), version %d (was %d), %d stale", f2, f, f.version, v, f.nStale)
 	}
 	// Stale past a quarter: packed again once the kernels it served took
@@ -114,11 +113,11 @@ func TestFillLifecycle(t *testing.T) {
 		t.Fatalf("%d of %d lists stale after touching %d", f.nStale, len(rows), len(us))
 	}
 	caps(500, time.Second, 19*time.Second)
-	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version != v {
+	if f2, _ := x.fillFor(g, nil, budget, o); f2 != f || f.version != v {
 		t.Fatal("a fill was packed again before its kernels took twenty times its packing")
 	}
 	caps(500, time.Second, 20*time.Second)
-	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version == v {
+	if f2, _ := x.fillFor(g, nil, budget, o); f2 != f || f.version == v {
 		t.Fatal("a fill a quarter stale was not packed again")
 	}
 	for i, k := range f.block.RowIdx() {
@@ -132,41 +131,41 @@ func TestFillLifecycle(t *testing.T) {
 	// served.
 	caps(4000, time.Second, time.Hour)
 	v = f.version
-	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version != v {
+	if f2, _ := x.fillFor(g, nil, budget, o); f2 != f || f.version != v {
 		t.Fatal("the room moved by less than a quarter of the budget, and the fill was packed again")
 	}
 	caps(14000, time.Second, 0)
-	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version == v || f.block.Bytes() > budget-28000 {
+	if f2, _ := x.fillFor(g, nil, budget, o); f2 != f || f.version == v || f.block.Bytes() > budget-28000 {
 		t.Fatalf("the estimate needs room: version %d (was %d), %d bytes, want at most %d", f.version, v, f.block.Bytes(), budget-28000)
 	}
 	// It needs less again: the fill grows, once it has served enough.
 	caps(500, time.Second, 0)
 	v = f.version
-	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version != v {
+	if f2, _ := x.fillFor(g, nil, budget, o); f2 != f || f.version != v {
 		t.Fatal("the fill grew before its kernels took twenty times its packing")
 	}
 	caps(500, time.Second, time.Hour)
-	if f2, _ := x.fillFor(g, nil, budget); f2 != f || f.version == v || f.block.Bytes() <= budget-28000 {
+	if f2, _ := x.fillFor(g, nil, budget, o); f2 != f || f.version == v || f.block.Bytes() <= budget-28000 {
 		t.Fatalf("room to grow: version %d (was %d), %d bytes", f.version, v, f.block.Bytes())
 	}
 	// A second edge label gives every list a label array: packed again.
 	v = f.version
 	apply(graph.Update{Op: graph.Insert, Src: 3, Dst: 4, Label: 1, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
-	if f2, _ := x.fillFor(g, nil, budget); !g.MultiLabel() || f2 != f || f.version == v || !f.block.Layout().HasLabels {
+	if f2, _ := x.fillFor(g, nil, budget, o); !g.MultiLabel() || f2 != f || f.version == v || !f.block.Layout().HasLabels {
 		t.Fatalf("a second edge label: multi-label %v, version %d (was %d), labels in the fill %v", g.MultiLabel(), f.version, v, f.block.Layout().HasLabels)
 	}
 	// No room: no fill, and its block is freed.
 	caps(budget, time.Second, time.Hour)
-	if f2, _ := x.fillFor(g, nil, budget); f2 != nil || len(x.cache.fills) != 0 {
-		t.Fatalf("no room: fill %p, %d kept", f2, len(x.cache.fills))
+	if f2, _ := x.fillFor(g, nil, budget, o); f2 != nil || len(x.fills) != 0 {
+		t.Fatalf("no room: fill %p, %d kept", f2, len(x.fills))
 	}
 	// Room again: a new fill waits until the last one's packing has paid.
 	caps(500, time.Second, 0)
-	if f2, _ := x.fillFor(g, nil, budget); f2 != nil {
+	if f2, _ := x.fillFor(g, nil, budget, o); f2 != nil {
 		t.Fatal("a fill was packed afresh before the last one's packing paid")
 	}
 	caps(500, time.Second, 20*time.Second)
-	if f2, _ := x.fillFor(g, nil, budget); f2 == nil || x.cache.caps[querySet(nil)].served != 0 {
+	if f2, _ := x.fillFor(g, nil, budget, o); f2 == nil || x.caps[querySet(nil)].served != 0 {
 		t.Fatal("no fill once the last one's packing paid, or its kernel time was not restarted")
 	}
 }
@@ -174,7 +173,7 @@ func TestFillLifecycle(t *testing.T) {
 // makeRoom drops the least recently used fills of other sets beyond
 // maxFills.
 func TestFillMakeRoom(t *testing.T) {
-	cs := &cacheState{fills: map[string]*fillBlock{}}
+	cs := &Planner{fills: map[string]*fillBlock{}}
 	for i, s := range []string{"a", "b", "c", "d"} {
 		cs.fills[s] = &fillBlock{used: uint64(10 - i)}
 	}
@@ -193,13 +192,13 @@ func TestFillMakeRoom(t *testing.T) {
 // packing has served, fill or not.
 func TestFillServed(t *testing.T) {
 	q := []*query.Query{{}}
-	x := &GPU{opts: Options{Placement: GCSM}}
-	x.cache.demand = -1
+	x := &Planner{}
+	o := Options{Policy: PolicyGCSM}
+	x.demand = -1
 	for range 3 {
-		x.last = BatchStats{Kernel: 10 * time.Millisecond}
-		x.tuneEstimate(q, 64)
+		x.Tune(q, 64, o, 0, 10*time.Millisecond, 0)
 	}
-	c := x.cache.caps[querySet(q)]
+	c := x.caps[querySet(q)]
 	if c.served != 30*time.Millisecond || !c.paid() {
 		t.Fatalf("served %v after three kernels of 10ms, paid %v", c.served, c.paid())
 	}
@@ -207,23 +206,6 @@ func TestFillServed(t *testing.T) {
 	if c.paid() {
 		t.Fatal("30ms of kernels paid for a packing of 1s")
 	}
-}
-
-// countingAlloc is heap memory that counts its slabs and frees, as pinned
-// memory's would be counted.
-type countingAlloc struct {
-	hostmem.Heap
-	allocs, frees int
-}
-
-func (a *countingAlloc) Alloc(n int) ([]byte, error) {
-	a.allocs++
-	return a.Heap.Alloc(n)
-}
-
-func (a *countingAlloc) Free(b []byte) error {
-	a.frees++
-	return a.Heap.Free(b)
 }
 
 // With a fixed budget the placements pin their blocks when it is set: the
@@ -234,47 +216,48 @@ func TestReserveCache(t *testing.T) {
 	g := starGraph(t)
 	const budget = 40000 // the whole graph's lists take 24 kB
 	for _, c := range []struct {
-		placement Placement
+		placement Policy
 		budget    int64
 		allocs    int
 	}{
-		{Degree, budget, 1},
-		{KHop, budget, 1},
-		{ZeroCopy, budget, 0},
-		{GCSM, 0, 0},
+		{PolicyDegree, budget, 1},
+		{PolicyKHop, budget, 1},
+		{"zero-copy", budget, 0},
+		{PolicyGCSM, 0, 0},
 	} {
 		a := &countingAlloc{}
-		x := &GPU{opts: Options{Placement: c.placement}, alloc: a}
-		x.cache.block.Alloc = a
-		if err := x.SetCacheBytes(c.budget); err != nil || a.allocs != c.allocs {
+		x := &Planner{}
+		x.SetAlloc(a)
+		if err := x.Reserve(c.budget, Options{Policy: c.placement}); err != nil || a.allocs != c.allocs {
 			t.Errorf("%v, budget %d: %d allocations, want %d (%v)", c.placement, c.budget, a.allocs, c.allocs, err)
 		}
 	}
 	a := &countingAlloc{}
-	x := &GPU{opts: Options{Placement: GCSM, MinFill: 1}, alloc: a}
-	x.cache.block.Alloc = a
-	if err := x.SetCacheBytes(budget); err != nil || a.allocs != 2 || x.cache.spare.Held() < budget {
-		t.Fatalf("gcsm: %d allocations, spare of %d bytes, want 2 and %d (%v)", a.allocs, x.cache.spare.Held(), budget, err)
+	x := &Planner{}
+	o := Options{Policy: PolicyGCSM, MinFill: 1}
+	x.SetAlloc(a)
+	if err := x.Reserve(budget, o); err != nil || a.allocs != 2 || x.spare.Held() < budget {
+		t.Fatalf("gcsm: %d allocations, spare of %d bytes, want 2 and %d (%v)", a.allocs, x.spare.Held(), budget, err)
 	}
-	if _, err := cache.Pack(&x.cache.block, g, x.degreeRanking(g, nil, budget), budget, nil); err != nil {
+	if _, err := Pack(&x.block, g, x.degreeRanking(g, nil, budget), budget, nil); err != nil {
 		t.Fatal(err)
 	}
-	x.cache.caps = walkCaps{querySet(nil): {kernelEdges: 1, estBytes: 500}}
-	f, err := x.fillFor(g, nil, budget)
+	x.caps = walkCaps{querySet(nil): {kernelEdges: 1, estBytes: 500}}
+	f, err := x.fillFor(g, nil, budget, o)
 	if err != nil || f == nil || f.block.Keys() == 0 {
 		t.Fatalf("no fill: %v", err)
 	}
-	if a.allocs != 2 || x.cache.spare.Held() != 0 {
-		t.Fatalf("packing within the budget: %d allocations, %d spare bytes, want 2 and none", a.allocs, x.cache.spare.Held())
+	if a.allocs != 2 || x.spare.Held() != 0 {
+		t.Fatalf("packing within the budget: %d allocations, %d spare bytes, want 2 and none", a.allocs, x.spare.Held())
 	}
-	if err := x.cache.dropFill(readsKey(nil)); err != nil || a.frees != 0 || x.cache.spare.Held() < budget {
-		t.Fatalf("a dropped fill: %d frees, spare of %d bytes, want its buffer kept (%v)", a.frees, x.cache.spare.Held(), err)
+	if err := x.dropFill(readsKey(nil)); err != nil || a.frees != 0 || x.spare.Held() < budget {
+		t.Fatalf("a dropped fill: %d frees, spare of %d bytes, want its buffer kept (%v)", a.frees, x.spare.Held(), err)
 	}
-	x.cache.caps[querySet(nil)] = walkCap{kernelEdges: 1, estBytes: 500} // the last packing has paid
-	if f, err := x.fillFor(g, nil, budget); err != nil || f == nil || a.allocs != 2 {
+	x.caps[querySet(nil)] = walkCap{kernelEdges: 1, estBytes: 500} // the last packing has paid
+	if f, err := x.fillFor(g, nil, budget, o); err != nil || f == nil || a.allocs != 2 {
 		t.Fatalf("the next fill: %v, %d allocations, want one and none more (%v)", f != nil, a.allocs, err)
 	}
-	if err := errors.Join(x.cache.block.Free(), x.cache.dropFills(), x.cache.spare.Free()); err != nil || a.frees != 2 {
+	if err := x.Close(); err != nil || a.frees != 2 {
 		t.Fatalf("closing: %d frees, want 2 (%v)", a.frees, err)
 	}
 }
@@ -294,9 +277,9 @@ func (a *sizesAlloc) Alloc(n int) ([]byte, error) {
 // A budget past maxReserve pins maxReserve for each block.
 func TestReserveCacheBound(t *testing.T) {
 	a := &sizesAlloc{}
-	x := &GPU{opts: Options{Placement: GCSM}, alloc: a}
-	x.cache.block.Alloc = a
-	if err := x.SetCacheBytes(64 << 30); err != nil || !slices.Equal(a.sizes, []int{maxReserve, maxReserve}) {
+	x := &Planner{}
+	x.SetAlloc(a)
+	if err := x.Reserve(64<<30, Options{Policy: PolicyGCSM}); err != nil || !slices.Equal(a.sizes, []int{maxReserve, maxReserve}) {
 		t.Fatalf("a budget of 64 GiB pinned %v, want %d twice (%v)", a.sizes, maxReserve, err)
 	}
 }

@@ -1,11 +1,10 @@
-package kernels
+package cache
 
 import (
 	"errors"
 	"slices"
 	"time"
 
-	"github.com/gcsm/gcsm/cache"
 	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/query"
 	"github.com/gcsm/gcsm/sampler"
@@ -13,9 +12,8 @@ import (
 
 // The gcsm placement's fill (Options.NoFill). The estimate's walks go on at
 // each level with probability 1/(maximum degree), so on short queries they
-// rate few lists past the batch's own and leave most of the budget empty (a
-// 4-cycle's estimate at 512 edges filled 3.6 MB of a 51 MB budget). The
-// fill puts the degree placement's longest lists in that room.
+// rate few lists past the batch's own and leave most of the budget empty.
+// The fill puts the degree placement's longest lists in that room.
 //
 // Packing a fill costs about what it saves in one batch, so a set of
 // queries' fill is packed once into a pinned block of its own and kept
@@ -31,13 +29,13 @@ import (
 // grow by a quarter of the budget, only once the set's kernels since took
 // twenty times its last packing (repackShare; a fill dropped for want of
 // room waits as long to be packed afresh). The gate is there because the
-// hubs that fill it are the lists batches touch most: packed again
-// whenever an eighth went stale, a diamond's fill cost its batches three
-// times their kernel time in packing.
+// hubs that fill it are the lists batches touch most: a fill packed again
+// whenever a share of it goes stale costs its batches more in packing than
+// their kernels take.
 
 // fillBlock is one set of queries' fill.
 type fillBlock struct {
-	block cache.Block
+	block Block
 	// stale marks the block's rows (by index) whose lists a batch touched
 	// since it was packed; nStale counts them, and packedStale those the
 	// batch it was packed in touched.
@@ -104,10 +102,10 @@ func (f *fillBlock) drop(keys []uint32) []uint32 {
 // appendStale appends to keys the fill's stale lists that drop did not
 // see among them, the longest (as packed) first: they follow the
 // estimate's lists into the batch's block. The lists a batch touches are
-// hubs more often than not, and the most read: without them a fill
-// packed at 512 edges serves as little as 66% of the list bytes at 2,048,
-// with them about 96%, near the degree placement's block packed every
-// batch.
+// hubs more often than not, and the most read: without them a fill packed
+// for smaller batches serves as little as two thirds of a larger batch's
+// list bytes, with them nearly what a degree block packed every batch
+// serves.
 func (f *fillBlock) appendStale(keys []uint32) []uint32 {
 	lay := f.block.Layout()
 	words := f.block.Words()
@@ -175,17 +173,16 @@ const (
 // that a room that comes and goes does not pack a fill every other batch.
 // The lists the pending batch touched are stale in a fill packed now: it
 // holds their pending state, which the next Reorganize rewrites.
-func (x *GPU) fillFor(g *dyngraph.Graph, queries []*query.Query, budget int64) (*fillBlock, error) {
-	cs := &x.cache
+func (cs *Planner) fillFor(g *dyngraph.Graph, queries []*query.Query, budget int64, o Options) (*fillBlock, error) {
 	key := querySet(queries)
 	c, ok := cs.caps[key]
 	if !ok || c.kernelEdges == 0 {
 		return nil, nil
 	}
 	set := readsKey(queries)
-	want := fillTarget(budget, c.estBytes, x.minFill())
+	want := fillTarget(budget, c.estBytes, o.minFill())
 	f := cs.fills[set]
-	ranked := x.degreeRanking(g, queries, budget)
+	ranked := cs.degreeRanking(g, queries, budget)
 	cs.clock++
 	if want == 0 {
 		return nil, cs.dropFill(set) // dropping costs nothing
@@ -204,9 +201,9 @@ func (x *GPU) fillFor(g *dyngraph.Graph, queries []*query.Query, budget int64) (
 		f = &fillBlock{}
 		switch {
 		case cs.spare.Held() > 0:
-			f.block, cs.spare = cs.spare, cache.Block{} // pinned already
-		case x.alloc != nil:
-			f.block.Alloc = x.alloc // pinned, as the batch's block
+			f.block, cs.spare = cs.spare, Block{} // pinned already
+		case cs.alloc != nil:
+			f.block.Alloc = cs.alloc // pinned, as the batch's block
 		}
 		if cs.fills == nil {
 			cs.fills = map[string]*fillBlock{}
@@ -214,7 +211,7 @@ func (x *GPU) fillFor(g *dyngraph.Graph, queries []*query.Query, budget int64) (
 		cs.fills[set] = f
 	}
 	t0 := time.Now()
-	if n, err := cache.Pack(&f.block, g, ranked, want, cs.reads); err != nil || n == 0 {
+	if n, err := Pack(&f.block, g, ranked, want, cs.reads); err != nil || n == 0 {
 		return nil, errors.Join(err, cs.dropFill(set))
 	}
 	c.packCost, c.served = time.Since(t0), 0
@@ -240,9 +237,9 @@ func touchedKeys(g *dyngraph.Graph, dst []uint32) []uint32 {
 	return dst
 }
 
-// touchFills marks stale, in every fill, the lists the pending batch of g
-// touched: once per batch (prepare).
-func (cs *cacheState) touchFills(g *dyngraph.Graph) {
+// TouchFills marks stale, in every fill, the lists the pending batch of g
+// touched: once per batch, whether the batch is matched or followed.
+func (cs *Planner) TouchFills(g *dyngraph.Graph) {
 	if len(cs.fills) == 0 {
 		return
 	}
@@ -255,7 +252,7 @@ func (cs *cacheState) touchFills(g *dyngraph.Graph) {
 // makeRoom drops the least recently used fills of sets other than set
 // until the fills kept leave room for set's within maxFills, and hold at
 // most maxFillBytes.
-func (cs *cacheState) makeRoom(set string) error {
+func (cs *Planner) makeRoom(set string) error {
 	for {
 		total, oldest, at := int64(0), "", ^uint64(0)
 		for s, f := range cs.fills {
@@ -274,7 +271,7 @@ func (cs *cacheState) makeRoom(set string) error {
 }
 
 // dropFill frees a set's fill, if it has one.
-func (cs *cacheState) dropFill(set string) error {
+func (cs *Planner) dropFill(set string) error {
 	f, ok := cs.fills[set]
 	if !ok {
 		return nil
@@ -291,7 +288,7 @@ func (cs *cacheState) dropFill(set string) error {
 }
 
 // dropFills frees every fill.
-func (cs *cacheState) dropFills() error {
+func (cs *Planner) dropFills() error {
 	var err error
 	for s := range cs.fills {
 		if e := cs.dropFill(s); e != nil && err == nil {
@@ -300,3 +297,7 @@ func (cs *cacheState) dropFills() error {
 	}
 	return err
 }
+
+// sized returns s with length n, reusing its backing array when that is
+// large enough; the elements' values are whatever they were.
+func sized[T any](s []T, n int) []T { return slices.Grow(s[:0], n)[:n] }

@@ -1,4 +1,4 @@
-package kernels
+package cache
 
 import (
 	"math"
@@ -107,8 +107,7 @@ func TestBareKernel(t *testing.T) {
 		{0, 100, 8 * time.Millisecond},     // all of it
 		{75, 25, 8 * time.Millisecond / 3}, // a quarter
 	} {
-		s := BatchStats{Kernel: 2 * time.Millisecond, SlabBytes: c.slab, BlockBytes: c.block}
-		if got := bareKernel(s); got != c.want {
+		if got := bareKernel(2*time.Millisecond, HitRatio(c.slab, c.block)); got != c.want {
 			t.Errorf("%d from host, %d from the cache: %v, want %v", c.slab, c.block, got, c.want)
 		}
 	}
@@ -174,12 +173,12 @@ func TestEstimateDeadline(t *testing.T) {
 // share.
 func TestTuneEstimate(t *testing.T) {
 	q := []*query.Query{{}}
-	x := &GPU{opts: Options{Placement: GCSM}}
+	x := &Planner{}
+	o := Options{Policy: PolicyGCSM}
 	batch := func(edges, walks int, est, kernel time.Duration) walkCap {
-		x.cache.last = &sampler.Estimate{Walks: walks}
-		x.last = BatchStats{Estimate: est, Kernel: kernel}
-		x.tuneEstimate(q, edges)
-		return x.cache.caps[querySet(q)]
+		x.last = &sampler.Estimate{Walks: walks}
+		x.Tune(q, edges, o, est, kernel, 0)
+		return x.caps[querySet(q)]
 	}
 	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
 	c := batch(64, 6400, ms(0.65), ms(10))
@@ -198,23 +197,20 @@ func TestTuneEstimate(t *testing.T) {
 	if c.prev != (walkStep{}) || c.last.edges != 512 || c.last.walks != 100 {
 		t.Fatalf("a batch of 512 after 64: %+v, want no prev", c)
 	}
-	x.cache.last = nil // a skipped batch: its kernel counts, its estimate does not
-	x.last = BatchStats{Kernel: ms(2)}
-	x.tuneEstimate(q, 512)
-	if c2 := x.cache.caps[querySet(q)]; c2.last != c.last || c2.bare != ms(2) {
+	x.last = nil // a skipped batch: its kernel counts, its estimate does not
+	x.Tune(q, 512, o, 0, ms(2), 0)
+	if c2 := x.caps[querySet(q)]; c2.last != c.last || c2.bare != ms(2) {
 		t.Fatalf("a skipped batch: %+v, want the last estimate kept and the kernel updated", c2)
 	}
-	x.last = BatchStats{Kernel: ms(2), SlabBytes: 50, BlockBytes: 50}
-	x.tuneEstimate(q, 512)
-	if c2 := x.cache.caps[querySet(q)]; c2.bare != ms(4) {
+	x.Tune(q, 512, o, 0, ms(2), HitRatio(50, 50))
+	if c2 := x.caps[querySet(q)]; c2.bare != ms(4) {
 		t.Fatalf("a batch that read half from the cache: its kernel counts as %v, want 4ms", c2.bare)
 	}
-	for _, o := range []Options{{Placement: GCSM, EstimateShare: -1}, {Placement: Degree}} {
-		x := &GPU{opts: o}
-		x.cache.last = &sampler.Estimate{Walks: 6400}
-		x.last = BatchStats{Estimate: ms(1), Kernel: ms(10)}
-		x.tuneEstimate(q, 64)
-		if c := x.cache.caps[querySet(q)]; c.last != (walkStep{}) {
+	for _, o := range []Options{{Policy: PolicyGCSM, EstimateShare: -1}, {Policy: PolicyDegree}} {
+		x := &Planner{}
+		x.last = &sampler.Estimate{Walks: 6400}
+		x.Tune(q, 64, o, ms(1), ms(10), 0)
+		if c := x.caps[querySet(q)]; c.last != (walkStep{}) {
 			t.Errorf("%+v: recorded %+v", o, c.last)
 		}
 	}

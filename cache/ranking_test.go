@@ -1,10 +1,9 @@
-package kernels
+package cache
 
 import (
 	"slices"
 	"testing"
 
-	"github.com/gcsm/gcsm/cache"
 	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
 )
@@ -14,11 +13,11 @@ import (
 // free memory does; a larger budget cuts it again.
 func TestDegreeRankingBudget(t *testing.T) {
 	g := starGraph(t)
-	x := &GPU{}
+	x := &Planner{}
 	first := x.degreeRanking(g, nil, 2000)
-	want := cache.Degree(nil, g, cache.Longest(nil, g), 2500, nil)
-	if !slices.Equal(first, want) || len(want) == len(cache.Longest(nil, g)) {
-		t.Fatalf("ranking for 2000 bytes: %d lists, want the %d that fit 2500 (of %d)", len(first), len(want), len(cache.Longest(nil, g)))
+	want := Degree(nil, g, Longest(nil, g), 2500, nil)
+	if !slices.Equal(first, want) || len(want) == len(Longest(nil, g)) {
+		t.Fatalf("ranking for 2000 bytes: %d lists, want the %d that fit 2500 (of %d)", len(first), len(want), len(Longest(nil, g)))
 	}
 	for _, b := range []int64{1900, 2500, 100} {
 		if got := x.degreeRanking(g, nil, b); &got[0] != &first[0] {
@@ -26,7 +25,7 @@ func TestDegreeRankingBudget(t *testing.T) {
 		}
 	}
 	again := x.degreeRanking(g, nil, 2600)
-	if want := cache.Degree(nil, g, cache.Longest(nil, g), 3250, nil); !slices.Equal(again, want) || len(again) <= len(first) {
+	if want := Degree(nil, g, Longest(nil, g), 3250, nil); !slices.Equal(again, want) || len(again) <= len(first) {
 		t.Errorf("budget 2600: %d lists, want the %d that fit 3250 (more than %d)", len(again), len(want), len(first))
 	}
 }
