@@ -152,19 +152,12 @@ type Budgeted interface{ SetCacheBytes(int64) error }
 // Reorganize are the same code for every engine and are not timed. It
 // fails when two engines disagree on a count: a benchmark of wrong answers
 // is worthless.
+//
+// It measures matchers, one query at a time on one batch's changes, not
+// the batch cycle: that is engine.Core's, which gcsm bench service's
+// baseline times.
 func RunEngines(cfg EngineConfig, engines []Engine, log io.Writer) ([]EngineRow, error) {
 	if err := cfg.Graph.Validate(); err != nil {
-		return nil, err
-	}
-	// Generate emits exactly Edges edges; growing the slice as they come
-	// copied it over and over, a fifth of the time the bench took to build
-	// a 2^25-edge graph on the 2-core VM.
-	edges := make([]graph.Edge, 0, cfg.Graph.Edges)
-	err := cfg.Graph.Generate(func(s, d, l uint32) error {
-		edges = append(edges, graph.Edge{Src: s, Dst: d, Label: l})
-		return nil
-	})
-	if err != nil {
 		return nil, err
 	}
 	for _, e := range engines {
@@ -172,35 +165,11 @@ func RunEngines(cfg EngineConfig, engines []Engine, log io.Writer) ([]EngineRow,
 			return nil, fmt.Errorf("bench: engine %s has %d matchers for %d shapes", e.Name, len(e.PerShape), len(cfg.Shapes))
 		}
 	}
-	initial, stream := SplitStream(edges, cfg.Fraction, cfg.Seed)
-	fmt.Fprintf(log, "R-MAT scale %d: %d edges, %d in the initial graph, stream of %d\n",
-		cfg.Graph.Scale, len(edges), len(initial), len(stream))
-	labels := graph.NewDict()
-	for l := 0; l < max(cfg.Graph.VertexLabels, cfg.Graph.EdgeLabels, 1); l++ {
-		labels.Intern(fmt.Sprint(l))
+	initial, stream, qs, err := workload(cfg, log)
+	if err != nil {
+		return nil, err
 	}
-	var qs []*query.Query
-	for _, s := range cfg.Shapes {
-		p, err := query.ParseCypher(s.Name, s.Cypher)
-		if err != nil {
-			return nil, err
-		}
-		q, err := query.Compile(p, labels, false, query.Embeddings)
-		if err != nil {
-			return nil, err
-		}
-		qs = append(qs, q)
-	}
-	// Every engine gets its own copy of the graph, built side by side;
-	// then each batch size runs on every engine in turn, so that a run cut
-	// short still compares the engines on the sizes it finished.
-	gs := make([]*dyngraph.Graph, len(engines))
-	errs := make([]error, len(engines))
-	var wg sync.WaitGroup
-	for ei, e := range engines {
-		wg.Go(func() { gs[ei], errs[ei] = load(cfg, e, initial) })
-	}
-	wg.Wait()
+	gs, err := loadAll(cfg, engines, initial)
 	defer func() {
 		for _, g := range gs {
 			if g != nil {
@@ -208,7 +177,7 @@ func RunEngines(cfg EngineConfig, engines []Engine, log io.Writer) ([]EngineRow,
 			}
 		}
 	}()
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	// One untimed batch per engine, of the first size, each query alone as
@@ -240,35 +209,95 @@ func RunEngines(cfg EngineConfig, engines []Engine, log io.Writer) ([]EngineRow,
 				}
 			}
 		}
-		// Every engine's graph is at the same point of the stream, so the
-		// exact reads of a shape's last batch are the same for all.
-		exact := map[string][]uint64{}
-		for ei, e := range engines {
-			if out[ei] {
-				continue
-			}
-			rs, err := runSize(cfg, e, gs[ei], stream, &at[ei], size, qs, exact, log)
-			if errors.Is(err, cache.ErrOverBudget) {
-				// The khop placement at a batch whose neighbourhood does
-				// not fit: its graph now holds a batch the others went on
-				// from, so it sits out the rest of the run.
-				fmt.Fprintf(log, "  %s, batch %d: %v; no more batches for it\n", e.Name, size, err)
-				out[ei] = true
-				continue
-			}
-			if err != nil {
-				return nil, fmt.Errorf("%s, batch %d: %w", e.Name, size, err)
-			}
-			for _, r := range rs {
-				logRow(log, r)
-				if ref := IndexOf(rows, r.Shape, r.Batch, engines[0].Name); ei > 0 && ref >= 0 &&
-					(r.Positive != rows[ref].Positive || r.Negative != rows[ref].Negative) {
-					return nil, fmt.Errorf("%s disagrees with %s on %s at batch %d: +%d -%d against +%d -%d",
-						e.Name, rows[ref].Engine, r.Shape, r.Batch, r.Positive, r.Negative, rows[ref].Positive, rows[ref].Negative)
-				}
-			}
-			rows = append(rows, rs...)
+		if rows, err = runSizeAll(cfg, engines, gs, stream, at, out, size, qs, rows, log); err != nil {
+			return nil, err
 		}
+	}
+	return rows, nil
+}
+
+// workload generates the graph and splits it into the initial graph and
+// the stream, and compiles the shapes.
+func workload(cfg EngineConfig, log io.Writer) (initial []graph.Edge, stream []graph.Update, qs []*query.Query, err error) {
+	// Generate emits exactly Edges edges; growing the slice as they come
+	// would copy it over and over.
+	edges := make([]graph.Edge, 0, cfg.Graph.Edges)
+	err = cfg.Graph.Generate(func(s, d, l uint32) error {
+		edges = append(edges, graph.Edge{Src: s, Dst: d, Label: l})
+		return nil
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	initial, stream = SplitStream(edges, cfg.Fraction, cfg.Seed)
+	fmt.Fprintf(log, "R-MAT scale %d: %d edges, %d in the initial graph, stream of %d\n",
+		cfg.Graph.Scale, len(edges), len(initial), len(stream))
+	labels := graph.NewDict()
+	for l := 0; l < max(cfg.Graph.VertexLabels, cfg.Graph.EdgeLabels, 1); l++ {
+		labels.Intern(fmt.Sprint(l))
+	}
+	for _, s := range cfg.Shapes {
+		p, err := query.ParseCypher(s.Name, s.Cypher)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		q, err := query.Compile(p, labels, false, query.Embeddings)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		qs = append(qs, q)
+	}
+	return initial, stream, qs, nil
+}
+
+// loadAll gives every engine its own copy of the graph, built side by
+// side; then each batch size runs on every engine in turn, so that a run
+// cut short still compares the engines on the sizes it finished. The
+// graphs come back, those made, even with an error, for the caller to
+// close.
+func loadAll(cfg EngineConfig, engines []Engine, initial []graph.Edge) ([]*dyngraph.Graph, error) {
+	gs := make([]*dyngraph.Graph, len(engines))
+	errs := make([]error, len(engines))
+	var wg sync.WaitGroup
+	for ei, e := range engines {
+		wg.Go(func() { gs[ei], errs[ei] = load(cfg, e, initial) })
+	}
+	wg.Wait()
+	return gs, errors.Join(errs...)
+}
+
+// runSizeAll runs batch size on every engine still in (out), appends
+// their rows to rows and checks each against the first engine's.
+func runSizeAll(cfg EngineConfig, engines []Engine, gs []*dyngraph.Graph, stream []graph.Update, at []int, out []bool,
+	size int, qs []*query.Query, rows []EngineRow, log io.Writer) ([]EngineRow, error) {
+	// Every engine's graph is at the same point of the stream, so the
+	// exact reads of a shape's last batch are the same for all.
+	exact := map[string][]uint64{}
+	for ei, e := range engines {
+		if out[ei] {
+			continue
+		}
+		rs, err := runSize(cfg, e, gs[ei], stream, &at[ei], size, qs, exact, log)
+		if errors.Is(err, cache.ErrOverBudget) {
+			// The khop placement at a batch whose neighbourhood does not
+			// fit: its graph now holds a batch the others went on from,
+			// so it sits out the rest of the run.
+			fmt.Fprintf(log, "  %s, batch %d: %v; no more batches for it\n", e.Name, size, err)
+			out[ei] = true
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s, batch %d: %w", e.Name, size, err)
+		}
+		for _, r := range rs {
+			logRow(log, r)
+			if ref := IndexOf(rows, r.Shape, r.Batch, engines[0].Name); ei > 0 && ref >= 0 &&
+				(r.Positive != rows[ref].Positive || r.Negative != rows[ref].Negative) {
+				return nil, fmt.Errorf("%s disagrees with %s on %s at batch %d: +%d -%d against +%d -%d",
+					e.Name, rows[ref].Engine, r.Shape, r.Batch, r.Positive, r.Negative, rows[ref].Positive, rows[ref].Negative)
+			}
+		}
+		rows = append(rows, rs...)
 	}
 	return rows, nil
 }
