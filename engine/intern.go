@@ -1,12 +1,12 @@
 package engine
 
 import (
-	"runtime"
 	"sync"
 	"sync/atomic"
 
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/internal/par"
 )
 
 // Decoded is one message's decoding and its interned update.
@@ -68,11 +68,11 @@ func (c *Core) Intern(dec []Decoded, keepTime bool) (recycled []graph.VertexID, 
 // batch's known names are looked up on all cores first, while nothing
 // interns; only new names are interned in order.
 func (c *Core) lookUp(dec []Decoded, skip func(*Decoded) bool) {
-	parallelRange(len(dec), func(lo, hi int) {
+	par.Range(len(dec), func(lo, hi int) {
 		var (
-			names [2 * rangeSize]string
-			ids   [2 * rangeSize]graph.VertexID
-			found [2 * rangeSize]bool
+			names [2 * par.RangeSize]string
+			ids   [2 * par.RangeSize]graph.VertexID
+			found [2 * par.RangeSize]bool
 		)
 		n := 0
 		for i := lo; i < hi; i++ {
@@ -117,30 +117,27 @@ func (c *Core) EncodeIDs() ([]byte, error) {
 	return c.ids.AppendBinary(nil), nil
 }
 
-// rangeSize is the most indexes parallelRange hands f at a time.
-const rangeSize = 64
-
-// parallelRange calls f on ranges [lo, hi) of at most rangeSize indexes
-// that cover 0..n-1, on all cores; small n stays on the caller's goroutine,
-// where starting goroutines would cost more than it saves.
-func parallelRange(n int, f func(lo, hi int)) {
-	workers := runtime.GOMAXPROCS(0)
-	if n < 512 || workers == 1 {
-		for lo := 0; lo < n; lo += rangeSize {
-			f(lo, min(lo+rangeSize, n))
+// Decode decodes msgs into out, on as many goroutines as decs has
+// decoders, one each; a small batch stays on the caller's goroutine.
+func Decode(msgs []ingest.Message, out []Decoded, decs []*ingest.Decoder) {
+	if len(msgs) < 512 || len(decs) == 1 {
+		for i, m := range msgs {
+			out[i].Rec, out[i].Err = decs[0].Decode(m.Value)
 		}
 		return
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range workers {
+	for _, d := range decs {
 		wg.Go(func() {
 			for {
-				lo := int(next.Add(rangeSize)) - rangeSize
-				if lo >= n {
+				lo := int(next.Add(64)) - 64
+				if lo >= len(msgs) {
 					return
 				}
-				f(lo, min(lo+rangeSize, n))
+				for i := lo; i < min(lo+64, len(msgs)); i++ {
+					out[i].Rec, out[i].Err = d.Decode(msgs[i].Value)
+				}
 			}
 		})
 	}

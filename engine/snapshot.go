@@ -49,4 +49,3 @@ func (c *Core) Snapshot() (*dyngraph.Graph, *graph.IDs, *bundle.Store, error) {
 	}
 	return g, names, store, nil
 }
-

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/internal/par"
 	"github.com/gcsm/gcsm/output"
 	"github.com/gcsm/gcsm/query"
 )
@@ -204,7 +205,7 @@ func (s *Service) build(b *batchState) {
 		nv := len(refs[lo].m)
 		bs := bindings[:(hi-lo)*nv]
 		bindings = bindings[len(bs):]
-		parallel(hi-lo, func(i int) {
+		par.Each(hi-lo, func(i int) {
 			r := refs[lo+i]
 			eb.event(&events[lo+i], st, r.m, r.tx, bs[i*nv:(i+1)*nv:(i+1)*nv], r.pre&(1<<32) == 0)
 		})

@@ -166,7 +166,7 @@ func (s *Service) decodeBatch(b *batchState, buf *buffers, decs []*ingest.Decode
 	for _, d := range decs {
 		d.Keep = keep
 	}
-	decodeAll(buf.msgs, buf.dec, decs)
+	engine.Decode(buf.msgs, buf.dec, decs)
 	s.warnOddTime(decs)
 	b.recycled, b.seq = s.core.Intern(buf.dec, s.keepTime.Load())
 	b.times[stageDecode] = time.Since(b.cut)

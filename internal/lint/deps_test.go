@@ -30,11 +30,12 @@ var allowed = map[string][]string{
 	"internal/lint":      {},
 	"internal/statedir":  {},
 	"internal/jsonstr":   {},
+	"internal/par":       {},
 	"internal/testtls":   {},
 	"internal/kafkaconn": {"internal/testtls"},
 	"query":              {"graph"},
 	"dyngraph":           {"graph", "internal/hostmem"},
-	"engine":             {"graph", "query", "dyngraph", "bundle", "ingest", "incremental", "internal/hostmem"},
+	"engine":             {"graph", "query", "dyngraph", "bundle", "ingest", "incremental", "internal/hostmem", "internal/par"},
 	"bundle":             {"graph", "dyngraph"},
 	"ingest":             {"graph", "internal/jsonstr", "internal/kafkaconn", "internal/testtls"},
 	"incremental":        {"graph", "query", "dyngraph", "bundle", "internal/hostmem"},
@@ -44,7 +45,7 @@ var allowed = map[string][]string{
 	"kernels/cuda":       {},
 	"output":             {"internal/jsonstr", "internal/kafkaconn", "internal/testtls"},
 	"bench":              {"graph", "query", "dyngraph", "ingest", "incremental", "sampler", "cache", "kernels", "internal/hostmem"},
-	"service":            {"graph", "query", "dyngraph", "bundle", "ingest", "engine", "incremental", "kernels", "output", "internal/hostmem", "internal/kafkaconn", "internal/statedir", "bench"},
+	"service":            {"graph", "query", "dyngraph", "bundle", "ingest", "engine", "incremental", "kernels", "output", "internal/hostmem", "internal/kafkaconn", "internal/par", "internal/statedir", "bench"},
 	"deploy":             {"service"},
 	"cmd/gcsm":           nil, // may import everything; nothing imports it
 }
