@@ -109,54 +109,103 @@ func (s *Service) setup(r io.Reader) error {
 	return nil
 }
 
+// readCheckpoint replaces the run loop's state with a checkpoint's, read
+// section by section in the order of the layout above.
 func (s *Service) readCheckpoint(r io.Reader) error {
 	br := bufio.NewReaderSize(r, 1<<20)
-	magic := make([]byte, len(ckptMagic))
-	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != ckptMagic {
-		return errors.New("not a gcsm checkpoint of this version")
-	}
-	section := func(what string) ([]byte, error) {
-		n, err := binary.ReadUvarint(br)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", what, err)
-		}
-		if n > 1<<34 {
-			return nil, fmt.Errorf("%s: length %d is implausible", what, n)
-		}
-		b := make([]byte, n)
-		if _, err := io.ReadFull(br, b); err != nil {
-			return nil, fmt.Errorf("%s: %w", what, err)
-		}
-		return b, nil
-	}
-	mb, err := section("meta")
+	meta, err := s.readCkptMeta(br)
 	if err != nil {
 		return err
 	}
+	labels, ids, err := readDicts(br)
+	if err != nil {
+		return err
+	}
+	if err := s.readWindow(br); err != nil {
+		return err
+	}
+	var store *bundle.Store
+	if meta.Transfers {
+		bb, err := readSection(br, "bundles")
+		if err != nil {
+			return err
+		}
+		if store, err = bundle.Decode(bb, ids.Len()); err != nil {
+			return fmt.Errorf("bundles: %w", err)
+		}
+	}
+	s.labels, s.ids = labels, ids
+	if err := s.setup(br); err != nil {
+		return fmt.Errorf("graph: %w", err)
+	}
+	return s.restoreMeta(meta, store)
+}
+
+// readSection reads a section of a checkpoint: its uvarint length, then
+// that many bytes. A length beyond any real section is refused before it
+// is allocated.
+func readSection(br *bufio.Reader, what string) ([]byte, error) {
+	n, err := binary.ReadUvarint(br)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if n > 1<<34 {
+		return nil, fmt.Errorf("%s: length %d is implausible", what, n)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(br, b); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return b, nil
+}
+
+// readCkptMeta reads the magic and the meta section, and refuses a
+// checkpoint at or past s.limit or of the other direction.
+func (s *Service) readCkptMeta(br *bufio.Reader) (ckptMeta, error) {
 	var meta ckptMeta
+	magic := make([]byte, len(ckptMagic))
+	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != ckptMagic {
+		return meta, errors.New("not a gcsm checkpoint of this version")
+	}
+	mb, err := readSection(br, "meta")
+	if err != nil {
+		return meta, err
+	}
 	if err := json.Unmarshal(mb, &meta); err != nil {
-		return fmt.Errorf("meta: %w", err)
+		return meta, fmt.Errorf("meta: %w", err)
 	}
 	if s.limit > 0 && meta.Batch >= s.limit {
-		return fmt.Errorf("batch %d: %w", meta.Batch, errCheckpointTooNew)
+		return meta, fmt.Errorf("batch %d: %w", meta.Batch, errCheckpointTooNew)
 	}
 	if meta.Directed != s.cfg.Graph.Directed {
-		return fmt.Errorf("the checkpoint's graph is directed=%v but graph.directed is %v; a graph's direction cannot change (use a new state.dir)", meta.Directed, s.cfg.Graph.Directed)
+		return meta, fmt.Errorf("the checkpoint's graph is directed=%v but graph.directed is %v; a graph's direction cannot change (use a new state.dir)", meta.Directed, s.cfg.Graph.Directed)
 	}
+	return meta, nil
+}
+
+// readDicts reads the label and id dictionaries' sections.
+func readDicts(br *bufio.Reader) (*graph.Dict, *graph.IDs, error) {
 	labels, ids := graph.NewDict(), graph.NewIDs()
 	for _, sec := range []struct {
 		name string
 		into interface{ UnmarshalBinary([]byte) error }
 	}{{"labels", labels}, {"ids", ids}} {
-		b, err := section(sec.name)
+		b, err := readSection(br, sec.name)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if err := sec.into.UnmarshalBinary(b); err != nil {
-			return fmt.Errorf("%s: %w", sec.name, err)
+			return nil, nil, fmt.Errorf("%s: %w", sec.name, err)
 		}
 	}
-	wb, err := section("window")
+	return labels, ids, nil
+}
+
+// readWindow reads the window section into a new s.expiry, or leaves
+// s.expiry nil when the configuration has no window; an empty section is
+// an empty window.
+func (s *Service) readWindow(br *bufio.Reader) error {
+	wb, err := readSection(br, "window")
 	if err != nil {
 		return err
 	}
@@ -169,20 +218,13 @@ func (s *Service) readCheckpoint(r io.Reader) error {
 			}
 		}
 	}
-	var store *bundle.Store
-	if meta.Transfers {
-		bb, err := section("bundles")
-		if err != nil {
-			return err
-		}
-		if store, err = bundle.Decode(bb, ids.Len()); err != nil {
-			return fmt.Errorf("bundles: %w", err)
-		}
-	}
-	s.labels, s.ids = labels, ids
-	if err := s.setup(br); err != nil {
-		return fmt.Errorf("graph: %w", err)
-	}
+	return nil
+}
+
+// restoreMeta sets what meta records once the graph is loaded: the batch
+// number, the input positions, the properties seen, the transfer store
+// and the standing queries.
+func (s *Service) restoreMeta(meta ckptMeta, store *bundle.Store) error {
 	s.batch, s.position, s.queries, s.logNext = meta.Batch, map[int]int64{}, nil, meta.BatchLog
 	// A graph checkpointed before its properties were catalogued holds
 	// some that the catalog never saw: it is partial, for good.
