@@ -54,8 +54,8 @@ type InitialConfig struct {
 	// past that the initial set is a dump, not an alert.
 	MaxMatches int64 `yaml:"max_matches"`
 	// MaxTime caps the run's enumeration, where the query sets no
-	// max_time. Default 30s: the run takes one core, which a 2-core machine
-	// gives up to its stream for no longer than a client waits.
+	// max_time. Default 30s: the run takes a core from the stream, so it
+	// lasts no longer than a client waits for its answer.
 	MaxTime time.Duration `yaml:"max_time"`
 	// MaxMemory caps what the run holds: its copy of the graph and the
 	// matches it keeps, whatever the query's limits. Default 256MiB.
