@@ -123,18 +123,44 @@ func Decode(b []byte, vertices int) (*Store, error) {
 	}
 	s := New(flags&1 != 0)
 	s.keepTime = flags&2 != 0
+	if err := d.columns(s); err != nil {
+		return nil, err
+	}
+	np, err := d.count("pair count")
+	if err != nil {
+		return nil, err
+	}
+	for range np {
+		if err := d.pair(s); err != nil {
+			return nil, err
+		}
+	}
+	for i := range s.vcols {
+		if err := d.vertexValues(&s.vcols[i], vertices); err != nil {
+			return nil, err
+		}
+	}
+	if d.off != len(b) {
+		return nil, d.errf("%d bytes after the end", len(b)-d.off)
+	}
+	return s, nil
+}
+
+// columns reads the names of the edge columns and then of the vertex
+// columns into s.
+func (d *decoder) columns(s *Store) error {
 	for v := range 2 {
 		n, err := d.count("column count")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for range n {
 			name, err := d.string("column name")
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if s.Kept(name, v == 1) {
-				return nil, d.errf("column %q twice", name)
+				return d.errf("column %q twice", name)
 			}
 			if v == 0 {
 				s.EdgeColumn(name)
@@ -143,89 +169,99 @@ func Decode(b []byte, vertices int) (*Store, error) {
 			}
 		}
 	}
-	np, err := d.count("pair count")
+	return nil
+}
+
+// pair reads one pair, its key in canonical form and new to s, and its
+// transfers, of which it has at least one.
+func (d *decoder) pair(s *Store) error {
+	var k [3]uint64
+	var err error
+	for i, what := range [3]string{"pair source", "pair target", "pair label"} {
+		if k[i], err = d.uvarint(what); err != nil {
+			return err
+		}
+		if k[i] > math.MaxUint32 {
+			return d.errf("%s %d out of range", what, k[i])
+		}
+	}
+	key := pairKey{uint32(k[0]), uint32(k[1]), uint32(k[2])}
+	if !s.directed && key.a > key.b || key.a == key.b {
+		return d.errf("pair %d-%d is not in canonical form", key.a, key.b)
+	}
+	if _, dup := s.pairIdx[key]; dup {
+		return d.errf("pair %d-%d label %d twice", key.a, key.b, key.l)
+	}
+	n, err := d.count("transfer count")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	for range np {
-		var k [3]uint64
-		for i, what := range [3]string{"pair source", "pair target", "pair label"} {
-			if k[i], err = d.uvarint(what); err != nil {
-				return nil, err
-			}
-			if k[i] > math.MaxUint32 {
-				return nil, d.errf("%s %d out of range", what, k[i])
-			}
+	if n == 0 {
+		return d.errf("pair %d-%d has no transfers", key.a, key.b)
+	}
+	p := s.pairOf(key, false)
+	for range n {
+		if err := d.transfer(s, p); err != nil {
+			return err
 		}
-		key := pairKey{uint32(k[0]), uint32(k[1]), uint32(k[2])}
-		if !s.directed && key.a > key.b || key.a == key.b {
-			return nil, d.errf("pair %d-%d is not in canonical form", key.a, key.b)
+	}
+	return nil
+}
+
+// transfer reads one transfer of pair p: its id, unique unless empty, its
+// time and a value for each edge column.
+func (d *decoder) transfer(s *Store, p uint32) error {
+	id, err := d.string("transfer id")
+	if err != nil {
+		return err
+	}
+	ts, err := d.varint("transfer time")
+	if err != nil {
+		return err
+	}
+	if id != "" {
+		if _, dup := s.byID.get(s.ids, id); dup {
+			return d.errf("transfer id %q twice", id)
 		}
-		if _, dup := s.pairIdx[key]; dup {
-			return nil, d.errf("pair %d-%d label %d twice", key.a, key.b, key.l)
-		}
-		n, err := d.count("transfer count")
+	}
+	t := s.newSlot(p, id, ts)
+	s.state[t] = alive
+	for i := range s.cols {
+		v, err := d.value()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if n == 0 {
-			return nil, d.errf("pair %d-%d has no transfers", key.a, key.b)
-		}
-		p := s.pairOf(key, false)
-		for range n {
-			id, err := d.string("transfer id")
-			if err != nil {
-				return nil, err
-			}
-			ts, err := d.varint("transfer time")
-			if err != nil {
-				return nil, err
-			}
-			if id != "" {
-				if _, dup := s.byID.get(s.ids, id); dup {
-					return nil, d.errf("transfer id %q twice", id)
-				}
-			}
-			t := s.newSlot(p, id, ts)
-			s.state[t] = alive
-			for i := range s.cols {
-				v, err := d.value()
-				if err != nil {
-					return nil, err
-				}
-				s.cols[i].set(int(t), v)
-			}
-		}
+		s.cols[i].set(int(t), v)
 	}
-	for i := range s.vcols {
-		n, err := d.count("vertex value count")
+	return nil
+}
+
+// vertexValues reads vertex column c's values: each for a vertex below
+// vertices, given once, and not null.
+func (d *decoder) vertexValues(c *column, vertices int) error {
+	n, err := d.count("vertex value count")
+	if err != nil {
+		return err
+	}
+	for range n {
+		v, err := d.uvarint("vertex")
 		if err != nil {
-			return nil, err
+			return err
 		}
-		c := &s.vcols[i]
-		for range n {
-			v, err := d.uvarint("vertex")
-			if err != nil {
-				return nil, err
-			}
-			if v >= uint64(vertices) || (len(c.kinds) > int(v) && c.kinds[v] != graph.Null) {
-				return nil, d.errf("vertex %d out of range (the graph has %d ids) or given twice", v, vertices)
-			}
-			val, err := d.value()
-			if err != nil {
-				return nil, err
-			}
-			if val.Kind == graph.Null {
-				return nil, d.errf("vertex %d: a null value is not stored", v)
-			}
-			c.grow(int(v) + 1)
-			c.set(int(v), val)
+		if v >= uint64(vertices) || (len(c.kinds) > int(v) && c.kinds[v] != graph.Null) {
+			return d.errf("vertex %d out of range (the graph has %d ids) or given twice", v, vertices)
 		}
+		val, err := d.value()
+		if err != nil {
+			return err
+		}
+		if val.Kind == graph.Null {
+			return d.errf("vertex %d: a null value is not stored", v)
+		}
+		c.grow(int(v) + 1)
+		c.set(int(v), val)
 	}
-	if d.off != len(b) {
-		return nil, d.errf("%d bytes after the end", len(b)-d.off)
-	}
-	return s, nil
+	return nil
 }
 
 type decoder struct {

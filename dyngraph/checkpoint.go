@@ -248,67 +248,122 @@ func Read(r io.Reader, opts Options) (*Graph, error) {
 }
 
 func (d *decoder) read(opts Options) (*Graph, error) {
-	for i := range len(ckptMagic) {
-		c, err := d.byte("magic")
-		if err != nil {
-			return nil, err
-		}
-		if c != ckptMagic[i] {
-			return nil, d.errAt(0, fmt.Sprintf("not a graph checkpoint: the magic is not %q", ckptMagic))
-		}
-	}
-	version, err := d.byte("version")
+	h, err := d.header(opts.Directed)
 	if err != nil {
 		return nil, err
 	}
-	if version != ckptVersion {
-		return nil, d.errAt(d.off-1, fmt.Sprintf("unsupported version %d (this build reads %d)", version, ckptVersion))
-	}
-	flags, err := d.byte("flags")
-	if err != nil {
-		return nil, err
-	}
-	if flags&^ckptKnownFlags != 0 {
-		return nil, d.errAt(d.off-1, fmt.Sprintf("unknown flags %#x", flags&^ckptKnownFlags))
-	}
-	if directed := flags&ckptDirected != 0; directed != opts.Directed {
-		what := "an undirected"
-		if directed {
-			what = "a directed"
-		}
-		return nil, fmt.Errorf("dyngraph: checkpoint holds %s graph but Options.Directed is %v: %w", what, opts.Directed, ErrCheckpoint)
-	}
-	multi := flags&ckptEdgeLabels != 0
-	at := d.off
-	nv, err := d.uvarint("vertex count")
-	if err != nil {
-		return nil, err
-	}
-	if nv > graph.MaxVertices {
-		return nil, d.errAt(at, fmt.Sprintf("%d vertex rows, more than the %d a graph holds", nv, uint64(graph.MaxVertices)))
-	}
-	n := uint32(nv)
-	m, err := d.uvarint("edge count")
-	if err != nil {
-		return nil, err
-	}
-	var label graph.Label
-	if !multi && m > 0 {
-		at := d.off
-		x, err := d.uvarint("edge label")
-		if err != nil {
-			return nil, err
-		}
-		if x >= uint64(graph.NoLabel) {
-			return nil, d.errAt(at, fmt.Sprintf("edge label %d is not a concrete label", x))
-		}
-		label = graph.Label(x)
-	}
-
 	g, err := New(opts)
 	if err != nil {
 		return nil, err
 	}
+	if err := d.vertices(g, h.n); err != nil {
+		return g, err
+	}
+	batch, err := d.edges(g, h)
+	if err != nil {
+		return g, err
+	}
+	rejects, st, err := g.Build(batch)
+	if err != nil {
+		return g, fmt.Errorf("dyngraph: loading checkpoint: %w", err)
+	}
+	if len(rejects) > 0 || uint64(st.Inserted) != h.m {
+		// The checks above admit only what Build accepts; this guards them.
+		return g, fmt.Errorf("dyngraph: checkpoint: Build refused %d edges and inserted %d of %d: %w", len(rejects), st.Inserted, h.m, ErrCheckpoint)
+	}
+	return g, nil
+}
+
+// ckptHeader is what a checkpoint declares ahead of its tables.
+type ckptHeader struct {
+	n     uint32      // rows of the vertex table
+	m     uint64      // edges in the lists
+	multi bool        // each edge carries its own label
+	label graph.Label // the one edge label, when !multi and m > 0
+}
+
+// header reads the magic, version, flags and counts, and checks that the
+// checkpoint's direction is the one the caller asks for.
+func (d *decoder) header(directed bool) (ckptHeader, error) {
+	var h ckptHeader
+	flags, err := d.preamble()
+	if err != nil {
+		return h, err
+	}
+	if dir := flags&ckptDirected != 0; dir != directed {
+		what := "an undirected"
+		if dir {
+			what = "a directed"
+		}
+		return h, fmt.Errorf("dyngraph: checkpoint holds %s graph but Options.Directed is %v: %w", what, directed, ErrCheckpoint)
+	}
+	h.multi = flags&ckptEdgeLabels != 0
+	at := d.off
+	nv, err := d.uvarint("vertex count")
+	if err != nil {
+		return h, err
+	}
+	if nv > graph.MaxVertices {
+		return h, d.errAt(at, fmt.Sprintf("%d vertex rows, more than the %d a graph holds", nv, uint64(graph.MaxVertices)))
+	}
+	h.n = uint32(nv)
+	if h.m, err = d.uvarint("edge count"); err != nil {
+		return h, err
+	}
+	if !h.multi && h.m > 0 {
+		if h.label, err = d.edgeLabel(); err != nil {
+			return h, err
+		}
+	}
+	return h, nil
+}
+
+// preamble reads the magic and the version, which must be this build's, and
+// returns the flags, which must all be known.
+func (d *decoder) preamble() (byte, error) {
+	for i := range len(ckptMagic) {
+		c, err := d.byte("magic")
+		if err != nil {
+			return 0, err
+		}
+		if c != ckptMagic[i] {
+			return 0, d.errAt(0, fmt.Sprintf("not a graph checkpoint: the magic is not %q", ckptMagic))
+		}
+	}
+	version, err := d.byte("version")
+	if err != nil {
+		return 0, err
+	}
+	if version != ckptVersion {
+		return 0, d.errAt(d.off-1, fmt.Sprintf("unsupported version %d (this build reads %d)", version, ckptVersion))
+	}
+	flags, err := d.byte("flags")
+	if err != nil {
+		return 0, err
+	}
+	if flags&^ckptKnownFlags != 0 {
+		return 0, d.errAt(d.off-1, fmt.Sprintf("unknown flags %#x", flags&^ckptKnownFlags))
+	}
+	return flags, nil
+}
+
+// edgeLabel reads an edge label, which must be concrete; the caller names
+// the edge in an error, if it knows one.
+func (d *decoder) edgeLabel() (graph.Label, error) {
+	at := d.off
+	x, err := d.uvarint("edge label")
+	if err != nil {
+		return 0, err
+	}
+	if x >= uint64(graph.NoLabel) {
+		return 0, d.errAt(at, fmt.Sprintf("edge label %d is not a concrete label", x))
+	}
+	return graph.Label(x), nil
+}
+
+// vertices reads the vertex table's n rows into g. A row holds a label plus
+// one, or 0 for a row that is not a vertex.
+func (d *decoder) vertices(g *Graph, n uint32) error {
 	for v := range n {
 		if int(v) == cap(g.vlabel) {
 			g.growRows(n)
@@ -316,105 +371,127 @@ func (d *decoder) read(opts Options) (*Graph, error) {
 		at := d.off
 		x, err := d.uvarint("vertex label")
 		if err != nil {
-			return g, err
+			return err
 		}
 		switch {
 		case x > uint64(graph.NoLabel):
-			return g, d.errAt(at, fmt.Sprintf("vertex %d: label %d is not a concrete label", v, x-1))
+			return d.errAt(at, fmt.Sprintf("vertex %d: label %d is not a concrete label", v, x-1))
 		case x == 0 && v == n-1:
 			// The graph makes rows only up to a vertex it was told about.
-			return g, d.errAt(at, fmt.Sprintf("the last table row, %d, is not a vertex", v))
+			return d.errAt(at, fmt.Sprintf("the last table row, %d, is not a vertex", v))
 		case x == 0:
 			continue // a row the next vertex's AddVertex creates
 		}
 		if err := g.AddVertex(v, graph.Label(x-1)); err != nil {
-			return g, err // cannot happen: v is new and the label concrete
+			return err // cannot happen: v is new and the label concrete
 		}
 	}
+	return nil
+}
 
+// edgeLists gathers a checkpoint's edge lists into one batch for Build.
+type edgeLists struct {
+	h      ckptHeader
+	batch  []graph.Update
+	sawTwo bool // the edges carry two labels or more
+}
+
+// edges reads the edge list of each of g's table rows and returns them as
+// one batch of inserts, checked against the header's counts.
+func (d *decoder) edges(g *Graph, h ckptHeader) ([]graph.Update, error) {
 	// The batch grows as edges are read rather than from m, so its memory
 	// follows the input: an entry is at least one byte of it. It doubles,
 	// where append would grow a large slice by a quarter and copy it about
 	// ten times on the way to a million edges: that was a third of Read.
-	batch := make([]graph.Update, 0, min(m, 1<<12))
+	el := edgeLists{h: h, batch: make([]graph.Update, 0, min(h.m, 1<<12))}
 	var total uint64
-	sawTwo := false
-	for v := range n {
+	for v := range h.n {
 		at := d.off
 		count, err := d.uvarint("list length")
 		if err != nil {
-			return g, err
+			return nil, err
 		}
-		if count > m-total {
-			return g, d.errAt(at, fmt.Sprintf("vertex %d lists %d edges, beyond the %d the header announces", v, count, m))
+		if count > h.m-total {
+			return nil, d.errAt(at, fmt.Sprintf("vertex %d lists %d edges, beyond the %d the header announces", v, count, h.m))
 		}
 		if count > 0 && !g.exists(v) {
-			return g, d.errAt(at, fmt.Sprintf("table row %d has edges but is not a vertex", v))
+			return nil, d.errAt(at, fmt.Sprintf("table row %d has edges but is not a vertex", v))
 		}
 		total += count
-		prev := int64(v)
-		var prevKey uint64
-		var prevLabel graph.Label
-		for i := range count {
-			at := d.off
-			z, err := d.uvarint("neighbour")
-			if err != nil {
-				return g, err
-			}
-			delta := unzigzag(z)
-			if delta < -int64(n) || delta > int64(n) || prev+delta < 0 || prev+delta >= int64(n) {
-				return g, d.errAt(at, fmt.Sprintf("vertex %d: neighbour %d+%d out of range", v, prev, delta))
-			}
-			w := graph.VertexID(prev + delta)
-			prev = int64(w)
-			switch {
-			case !g.exists(w):
-				return g, d.errAt(at, fmt.Sprintf("vertex %d: neighbour %d is not a vertex", v, w))
-			case w == v:
-				return g, d.errAt(at, fmt.Sprintf("vertex %d: self-loop", v))
-			case !opts.Directed && w < v:
-				return g, d.errAt(at, fmt.Sprintf("undirected edge %d-%d stored at its larger end", v, w))
-			}
-			if multi {
-				at := d.off
-				x, err := d.uvarint("edge label")
-				if err != nil {
-					return g, err
-				}
-				if x >= uint64(graph.NoLabel) {
-					return g, d.errAt(at, fmt.Sprintf("edge %d-%d: label %d is not a concrete label", v, w, x))
-				}
-				label = graph.Label(x)
-				sawTwo = sawTwo || (len(batch) > 0 && label != batch[0].Label)
-			}
-			// Strictly increasing in list order: no duplicates, and the
-			// order WriteTo produces, so the encoding stays canonical.
-			key := uint64(g.vlabel[w])<<32 | uint64(w)
-			if i > 0 && (key < prevKey || key == prevKey && label <= prevLabel) {
-				return g, d.errAt(at, fmt.Sprintf("vertex %d: neighbour %d (label %d) out of list order", v, w, label))
-			}
-			prevKey, prevLabel = key, label
-			if len(batch) == cap(batch) {
-				batch = slices.Grow(batch, int(min(m, 2*uint64(cap(batch))))-len(batch))
-			}
-			batch = append(batch, graph.Update{Op: graph.Insert, Src: v, Dst: w, Label: label, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
+		if err := d.list(g, &el, v, count); err != nil {
+			return nil, err
 		}
 	}
-	if total != m {
-		return g, d.errAt(d.off, fmt.Sprintf("the header announces %d edges, the lists hold %d", m, total))
+	if total != h.m {
+		return nil, d.errAt(d.off, fmt.Sprintf("the header announces %d edges, the lists hold %d", h.m, total))
 	}
-	if multi && !sawTwo {
-		return g, d.errAt(d.off, "per-edge labels, but the edges carry fewer than two labels")
+	if h.multi && !el.sawTwo {
+		return nil, d.errAt(d.off, "per-edge labels, but the edges carry fewer than two labels")
 	}
-	rejects, st, err := g.Build(batch)
+	return el.batch, nil
+}
+
+// list reads v's list of count edges onto el.batch. A neighbour is a
+// zigzag delta from the one before (from v for the first), followed by its
+// label when edges carry their own.
+func (d *decoder) list(g *Graph, el *edgeLists, v graph.VertexID, count uint64) error {
+	n, m := int64(el.h.n), el.h.m
+	label := el.h.label
+	prev := int64(v)
+	var prevKey uint64
+	var prevLabel graph.Label
+	for i := range count {
+		at := d.off
+		z, err := d.uvarint("neighbour")
+		if err != nil {
+			return err
+		}
+		delta := unzigzag(z)
+		if delta < -n || delta > n || prev+delta < 0 || prev+delta >= n {
+			return d.errAt(at, fmt.Sprintf("vertex %d: neighbour %d+%d out of range", v, prev, delta))
+		}
+		w := graph.VertexID(prev + delta)
+		prev = int64(w)
+		switch {
+		case !g.exists(w):
+			return d.errAt(at, fmt.Sprintf("vertex %d: neighbour %d is not a vertex", v, w))
+		case w == v:
+			return d.errAt(at, fmt.Sprintf("vertex %d: self-loop", v))
+		case !g.opts.Directed && w < v:
+			return d.errAt(at, fmt.Sprintf("undirected edge %d-%d stored at its larger end", v, w))
+		}
+		if el.h.multi {
+			if label, err = d.listLabel(v, w); err != nil {
+				return err
+			}
+			el.sawTwo = el.sawTwo || (len(el.batch) > 0 && label != el.batch[0].Label)
+		}
+		// Strictly increasing in list order: no duplicates, and the
+		// order WriteTo produces, so the encoding stays canonical.
+		key := uint64(g.vlabel[w])<<32 | uint64(w)
+		if i > 0 && (key < prevKey || key == prevKey && label <= prevLabel) {
+			return d.errAt(at, fmt.Sprintf("vertex %d: neighbour %d (label %d) out of list order", v, w, label))
+		}
+		prevKey, prevLabel = key, label
+		if len(el.batch) == cap(el.batch) {
+			el.batch = slices.Grow(el.batch, int(min(m, 2*uint64(cap(el.batch))))-len(el.batch))
+		}
+		el.batch = append(el.batch, graph.Update{Op: graph.Insert, Src: v, Dst: w, Label: label, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel})
+	}
+	return nil
+}
+
+// listLabel reads the label of edge v-w, which must be concrete.
+func (d *decoder) listLabel(v, w graph.VertexID) (graph.Label, error) {
+	at := d.off
+	x, err := d.uvarint("edge label")
 	if err != nil {
-		return g, fmt.Errorf("dyngraph: loading checkpoint: %w", err)
+		return 0, err
 	}
-	if len(rejects) > 0 || uint64(st.Inserted) != m {
-		// The checks above admit only what Build accepts; this guards them.
-		return g, fmt.Errorf("dyngraph: checkpoint: Build refused %d edges and inserted %d of %d: %w", len(rejects), st.Inserted, m, ErrCheckpoint)
+	if x >= uint64(graph.NoLabel) {
+		return 0, d.errAt(at, fmt.Sprintf("edge %d-%d: label %d is not a concrete label", v, w, x))
 	}
-	return g, nil
+	return graph.Label(x), nil
 }
 
 // growRows doubles the capacity of the vertex table, up to n rows, ahead of

@@ -507,11 +507,8 @@ func FuzzRead(f *testing.F) {
 // benchmarks (2^20 edge draws, 1.0M distinct undirected edges on 2^18
 // vertices), in memory, so that the figures are the encoding's and Build's,
 // not a disk's; labels=4 gives each edge one of four labels at random.
-//
-// On a shared 2-core Intel Xeon VM (go1.26, mmap arenas): write 37 ms
-// (2.45 B/edge, 67 MB/s, 27M edges/s, 2 allocations whatever the size);
-// read 230 ms (11 MB/s of the compact input, 4.3M edges/s), about half of it
-// in Build. With four labels: write 40 ms (3.4 B/edge), read 300 ms.
+// Writing takes the same 2 allocations whatever the size; about half of a
+// read is Build.
 func BenchmarkCheckpoint(b *testing.B) {
 	_, batches := benchLoad(rand.New(rand.NewPCG(1, 1)))
 	for _, nl := range []int{1, 4} {

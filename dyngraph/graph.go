@@ -317,10 +317,9 @@ const spareFrom = 1 << 16
 // table: append grows a large slice by a quarter, and a stream that keeps
 // naming new accounts spent a sixth of its serial apply copying the table.
 // Once the table is three quarters full its next arrays are made ready in
-// the background (prepareSpare): on the 2-core VM, doubling a table of
-// 700,000 vertices in place stopped the run loop for 56 ms, most of it
-// the kernel's first touches of the new pages, and such stops were the
-// service's worst alert latencies.
+// the background (prepareSpare): doubling a large table in place stops the
+// run loop while the kernel first touches the new pages, and such stops
+// would be the service's worst alert latencies.
 func (g *Graph) growTable(n int) {
 	if sp := g.spare; sp != nil {
 		g.spare = nil

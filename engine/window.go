@@ -34,7 +34,7 @@ type Window struct {
 // first run did.
 //
 // Memory is bounded by the live edges: a map from edge to time (27 to 53
-// bytes an edge, measured, depending on how full its table is) and a
+// bytes an edge, depending on how full its table is) and a
 // min-heap of (time, edge) entries of 24 bytes. A refresh or a deletion
 // leaves its old heap entry behind, to be skipped when it comes to the top;
 // once such stale entries outnumber the live edges, the heap is rebuilt

@@ -63,8 +63,7 @@ func (k Kind) plural() string {
 //
 // Note is on the decoders' hot path and allocates nothing once a label's
 // names and kinds are known: it reads an immutable snapshot (two map
-// lookups, 50-70 ns per property on a busy 2-core VM, BenchmarkCatalogNote)
-// and takes the lock only to publish a new one when a name or a kind first
+// lookups a property, BenchmarkCatalogNote) and takes the lock only to publish a new one when a name or a kind first
 // appears. The decoders skip even that for an event of the shape of the
 // one before (ingest's noteSeen). Names per label and labels are
 // bounded (MaxCatalogNames, MaxCatalogLabels) so that a stream of ever new

@@ -73,11 +73,10 @@ const (
 	// Explore.
 	maxBackoff = 64
 	// gpuFirst is the first bucket (over 2^(gpuFirst-1) = 512 changes)
-	// whose queries start on the GPU until measured. A heavy query on the CPU's
-	// side of a large batch cost 8 times the GPU's on the H100, a light one
-	// on the GPU's a third more than the CPU's; batches of a few changes
-	// pay the GPU's fixed cost of copies and launches, so they start on the
-	// CPU.
+	// whose queries start on the GPU until measured. In a large batch a
+	// heavy query loses far more on the CPU than a light one loses on the
+	// GPU; batches of a few changes pay the GPU's fixed cost of copies and
+	// launches, so they start on the CPU.
 	gpuFirst = 10
 )
 
@@ -174,8 +173,8 @@ const balanceGain = 0.1
 // then works beside the CPU's workers too. Weighed with the GPU idle and
 // the batch not overlapped, the CPU's share made moving a query to the GPU
 // look shorter, and the batches split between the devices ran slower than
-// on the CPU alone. The value is measured (docs/experiments.md, "What the
-// cost model's rules came from").
+// on the CPU alone. The runs that set the value are in docs/experiments.md
+// ("What the cost model's rules came from").
 const cpuLoadWeight = 1.5
 
 // loads is what a batch's queries are expected to cost each device: the
@@ -302,9 +301,10 @@ func (m *costModel) choose(queries []*query.Query, b, explore int) (home []Devic
 // measured when the home device's was under 1/drift of what it is now. The
 // graph may have grown since, and the other device's cost with it: the
 // query moves on that average (decide, balance) only once drift has
-// measured it again (driftBudget). Moved on it, ring5 of the 5-vertex mix ran
-// a batch on a CPU up to 25 times slower, and moved back, each time its
-// GPU average caught up with the CPU's old one.
+// measured it again (driftBudget). Moved on a stale average, a query on a
+// densifying graph goes to a device many times slower than its own, and
+// comes back, each time its home average catches up with the other's old
+// one.
 func (c *cell) stale() bool {
 	o := 1 - c.home
 	return c.at[o] > 0 && c.est[c.home] > drift*c.at[o]
@@ -314,11 +314,11 @@ func (c *cell) stale() bool {
 // measurements, the next one at the other device's average, must stay
 // within 1/Explore of the query's time on its home device. On a graph that
 // densifies, the query's own device slows on every batch, the other
-// slows alike unseen, and its old average soon looks close: on the 5-vertex
-// mix each doubling of ring5's GPU cost had its CPU, up to 25 times as slow,
-// measured again, and auto ran at 0.88 of the GPU alone. A device that
-// slows alone (contention) is still caught at once while the budget lasts,
-// and at the interval after.
+// slows alike unseen, and its old average soon looks close: without the
+// budget each doubling of the home cost would measure a device many times
+// slower again, and those measurements would cost more than the placement
+// gains. A device that slows alone (contention) is still caught at once
+// while the budget lasts, and at the interval after.
 func (c *cell) driftBudget() bool {
 	o := 1 - c.home
 	next := c.est[o]
@@ -424,9 +424,8 @@ func (m *costModel) decide(c *cell, measured bool) {
 		// batch: the interval is n times Explore, so that measuring takes
 		// about 1/Explore of the query's time. It does not grow while the
 		// choice holds: on a graph that densifies the devices' costs move
-		// apart, and a query left on the device it outgrew (the 5-vertex
-		// mix's first hundred batches on the H200) cost more than the
-		// measurements would have.
+		// apart, and a query left on the device it outgrew costs more than
+		// the measurements would have.
 		n := int(min(m.cost(c, other)/max(m.cost(c, c.home), 1e-9), maxBackoff))
 		c.every = max(n, 1) * c.base
 		c.ref = c.est[c.home]

@@ -305,8 +305,9 @@ func TestCostModelExploresDensifying(t *testing.T) {
 }
 
 // TestCostModelBalanceIdleGPU: three queries cheaper on the CPU, as the
-// alert-sparse mix's were on the H200 machine (0.6 ms each against 1.9-2.2
-// ms on the GPU), stay together on the CPU. Counting the CPU's share
+// alert-sparse mix's were (0.6 ms each against 1.9-2.2 ms on the GPU;
+// docs/experiments.md, "What the cost model's rules came from"), stay
+// together on the CPU. Counting the CPU's share
 // cpuLoadWeight times with the GPU idle had made moving one to the GPU look
 // shorter, and those split batches took twice the CPU's time.
 func TestCostModelBalanceIdleGPU(t *testing.T) {
@@ -320,7 +321,7 @@ func TestCostModelBalanceIdleGPU(t *testing.T) {
 }
 
 // TestCostModelFixedCost: three queries as the alert-sparse mix's were
-// through the service on the H200 machine. The GPU costs 0.9 ms a batch to
+// through the service. The GPU costs 0.9 ms a batch to
 // bring its copy up to date (observeFixed, once per batch whatever the
 // queries) plus each query's own time; the CPU 0.5 ms a query.
 //   - Begun, a query costs the GPU 0.03 ms: all three must stay on the GPU,

@@ -48,9 +48,9 @@ func (d Device) String() string {
 //
 // Static goes to the CPU: its static matcher searches a filtered candidate
 // space with work split deep in the tree, while the GPU's walks the whole
-// graph from the filtered root edges (on the H200 machine the CPU's 16 cores
-// took 0.036 s for a yeast query of 11M matches; the GPU did not finish ten
-// smaller ones in 150 s).
+// graph from the filtered root edges, which on a large graph takes orders
+// of magnitude longer (docs/experiments.md, "What the cost model's rules
+// came from").
 //
 // Match and Begin must not be called concurrently, nor before the wait of
 // the last Begin; they call both executors at once on the same graph, which
@@ -74,8 +74,8 @@ type Placer struct {
 	// straight through, neither measured nor explored; 0 means 16, and 1
 	// measures every size. One update at a time the GPU's fixed cost of a
 	// launch and its copies outweighs the work, and in per-update mode the
-	// model's own bookkeeping and the GPU's occasional measurement cost a
-	// fifth of the CPU's time (20 wiki-Vote-like queries on the H100).
+	// model's own bookkeeping and the GPU's occasional measurement would
+	// cost a large share of the CPU's time.
 	CPUBelow int
 
 	model  costModel
@@ -211,9 +211,9 @@ func (p *Placer) begin(g *dyngraph.Graph, delta []graph.Change, queries []*query
 	}
 	offset := [2]int{0, p.CPU.NumWorkers()}
 	// A device works in this batch when it has queries or is not warmed up
-	// yet; an idle one follows the batch (Follow). Syncing the idle GPU's
-	// copy in every batch of 4096 instead, alongside the CPU's matching,
-	// slowed the CPU's share by a third (alert-heavy on the H100).
+	// yet; an idle one follows the batch (Follow), since syncing the idle
+	// GPU's copy in every batch, alongside the CPU's matching, takes host
+	// cores from the CPU's share.
 	works := func(d Device) bool { return len(p.sides[d].idx) > 0 || p.sides[d].solo >= 0 || !p.warm[d] }
 	run := func(d Device) {
 		if !works(d) {

@@ -525,11 +525,11 @@ func (f *finder) candidatesRows(d int, dst []uint32) []uint32 {
 }
 
 // The finders' buffers are written on every step of the search. Where one
-// shared a cache line with another finder's, the two cores traded the line
-// back and forth: on the H200 machine 16 workers spent 40% more CPU time
-// than one on the same search (yeast dense_24_2, 9.6× faster, not 16×). So
-// every buffer a finder writes keeps a cache line of its own memory on each
-// side (padded, room), and the finder itself begins and ends with one.
+// shares a cache line with another finder's, the two cores trade the line
+// back and forth and the workers stop scaling with the cores
+// (docs/experiments.md, "16 workers against one"). So every buffer a
+// finder writes keeps a cache line of its own memory on each side (padded,
+// room), and the finder itself begins and ends with one.
 const cacheLine = 64
 
 // padded returns n zero values of T with a cache line of unused memory on

@@ -71,50 +71,76 @@ func keyAt(b []byte, i, at int) int {
 // (FuzzDecodeFast). It costs two thirds of that way on the bench's event
 // (BenchmarkDecode/json-bench); a declined event pays for both.
 func (j *jsonLine) fast(b []byte, keep *PropFilter, rec *Record) bool {
-	i := skipSpace(b, 1)
-	if !hasAt(b, i, `"op"`) {
+	op, i := fastOp(b)
+	if i < 0 {
 		return false
 	}
-	if i = skipSpace(b, i+len(`"op"`)); i >= len(b) || b[i] != ':' {
-		return false
-	}
-	var op graph.Op
-	switch i = skipSpace(b, i+1); {
-	case hasAt(b, i, `"+"`):
-		op, i = graph.Insert, i+len(`"+"`)
-	case hasAt(b, i, `"-"`):
-		op, i = graph.Delete, i+len(`"-"`)
-	case hasAt(b, i, `"insert"`):
-		op, i = graph.Insert, i+len(`"insert"`)
-	case hasAt(b, i, `"delete"`):
-		op, i = graph.Delete, i+len(`"delete"`)
-	default:
-		return false
-	}
-
-	var (
-		names  [fastNames]span // in j.text, by index in fastKeys
-		next   int             // the least index in fastKeys that the next key may have
-		ms     int64
-		ts     span // in j.text, when isText
-		isText bool
-		numTS  bool // ms is the ts as given, in j.unit
-	)
+	var f fastFields
 	j.text = j.text[:0]
 	j.val[keyProps], j.val[keySrcProps], j.val[keyDstProps] = span{}, span{}, span{}
+	if i = j.fastFields(b, i, &f); i < 0 {
+		return false
+	}
+	// src and dst given, and nothing after the object.
+	if f.names[0].end == 0 || f.names[1].end == 0 || skipSpace(b, i+1) != len(b) {
+		return false
+	}
+	return j.fastRecord(b, op, &f, keep, rec)
+}
+
+// fastFields are what fast has read of an event's keys: spans of j.text
+// for names and a textual ts, or the ts as a number.
+type fastFields struct {
+	names  [fastNames]span // by index in fastKeys
+	ms     int64
+	ts     span // when isText
+	isText bool
+	numTS  bool // ms is the ts as given, in j.unit
+}
+
+// fastOp reads the opening of an event, up to and including its op value,
+// and returns the op and the index after it, or -1 if the event does not
+// start with an op fast takes.
+func fastOp(b []byte) (graph.Op, int) {
+	i := skipSpace(b, 1)
+	if !hasAt(b, i, `"op"`) {
+		return 0, -1
+	}
+	if i = skipSpace(b, i+len(`"op"`)); i >= len(b) || b[i] != ':' {
+		return 0, -1
+	}
+	switch i = skipSpace(b, i+1); {
+	case hasAt(b, i, `"+"`):
+		return graph.Insert, i + len(`"+"`)
+	case hasAt(b, i, `"-"`):
+		return graph.Delete, i + len(`"-"`)
+	case hasAt(b, i, `"insert"`):
+		return graph.Insert, i + len(`"insert"`)
+	case hasAt(b, i, `"delete"`):
+		return graph.Delete, i + len(`"delete"`)
+	}
+	return 0, -1
+}
+
+// fastFields reads the members after op into f and j.val, in fastKeys'
+// order, and returns the index of the closing brace, or -1 where fast
+// declines the event. The values are read in the loop rather than by a
+// function per key, which would cost a call for each of an event's keys.
+func (j *jsonLine) fastFields(b []byte, i int, f *fastFields) int {
+	next := 0 // the least index in fastKeys that the next key may have
 	for {
 		i = skipSpace(b, i)
 		if i >= len(b) {
-			return false
+			return -1
 		}
 		if b[i] == '}' {
-			break
+			return i
 		}
 		if b[i] != ',' {
-			return false
+			return -1
 		}
 		if i = skipSpace(b, i+1); i >= len(b) || b[i] != '"' {
-			return false
+			return -1
 		}
 		at := keyAt(b, i, next)
 		if at < len(fastKeys) {
@@ -124,12 +150,12 @@ func (j *jsonLine) fast(b []byte, keep *PropFilter, rec *Record) bool {
 			// one out of order, given twice, folded or of properties.
 			end, plain := scanString(b, i)
 			if end < 0 || !plain || keyIndex(b[i+1:end-1]) != -1 {
-				return false
+				return -1
 			}
 			i = end
 		}
 		if i = skipSpace(b, i); i >= len(b) || b[i] != ':' {
-			return false
+			return -1
 		}
 		i = skipSpace(b, i+1)
 		switch {
@@ -145,36 +171,39 @@ func (j *jsonLine) fast(b []byte, keep *PropFilter, rec *Record) bool {
 			// An RFC 3339 time, parsed once its text is a string.
 			start := len(j.text)
 			i = j.fastName(b, i)
-			ts, isText = span{start, len(j.text)}, true
+			f.ts, f.isText = span{start, len(j.text)}, true
 		case fastKeys[at] == keyTS:
-			i, ms = fastInt(b, i)
-			numTS = true
+			i, f.ms = fastInt(b, i)
+			f.numTS = true
 		default:
 			start := len(j.text)
 			i = j.fastName(b, i)
-			names[at] = span{start, len(j.text)}
-			if at <= 1 && names[at].start == names[at].end {
-				return false // src or dst empty
+			f.names[at] = span{start, len(j.text)}
+			if at <= 1 && f.names[at].start == f.names[at].end {
+				return -1 // src or dst empty
 			}
 		}
 		if i < 0 {
-			return false
+			return -1
 		}
 		if at < len(fastKeys) {
 			next = at + 1
 		}
 	}
-	// src and dst given, and nothing after the object.
-	if names[0].end == 0 || names[1].end == 0 || skipSpace(b, i+1) != len(b) {
-		return false
-	}
+}
+
+// fastRecord reads the properties and the time of a whole event that
+// fastFields has read, and makes *rec of them; false declines the event
+// with *rec untouched.
+func (j *jsonLine) fastRecord(b []byte, op graph.Op, f *fastFields, keep *PropFilter, rec *Record) bool {
 	j.buf = b
 	err := j.props(graph.Insert, keep)
 	j.buf = nil
 	if err != nil {
 		return false
 	}
-	if numTS {
+	ms := f.ms
+	if f.numTS {
 		n, ok := ms, false
 		if ms, ok = j.unit.millis(n); !ok {
 			return false
@@ -182,14 +211,14 @@ func (j *jsonLine) fast(b []byte, keep *PropFilter, rec *Record) bool {
 		j.numTS, j.rawTS = true, n
 	}
 	s := string(j.text)
-	if isText {
-		if ms, err = parseRFC3339(s[ts.start:ts.end]); err != nil {
+	if f.isText {
+		if ms, err = parseRFC3339(s[f.ts.start:f.ts.end]); err != nil {
 			return false
 		}
 	}
 	*rec = Record{Op: op, Time: ms}
-	for at, dst := range [len(names)]*string{&rec.Src, &rec.Dst, &rec.Label, &rec.SrcLabel, &rec.DstLabel, &rec.ID} {
-		*dst = s[names[at].start:names[at].end]
+	for at, dst := range [len(f.names)]*string{&rec.Src, &rec.Dst, &rec.Label, &rec.SrcLabel, &rec.DstLabel, &rec.ID} {
+		*dst = s[f.names[at].start:f.names[at].end]
 	}
 	j.takeProps(rec, s)
 	return true

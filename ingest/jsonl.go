@@ -19,8 +19,8 @@ import (
 // regard to case), nesting deeper than maxScanDepth, and every syntax error,
 // which it words. The fallback keeps the reader's behaviour exactly that of
 // encoding/json, while the common event costs one allocation instead of ten
-// and 0.6 µs instead of 4.5 µs (the documented input event, on a 2-core x86-64 VM;
-// see BenchmarkDecode, whose "fallback" is the encoding/json path).
+// and a fraction of encoding/json's time (BenchmarkDecode, whose "fallback"
+// is the encoding/json path).
 //
 // Before the scanner, fast (jsonfast.go) reads the common edge event, in
 // AppendEvent's order of keys, in one pass, and leaves the rest to it.

@@ -47,10 +47,9 @@ type ConsumerConfig struct {
 	HeartbeatInterval, RebalanceTimeout time.Duration
 	// MaxBytes (1 MiB, Kafka's max.partition.fetch.bytes) caps one fetch
 	// from one partition. The client holds up to two fetches decoded, so
-	// it bounds memory: with 16 MiB a backlog of small events held half a
-	// million decoded records (bench service, alert-sparse, 2-core VM: peak
-	// RSS 920 MB against 550-600 MB, and the client's CPU 0.39 s per
-	// million records against 0.26).
+	// it bounds memory: a large cap lets a backlog of small events hold
+	// hundreds of thousands of decoded records, which cost memory and the
+	// client's CPU for no gain in throughput.
 	MaxBytes int
 	// MaxWait (100ms) is how long a fetch waits for new records; it bounds
 	// how soon a quiet stream's first record is seen.
@@ -370,10 +369,10 @@ func (p *recordPool) PutRecords(s []kgo.Record) {
 }
 
 // MaxChunk is the most messages Read sends at once. Handing records over
-// one at a time cost the service's decoding stage a channel operation each,
-// 0.1-0.3 µs on its critical path (a fifth of the stage on a 2-core VM);
-// a chunk per fetched partition, capped so that a large fetch still flows
-// on as it is read, costs one per MaxChunk.
+// one at a time would cost the service's decoding stage a channel
+// operation each, on its critical path; a chunk per fetched partition,
+// capped so that a large fetch still flows on as it is read, costs one per
+// MaxChunk.
 const MaxChunk = 256
 
 // Commit records offsets (partition → next offset to read) as the group's

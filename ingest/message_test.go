@@ -462,14 +462,9 @@ var decodeBench = []struct {
 }
 
 // BenchmarkDecode decodes the documented input event and kin; "fallback" is the
-// design event through encoding/json, the path the scanner spares.
-//
-// On a 2-core x86-64 VM (AMD EPYC, go1.26, linux/amd64), best of 5 on a busy
-// machine: json 0.28 µs, json-bench 0.21 µs, json-int-ids 0.15 µs, csm
-// 0.15 µs, each with one allocation; json-props 0.82 µs with two (four
-// properties kept), json-props-unread 0.49 µs with one; fallback 2.4 µs
-// with 5 (the Reader before the scanner took 10 allocations a line of the
-// design event).
+// design event through encoding/json, the path the scanner spares. Each
+// scanned event takes one allocation, two with properties kept; the figures
+// are in docs/experiments.md ("Figures the benchmarks' comments held").
 func BenchmarkDecode(b *testing.B) {
 	for _, bb := range decodeBench {
 		b.Run(bb.name, func(b *testing.B) {
@@ -485,9 +480,9 @@ func BenchmarkDecode(b *testing.B) {
 		})
 	}
 	// The same event with a property catalog (Decoder.Seen), as the
-	// service decodes: within noise of json-props-unread, since each event
-	// has the shape of the one before (0.41 µs against 0.42, best of 10
-	// interleaved runs on the busy 2-core VM above).
+	// service decodes: it should be within noise of json-props-unread,
+	// since each event has the shape of the one before and skips the
+	// catalog.
 	b.Run("json-props-unread-seen", func(b *testing.B) {
 		d := Decoder{Seen: &graph.Catalog{}}
 		value := []byte(issueEvent)

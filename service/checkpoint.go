@@ -80,60 +80,25 @@ func (s *Service) fresh() error {
 	return s.core.Load(graph.NewDict(), graph.NewIDs(), nil, nil, nil)
 }
 
+// readCheckpoint replaces the run loop's state with a checkpoint's, read
+// section by section in the order of the layout above.
 func (s *Service) readCheckpoint(r io.Reader) error {
 	br := bufio.NewReaderSize(r, 1<<20)
-	magic := make([]byte, len(ckptMagic))
-	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != ckptMagic {
-		return errors.New("not a gcsm checkpoint of this version")
-	}
-	section := func(what string) ([]byte, error) {
-		n, err := binary.ReadUvarint(br)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", what, err)
-		}
-		if n > 1<<34 {
-			return nil, fmt.Errorf("%s: length %d is implausible", what, n)
-		}
-		b := make([]byte, n)
-		if _, err := io.ReadFull(br, b); err != nil {
-			return nil, fmt.Errorf("%s: %w", what, err)
-		}
-		return b, nil
-	}
-	mb, err := section("meta")
+	meta, err := s.readCkptMeta(br)
 	if err != nil {
 		return err
 	}
-	var meta ckptMeta
-	if err := json.Unmarshal(mb, &meta); err != nil {
-		return fmt.Errorf("meta: %w", err)
+	labels, ids, err := readDicts(br)
+	if err != nil {
+		return err
 	}
-	if s.limit > 0 && meta.Batch >= s.limit {
-		return fmt.Errorf("batch %d: %w", meta.Batch, errCheckpointTooNew)
-	}
-	if meta.Directed != s.cfg.Graph.Directed {
-		return fmt.Errorf("the checkpoint's graph is directed=%v but graph.directed is %v; a graph's direction cannot change (use a new state.dir)", meta.Directed, s.cfg.Graph.Directed)
-	}
-	labels, ids := graph.NewDict(), graph.NewIDs()
-	for _, sec := range []struct {
-		name string
-		into interface{ UnmarshalBinary([]byte) error }
-	}{{"labels", labels}, {"ids", ids}} {
-		b, err := section(sec.name)
-		if err != nil {
-			return err
-		}
-		if err := sec.into.UnmarshalBinary(b); err != nil {
-			return fmt.Errorf("%s: %w", sec.name, err)
-		}
-	}
-	wb, err := section("window")
+	wb, err := readSection(br, "window")
 	if err != nil {
 		return err
 	}
 	var store *bundle.Store
 	if meta.Transfers {
-		bb, err := section("bundles")
+		bb, err := readSection(br, "bundles")
 		if err != nil {
 			return err
 		}
@@ -141,9 +106,78 @@ func (s *Service) readCheckpoint(r io.Reader) error {
 			return fmt.Errorf("bundles: %w", err)
 		}
 	}
+	// The core names the part it could not read: "graph: ..." or
+	// "window: ...".
 	if err := s.core.Load(labels, ids, br, wb, store); err != nil {
 		return err
 	}
+	return s.restoreMeta(meta)
+}
+
+// readSection reads a section of a checkpoint: its uvarint length, then
+// that many bytes. A length beyond any real section is refused before it
+// is allocated.
+func readSection(br *bufio.Reader, what string) ([]byte, error) {
+	n, err := binary.ReadUvarint(br)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if n > 1<<34 {
+		return nil, fmt.Errorf("%s: length %d is implausible", what, n)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(br, b); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return b, nil
+}
+
+// readCkptMeta reads the magic and the meta section, and refuses a
+// checkpoint at or past s.limit or of the other direction.
+func (s *Service) readCkptMeta(br *bufio.Reader) (ckptMeta, error) {
+	var meta ckptMeta
+	magic := make([]byte, len(ckptMagic))
+	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != ckptMagic {
+		return meta, errors.New("not a gcsm checkpoint of this version")
+	}
+	mb, err := readSection(br, "meta")
+	if err != nil {
+		return meta, err
+	}
+	if err := json.Unmarshal(mb, &meta); err != nil {
+		return meta, fmt.Errorf("meta: %w", err)
+	}
+	if s.limit > 0 && meta.Batch >= s.limit {
+		return meta, fmt.Errorf("batch %d: %w", meta.Batch, errCheckpointTooNew)
+	}
+	if meta.Directed != s.cfg.Graph.Directed {
+		return meta, fmt.Errorf("the checkpoint's graph is directed=%v but graph.directed is %v; a graph's direction cannot change (use a new state.dir)", meta.Directed, s.cfg.Graph.Directed)
+	}
+	return meta, nil
+}
+
+// readDicts reads the label and id dictionaries' sections.
+func readDicts(br *bufio.Reader) (*graph.Dict, *graph.IDs, error) {
+	labels, ids := graph.NewDict(), graph.NewIDs()
+	for _, sec := range []struct {
+		name string
+		into interface{ UnmarshalBinary([]byte) error }
+	}{{"labels", labels}, {"ids", ids}} {
+		b, err := readSection(br, sec.name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := sec.into.UnmarshalBinary(b); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", sec.name, err)
+		}
+	}
+	return labels, ids, nil
+}
+
+// restoreMeta sets what meta records once the core is loaded: the batch
+// number, the input positions, the properties seen and the standing
+// queries.
+func (s *Service) restoreMeta(meta ckptMeta) error {
 	s.batch, s.position, s.queries, s.logNext = meta.Batch, map[int]int64{}, nil, meta.BatchLog
 	// A graph checkpointed before its properties were catalogued holds
 	// some that the catalog never saw: it is partial, for good.

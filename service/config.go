@@ -54,8 +54,8 @@ type InitialConfig struct {
 	// past that the initial set is a dump, not an alert.
 	MaxMatches int64 `yaml:"max_matches"`
 	// MaxTime caps the run's enumeration, where the query sets no
-	// max_time. Default 30s: the run takes one core, which a 2-core machine
-	// gives up to its stream for no longer than a client waits.
+	// max_time. Default 30s: the run takes a core from the stream, so it
+	// lasts no longer than a client waits for its answer.
 	MaxTime time.Duration `yaml:"max_time"`
 	// MaxMemory caps what the run holds: its copy of the graph and the
 	// matches it keeps, whatever the query's limits. Default 256MiB.
@@ -284,6 +284,21 @@ func parseConfig(path string, b []byte) (Config, error) {
 func (c *Config) Validate() error {
 	var errs []string
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
+	c.validateInputOutput(bad)
+	c.validateEngine(bad)
+	c.validateCluster(bad)
+	c.validateBrokers(bad)
+	c.validateHTTP(bad)
+	c.validateQueries(bad)
+	if len(errs) > 0 {
+		return errors.New("invalid configuration: " + strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// validateInputOutput checks the input and output sections: the topics, the
+// input's group and format, the output's client, compression and delivery.
+func (c *Config) validateInputOutput(bad func(string, ...any)) {
 	if c.Input.Topic == "" || c.Output.Topic == "" {
 		bad("input.topic and output.topic are required")
 	}
@@ -327,6 +342,11 @@ func (c *Config) Validate() error {
 	if _, err := ingest.ParseTimeUnit(c.Input.TSUnit); err != nil {
 		bad("input.ts_unit: %v", err)
 	}
+}
+
+// validateEngine checks batching, the state directory, health, the graph's
+// default labels and the matcher's settings.
+func (c *Config) validateEngine(bad func(string, ...any)) {
 	if c.Batch.Size < 1 {
 		bad("batch.size must be at least 1, got %d", c.Batch.Size)
 	}
@@ -356,7 +376,11 @@ func (c *Config) Validate() error {
 	if c.Engine.Workers < 0 {
 		bad("engine.workers %d: want 0 (every core) or more", c.Engine.Workers)
 	}
-	c.validateCluster(bad)
+}
+
+// validateBrokers checks that there are brokers to reach, how connections
+// to them are secured, and the embedded broker's settings.
+func (c *Config) validateBrokers(bad func(string, ...any)) {
 	if len(c.Brokers) == 0 && c.Embedded.Listen == "" {
 		bad("no brokers and no embedded.listen")
 	}
@@ -375,6 +399,11 @@ func (c *Config) Validate() error {
 	if c.Embedded.RetentionBytes < 0 || (c.Embedded.RetentionBytes > 0 && c.Embedded.RetentionBytes < minRetentionBytes) {
 		bad("embedded.retention_bytes %d: want 0 (no cap) or at least %d (1MiB)", c.Embedded.RetentionBytes, minRetentionBytes)
 	}
+}
+
+// validateHTTP checks the HTTP API's limits and those of a new query's
+// initial matching.
+func (c *Config) validateHTTP(bad func(string, ...any)) {
 	if c.HTTP.Pprof {
 		if err := loopback(c.HTTP.Listen); err != nil {
 			bad("http.pprof: %v", err)
@@ -386,6 +415,11 @@ func (c *Config) Validate() error {
 	if c.Initial.MaxMatches < 1 || c.Initial.MaxTime <= 0 || c.Initial.MaxMemory < minInitialMemory {
 		bad("initial.max_matches and initial.max_time must be positive, and initial.max_memory at least %d (1MiB)", minInitialMemory)
 	}
+}
+
+// validateQueries checks each configured query, and that no two share a
+// name.
+func (c *Config) validateQueries(bad func(string, ...any)) {
 	names := map[string]bool{}
 	for i, q := range c.Queries {
 		if err := q.validate(); err != nil {
@@ -396,10 +430,6 @@ func (c *Config) Validate() error {
 		}
 		names[q.Name] = true
 	}
-	if len(errs) > 0 {
-		return errors.New("invalid configuration: " + strings.Join(errs, "; "))
-	}
-	return nil
 }
 
 // validateCluster checks the cluster section and what cluster mode

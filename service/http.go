@@ -181,93 +181,16 @@ func (s *Service) listQueries(w http.ResponseWriter, r *http.Request) {
 const maxQueryBody = 1 << 20
 
 func (s *Service) postQuery(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxQueryBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			httpError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes", tooBig.Limit))
-		} else {
-			httpError(w, http.StatusBadRequest, fmt.Errorf("cannot read the request body: %w", err))
-		}
-		return
-	}
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" && !strings.HasSuffix(mt, "+json") {
-		httpError(w, http.StatusUnsupportedMediaType, fmt.Errorf("Content-Type %q: want application/json", r.Header.Get("Content-Type")))
-		return
-	}
-	req, err := parseQueryRequest(body)
-	if err != nil {
-		httpError(w, http.StatusBadRequest, err)
-		return
-	}
-	c, err := req.config()
-	if err != nil {
-		httpError(w, http.StatusBadRequest, err)
-		return
-	}
-	if len(c.Pattern) > s.cfg.HTTP.MaxPatternBytes {
-		httpError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("pattern of %d bytes: at most %d (http.max_pattern_bytes)", len(c.Pattern), s.cfg.HTTP.MaxPatternBytes))
-		return
-	}
-	if err := s.checkPatternSize(c); err != nil {
-		httpError(w, http.StatusBadRequest, err)
-		return
-	}
-	if s.cfg.Cluster.Shards > 0 {
-		httpError(w, http.StatusConflict, errClusterQueries)
+	req, c, ok := s.queryRequest(w, r)
+	if !ok {
 		return
 	}
 	v, err := s.do(r.Context(), func(ctx context.Context) (any, error) {
-		var (
-			st        *standing
-			run       *initialRun
-			retracted int
-			err       error
-		)
-		switch i := s.queryIndex(c.Name); {
-		case i >= 0 && !req.Replace:
-			return nil, fmt.Errorf("%w: %q; to register it again, send \"replace\": true (the old pattern's standing matches are retracted first)", errQueryExists, c.Name)
-		case i >= 0:
-			if st, run, retracted, err = s.replaceQuery(ctx, i, c); err != nil {
-				return nil, err
-			}
-		case len(s.queries) >= s.cfg.HTTP.MaxQueries:
-			return nil, fmt.Errorf("%w: %d standing (http.max_queries); delete one first", errTooManyQueries, len(s.queries))
-		default:
-			if run, err = s.addQuery(c); err != nil {
-				return nil, err
-			}
-			st = s.queries[len(s.queries)-1]
-		}
-		// A registration survives a crash only in a checkpoint.
-		if err := s.checkpoint(); err != nil {
-			return nil, err
-		}
-		// "warnings": [] rather than null when there is none.
-		return pending{registered{queryInfo: st.info(), Warnings: append([]string{}, st.warnings...), Retracted: retracted}, run}, nil
+		return s.registerQuery(ctx, c, req.Replace)
 	})
 	if p, ok := v.(pending); ok {
-		v = p.registered
-		if p.run != nil {
-			// The run goes on beside the stream; the client waits for its
-			// result, and leaving gives it up.
-			select {
-			case <-p.run.done:
-			case <-r.Context().Done():
-				p.run.cancel(errClientGone)
-				return
-			case <-s.quit:
-			}
-			// Run ends every enumeration before quit, but a run whose
-			// matches were queued for delivery may never be acknowledged.
-			res := InitialResult{CutShort: true, Reason: "stopping"}
-			select {
-			case <-p.run.done:
-				res = p.run.result
-			default:
-			}
-			p.registered.Initial = &res
-			v = p.registered
+		if v, ok = s.awaitInitial(r.Context(), p); !ok {
+			return
 		}
 	}
 	switch {
@@ -280,6 +203,110 @@ func (s *Service) postQuery(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusCreated, v)
 	}
+}
+
+// queryRequest reads and checks a POST /queries request: its body's size
+// and type, the request, and the pattern's size. Where any is refused it
+// writes the error response and returns false.
+func (s *Service) queryRequest(w http.ResponseWriter, r *http.Request) (queryRequest, QueryConfig, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxQueryBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			httpError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes", tooBig.Limit))
+		} else {
+			httpError(w, http.StatusBadRequest, fmt.Errorf("cannot read the request body: %w", err))
+		}
+		return queryRequest{}, QueryConfig{}, false
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+		httpError(w, http.StatusUnsupportedMediaType, fmt.Errorf("Content-Type %q: want application/json", r.Header.Get("Content-Type")))
+		return queryRequest{}, QueryConfig{}, false
+	}
+	req, err := parseQueryRequest(body)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, err)
+		return req, QueryConfig{}, false
+	}
+	c, err := req.config()
+	if err != nil {
+		httpError(w, http.StatusBadRequest, err)
+		return req, c, false
+	}
+	if len(c.Pattern) > s.cfg.HTTP.MaxPatternBytes {
+		httpError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("pattern of %d bytes: at most %d (http.max_pattern_bytes)", len(c.Pattern), s.cfg.HTTP.MaxPatternBytes))
+		return req, c, false
+	}
+	if err := s.checkPatternSize(c); err != nil {
+		httpError(w, http.StatusBadRequest, err)
+		return req, c, false
+	}
+	if s.cfg.Cluster.Shards > 0 {
+		httpError(w, http.StatusConflict, errClusterQueries)
+		return req, c, false
+	}
+	return req, c, true
+}
+
+// registerQuery adds query c, or replaces the one of its name when replace
+// is set, and checkpoints the registration. It runs on the run loop (s.do)
+// and returns a pending whose run, if any, is the initial run to wait for.
+func (s *Service) registerQuery(ctx context.Context, c QueryConfig, replace bool) (any, error) {
+	var (
+		st        *standing
+		run       *initialRun
+		retracted int
+		err       error
+	)
+	switch i := s.queryIndex(c.Name); {
+	case i >= 0 && !replace:
+		return nil, fmt.Errorf("%w: %q; to register it again, send \"replace\": true (the old pattern's standing matches are retracted first)", errQueryExists, c.Name)
+	case i >= 0:
+		if st, run, retracted, err = s.replaceQuery(ctx, i, c); err != nil {
+			return nil, err
+		}
+	case len(s.queries) >= s.cfg.HTTP.MaxQueries:
+		return nil, fmt.Errorf("%w: %d standing (http.max_queries); delete one first", errTooManyQueries, len(s.queries))
+	default:
+		if run, err = s.addQuery(c); err != nil {
+			return nil, err
+		}
+		st = s.queries[len(s.queries)-1]
+	}
+	// A registration survives a crash only in a checkpoint.
+	if err := s.checkpoint(); err != nil {
+		return nil, err
+	}
+	// "warnings": [] rather than null when there is none.
+	return pending{registered{queryInfo: st.info(), Warnings: append([]string{}, st.warnings...), Retracted: retracted}, run}, nil
+}
+
+// awaitInitial returns the registration to answer with, with the initial
+// run's result once it is done, if p has a run. It returns false when the
+// client left first, which gives the run up; nothing is to be written then.
+func (s *Service) awaitInitial(ctx context.Context, p pending) (registered, bool) {
+	if p.run == nil {
+		return p.registered, true
+	}
+	// The run goes on beside the stream; the client waits for its
+	// result, and leaving gives it up.
+	select {
+	case <-p.run.done:
+	case <-ctx.Done():
+		p.run.cancel(errClientGone)
+		return p.registered, false
+	case <-s.quit:
+	}
+	// Run ends every enumeration before quit, but a run whose
+	// matches were queued for delivery may never be acknowledged.
+	res := InitialResult{CutShort: true, Reason: "stopping"}
+	select {
+	case <-p.run.done:
+		res = p.run.result
+	default:
+	}
+	p.registered.Initial = &res
+	return p.registered, true
 }
 
 // checkPatternSize refuses a pattern of more vertices or edges than the
