@@ -44,6 +44,7 @@ var allowed = map[string][]string{
 	"output":             {"internal/jsonstr", "internal/kafkaconn", "internal/testtls"},
 	"bench":              {"graph", "query", "dyngraph", "ingest", "incremental", "sampler", "cache", "kernels", "internal/hostmem"},
 	"service":            {"graph", "query", "dyngraph", "bundle", "ingest", "incremental", "kernels", "output", "internal/hostmem", "internal/kafkaconn", "internal/statedir", "bench"},
+	"bench/servicebench": {"bench", "ingest", "incremental", "output", "service", "internal/hostmem", "internal/kafkaconn"},
 	"deploy":             {"service"},
 	"cmd/gcsm":           nil, // may import everything; nothing imports it
 }
