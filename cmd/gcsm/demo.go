@@ -332,7 +332,7 @@ type demoEvent struct {
 
 // watch reads the output topic from its start and prints alerts.
 func (d *demo) watch(ctx context.Context, brokers []string, topic string) error {
-	return consumePartition(ctx, kafkaconn.Plaintext(brokers...), topic, 0, kgo.NewOffset().AtStart(), -1, func(m *kgo.Record) error {
+	return ingest.ConsumePartition(ctx, kafkaconn.Plaintext(brokers...), topic, 0, kgo.NewOffset().AtStart(), -1, func(m *kgo.Record) error {
 		var ev demoEvent
 		if err := json.Unmarshal(m.Value, &ev); err != nil {
 			return fmt.Errorf("output offset %d: %w", m.Offset, err)

@@ -36,7 +36,7 @@ func readEvents(ctx context.Context, brokers []string, topic string) ([]memberEv
 		return nil, err
 	}
 	var out []memberEvent
-	err = consumePartition(ctx, conn, topic, 0, kgo.NewOffset().AtStart(), end, func(m *kgo.Record) error {
+	err = ingest.ConsumePartition(ctx, conn, topic, 0, kgo.NewOffset().AtStart(), end, func(m *kgo.Record) error {
 		var ev memberEvent
 		if err := json.Unmarshal(m.Value, &ev); err != nil {
 			return fmt.Errorf("topic %q offset %d: %w", topic, m.Offset, err)
