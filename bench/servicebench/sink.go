@@ -103,9 +103,9 @@ func (t timedSender) Send(ctx context.Context, letters []output.DeadLetter, evs 
 }
 
 // countedDuring counts evs by source (sourceCounts) on a goroutine of its
-// own while deliver runs. Delivery is the service's one serial step: counted
-// before it, on alert-heavy, the sources took 0.23 of its 2.2 s (the H200
-// machine), a cost of the benchmark's own. The events are the caller's only
+// own while deliver runs. Delivery is the service's one serial step, so
+// counting before it would add the benchmark's own cost (a tenth of the run
+// on alert-heavy) to the service's time. The events are the caller's only
 // until Write or Send returns (output.Sink), hence the wait.
 func countedDuring(evs []output.Event, deliver func()) map[[2]int64]int64 {
 	var counts map[[2]int64]int64
