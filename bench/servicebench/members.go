@@ -107,8 +107,12 @@ func WaitMembers(ms []*Member, what string, limit time.Duration, cond func(servi
 	}
 }
 
+// OwnsShards says that a member owns shards: WaitMembers' condition for a
+// settled group.
 func OwnsShards(p service.Progress) bool { return p.Shards > 0 }
 
+// AppliedAll is WaitMembers' condition for a member that has applied n
+// input records, all partitions together.
 func AppliedAll(n int64) func(service.Progress) bool {
 	return func(p service.Progress) bool {
 		var a int64

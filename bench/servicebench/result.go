@@ -9,6 +9,7 @@ import (
 	"github.com/gcsm/gcsm/incremental"
 )
 
+// Result is gcsm bench service's summary, its last line of stdout.
 type Result struct {
 	Mix         string   `json:"mix"`
 	Mode        string   `json:"mode"` // backlog: the stream waits in the topic; rate: produced while the service runs
@@ -88,6 +89,8 @@ func (r *Result) Pair(pairs [][2]string) {
 	}
 }
 
+// LatencySummary is a latency's percentiles and maximum, in ms, over Count
+// samples.
 type LatencySummary struct {
 	P50   float64 `json:"p50"`
 	P99   float64 `json:"p99"`
@@ -95,12 +98,15 @@ type LatencySummary struct {
 	Count int64   `json:"count"`
 }
 
+// StageShare is a stage's seconds, summed over batches, and its share of
+// all stages' seconds.
 type StageShare struct {
 	Stage   string  `json:"stage"`
 	Seconds float64 `json:"seconds"`
 	Share   float64 `json:"share"`
 }
 
+// QueryMatches is a query's matches and the batches it ran in.
 type QueryMatches struct {
 	Query       string `json:"query"`
 	Appeared    int64  `json:"appeared"`
@@ -120,6 +126,7 @@ func (m *QueryMatches) AddBatch(d incremental.Device, n int64) {
 	}
 }
 
+// EngineResult is the engine alone's run over the same stream.
 type EngineResult struct {
 	Seconds       float64        `json:"seconds"` // apply + match + reorganize
 	UpdatesPerSec float64        `json:"updates_per_s"`
@@ -130,8 +137,6 @@ type EngineResult struct {
 	// match that appears and goes within one batch is never reported.
 	Consistent bool `json:"consistent"`
 }
-
-// benchService runs the service over the stream and, unless told not to,
 
 // Report writes the human table.
 func (r *Result) Report(w io.Writer) {

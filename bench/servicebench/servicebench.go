@@ -234,6 +234,8 @@ type runClient struct {
 	drop func() // nil: the topics stay
 }
 
+// Close drops the run's topics, where they are to be dropped, and closes
+// the client.
 func (c *runClient) Close() {
 	if c.drop != nil {
 		c.drop()

@@ -41,6 +41,7 @@ type pending struct {
 	n       int64
 }
 
+// Write writes evs and notes their acknowledgement.
 func (t *timedSink) Write(ctx context.Context, evs []output.Event) error {
 	var err error
 	counts := countedDuring(evs, func() { err = t.Sink.Write(ctx, evs) })

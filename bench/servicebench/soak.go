@@ -30,6 +30,7 @@ type soaker struct {
 	once    sync.Once
 }
 
+// SoakSample is one second's sample of a soak.
 type SoakSample struct {
 	T         float64 `json:"t"` // seconds since the start
 	RSS       int64   `json:"rss_bytes"`
@@ -38,6 +39,8 @@ type SoakSample struct {
 	DiskBytes int64   `json:"broker_disk_bytes,omitempty"`
 }
 
+// SoakResult compares a soak's first window after the warm-up with its
+// last.
 type SoakResult struct {
 	Warmup  float64        `json:"warmup_s"`
 	Window  float64        `json:"window_s"`

@@ -372,7 +372,6 @@ func serviceQueries(specs []string) ([]service.QueryConfig, error) {
 	return out, nil
 }
 
-// serviceResult is gcsm bench service's summary, its last line of stdout.
 // engineAlone runs the stream through the engine as replay does: the
 // updates resolved up front, then apply, match (enumerating, as the
 // service must to build its events) and reorganize per batch, timed.
