@@ -12,4 +12,10 @@
 //     and fan-ins, for demonstrations that must find matches.
 //   - Shapes and RandomWalkQuery give the benchmark queries as Cypher-style
 //     patterns.
+//
+// The engine harness opens the engines under comparison (OpenEngines), times
+// them side by side (RunEngines) and prints their table (WriteEngineTable);
+// RunStatic and ReportStatic do the same for the static matcher, query by
+// query against known answers. The service's harness, which drives a whole
+// service through Kafka, is bench/servicebench.
 package bench

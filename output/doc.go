@@ -13,4 +13,7 @@
 // least once: Write returns only when every event is durable (for Kafka, acknowledged by all in-sync
 // replicas), and only then may the caller checkpoint and commit the input offsets that the batch covers.
 // After a crash the batch is replayed, so consumers see duplicates, which they recognise by key.
+//
+// Tail reads a topic of events or dead letters back, read_committed, and prints it as a table or as the
+// JSON lines the sink wrote.
 package output

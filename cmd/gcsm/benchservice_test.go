@@ -16,24 +16,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/gcsm/gcsm/bench"
+	"github.com/gcsm/gcsm/bench/servicebench"
 )
 
 // benchServiceJSON runs gcsm bench service with --json and returns its
 // summary, checking that stdout is that one line.
-func benchServiceJSON(t *testing.T, args ...string) serviceResult {
+func benchServiceJSON(t *testing.T, args ...string) servicebench.Result {
 	t.Helper()
 	out := gcsmOK(t, append([]string{"bench", "service", "--json", "--device", "cpu"}, args...)...)
 	if n := len(jsonLines(t, out)); n != 1 {
 		t.Fatalf("--json: want one line of JSON on stdout, got %d:\n%s", n, out)
 	}
-	return lastJSON[serviceResult](t, out)
+	return lastJSON[servicebench.Result](t, out)
 }
 
 // checkAgainstEngine checks a run's figures against each other: every
 // update applied, every match found delivered as an event, and each
 // query's net count the engine's alone.
-func checkAgainstEngine(t *testing.T, r serviceResult, updates int) {
+func checkAgainstEngine(t *testing.T, r servicebench.Result, updates int) {
 	t.Helper()
 	if r.Updates != updates || r.Batches == 0 || r.UpdatesPerSec <= 0 {
 		t.Errorf("updates %d in %d batches at %.0f/s, want %d updates", r.Updates, r.Batches, r.UpdatesPerSec, updates)
@@ -103,7 +103,7 @@ func TestBenchServiceMixes(t *testing.T) {
 		t.Errorf("no table on stdout:\n%s", out)
 	}
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	heavy := lastJSON[serviceResult](t, lines[len(lines)-1]+"\n")
+	heavy := lastJSON[servicebench.Result](t, lines[len(lines)-1]+"\n")
 	checkAgainstEngine(t, heavy, 20000)
 	if heavy.Security != "TLS+SCRAM-SHA-512" || heavy.Compression != "lz4" {
 		t.Errorf("security %s, compression %s; want TLS+SCRAM-SHA-512, lz4", heavy.Security, heavy.Compression)
@@ -205,7 +205,7 @@ func TestBenchServiceRingsWhere(t *testing.T) {
 	const updates = 20000
 	out := gcsmOK(t, "bench", "service", "--device", "cpu", "--mix", "rings-where", "--updates", "20000", "--accounts", "3000", "--batch", "2048")
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	r := lastJSON[serviceResult](t, lines[len(lines)-1]+"\n")
+	r := lastJSON[servicebench.Result](t, lines[len(lines)-1]+"\n")
 	checkAgainstEngine(t, r, updates)
 	if !r.Transfers || r.Mix != "rings-where" {
 		t.Errorf("mix %q with transfers %v, want rings-where with transfers", r.Mix, r.Transfers)
@@ -249,7 +249,7 @@ func TestBenchServiceFive(t *testing.T) {
 		t.Errorf("no summary line of the mix:\n%s", out)
 	}
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	r := lastJSON[serviceResult](t, lines[len(lines)-1]+"\n")
+	r := lastJSON[servicebench.Result](t, lines[len(lines)-1]+"\n")
 	checkAgainstEngine(t, r, updates)
 	if r.Mix != "five" || r.Transfers || len(r.Matches) != 3 {
 		t.Fatalf("mix %q, transfers %v, %d queries; want five over bare pairs, with 3 queries", r.Mix, r.Transfers, len(r.Matches))
@@ -267,24 +267,6 @@ func TestBenchServiceFive(t *testing.T) {
 	}
 	if r.EventsPerUpdate <= 0.1 || r.EventsPerUpdate >= 5 {
 		t.Errorf("%.4f events per update, want 0.1 to 5", r.EventsPerUpdate)
-	}
-}
-
-// The mixes taken before transfers had ids stream bare pairs: no id, no
-// amount, so their figures stay comparable.
-func TestBenchServiceBareStream(t *testing.T) {
-	for name, m := range serviceMixes {
-		if m.transfers != (name == "rings-where") {
-			t.Errorf("mix %s streams transfers: %v", name, m.transfers)
-		}
-	}
-	for _, ev := range bench.Transfers(100, 500, 1) {
-		if r := transferRecord(ev, false); r.ID != "" || r.Props != nil || r.Src != ev.Src || r.Time != ev.Time {
-			t.Fatalf("%+v as a bare record: %+v", ev, r)
-		}
-		if r := transferRecord(ev, true); r.ID != ev.ID || r.ID == "" {
-			t.Fatalf("%+v as a transfer: %+v", ev, r)
-		}
 	}
 }
 

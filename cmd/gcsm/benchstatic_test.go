@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gcsm/gcsm/bench"
 	"github.com/gcsm/gcsm/kernels"
 )
 
@@ -132,9 +133,9 @@ func yeastAnswers(t *testing.T, dir string, names []string) (data, answers strin
 	return data, writeFile(t, t.TempDir(), "yeast.answers", b.String()), want
 }
 
-func benchStaticJSON(t *testing.T, args ...string) staticSummary {
+func benchStaticJSON(t *testing.T, args ...string) bench.StaticSummary {
 	t.Helper()
-	return lastJSON[staticSummary](t, gcsmOK(t, append([]string{"bench", "static", "--json"}, args...)...))
+	return lastJSON[bench.StaticSummary](t, gcsmOK(t, append([]string{"bench", "static", "--json"}, args...)...))
 }
 
 // TestBenchStaticYeast: bench static's counts agree with the oracle's, on a
@@ -172,7 +173,7 @@ func TestBenchStaticTimeout(t *testing.T) {
 	heavy := filepath.Join(dir, "query_graph", "query_sparse_24_3.graph")
 	light := filepath.Join(dir, "query_graph", yeastQueries[0]+".graph")
 	out := gcsmOK(t, "bench", "static", "--json", "-d", data, "-q", heavy, "-q", light, "--answers", answers, "--timeout", "50ms", "--workers", "1")
-	s := lastJSON[staticSummary](t, out)
+	s := lastJSON[bench.StaticSummary](t, out)
 	if len(s.Queries) != 2 {
 		t.Fatalf("%d queries reported, want 2", len(s.Queries))
 	}
@@ -211,7 +212,7 @@ func TestBenchStaticWrongAnswer(t *testing.T) {
 		t.Errorf("row %q of the right count:\n%s", row, out)
 	}
 	out, _ = wantFailure(t, 1, append(args, "--json"))
-	s := lastJSON[staticSummary](t, out)
+	s := lastJSON[bench.StaticSummary](t, out)
 	if s.Mismatches != 1 || s.Checked != 1 || s.Queries[0].Check != "wrong" {
 		t.Errorf("JSON: %d mismatches, %d checked, %+v", s.Mismatches, s.Checked, s.Queries)
 	}

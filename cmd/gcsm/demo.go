@@ -128,14 +128,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 		defer os.RemoveAll(dir)
 		state = dir
 	}
-	cfg := service.DefaultConfig()
-	cfg.Embedded.Listen = "127.0.0.1:0" // any free port: the demo must not clash with a running gcsm
-	cfg.State.Dir = state
-	cfg.HTTP.Listen = ""
-	cfg.Batch = service.BatchConfig{Size: batch, Linger: 20 * time.Millisecond}
-	cfg.Graph = service.GraphConfig{Directed: true, DefaultEdgeLabel: "TRANSFER", DefaultVertexLabel: "Account"}
-	cfg.Input.SessionTimeout = 6 * time.Second
-	cfg.Queries = demoServiceQueries
+	cfg := demoConfig(state, batch)
 	log, err := newLogger(stderr, service.LogConfig{Level: "warn", Format: "console"})
 	if err != nil {
 		return err
@@ -176,13 +169,44 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "produced %d events (%d malformed) in %.2fs\n", n, len(demoBad), time.Since(t0).Seconds())
 
-	// Done when the service has applied every message and the watcher has
-	// read every event it wrote.
+	if err := waitDemo(s, d, ran, n); err != nil {
+		return err
+	}
+	elapsed := time.Since(t0)
+	stopWatch()
+	<-watched
+	cancel()
+	if err := <-ran; err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	d.summary(s.Progress(), cfg.Queries, n, elapsed)
+	return nil
+}
+
+// demoConfig is the demo's service: the embedded broker on any free port,
+// so that the demo does not clash with a running gcsm, and the transfer
+// queries.
+func demoConfig(state string, batch int) service.Config {
+	cfg := service.DefaultConfig()
+	cfg.Embedded.Listen = "127.0.0.1:0"
+	cfg.State.Dir = state
+	cfg.HTTP.Listen = ""
+	cfg.Batch = service.BatchConfig{Size: batch, Linger: 20 * time.Millisecond}
+	cfg.Graph = service.GraphConfig{Directed: true, DefaultEdgeLabel: "TRANSFER", DefaultVertexLabel: "Account"}
+	cfg.Input.SessionTimeout = 6 * time.Second
+	cfg.Queries = demoServiceQueries
+	return cfg
+}
+
+// waitDemo waits until the service has applied the n messages and the
+// watcher has read every event it wrote, or the service stops, or two
+// minutes pass.
+func waitDemo(s *service.Service, d *demo, ran <-chan error, n int) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		p := s.Progress()
 		if p.Position[0] >= int64(n) && d.read() >= p.Events {
-			break
+			return nil
 		}
 		select {
 		case err := <-ran:
@@ -193,27 +217,23 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("timed out: the service applied %v of %d messages", p.Position, n)
 		}
 	}
-	elapsed := time.Since(t0)
-	stopWatch()
-	<-watched
-	cancel()
-	if err := <-ran; err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	p := s.Progress()
-	fmt.Fprintf(stdout, "\nsummary: %d messages in %d batches, %.2fs end to end (%.0f messages/s); %d dead letters\n",
+}
+
+// summary writes the demo's last lines: the throughput, each query's
+// alerts and their latency.
+func (d *demo) summary(p service.Progress, queries []service.QueryConfig, n int, elapsed time.Duration) {
+	fmt.Fprintf(d.out, "\nsummary: %d messages in %d batches, %.2fs end to end (%.0f messages/s); %d dead letters\n",
 		n, p.Batches, elapsed.Seconds(), float64(n)/elapsed.Seconds(), p.DeadLetters)
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(d.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "query\tappeared\tdisappeared")
-	for _, q := range cfg.Queries {
+	for _, q := range queries {
 		fmt.Fprintf(tw, "%s\t%d\t%d\n", q.Name, d.totals[q.Name+"/appeared"], d.totals[q.Name+"/disappeared"])
 	}
 	tw.Flush()
 	if lat := d.latencies(); len(lat) > 0 {
-		fmt.Fprintf(stdout, "alert latency (event acknowledged by the broker → alert read from the output topic): p50 %v, p99 %v over %d alerts\n",
+		fmt.Fprintf(d.out, "alert latency (event acknowledged by the broker → alert read from the output topic): p50 %v, p99 %v over %d alerts\n",
 			lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*99/100].Round(time.Millisecond), len(lat))
 	}
-	return nil
 }
 
 // freshState refuses a state directory that holds anything, such as an
@@ -312,7 +332,7 @@ type demoEvent struct {
 
 // watch reads the output topic from its start and prints alerts.
 func (d *demo) watch(ctx context.Context, brokers []string, topic string) error {
-	return consumePartition(ctx, kafkaconn.Plaintext(brokers...), topic, 0, kgo.NewOffset().AtStart(), -1, func(m *kgo.Record) error {
+	return ingest.ConsumePartition(ctx, kafkaconn.Plaintext(brokers...), topic, 0, kgo.NewOffset().AtStart(), -1, func(m *kgo.Record) error {
 		var ev demoEvent
 		if err := json.Unmarshal(m.Value, &ev); err != nil {
 			return fmt.Errorf("output offset %d: %w", m.Offset, err)

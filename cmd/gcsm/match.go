@@ -86,27 +86,64 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 	s.keepTransfersFor(qs)
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
+	var p *matchPrinter
+	if emit {
+		p = &matchPrinter{s: s, qs: qs, out: out, json: jsonOut}
+	}
+	t0 := time.Now()
+	counts, qsecs, err := matchEach(s, eng.matcher, qs, countOnly, p)
+	if err != nil {
+		return err
+	}
+	secs := time.Since(t0).Seconds()
+	eng.warnFallback(stderr)
+	return reportMatch(humanOut(out, stderr, jsonOut), out, jsonOut, qs, counts, qsecs, secs, s.skipped)
+}
+
+// matchPrinter writes --emit's lines, as text or JSON, from any worker.
+type matchPrinter struct {
+	s    *session
+	qs   []*query.Query
+	out  *bufio.Writer
+	json bool
+	mu   sync.Mutex
+}
+
+func (p *matchPrinter) match(qi int, m []graph.VertexID) {
+	line := p.s.matchLine("", p.qs[qi].Name, m)
+	if p.json {
+		line = p.s.matchJSON("", p.qs[qi].Name, m)
+	}
+	p.mu.Lock()
+	p.out.WriteString(line)
+	p.mu.Unlock()
+}
+
+func (p *matchPrinter) matchTx(qi int, m []graph.VertexID, tx []bundle.Tx) {
+	line := p.s.matchLineTx("", p.qs[qi].Name, m, tx)
+	if p.json {
+		line = p.s.matchJSONTx("", p.qs[qi].Name, m, tx)
+	}
+	p.mu.Lock()
+	p.out.WriteString(line)
+	p.mu.Unlock()
+}
+
+// matchEach matches the queries on s's graph one at a time, so that each
+// has its own time (the matchers take the queries of a call one after the
+// other anyway), counting only under countOnly and printing every match
+// through p where it is not nil. It returns each query's count and seconds.
+func matchEach(s *session, matcher incremental.Matcher, qs []*query.Query, countOnly bool, p *matchPrinter) ([]int64, []float64, error) {
 	mode, sink := incremental.Count, incremental.Sink(nil)
-	var mu sync.Mutex
 	if !countOnly {
 		mode = incremental.Enumerate
 		sink = func(_, qi int, _ graph.Sign, m []graph.VertexID) {
-			if !emit {
-				return
+			if p != nil {
+				p.match(qi, m)
 			}
-			line := s.matchLine("", qs[qi].Name, m)
-			if jsonOut {
-				line = s.matchJSON("", qs[qi].Name, m)
-			}
-			mu.Lock()
-			out.WriteString(line)
-			mu.Unlock()
 		}
 	}
-	// One query a call, so that each has its own time; the matchers take
-	// the queries of a call one after the other anyway.
 	counts, qsecs := make([]int64, len(qs)), make([]float64, len(qs))
-	t0 := time.Now()
 	for i := range qs {
 		one := sink
 		if sink != nil {
@@ -114,40 +151,36 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 		}
 		t := time.Now()
 		var c []int64
+		var err error
 		if s.store != nil {
-			b := &incremental.Binder{Matcher: eng.matcher, Store: s.store}
+			b := &incremental.Binder{Matcher: matcher, Store: s.store}
 			var bs incremental.BoundSink
-			if emit {
-				bs = func(_, _ int, _ graph.Sign, m []graph.VertexID, tx []bundle.Tx) {
-					line := s.matchLineTx("", qs[i].Name, m, tx)
-					if jsonOut {
-						line = s.matchJSONTx("", qs[i].Name, m, tx)
-					}
-					mu.Lock()
-					out.WriteString(line)
-					mu.Unlock()
-				}
+			if p != nil {
+				bs = func(_, _ int, _ graph.Sign, m []graph.VertexID, tx []bundle.Tx) { p.matchTx(i, m, tx) }
 			}
 			c, err = b.Static(s.g, qs[i:i+1], mode, bs)
 		} else {
-			c, err = eng.matcher.Static(s.g, qs[i:i+1], mode, one)
+			c, err = matcher.Static(s.g, qs[i:i+1], mode, one)
 		}
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		counts[i], qsecs[i] = c[0], time.Since(t).Seconds()
 	}
-	secs := time.Since(t0).Seconds()
-	eng.warnFallback(stderr)
-	human := humanOut(out, stderr, jsonOut)
+	return counts, qsecs, nil
+}
+
+// reportMatch writes the table of counts and times to human and, under
+// --json, the summary line to out.
+func reportMatch(human io.Writer, out *bufio.Writer, jsonOut bool, qs []*query.Query, counts []int64, qsecs []float64, secs float64, skipped int) error {
 	tw := tabwriter.NewWriter(human, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "query\tmatches\tseconds")
 	for i, q := range qs {
 		fmt.Fprintf(tw, "%s\t%d\t%.3f\n", q.Name, counts[i], qsecs[i])
 	}
 	tw.Flush()
-	if s.skipped > 0 {
-		fmt.Fprintf(human, "skipped: %d bad lines or refused updates\n", s.skipped)
+	if skipped > 0 {
+		fmt.Fprintf(human, "skipped: %d bad lines or refused updates\n", skipped)
 	}
 	fmt.Fprintf(human, "time: %.3fs\n", secs)
 	if !jsonOut {
@@ -162,7 +195,7 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 		Queries []jq    `json:"queries"`
 		Skipped int     `json:"skipped"`
 		Seconds float64 `json:"seconds"`
-	}{Skipped: s.skipped, Seconds: secs}
+	}{Skipped: skipped, Seconds: secs}
 	for i, q := range qs {
 		res.Queries = append(res.Queries, jq{q.Name, counts[i], qsecs[i]})
 	}

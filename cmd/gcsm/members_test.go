@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gcsm/gcsm/bench/servicebench"
 )
 
 // TestDemoMembers: gcsm demo --members 3 prints each member's share of the
@@ -29,8 +31,8 @@ func TestDemoMembers(t *testing.T) {
 		shards += n
 		share += s
 	}
-	if shards != memberShards || share < 99.5 || share > 100.5 {
-		t.Errorf("the members own %d shards (want %d) and %.1f%% of the units:\n%s", shards, memberShards, share, out)
+	if shards != servicebench.MemberShards || share < 99.5 || share > 100.5 {
+		t.Errorf("the members own %d shards (want %d) and %.1f%% of the units:\n%s", shards, servicebench.MemberShards, share, out)
 	}
 }
 
@@ -50,7 +52,7 @@ func TestMembersFlags(t *testing.T) {
 func TestBenchMembers(t *testing.T) {
 	out := gcsmOK(t, "bench", "service", "--mix", "five", "--device", "cpu", "--members", "2", "--updates", "30000",
 		"--accounts", "5000", "--engine=false", "--json")
-	res := lastJSON[membersResult](t, out)
+	res := lastJSON[servicebench.MembersResult](t, out)
 	if len(res.Runs) != 2 || res.Runs[0].Members != 1 || res.Runs[1].Members != 2 {
 		t.Fatalf("runs %+v, want one member's, then two's", res.Runs)
 	}

@@ -87,7 +87,7 @@ func produceReadTopic(t *testing.T, broker, topic string) []producedEvent {
 		if first == last {
 			continue
 		}
-		err = consumePartition(ctx, conn, topic, int32(p), kgo.NewOffset().At(first), last, func(m *kgo.Record) error {
+		err = ingest.ConsumePartition(ctx, conn, topic, int32(p), kgo.NewOffset().At(first), last, func(m *kgo.Record) error {
 			rec, err := d.Decode(m.Value)
 			if err != nil {
 				return fmt.Errorf("partition %d offset %d: Decode(%s): %v", p, m.Offset, m.Value, err)

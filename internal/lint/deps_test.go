@@ -43,9 +43,10 @@ var allowed = map[string][]string{
 	"cache":              {"graph", "query", "dyngraph", "sampler", "internal/hostmem"},
 	"kernels":            {"graph", "query", "dyngraph", "bundle", "incremental", "cache", "internal/hostmem", "kernels/cuda"},
 	"kernels/cuda":       {},
-	"output":             {"internal/jsonstr", "internal/kafkaconn", "internal/testtls"},
+	"output":             {"ingest", "internal/jsonstr", "internal/kafkaconn", "internal/testtls"},
 	"bench":              {"graph", "query", "dyngraph", "ingest", "incremental", "sampler", "cache", "kernels", "internal/hostmem"},
 	"service":            {"graph", "query", "dyngraph", "bundle", "ingest", "engine", "incremental", "kernels", "output", "internal/hostmem", "internal/kafkaconn", "internal/par", "internal/statedir", "bench"},
+	"bench/servicebench": {"bench", "ingest", "incremental", "output", "service", "internal/hostmem", "internal/kafkaconn"},
 	"deploy":             {"service"},
 	"cmd/gcsm":           nil, // may import everything; nothing imports it
 }

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"io"
+	"runtime"
+	"time"
+
+	"github.com/gcsm/gcsm/bench"
+	"github.com/gcsm/gcsm/bench/servicebench"
+	"github.com/gcsm/gcsm/bundle"
+	"github.com/gcsm/gcsm/engine"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/incremental"
+	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/query"
+	"github.com/gcsm/gcsm/service"
+)
+
+// engineAlone is gcsm bench service's baseline: the stream through the
+// service's own core with no Kafka, twice.
+//
+//   - As the service runs it: the same message bytes, held in memory,
+//     decoded and interned on a stage of their own while the core steps
+//     the batch before, each step's match overlapping the next apply where
+//     the matcher can. Interning is inside the clock. The service's ratio
+//     is taken against this run, so that the Kafka path's cost (reading,
+//     batching, building and delivering events, the batch log, commits) is
+//     the only difference.
+//   - Serially: the updates resolved before the clock starts, each step
+//     finished before the next, as replay did before the core could
+//     overlap: the engine's own speed, reported beside it.
+//
+// Neither run has a window (--window): the core's expiry is the service's,
+// but the baseline measures matching, not event time.
+func engineAlone(f *benchServiceFlags, evs []bench.TransferEvent, qcfg []service.QueryConfig) (*servicebench.EngineResult, error) {
+	r, err := baselineRun(f, evs, qcfg, false)
+	if err != nil {
+		return nil, err
+	}
+	serial, err := baselineRun(f, evs, qcfg, true)
+	if err != nil {
+		return nil, err
+	}
+	r.SerialSeconds, r.SerialUpdatesPerSec = serial.Seconds, serial.UpdatesPerSec
+	return r, nil
+}
+
+// baseline is one run of the baseline: its core, queries and counts.
+type baseline struct {
+	core   *engine.Core
+	qs     []*query.Query
+	counts []incremental.Counts
+	ran    []servicebench.QueryMatches
+	batch  engine.Batch
+}
+
+// baselineRun runs the stream through a new core, as the service does or
+// serially.
+func baselineRun(f *benchServiceFlags, evs []bench.TransferEvent, qcfg []service.QueryConfig, serial bool) (*servicebench.EngineResult, error) {
+	eng, err := f.dev.open(io.Discard, f.workers)
+	if err != nil {
+		return nil, err
+	}
+	defer eng.close()
+	b, err := newBaseline(f, eng, qcfg)
+	if err != nil {
+		return nil, err
+	}
+	defer b.core.Close()
+	var spent time.Duration
+	if serial {
+		spent, err = b.runSerial(f, evs)
+	} else {
+		spent, err = b.runPipelined(f, evs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return b.result(len(evs), spent), nil
+}
+
+// newBaseline makes a core configured as the service's under bench
+// service, with its queries.
+func newBaseline(f *benchServiceFlags, eng *executor, qcfg []service.QueryConfig) (*baseline, error) {
+	core, err := engine.New(engine.Config{Directed: true, DefaultVertexLabel: "Account", DefaultEdgeLabel: "TRANSFER",
+		Alloc: eng.alloc, Matcher: eng.matcher, VertexMatches: true})
+	if err != nil {
+		return nil, err
+	}
+	specs := make([]string, len(qcfg))
+	for i, q := range qcfg {
+		specs[i] = q.Name + "=" + q.Pattern
+	}
+	qs, err := loadQueries(specs, core.Labels(), true, "", query.Instances, false)
+	if err != nil {
+		core.Close()
+		return nil, err
+	}
+	// As the service does: keep transfers when the events have ids (from
+	// the first batch on) or a query needs them.
+	for _, q := range qs {
+		if f.transfers || q.ReadsTransfers() || q.NamesTransfers() {
+			core.KeepTransfers(nil)
+		}
+	}
+	core.Register(qs)
+	b := &baseline{core: core, qs: qs, counts: make([]incremental.Counts, len(qs)), ran: make([]servicebench.QueryMatches, len(qs))}
+	b.batch = engine.Batch{Queries: qs, Mode: incremental.Enumerate,
+		Sink:  func(int, int, graph.Sign, []graph.VertexID) {},
+		Bound: func(int, int, graph.Sign, []graph.VertexID, []bundle.Tx) {}}
+	return b, nil
+}
+
+// add counts a finished step, if any.
+func (b *baseline) add(st *engine.Step) error {
+	if st == nil {
+		return nil
+	}
+	if err := st.Err(); err != nil {
+		return err
+	}
+	for i, c := range st.Counts() {
+		b.counts[i].Positive += c.Positive
+		b.counts[i].Negative += c.Negative
+		if st.Matched {
+			b.ran[i].AddBatch(st.Devices[i], 1)
+		}
+	}
+	return nil
+}
+
+// step steps the core through updates and counts the step it finished.
+func (b *baseline) step(last **engine.Step, updates []graph.Update, times []int64) error {
+	bt := b.batch
+	bt.Updates, bt.Times = updates, times
+	st, err := b.core.Step(bt)
+	if err != nil {
+		return err
+	}
+	if err := b.add(*last); err != nil { // finished by this step
+		return err
+	}
+	*last = st
+	return nil
+}
+
+// runSerial resolves the stream, then times its steps, each finished
+// before the next.
+func (b *baseline) runSerial(f *benchServiceFlags, evs []bench.TransferEvent) (time.Duration, error) {
+	updates := make([]graph.Update, len(evs))
+	for i, ev := range evs {
+		u, err := b.core.Resolver().Resolve(servicebench.TransferRecord(ev, f.transfers))
+		if err != nil {
+			return 0, err
+		}
+		updates[i] = u
+	}
+	t0 := time.Now()
+	var last *engine.Step
+	for lo := 0; lo < len(updates); lo += f.batch {
+		if err := b.step(&last, updates[lo:min(lo+f.batch, len(updates))], nil); err != nil {
+			return 0, err
+		}
+		b.core.Finish()
+	}
+	err := b.add(last)
+	return time.Since(t0), err
+}
+
+// decodedBatch is a batch the decoding stage made ready for a step.
+type decodedBatch struct {
+	updates []graph.Update
+	times   []int64
+	err     error
+}
+
+// runPipelined times the stream's bytes through decoding, interning and
+// the core's steps, the decoding of batch n+1 beside the step of n.
+func (b *baseline) runPipelined(f *benchServiceFlags, evs []bench.TransferEvent) (time.Duration, error) {
+	msgs := make([]ingest.Message, len(evs))
+	var buf []byte
+	ends := make([]int, len(evs))
+	for i, ev := range evs {
+		buf = ingest.AppendEvent(buf, servicebench.TransferRecord(ev, f.transfers))
+		ends[i] = len(buf)
+	}
+	for i, lo := 0, 0; i < len(msgs); i++ {
+		msgs[i].Value, lo = buf[lo:ends[i]], ends[i]
+	}
+	// One decoder per core, as the service's decoding stage has.
+	decs := make([]*ingest.Decoder, max(1, runtime.GOMAXPROCS(0)))
+	for i := range decs {
+		decs[i] = &ingest.Decoder{Format: ingest.FormatAuto}
+		if st := b.core.Store(); st != nil {
+			decs[i].Keep = ingest.NewPropFilter(st.EdgeColumns(), st.VertexColumns())
+		}
+	}
+	keepTime := b.core.Store() != nil && b.core.Store().KeepsTime()
+	t0 := time.Now()
+	ready := make(chan decodedBatch)
+	go func() {
+		defer close(ready)
+		for lo := 0; lo < len(msgs); lo += f.batch {
+			ready <- b.decode(msgs[lo:min(lo+f.batch, len(msgs))], decs, keepTime)
+		}
+	}()
+	var last *engine.Step
+	var err error
+	for d := range ready {
+		if err == nil {
+			err = d.err
+		}
+		if err == nil {
+			err = b.step(&last, d.updates, d.times)
+		}
+	}
+	b.core.Finish()
+	if err == nil {
+		err = b.add(last)
+	}
+	return time.Since(t0), err
+}
+
+// decode decodes and interns a batch of messages.
+func (b *baseline) decode(msgs []ingest.Message, decs []*ingest.Decoder, keepTime bool) decodedBatch {
+	dec := make([]engine.Decoded, len(msgs))
+	engine.Decode(msgs, dec, decs)
+	b.core.Intern(dec, keepTime)
+	out := decodedBatch{updates: make([]graph.Update, 0, len(dec)), times: make([]int64, 0, len(dec))}
+	for _, d := range dec {
+		if d.Err != nil {
+			return decodedBatch{err: d.Err}
+		}
+		if d.ResolveErr != nil {
+			return decodedBatch{err: d.ResolveErr}
+		}
+		out.updates = append(out.updates, d.U)
+		out.times = append(out.times, d.Rec.Time)
+	}
+	return out
+}
+
+// result is the run's figures.
+func (b *baseline) result(updates int, spent time.Duration) *servicebench.EngineResult {
+	r := &servicebench.EngineResult{Seconds: spent.Seconds()}
+	var total int64
+	for i, q := range b.qs {
+		r.Matches = append(r.Matches, servicebench.QueryMatches{Query: q.Name, Appeared: int64(b.counts[i].Positive), Disappeared: int64(b.counts[i].Negative),
+			CPUBatches: b.ran[i].CPUBatches, GPUBatches: b.ran[i].GPUBatches})
+		total += int64(b.counts[i].Positive + b.counts[i].Negative)
+	}
+	if r.Seconds > 0 {
+		r.UpdatesPerSec = float64(updates) / r.Seconds
+		r.MatchesPerSec = float64(total) / r.Seconds
+	}
+	return r
+}
