@@ -70,12 +70,12 @@ type Options struct {
 	// Open opens the engine of a member (0 for Run), saying which device
 	// on w in a line "device: ...".
 	Open func(w io.Writer, member int) (*Engine, error)
-	// Alone runs the stream through the engine alone, for Run to compare;
-	// nil: not run.
-	Alone func(evs []bench.TransferEvent) (*EngineResult, error)
+	// Alone runs the stream through the engine alone (the service's core
+	// without Kafka, baseline.go), for Run to compare.
+	Alone bool
 }
 
-// Run runs the service over the stream and, unless o.Alone is nil or the
+// Run runs the service over the stream and, if o.Alone and unless the
 // run is a soak, the engine alone, writing progress to human.
 func Run(o *Options, human io.Writer) (*Result, error) {
 	state, err := os.MkdirTemp("", "gcsm-bench-service-")
@@ -375,12 +375,12 @@ func (o *Options) ceiling(conn kafkaconn.Conn, alerts, run string, res *Result) 
 // alone runs the stream through the engine alone, outside a soak, and
 // sets its figures beside the service's.
 func (o *Options) alone(res *Result, stream []bench.TransferEvent) error {
-	if o.Alone == nil || o.Duration > 0 {
+	if !o.Alone || o.Duration > 0 {
 		return nil
 	}
 	var e *EngineResult
 	var err error
-	pprof.Do(context.Background(), pprof.Labels("phase", "engine"), func(context.Context) { e, err = o.Alone(stream) })
+	pprof.Do(context.Background(), pprof.Labels("phase", "engine"), func(context.Context) { e, err = o.baseline(stream) })
 	if err != nil {
 		return fmt.Errorf("engine alone: %w", err)
 	}

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gcsm/gcsm/bench"
 	"github.com/gcsm/gcsm/bench/servicebench"
 	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/gcsm/gcsm/query"
@@ -199,7 +198,7 @@ func (f *benchServiceFlags) options(name string, qcfg []service.QueryConfig, log
 		},
 	}
 	if f.engine {
-		o.Alone = func(evs []bench.TransferEvent) (*servicebench.EngineResult, error) { return engineAlone(f, evs, qcfg) }
+		o.Alone = true
 	}
 	return o
 }

@@ -1,22 +1,21 @@
-package main
+package servicebench
 
 import (
+	"fmt"
 	"io"
 	"runtime"
 	"time"
 
 	"github.com/gcsm/gcsm/bench"
-	"github.com/gcsm/gcsm/bench/servicebench"
 	"github.com/gcsm/gcsm/bundle"
 	"github.com/gcsm/gcsm/engine"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/ingest"
 	"github.com/gcsm/gcsm/query"
-	"github.com/gcsm/gcsm/service"
 )
 
-// engineAlone is gcsm bench service's baseline: the stream through the
+// baseline is gcsm bench service's engine alone: the stream through the
 // service's own core with no Kafka, twice.
 //
 //   - As the service runs it: the same message bytes, held in memory,
@@ -32,12 +31,12 @@ import (
 //
 // Neither run has a window (--window): the core's expiry is the service's,
 // but the baseline measures matching, not event time.
-func engineAlone(f *benchServiceFlags, evs []bench.TransferEvent, qcfg []service.QueryConfig) (*servicebench.EngineResult, error) {
-	r, err := baselineRun(f, evs, qcfg, false)
+func (o *Options) baseline(evs []bench.TransferEvent) (*EngineResult, error) {
+	r, err := o.baselineRun(evs, false)
 	if err != nil {
 		return nil, err
 	}
-	serial, err := baselineRun(f, evs, qcfg, true)
+	serial, err := o.baselineRun(evs, true)
 	if err != nil {
 		return nil, err
 	}
@@ -45,33 +44,33 @@ func engineAlone(f *benchServiceFlags, evs []bench.TransferEvent, qcfg []service
 	return r, nil
 }
 
-// baseline is one run of the baseline: its core, queries and counts.
-type baseline struct {
+// baselineCore is one run of the baseline: its core, queries and counts.
+type baselineCore struct {
 	core   *engine.Core
 	qs     []*query.Query
 	counts []incremental.Counts
-	ran    []servicebench.QueryMatches
+	ran    []QueryMatches
 	batch  engine.Batch
 }
 
 // baselineRun runs the stream through a new core, as the service does or
 // serially.
-func baselineRun(f *benchServiceFlags, evs []bench.TransferEvent, qcfg []service.QueryConfig, serial bool) (*servicebench.EngineResult, error) {
-	eng, err := f.dev.open(io.Discard, f.workers)
+func (o *Options) baselineRun(evs []bench.TransferEvent, serial bool) (*EngineResult, error) {
+	eng, err := o.Open(io.Discard, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer eng.close()
-	b, err := newBaseline(f, eng, qcfg)
+	defer eng.Close()
+	b, err := o.newBaseline(eng)
 	if err != nil {
 		return nil, err
 	}
 	defer b.core.Close()
 	var spent time.Duration
 	if serial {
-		spent, err = b.runSerial(f, evs)
+		spent, err = b.runSerial(o, evs)
 	} else {
-		spent, err = b.runPipelined(f, evs)
+		spent, err = b.runPipelined(o, evs)
 	}
 	if err != nil {
 		return nil, err
@@ -81,30 +80,34 @@ func baselineRun(f *benchServiceFlags, evs []bench.TransferEvent, qcfg []service
 
 // newBaseline makes a core configured as the service's under bench
 // service, with its queries.
-func newBaseline(f *benchServiceFlags, eng *executor, qcfg []service.QueryConfig) (*baseline, error) {
+func (o *Options) newBaseline(eng *Engine) (*baselineCore, error) {
 	core, err := engine.New(engine.Config{Directed: true, DefaultVertexLabel: "Account", DefaultEdgeLabel: "TRANSFER",
-		Alloc: eng.alloc, Matcher: eng.matcher, VertexMatches: true})
+		Alloc: eng.Alloc, Matcher: eng.Matcher, VertexMatches: true})
 	if err != nil {
 		return nil, err
 	}
-	specs := make([]string, len(qcfg))
-	for i, q := range qcfg {
-		specs[i] = q.Name + "=" + q.Pattern
-	}
-	qs, err := loadQueries(specs, core.Labels(), true, "", query.Instances, false)
-	if err != nil {
-		core.Close()
-		return nil, err
+	var qs []*query.Query
+	for _, c := range o.Queries {
+		p, err := query.Parse(c.Name, c.Pattern)
+		if err == nil {
+			var q *query.Query
+			q, err = query.Compile(p, core.Labels(), true, query.Instances)
+			qs = append(qs, q)
+		}
+		if err != nil {
+			core.Close()
+			return nil, fmt.Errorf("query %s: %w", c.Name, err)
+		}
 	}
 	// As the service does: keep transfers when the events have ids (from
 	// the first batch on) or a query needs them.
 	for _, q := range qs {
-		if f.transfers || q.ReadsTransfers() || q.NamesTransfers() {
+		if o.Transfers || q.ReadsTransfers() || q.NamesTransfers() {
 			core.KeepTransfers(nil)
 		}
 	}
 	core.Register(qs)
-	b := &baseline{core: core, qs: qs, counts: make([]incremental.Counts, len(qs)), ran: make([]servicebench.QueryMatches, len(qs))}
+	b := &baselineCore{core: core, qs: qs, counts: make([]incremental.Counts, len(qs)), ran: make([]QueryMatches, len(qs))}
 	b.batch = engine.Batch{Queries: qs, Mode: incremental.Enumerate,
 		Sink:  func(int, int, graph.Sign, []graph.VertexID) {},
 		Bound: func(int, int, graph.Sign, []graph.VertexID, []bundle.Tx) {}}
@@ -112,7 +115,7 @@ func newBaseline(f *benchServiceFlags, eng *executor, qcfg []service.QueryConfig
 }
 
 // add counts a finished step, if any.
-func (b *baseline) add(st *engine.Step) error {
+func (b *baselineCore) add(st *engine.Step) error {
 	if st == nil {
 		return nil
 	}
@@ -130,7 +133,7 @@ func (b *baseline) add(st *engine.Step) error {
 }
 
 // step steps the core through updates and counts the step it finished.
-func (b *baseline) step(last **engine.Step, updates []graph.Update, times []int64) error {
+func (b *baselineCore) step(last **engine.Step, updates []graph.Update, times []int64) error {
 	bt := b.batch
 	bt.Updates, bt.Times = updates, times
 	st, err := b.core.Step(bt)
@@ -146,10 +149,10 @@ func (b *baseline) step(last **engine.Step, updates []graph.Update, times []int6
 
 // runSerial resolves the stream, then times its steps, each finished
 // before the next.
-func (b *baseline) runSerial(f *benchServiceFlags, evs []bench.TransferEvent) (time.Duration, error) {
+func (b *baselineCore) runSerial(o *Options, evs []bench.TransferEvent) (time.Duration, error) {
 	updates := make([]graph.Update, len(evs))
 	for i, ev := range evs {
-		u, err := b.core.Resolver().Resolve(servicebench.TransferRecord(ev, f.transfers))
+		u, err := b.core.Resolver().Resolve(TransferRecord(ev, o.Transfers))
 		if err != nil {
 			return 0, err
 		}
@@ -157,8 +160,8 @@ func (b *baseline) runSerial(f *benchServiceFlags, evs []bench.TransferEvent) (t
 	}
 	t0 := time.Now()
 	var last *engine.Step
-	for lo := 0; lo < len(updates); lo += f.batch {
-		if err := b.step(&last, updates[lo:min(lo+f.batch, len(updates))], nil); err != nil {
+	for lo := 0; lo < len(updates); lo += o.Batch {
+		if err := b.step(&last, updates[lo:min(lo+o.Batch, len(updates))], nil); err != nil {
 			return 0, err
 		}
 		b.core.Finish()
@@ -176,12 +179,12 @@ type decodedBatch struct {
 
 // runPipelined times the stream's bytes through decoding, interning and
 // the core's steps, the decoding of batch n+1 beside the step of n.
-func (b *baseline) runPipelined(f *benchServiceFlags, evs []bench.TransferEvent) (time.Duration, error) {
+func (b *baselineCore) runPipelined(o *Options, evs []bench.TransferEvent) (time.Duration, error) {
 	msgs := make([]ingest.Message, len(evs))
 	var buf []byte
 	ends := make([]int, len(evs))
 	for i, ev := range evs {
-		buf = ingest.AppendEvent(buf, servicebench.TransferRecord(ev, f.transfers))
+		buf = ingest.AppendEvent(buf, TransferRecord(ev, o.Transfers))
 		ends[i] = len(buf)
 	}
 	for i, lo := 0, 0; i < len(msgs); i++ {
@@ -200,8 +203,8 @@ func (b *baseline) runPipelined(f *benchServiceFlags, evs []bench.TransferEvent)
 	ready := make(chan decodedBatch)
 	go func() {
 		defer close(ready)
-		for lo := 0; lo < len(msgs); lo += f.batch {
-			ready <- b.decode(msgs[lo:min(lo+f.batch, len(msgs))], decs, keepTime)
+		for lo := 0; lo < len(msgs); lo += o.Batch {
+			ready <- b.decode(msgs[lo:min(lo+o.Batch, len(msgs))], decs, keepTime)
 		}
 	}()
 	var last *engine.Step
@@ -222,7 +225,7 @@ func (b *baseline) runPipelined(f *benchServiceFlags, evs []bench.TransferEvent)
 }
 
 // decode decodes and interns a batch of messages.
-func (b *baseline) decode(msgs []ingest.Message, decs []*ingest.Decoder, keepTime bool) decodedBatch {
+func (b *baselineCore) decode(msgs []ingest.Message, decs []*ingest.Decoder, keepTime bool) decodedBatch {
 	dec := make([]engine.Decoded, len(msgs))
 	engine.Decode(msgs, dec, decs)
 	b.core.Intern(dec, keepTime)
@@ -241,11 +244,11 @@ func (b *baseline) decode(msgs []ingest.Message, decs []*ingest.Decoder, keepTim
 }
 
 // result is the run's figures.
-func (b *baseline) result(updates int, spent time.Duration) *servicebench.EngineResult {
-	r := &servicebench.EngineResult{Seconds: spent.Seconds()}
+func (b *baselineCore) result(updates int, spent time.Duration) *EngineResult {
+	r := &EngineResult{Seconds: spent.Seconds()}
 	var total int64
 	for i, q := range b.qs {
-		r.Matches = append(r.Matches, servicebench.QueryMatches{Query: q.Name, Appeared: int64(b.counts[i].Positive), Disappeared: int64(b.counts[i].Negative),
+		r.Matches = append(r.Matches, QueryMatches{Query: q.Name, Appeared: int64(b.counts[i].Positive), Disappeared: int64(b.counts[i].Negative),
 			CPUBatches: b.ran[i].CPUBatches, GPUBatches: b.ran[i].GPUBatches})
 		total += int64(b.counts[i].Positive + b.counts[i].Negative)
 	}
