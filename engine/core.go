@@ -184,9 +184,6 @@ func (c *Core) SetMatcher(m incremental.Matcher) {
 	}
 }
 
-// Matcher is the core's matcher.
-func (c *Core) Matcher() incremental.Matcher { return c.cfg.Matcher }
-
 // Directed says whether the graph is directed.
 func (c *Core) Directed() bool { return c.cfg.Directed }
 

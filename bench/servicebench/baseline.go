@@ -75,7 +75,10 @@ func (o *Options) baselineRun(evs []bench.TransferEvent, serial bool) (*EngineRe
 	if err != nil {
 		return nil, err
 	}
-	return b.result(len(evs), spent), nil
+	r := b.result(len(evs), spent)
+	st := b.core.Stats()
+	r.Steps, r.Overlapped = st.Steps, st.Overlapped
+	return r, nil
 }
 
 // newBaseline makes a core configured as the service's under bench

@@ -133,8 +133,12 @@ type EngineResult struct {
 	// interning beside the steps, matches overlapped where the matcher
 	// can); Serial* are the same stream resolved beforehand and stepped
 	// one step after another.
-	Seconds             float64        `json:"seconds"`
-	UpdatesPerSec       float64        `json:"updates_per_s"`
+	Seconds       float64 `json:"seconds"`
+	UpdatesPerSec float64 `json:"updates_per_s"`
+	// Overlapped counts the steps whose match overlapped the next apply,
+	// of Steps.
+	Steps               int64          `json:"steps"`
+	Overlapped          int64          `json:"overlapped_steps"`
 	SerialSeconds       float64        `json:"serial_seconds"`
 	SerialUpdatesPerSec float64        `json:"serial_updates_per_s"`
 	MatchesPerSec       float64        `json:"matches_per_s"`
@@ -176,8 +180,8 @@ func (r *Result) Report(w io.Writer) {
 		fmt.Fprintf(tw, "  run loop idle\t%.2fs, %.0f%% of the run (under a backlog: waiting for the decoding stage)\t\n", r.LoopIdle, 100*r.LoopIdle/r.Seconds)
 	}
 	if r.Engine != nil {
-		fmt.Fprintf(tw, "engine alone\t%.2fs, %.0f updates/s, %.0f matches/s (the same bytes decoded, interned and stepped as the service does, no Kafka)\t\n",
-			r.Engine.Seconds, r.Engine.UpdatesPerSec, r.Engine.MatchesPerSec)
+		fmt.Fprintf(tw, "engine alone\t%.2fs, %.0f updates/s, %.0f matches/s (the same bytes decoded, interned and stepped as the service does, no Kafka; %d of %d matches overlapped)\t\n",
+			r.Engine.Seconds, r.Engine.UpdatesPerSec, r.Engine.MatchesPerSec, r.Engine.Overlapped, r.Engine.Steps)
 		fmt.Fprintf(tw, "  serial\t%.2fs, %.0f updates/s (resolved beforehand, one step after another)\t\n", r.Engine.SerialSeconds, r.Engine.SerialUpdatesPerSec)
 		fmt.Fprintf(tw, "service / engine\t%.2f\t\n", r.Ratio)
 	}
