@@ -16,6 +16,7 @@ import (
 	"github.com/gcsm/gcsm/bench/servicebench"
 	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/gcsm/gcsm/query"
+	"github.com/gcsm/gcsm/replay"
 	"github.com/gcsm/gcsm/service"
 	"github.com/rs/zerolog"
 )
@@ -358,11 +359,19 @@ func windowFlag(w, d time.Duration, fs *flag.FlagSet) error {
 func serviceQueries(specs []string) ([]service.QueryConfig, error) {
 	var out []service.QueryConfig
 	for i, spec := range specs {
-		name, text, _ := splitQuerySpec(spec, i)
+		name, text, _ := replay.SplitQuerySpec(spec, i)
 		if _, err := query.Parse(name, text); err != nil {
 			return nil, fmt.Errorf("-q %q: %w", spec, err)
 		}
 		out = append(out, service.QueryConfig{Name: name, Pattern: strings.TrimSpace(text)})
 	}
 	return out, nil
+}
+
+// membersFlag refuses --members with the modes it does not run.
+func membersFlag(members, rate int, d time.Duration) error {
+	if members > 0 && (rate > 0 || d > 0) {
+		return errors.New("--members measures a backlog's throughput: leave out --rate and --duration")
+	}
+	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/gcsm/gcsm/internal/hostmem"
 	"github.com/gcsm/gcsm/kernels"
 	"github.com/gcsm/gcsm/query"
+	"github.com/gcsm/gcsm/replay"
 )
 
 // runBenchStatic times the static matcher query by query on each engine and
@@ -68,25 +69,25 @@ func runBenchStatic(args []string, stdout, stderr io.Writer) error {
 	}
 	defer closeEngines()
 
-	directed, fix, err := graphDirected(false, false, input{"-d", data})
+	directed, fix, err := replay.GraphDirected(false, false, replay.Input{Flag: "-d", Path: data})
 	if err != nil {
 		return err
 	}
-	s, err := newSession(directed, false, alloc)
+	s, err := replay.NewSession(directed, false, alloc)
 	if err != nil {
 		return err
 	}
-	defer s.g.Close()
-	s.timeUnit(unit, stderr, "bench static")
-	if err := s.loadGraph(data); err != nil {
+	defer s.Close()
+	s.TimeUnit(unit, stderr, "bench static")
+	if err := s.LoadGraph(data); err != nil {
 		return err
 	}
-	known := s.labels.Len()
-	qs, err := loadQueries(specs, s.labels, directed, fix, query.Embeddings, false)
+	known := s.Labels().Len()
+	qs, err := replay.LoadQueries(specs, s.Labels(), directed, fix, query.Embeddings, false)
 	if err != nil {
 		return err
 	}
-	s.warnUnknownLabels(stderr, "bench static", qs, known, "the data graph")
+	s.WarnUnknownLabels(stderr, "bench static", qs, known, "the data graph")
 
 	sum := bench.StaticSummary{Data: data, Engines: names, Workers: cpuWorkers(workers), Timeout: timeout.Seconds(), CountOnly: countOnly}
 	if cpuprofile != "" {
@@ -96,7 +97,7 @@ func runBenchStatic(args []string, stdout, stderr io.Writer) error {
 		}
 		defer stop()
 	}
-	if err := bench.RunStatic(s.g, qs, es, answers, timeout, &sum); err != nil {
+	if err := bench.RunStatic(s.Graph(), qs, es, answers, timeout, &sum); err != nil {
 		return err
 	}
 
