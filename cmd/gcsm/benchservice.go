@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gcsm/gcsm/bench/servicebench"
+	"github.com/gcsm/gcsm/device"
 	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/gcsm/gcsm/query"
 	"github.com/gcsm/gcsm/replay"
@@ -215,12 +216,12 @@ func (f *benchServiceFlags) openMember(w io.Writer, i int) (*servicebench.Engine
 	if err != nil {
 		return nil, err
 	}
-	return e.harness(), nil
+	return harness(e), nil
 }
 
 // harness is e as bench/servicebench takes it.
-func (e *executor) harness() *servicebench.Engine {
-	return &servicebench.Engine{Matcher: e.matcher, Alloc: e.alloc, Close: e.close, Warn: e.warnFallback}
+func harness(e *device.Executor) *servicebench.Engine {
+	return &servicebench.Engine{Matcher: e.Matcher, Alloc: e.Alloc, Close: e.Close, Warn: e.WarnFallback}
 }
 
 // report writes the human table, with the mix's pairs, and a note when a

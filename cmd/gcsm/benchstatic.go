@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gcsm/gcsm/bench"
+	"github.com/gcsm/gcsm/device"
 	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/internal/hostmem"
 	"github.com/gcsm/gcsm/kernels"
@@ -89,7 +90,7 @@ func runBenchStatic(args []string, stdout, stderr io.Writer) error {
 	}
 	s.WarnUnknownLabels(stderr, "bench static", qs, known, "the data graph")
 
-	sum := bench.StaticSummary{Data: data, Engines: names, Workers: cpuWorkers(workers), Timeout: timeout.Seconds(), CountOnly: countOnly}
+	sum := bench.StaticSummary{Data: data, Engines: names, Workers: device.CPUWorkers(workers), Timeout: timeout.Seconds(), CountOnly: countOnly}
 	if cpuprofile != "" {
 		stop, err := startProfile(cpuprofile)
 		if err != nil {
@@ -153,7 +154,7 @@ func openStaticEngines(names []string, workers int, stderr io.Writer) ([]bench.S
 		case "cpu":
 			c := &incremental.CPU{Workers: workers}
 			es = append(es, bench.StaticEngine{Name: name, Matcher: c, CPU: c})
-			fmt.Fprintf(stderr, "engine cpu: %d workers\n", cpuWorkers(workers))
+			fmt.Fprintf(stderr, "engine cpu: %d workers\n", device.CPUWorkers(workers))
 		case "gpu":
 			x, err := kernels.Open(kernels.Options{})
 			if err != nil {

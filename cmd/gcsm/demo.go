@@ -58,6 +58,6 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return nil, err
 			}
-			return e.harness(), nil
+			return harness(e), nil
 		}})
 }

@@ -56,12 +56,12 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer eng.close()
+	defer eng.Close()
 	directed, fix, err := replay.GraphDirected(directed, flagGiven(fs, "directed"), replay.Input{Flag: "-d", Path: data})
 	if err != nil {
 		return err
 	}
-	s, err := replay.NewSession(directed, skipBad, eng.alloc)
+	s, err := replay.NewSession(directed, skipBad, eng.Alloc)
 	if err != nil {
 		return err
 	}
@@ -86,11 +86,11 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 		p = replay.NewPrinter(s, qs, out, jsonOut)
 	}
 	t0 := time.Now()
-	counts, qsecs, err := replay.MatchEach(s, eng.matcher, qs, countOnly, p)
+	counts, qsecs, err := replay.MatchEach(s, eng.Matcher, qs, countOnly, p)
 	if err != nil {
 		return err
 	}
 	secs := time.Since(t0).Seconds()
-	eng.warnFallback(stderr)
+	eng.WarnFallback(stderr)
 	return replay.ReportMatch(humanOut(out, stderr, jsonOut), out, jsonOut, qs, counts, qsecs, secs, s.Skipped())
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gcsm/gcsm/bench"
 	"github.com/gcsm/gcsm/demo"
+	"github.com/gcsm/gcsm/device"
 	"github.com/gcsm/gcsm/ingest"
 	"github.com/gcsm/gcsm/query"
 	"github.com/gcsm/gcsm/replay"
@@ -58,7 +59,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer eng.close()
+	defer eng.Close()
 	t0 := time.Now()
 	s, st, qs, err := f.load(fs, eng, unit, sem, stderr)
 	if s != nil {
@@ -123,7 +124,7 @@ func (f *replayFlags) settle(fs *flag.FlagSet, tsUnitArg string) (ingest.TimeUni
 // load makes the session and reads the data graph, the stream and the
 // queries into it. The session, once made, is returned even with an error,
 // for its graph to be closed.
-func (f *replayFlags) load(fs *flag.FlagSet, eng *executor, unit ingest.TimeUnit, sem query.Semantics, stderr io.Writer) (*replay.Session, *replay.Stream, []*query.Query, error) {
+func (f *replayFlags) load(fs *flag.FlagSet, eng *device.Executor, unit ingest.TimeUnit, sem query.Semantics, stderr io.Writer) (*replay.Session, *replay.Stream, []*query.Query, error) {
 	fix := "drop --directed=false"
 	var err error
 	if !f.demo {
@@ -132,7 +133,7 @@ func (f *replayFlags) load(fs *flag.FlagSet, eng *executor, unit ingest.TimeUnit
 			return nil, nil, nil, err
 		}
 	}
-	s, err := replay.NewSession(f.directed, f.skipBad, eng.alloc)
+	s, err := replay.NewSession(f.directed, f.skipBad, eng.Alloc)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -176,7 +177,7 @@ func (f *replayFlags) load(fs *flag.FlagSet, eng *executor, unit ingest.TimeUnit
 }
 
 // replay runs the stream through the session's core and reports.
-func (f *replayFlags) replay(s *replay.Session, st *replay.Stream, qs []*query.Query, eng *executor, loadTime time.Duration, stdout, stderr io.Writer) error {
+func (f *replayFlags) replay(s *replay.Session, st *replay.Stream, qs []*query.Query, eng *device.Executor, loadTime time.Duration, stdout, stderr io.Writer) error {
 	gs := s.Graph().Stats()
 	// Ctrl-C stops the replay between batches and reports the counts so
 	// far; a second one kills as usual. SIGTERM keeps its default, so that
@@ -188,7 +189,7 @@ func (f *replayFlags) replay(s *replay.Session, st *replay.Stream, qs []*query.Q
 		gs.Vertices, gs.Edges, float64(gs.Entries*4)/(1<<20), float64(gs.CapacityEntries*4)/(1<<20), loadTime.Seconds())
 
 	out := bufio.NewWriter(stdout)
-	r := &replay.Replayer{Session: s, Stream: st, Queries: qs, Matcher: eng.matcher, Batch: f.batch,
+	r := &replay.Replayer{Session: s, Stream: st, Queries: qs, Matcher: eng.Matcher, Batch: f.batch,
 		CountOnly: f.countOnly, Emit: f.emit, JSON: f.jsonOut, Out: out, Human: humanOut(out, stderr, f.jsonOut)}
 	defer out.Flush()
 	bar := newProgress(stderr, st.Len(), f.progress)
@@ -197,7 +198,7 @@ func (f *replayFlags) replay(s *replay.Session, st *replay.Stream, qs []*query.Q
 	if err != nil {
 		return err
 	}
-	eng.warnFallback(stderr)
+	eng.WarnFallback(stderr)
 	if err := r.Report(res); err != nil {
 		return err
 	}
