@@ -375,7 +375,7 @@ queries:
 	defer cancel()
 	served := make(chan error, 1)
 	go func() { served <- serve(ctx, cfg, &dev, zerolog.Nop()) }()
-	waitFor(t, "the embedded broker", func() bool { _, err := clusterID(ctx, listen); return err == nil })
+	waitFor(t, "the embedded broker", func() bool { _, err := output.ClusterID(ctx, listen); return err == nil })
 
 	// A ring of three transfers, and a message that is no event.
 	tailWrite(t, listen, "edges", 0, `{"op":"+","src":"acct:1","dst":"acct:2"}`, `{"op":"+","src":"acct:2","dst":"acct:3"}`,
