@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/gcsm/gcsm/graph"
@@ -95,4 +96,35 @@ func SplitQuerySpec(spec string, i int) (name, text string, named bool) {
 		return strings.TrimSpace(spec[:k]), spec[k+1:], true
 	}
 	return fmt.Sprintf("q%d", i+1), spec, false
+}
+
+// QueryFiles lists the query files of --queries v: every regular file of a
+// directory, or the files a glob matches, in name order.
+func QueryFiles(v string) ([]string, error) {
+	var files []string
+	if fi, err := os.Stat(v); err == nil && fi.IsDir() {
+		ents, err := os.ReadDir(v)
+		if err != nil {
+			return nil, fmt.Errorf("--queries: %w", err)
+		}
+		for _, e := range ents {
+			if e.Type().IsRegular() {
+				files = append(files, filepath.Join(v, e.Name()))
+			}
+		}
+	} else {
+		m, err := filepath.Glob(v)
+		if err != nil {
+			return nil, fmt.Errorf("--queries %q: %w", v, err)
+		}
+		for _, f := range m {
+			if fi, err := os.Stat(f); err == nil && fi.Mode().IsRegular() {
+				files = append(files, f)
+			}
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("--queries %q: no query files there", v)
+	}
+	return files, nil
 }

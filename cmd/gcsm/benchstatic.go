@@ -7,17 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/gcsm/gcsm/bench"
 	"github.com/gcsm/gcsm/device"
-	"github.com/gcsm/gcsm/incremental"
-	"github.com/gcsm/gcsm/internal/hostmem"
-	"github.com/gcsm/gcsm/kernels"
 	"github.com/gcsm/gcsm/query"
 	"github.com/gcsm/gcsm/replay"
 )
@@ -64,7 +59,7 @@ func runBenchStatic(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	es, alloc, closeEngines, err := openStaticEngines(names, workers, stderr)
+	es, alloc, closeEngines, err := bench.OpenStaticEngines(names, workers, stderr)
 	if err != nil {
 		return err
 	}
@@ -123,7 +118,7 @@ func runBenchStatic(args []string, stdout, stderr io.Writer) error {
 // then name a query, and reads --answers.
 func staticInputs(specs []string, dir, answersPath string) ([]string, bench.Answers, error) {
 	if dir != "" {
-		files, err := queryGlob(dir)
+		files, err := replay.QueryFiles(dir)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -140,36 +135,6 @@ func staticInputs(specs []string, dir, answersPath string) ([]string, bench.Answ
 		}
 	}
 	return specs, answers, nil
-}
-
-// openStaticEngines opens the engines of --engines, saying which on
-// stderr, and returns them with the memory the graph must live in and what
-// closes them.
-func openStaticEngines(names []string, workers int, stderr io.Writer) ([]bench.StaticEngine, hostmem.Allocator, func(), error) {
-	var es []bench.StaticEngine
-	var alloc hostmem.Allocator = hostmem.Mmap{}
-	closeAll := func() {}
-	for _, name := range names {
-		switch name {
-		case "cpu":
-			c := &incremental.CPU{Workers: workers}
-			es = append(es, bench.StaticEngine{Name: name, Matcher: c, CPU: c})
-			fmt.Fprintf(stderr, "engine cpu: %d workers\n", device.CPUWorkers(workers))
-		case "gpu":
-			x, err := kernels.Open(kernels.Options{})
-			if err != nil {
-				closeAll()
-				return nil, nil, nil, fmt.Errorf("--engines gpu: %w", err)
-			}
-			closeAll = func() { x.Close() }
-			// The graph lives in the GPU's pinned memory, which the CPU
-			// reads too.
-			alloc = x.Allocator()
-			es = append(es, bench.StaticEngine{Name: name, Matcher: x})
-			fmt.Fprintf(stderr, "engine gpu: %s, %s placement\n", x.Name(), x.Placement())
-		}
-	}
-	return es, alloc, closeAll, nil
 }
 
 // staticEngineNames parses --engines: known names, each once.
@@ -194,35 +159,4 @@ func durationMin(name string, d time.Duration) error {
 		return fmt.Errorf("--%s %v: want 0 (no limit) or more", name, d)
 	}
 	return nil
-}
-
-// queryGlob lists the query files of --queries: every regular file of a
-// directory, or the files a glob matches, in name order.
-func queryGlob(v string) ([]string, error) {
-	var files []string
-	if fi, err := os.Stat(v); err == nil && fi.IsDir() {
-		ents, err := os.ReadDir(v)
-		if err != nil {
-			return nil, fmt.Errorf("--queries: %w", err)
-		}
-		for _, e := range ents {
-			if e.Type().IsRegular() {
-				files = append(files, filepath.Join(v, e.Name()))
-			}
-		}
-	} else {
-		m, err := filepath.Glob(v)
-		if err != nil {
-			return nil, fmt.Errorf("--queries %q: %w", v, err)
-		}
-		for _, f := range m {
-			if fi, err := os.Stat(f); err == nil && fi.Mode().IsRegular() {
-				files = append(files, f)
-			}
-		}
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("--queries %q: no query files there", v)
-	}
-	return files, nil
 }
