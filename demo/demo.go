@@ -80,7 +80,8 @@ type Options struct {
 	// Members above 1 share the stream, and the union of their alerts is
 	// checked against one member's.
 	Members int
-	// State is the service's state directory, new or empty (FreshState).
+	// State is the service's state directory, new or empty (FreshState);
+	// "" is a temporary one, removed at the end.
 	State string
 	Log   zerolog.Logger
 	// Open opens an engine, writing which device it runs on to w.
@@ -89,6 +90,18 @@ type Options struct {
 
 // Run runs the demo, writing to out what it shows.
 func Run(out io.Writer, o Options) error {
+	if o.State != "" {
+		if err := FreshState(o.State); err != nil {
+			return err
+		}
+	} else {
+		dir, err := os.MkdirTemp("", "gcsm-demo-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		o.State = dir
+	}
 	cfg := demoConfig(o.State, o.Batch)
 	if o.Members > 1 {
 		return runMembers(out, o.Log, cfg, o.Open, o.Members, bench.Transfers(o.Accounts, o.Events, Seed), o.Rate)

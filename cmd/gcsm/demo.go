@@ -4,7 +4,6 @@ import (
 	"flag"
 	"io"
 	"math"
-	"os"
 
 	"github.com/gcsm/gcsm/bench/servicebench"
 	"github.com/gcsm/gcsm/demo"
@@ -34,19 +33,6 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 		intIn("show", int64(show), 0, math.MaxInt64), intIn("batch", int64(batch), 1, math.MaxInt64), intIn("rate", int64(rate), 0, math.MaxInt64),
 		intIn("members", int64(members), 1, 64)); err != nil {
 		return err
-	}
-	if state != "" {
-		if err := demo.FreshState(state); err != nil {
-			return err
-		}
-	}
-	if state == "" {
-		dir, err := os.MkdirTemp("", "gcsm-demo-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		state = dir
 	}
 	log, err := newLogger(stderr, service.LogConfig{Level: "warn", Format: "console"})
 	if err != nil {
