@@ -22,10 +22,35 @@ import (
 	"github.com/gcsm/gcsm/query"
 )
 
+// Config is how a file-driven command opens its session.
+type Config struct {
+	// Cmd names the command in warnings ("gcsm CMD: warning: ..."), which
+	// go to Warn (nil: none).
+	Cmd  string
+	Warn io.Writer
+	// Directed says whether the graph is; Fix says, for a query with
+	// arrows on an undirected graph, what would make it directed
+	// (GraphDirected).
+	Directed bool
+	Fix      string
+	// SkipBad counts and skips malformed lines and refused updates instead
+	// of failing (--skip-bad); TSUnit is what the files' numeric times
+	// count (--ts-unit).
+	SkipBad bool
+	TSUnit  ingest.TimeUnit
+	Alloc   hostmem.Allocator
+	// Queries are the -q arguments, compiled under Semantics; Unlabeled
+	// ignores their labels.
+	Queries   []string
+	Semantics query.Semantics
+	Unlabeled bool
+}
+
 // Session is what the file-driven commands share: an engine core, whose
 // graph and dictionaries the fields below name for short, and what the
 // files read into it.
 type Session struct {
+	cfg      Config
 	core     *engine.Core
 	labels   *graph.Dict
 	ids      *graph.IDs
@@ -35,21 +60,11 @@ type Session struct {
 	// (keepTransfers); keep is what readers keep of events' properties.
 	store   *bundle.Store
 	keep    *ingest.PropFilter
-	seen    *graph.Catalog // every property read, kept or not, for WarnProperties
-	skipBad bool
-	skipped int // bad lines and refused updates skipped under --skip-bad
-	// tsUnit is --ts-unit; the first odd time of the files read is
-	// warned about on warn, once, as "gcsm cmd: warning: ...".
-	tsUnit     ingest.TimeUnit
-	warn       io.Writer
-	cmd        string
+	seen    *graph.Catalog // every property read, kept or not, for warnProperties
+	skipped int            // bad lines and refused updates skipped under --skip-bad
+	// warnedTime says that the first odd time of the files read was warned
+	// about.
 	warnedTime bool
-}
-
-// TimeUnit sets what the session's files' numeric times count, and where
-// and as which command to warn of an odd one.
-func (s *Session) TimeUnit(u ingest.TimeUnit, warn io.Writer, cmd string) {
-	s.tsUnit, s.warn, s.cmd = u, warn, cmd
 }
 
 // warnOddTime warns of the first odd time of r, read from path, once a
@@ -57,25 +72,42 @@ func (s *Session) TimeUnit(u ingest.TimeUnit, warn io.Writer, cmd string) {
 // WITHIN wrong by a factor of 1000 or more.
 func (s *Session) warnOddTime(r *ingest.Reader, path string) {
 	odd, ok := r.OddTime()
-	if !ok || s.warnedTime || s.warn == nil {
+	if !ok || s.warnedTime || s.cfg.Warn == nil {
 		return
 	}
 	s.warnedTime = true
-	fmt.Fprintf(s.warn, "gcsm %s: warning: %s:%d: %v\n", s.cmd, path, odd.Line, odd)
+	fmt.Fprintf(s.cfg.Warn, "gcsm %s: warning: %s:%d: %v\n", s.cfg.Cmd, path, odd.Line, odd)
 }
 
-// NewSession makes a session with an empty graph; skipBad counts and skips
-// malformed lines and refused updates instead of failing (--skip-bad).
-func NewSession(directed, skipBad bool, alloc hostmem.Allocator) (*Session, error) {
-	s := &Session{skipBad: skipBad, seen: &graph.Catalog{DefaultEdgeLabel: "0"}}
+// Open makes a session with an empty graph that keeps, from the start,
+// what the queries read of events (PreviewQueries).
+func Open(c Config) (*Session, error) {
+	s := &Session{cfg: c, seen: &graph.Catalog{DefaultEdgeLabel: "0"}}
 	// Unlabelled vertices (SNAP files) get the CSM files' first label, "0".
-	core, err := engine.New(engine.Config{Directed: directed, DefaultVertexLabel: "0", DefaultEdgeLabel: "0", Alloc: alloc,
+	core, err := engine.New(engine.Config{Directed: c.Directed, DefaultVertexLabel: "0", DefaultEdgeLabel: "0", Alloc: c.Alloc,
 		OnTransfers: func(bool) { s.store = s.core.Store() }})
 	if err != nil {
 		return nil, err
 	}
 	s.core, s.labels, s.ids, s.g, s.resolver = core, core.Labels(), core.IDs(), core.Graph(), core.Resolver()
+	s.KeepTransfersFor(PreviewQueries(c.Queries, c.Directed, c.Semantics, c.Unlabeled))
 	return s, nil
+}
+
+// Compile compiles the queries once the files are read, warns of the
+// labels and properties they name that the files (where says which) never
+// carried, and keeps what the queries read of transfers.
+func (s *Session) Compile(where string) ([]*query.Query, error) {
+	c := s.cfg
+	known := s.labels.Len()
+	qs, err := LoadQueries(c.Queries, s.labels, c.Directed, c.Fix, c.Semantics, c.Unlabeled)
+	if err != nil {
+		return nil, err
+	}
+	s.WarnUnknownLabels(qs, known, where)
+	s.warnProperties(qs, known)
+	s.KeepTransfersFor(qs)
+	return qs, nil
 }
 
 // Graph is the session's graph.
@@ -126,7 +158,7 @@ func (s *Session) LoadTransfers(file string, evs []bench.TransferEvent) (*Stream
 // records that Resolve refuses stop the read with an error naming file and
 // line, or are counted and skipped under --skip-bad.
 func (s *Session) Read(path string) (*Stream, error) {
-	r, c, err := ingest.Open(path, ingest.Options{SkipBad: s.skipBad, Keep: s.keep, TSUnit: s.tsUnit, Seen: s.seen})
+	r, c, err := ingest.Open(path, ingest.Options{SkipBad: s.cfg.SkipBad, Keep: s.keep, TSUnit: s.cfg.TSUnit, Seen: s.seen})
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +184,7 @@ func (s *Session) Read(path string) (*Stream, error) {
 			if errors.As(err, &le) {
 				le.File = path
 			}
-			if s.skipBad {
+			if s.cfg.SkipBad {
 				s.skipped++
 				continue
 			}
@@ -191,7 +223,7 @@ func (s *Session) refused(st *Stream, lo int, rejects []dyngraph.Reject) error {
 	if len(rejects) == 0 {
 		return nil
 	}
-	if !s.skipBad {
+	if !s.cfg.SkipBad {
 		rj := rejects[0]
 		return fmt.Errorf("%s:%d: %v", st.file, st.lines[lo+rj.Index], s.describeReject(rj.Err))
 	}
@@ -239,7 +271,7 @@ func (s *Session) LoadGraph(path string) error {
 // input never carried, as such a query matches nothing. known is the size
 // of the label dictionary before the queries were compiled, which intern
 // their labels after the input's; where names the input.
-func (s *Session) WarnUnknownLabels(w io.Writer, cmd string, qs []*query.Query, known int, where string) {
+func (s *Session) WarnUnknownLabels(qs []*query.Query, known int, where string) {
 	for _, q := range qs {
 		names, edge := q.Pattern.Labels()
 		for _, name := range edge {
@@ -251,27 +283,27 @@ func (s *Session) WarnUnknownLabels(w io.Writer, cmd string, qs []*query.Query, 
 			if l, ok := s.labels.Lookup(name); ok && int(l) < known {
 				continue
 			}
-			fmt.Fprintf(w, "gcsm %s: warning: query %s: no vertex or edge in %s has label %s, so the query matches nothing\n",
-				cmd, q.Name, where, name)
+			fmt.Fprintf(s.cfg.Warn, "gcsm %s: warning: query %s: no vertex or edge in %s has label %s, so the query matches nothing\n",
+				s.cfg.Cmd, q.Name, where, name)
 		}
 	}
 }
 
-// WarnProperties writes one line per property a query's WHERE reads that
+// warnProperties writes one line per property a query's WHERE reads that
 // no event of its label carried in the files read, and per comparison of
 // one with a literal of a kind its values never had
 // (query.PropertyWarnings), as such a condition never holds. The files are
 // read whole before the queries are compiled, so this is the check at the
 // end of the stream. Labels WarnUnknownLabels names (those not among the
 // first known of the dictionary) are left to it.
-func (s *Session) WarnProperties(w io.Writer, cmd string, qs []*query.Query, known int) {
+func (s *Session) warnProperties(qs []*query.Query, known int) {
 	skip := func(_ bool, name string) bool {
 		l, ok := s.labels.Lookup(name)
 		return !ok || int(l) >= known
 	}
 	for _, q := range qs {
 		for _, msg := range q.Pattern.PropertyWarnings(s.seen, skip) {
-			fmt.Fprintf(w, "gcsm %s: warning: query %s: %s\n", cmd, q.Name, msg)
+			fmt.Fprintf(s.cfg.Warn, "gcsm %s: warning: query %s: %s\n", s.cfg.Cmd, q.Name, msg)
 		}
 	}
 }

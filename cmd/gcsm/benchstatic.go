@@ -69,12 +69,13 @@ func runBenchStatic(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s, err := replay.NewSession(directed, false, alloc)
+	// The queries are compiled below, after the graph is read, with no
+	// preview of what they read of events.
+	s, err := replay.Open(replay.Config{Cmd: "bench static", Warn: stderr, Directed: directed, TSUnit: unit, Alloc: alloc})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	s.TimeUnit(unit, stderr, "bench static")
 	if err := s.LoadGraph(data); err != nil {
 		return err
 	}
@@ -83,7 +84,7 @@ func runBenchStatic(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s.WarnUnknownLabels(stderr, "bench static", qs, known, "the data graph")
+	s.WarnUnknownLabels(qs, known, "the data graph")
 
 	sum := bench.StaticSummary{Data: data, Engines: names, Workers: device.CPUWorkers(workers), Timeout: timeout.Seconds(), CountOnly: countOnly}
 	if cpuprofile != "" {

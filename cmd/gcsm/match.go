@@ -61,24 +61,19 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s, err := replay.NewSession(directed, skipBad, eng.Alloc)
+	s, err := replay.Open(replay.Config{Cmd: "match", Warn: stderr, Directed: directed, Fix: fix, SkipBad: skipBad, TSUnit: unit,
+		Alloc: eng.Alloc, Queries: queries, Semantics: sem, Unlabeled: unlabeled})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	s.TimeUnit(unit, stderr, "match")
-	s.KeepTransfersFor(replay.PreviewQueries(queries, directed, sem, unlabeled))
 	if err := s.LoadGraph(data); err != nil {
 		return err
 	}
-	known := s.Labels().Len()
-	qs, err := replay.LoadQueries(queries, s.Labels(), directed, fix, sem, unlabeled)
+	qs, err := s.Compile("the data graph")
 	if err != nil {
 		return err
 	}
-	s.WarnUnknownLabels(stderr, "match", qs, known, "the data graph")
-	s.WarnProperties(stderr, "match", qs, known)
-	s.KeepTransfersFor(qs)
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 	var p *replay.Printer

@@ -133,16 +133,14 @@ func (f *replayFlags) load(fs *flag.FlagSet, eng *device.Executor, unit ingest.T
 			return nil, nil, nil, err
 		}
 	}
-	s, err := replay.NewSession(f.directed, f.skipBad, eng.Alloc)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	s.TimeUnit(unit, stderr, "replay")
-
 	if f.demo && len(f.queries) == 0 {
 		f.queries = demo.Queries
 	}
-	s.KeepTransfersFor(replay.PreviewQueries(f.queries, f.directed, sem, false))
+	s, err := replay.Open(replay.Config{Cmd: "replay", Warn: stderr, Directed: f.directed, Fix: fix, SkipBad: f.skipBad, TSUnit: unit,
+		Alloc: eng.Alloc, Queries: f.queries, Semantics: sem})
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	var st *replay.Stream
 	if f.demo {
 		if f.data != "" || f.updates != "" {
@@ -165,14 +163,10 @@ func (f *replayFlags) load(fs *flag.FlagSet, eng *device.Executor, unit ingest.T
 	if err != nil {
 		return s, nil, nil, err
 	}
-	known := s.Labels().Len()
-	qs, err := replay.LoadQueries(f.queries, s.Labels(), f.directed, fix, sem, false)
+	qs, err := s.Compile("the data graph or the stream")
 	if err != nil {
 		return s, nil, nil, err
 	}
-	s.WarnUnknownLabels(stderr, "replay", qs, known, "the data graph or the stream")
-	s.WarnProperties(stderr, "replay", qs, known)
-	s.KeepTransfersFor(qs)
 	return s, st, qs, nil
 }
 
