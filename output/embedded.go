@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,6 +18,19 @@ import (
 
 	"github.com/gcsm/gcsm/internal/kafkaconn"
 )
+
+// DialAddr is the address to dial for a listen address: an unspecified
+// host (":9092", "0.0.0.0:9092") is served on loopback too.
+func DialAddr(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
 
 // EmbeddedClusterID reads the cluster id that kfake records in meta.json
 // of its data directory.

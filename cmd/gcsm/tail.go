@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -148,7 +147,7 @@ func tailBrokers(ctx context.Context, cfg service.Config, topic string, set map[
 		return conn, func() {}, err
 	}
 	dir := filepath.Join(cfg.State.Dir, "kafka")
-	addr := dialAddr(cfg.Embedded.Listen)
+	addr := output.DialAddr(cfg.Embedded.Listen)
 	want, idErr := output.EmbeddedClusterID(dir)
 	running, err := output.ClusterID(ctx, addr)
 	if err == nil {
@@ -189,17 +188,4 @@ func notGiven(set map[string]bool, names ...string) string {
 		return out[0]
 	}
 	return strings.Join(out[:len(out)-1], ", ") + " or " + out[len(out)-1]
-}
-
-// dialAddr is the address to dial for a listen address: an unspecified
-// host (":9092", "0.0.0.0:9092") is served on loopback too.
-func dialAddr(listen string) string {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return listen
-	}
-	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port)
 }
