@@ -80,7 +80,7 @@ func (s *Session) warnOddTime(r *ingest.Reader, path string) {
 }
 
 // Open makes a session with an empty graph that keeps, from the start,
-// what the queries read of events (PreviewQueries).
+// what the queries read of events (previewQueries).
 func Open(c Config) (*Session, error) {
 	s := &Session{cfg: c, seen: &graph.Catalog{DefaultEdgeLabel: "0"}}
 	// Unlabelled vertices (SNAP files) get the CSM files' first label, "0".
@@ -90,7 +90,7 @@ func Open(c Config) (*Session, error) {
 		return nil, err
 	}
 	s.core, s.labels, s.ids, s.g, s.resolver = core, core.Labels(), core.IDs(), core.Graph(), core.Resolver()
-	s.KeepTransfersFor(PreviewQueries(c.Queries, c.Directed, c.Semantics, c.Unlabeled))
+	s.keepTransfersFor(previewQueries(c.Queries, c.Directed, c.Semantics, c.Unlabeled))
 	return s, nil
 }
 
@@ -106,7 +106,7 @@ func (s *Session) Compile(where string) ([]*query.Query, error) {
 	}
 	s.WarnUnknownLabels(qs, known, where)
 	s.warnProperties(qs, known)
-	s.KeepTransfersFor(qs)
+	s.keepTransfersFor(qs)
 	return qs, nil
 }
 

@@ -9,10 +9,10 @@ import (
 	"github.com/gcsm/gcsm/query"
 )
 
-// PreviewQueries compiles the -q arguments against a scratch dictionary, so
+// previewQueries compiles the -q arguments against a scratch dictionary, so
 // that what they read of events is known before any file is: the
 // properties and times to keep while reading.
-func PreviewQueries(specs []string, directed bool, sem query.Semantics, unlabeled bool) []*query.Query {
+func previewQueries(specs []string, directed bool, sem query.Semantics, unlabeled bool) []*query.Query {
 	qs, err := LoadQueries(specs, graph.NewDict(), directed, "", sem, unlabeled)
 	if err != nil {
 		return nil // the real load reports it
@@ -20,9 +20,9 @@ func PreviewQueries(specs []string, directed bool, sem query.Semantics, unlabele
 	return qs
 }
 
-// KeepTransfersFor starts keeping transfers when some query needs them,
+// keepTransfersFor starts keeping transfers when some query needs them,
 // and makes the readers keep what the queries read.
-func (s *Session) KeepTransfersFor(qs []*query.Query) {
+func (s *Session) keepTransfersFor(qs []*query.Query) {
 	for _, q := range qs {
 		if q.ReadsTransfers() {
 			s.keepTransfers()
