@@ -103,7 +103,7 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.warmEach, "warm-each-size", false, "give every batch size an untimed batch before its timed ones, not only the first size")
 	fs.BoolVar(&f.eachBatch, "each-batch", false, "log every timed batch's own row before each size's means")
 	fs.BoolVar(&f.perShape, "executor-per-shape", false, "give every shape its own executor of each engine, as a service holding that one query would; by default one executor matches the shapes in turn, and on the GPU each shape's cache displaces the last one's")
-	fs.StringVar(&f.shapes, "shapes", "triangle,4-cycle,diamond,house,5-cycle", "comma-separated query shapes: "+shapeNames())
+	fs.StringVar(&f.shapes, "shapes", "triangle,4-cycle,diamond,house,5-cycle", "comma-separated query shapes: "+bench.ShapeNames())
 	fs.StringVar(&f.maxBatch, "shape-max-batch", "", "comma-separated shape=size pairs: that shape runs only at batch sizes up to size (5-cycle=512: its batches of 2,048 take minutes through zero-copy)")
 	fs.StringVar(&f.engines, "engines", "cpu,zero-copy,device", fmt.Sprintf("engines to compare: cpu, or a GPU placement (%s), a cache placement with :search for the binary-search lookup and :whole for blocks of whole lists (gcsm:search, degree:whole), gcsm:nofill for the gcsm placement without its fill (--gpu-fill off); the GPU ones are skipped without a GPU", placementNames()))
 	fs.StringVar(&f.gpus, "gpus", "1", "comma-separated GPU counts: each GPU engine runs once per count, its batches split over that many GPUs by shard (kernels.Multi)")
@@ -161,40 +161,13 @@ func (f *benchFlags) config() (bench.EngineConfig, error) {
 		cfg.Batches = append(cfg.Batches, n)
 	}
 	var err error
-	if cfg.Shapes, err = benchShapes(f.shapes, f.labeled); err != nil {
-		return cfg, badFlags(err)
+	if cfg.Shapes, err = bench.ShapesNamed(strings.Split(f.shapes, ","), f.labeled); err != nil {
+		return cfg, badFlags(fmt.Errorf("--shapes: %w", err))
 	}
 	if cfg.MaxBatch, err = shapeMaxBatch(f.maxBatch, cfg.Shapes); err != nil {
 		return cfg, badFlags(err)
 	}
 	return cfg, nil
-}
-
-// benchShapes reads --shapes, each query vertex labelled with the two most
-// common labels, alternating, under --labeled.
-func benchShapes(list string, labeled bool) ([]bench.Shape, error) {
-	var out []bench.Shape
-	all := bench.Shapes()
-	for _, name := range strings.Split(list, ",") {
-		found := false
-		for _, s := range all {
-			if s.Name == strings.TrimSpace(name) {
-				if labeled {
-					ls := make([]uint32, s.Vertices)
-					for i := range ls {
-						ls[i] = uint32(i % 2)
-					}
-					s.Cypher = s.Labeled(ls)
-				}
-				out = append(out, s)
-				found = true
-			}
-		}
-		if !found {
-			return nil, fmt.Errorf("--shapes: unknown shape %q (have %s)", name, shapeNames())
-		}
-	}
-	return out, nil
 }
 
 // engineSpecs reads --engines, with the GPU flags in every GPU engine's
@@ -276,14 +249,6 @@ func placementNames() string {
 	var names []string
 	for _, p := range kernels.Placements {
 		names = append(names, string(p))
-	}
-	return strings.Join(names, ", ")
-}
-
-func shapeNames() string {
-	var names []string
-	for _, s := range bench.Shapes() {
-		names = append(names, s.Name)
 	}
 	return strings.Join(names, ", ")
 }

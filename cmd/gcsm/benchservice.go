@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -9,13 +8,14 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/gcsm/gcsm/bench/servicebench"
+	"github.com/gcsm/gcsm/device"
 	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/gcsm/gcsm/query"
+	"github.com/gcsm/gcsm/replay"
 	"github.com/gcsm/gcsm/service"
 	"github.com/rs/zerolog"
 )
@@ -194,7 +194,8 @@ func (f *benchServiceFlags) options(name string, qcfg []service.QueryConfig, log
 		Compression: f.compression, Delivery: f.delivery, Seed: f.seed, Head: f.head, Transfers: f.transfers, Members: f.members,
 		Log: log, Stderr: stderr, Open: f.openMember,
 		Connect: func(cfg *service.Config, dir string) (kafkaconn.Conn, string, func(), error) {
-			return benchBroker(f, cfg, dir)
+			return servicebench.Connect(cfg, dir, servicebench.BrokerOptions{Embedded: f.brokers == "", Partitions: f.partitions, Brokers: splitBrokers(f.brokers),
+				Secure: f.secure, Config: f.config, BrokerDir: f.brokerDir})
 		},
 	}
 	if f.engine {
@@ -214,12 +215,12 @@ func (f *benchServiceFlags) openMember(w io.Writer, i int) (*servicebench.Engine
 	if err != nil {
 		return nil, err
 	}
-	return e.harness(), nil
+	return harness(e), nil
 }
 
 // harness is e as bench/servicebench takes it.
-func (e *executor) harness() *servicebench.Engine {
-	return &servicebench.Engine{Matcher: e.matcher, Alloc: e.alloc, Close: e.close, Warn: e.warnFallback}
+func harness(e *device.Executor) *servicebench.Engine {
+	return &servicebench.Engine{Matcher: e.Matcher, Alloc: e.Alloc, Close: e.Close, Warn: e.WarnFallback}
 }
 
 // report writes the human table, with the mix's pairs, and a note when a
@@ -257,55 +258,6 @@ func durationFlag(d time.Duration, rate int) error {
 	return nil
 }
 
-// brokerDirFlag allows --broker-dir only where a soak samples another
-// process's broker.
-// benchBroker points cfg at the bench's brokers, secured as f says: the
-// embedded broker started in this process unless --brokers names others,
-// with TLS and SCRAM under --secure (its files under dir), or the tls and
-// sasl sections of --config. It returns the connection, the broker's data
-// directory (where known, for a soak's disk figure), and what stops it.
-func benchBroker(f *benchServiceFlags, cfg *service.Config, dir string) (kafkaconn.Conn, string, func(), error) {
-	closeBroker, brokerDir := func() {}, f.brokerDir
-	if f.brokers == "" {
-		bcfg := *cfg
-		bcfg.Embedded.Listen = "127.0.0.1:0"
-		bcfg.Embedded.Partitions = f.partitions
-		bcfg.State.Dir = filepath.Join(dir, "broker")
-		var sec service.BrokerSecurity
-		if f.secure {
-			local, err := newSecureLocal(dir)
-			if err != nil {
-				return kafkaconn.Conn{}, "", nil, err
-			}
-			sec, cfg.TLS, cfg.SASL = local.brokerSecurity(), local.tls, local.sasl
-		}
-		b, err := service.StartBroker(bcfg, sec)
-		if err != nil {
-			return kafkaconn.Conn{}, "", nil, err
-		}
-		closeBroker = b.Close
-		cfg.Brokers, brokerDir = b.Addrs(), b.Dir()
-	} else {
-		cfg.Brokers = splitBrokers(f.brokers)
-		if f.config != "" {
-			file, err := service.LoadConfig(f.config)
-			if err != nil {
-				return kafkaconn.Conn{}, "", nil, err
-			}
-			cfg.TLS, cfg.SASL = file.TLS, file.SASL
-		}
-	}
-	conn, err := kafkaconn.Build(cfg.Brokers, cfg.TLS, cfg.SASL, os.Getenv)
-	if err == nil {
-		err = conn.Check(context.Background())
-	}
-	if err != nil {
-		closeBroker()
-		return kafkaconn.Conn{}, "", nil, err
-	}
-	return conn, brokerDir, closeBroker, nil
-}
-
 // configFlag checks that --config comes with the --brokers it secures.
 func configFlag(config, brokers string) error {
 	if config != "" && brokers == "" {
@@ -314,6 +266,8 @@ func configFlag(config, brokers string) error {
 	return nil
 }
 
+// brokerDirFlag allows --broker-dir only where a soak samples another
+// process's broker.
 func brokerDirFlag(dir, brokers string, d time.Duration) error {
 	switch {
 	case dir == "":
@@ -358,11 +312,19 @@ func windowFlag(w, d time.Duration, fs *flag.FlagSet) error {
 func serviceQueries(specs []string) ([]service.QueryConfig, error) {
 	var out []service.QueryConfig
 	for i, spec := range specs {
-		name, text, _ := splitQuerySpec(spec, i)
+		name, text, _ := replay.SplitQuerySpec(spec, i)
 		if _, err := query.Parse(name, text); err != nil {
 			return nil, fmt.Errorf("-q %q: %w", spec, err)
 		}
 		out = append(out, service.QueryConfig{Name: name, Pattern: strings.TrimSpace(text)})
 	}
 	return out, nil
+}
+
+// membersFlag refuses --members with the modes it does not run.
+func membersFlag(members, rate int, d time.Duration) error {
+	if members > 0 && (rate > 0 || d > 0) {
+		return errors.New("--members measures a backlog's throughput: leave out --rate and --duration")
+	}
+	return nil
 }

@@ -7,17 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/gcsm/gcsm/bench"
-	"github.com/gcsm/gcsm/incremental"
-	"github.com/gcsm/gcsm/internal/hostmem"
-	"github.com/gcsm/gcsm/kernels"
+	"github.com/gcsm/gcsm/device"
 	"github.com/gcsm/gcsm/query"
+	"github.com/gcsm/gcsm/replay"
 )
 
 // runBenchStatic times the static matcher query by query on each engine and
@@ -62,33 +59,34 @@ func runBenchStatic(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	es, alloc, closeEngines, err := openStaticEngines(names, workers, stderr)
+	es, alloc, closeEngines, err := bench.OpenStaticEngines(names, workers, stderr)
 	if err != nil {
 		return err
 	}
 	defer closeEngines()
 
-	directed, fix, err := graphDirected(false, false, input{"-d", data})
+	directed, fix, err := replay.GraphDirected(false, false, replay.Input{Flag: "-d", Path: data})
 	if err != nil {
 		return err
 	}
-	s, err := newSession(directed, false, alloc)
+	// The queries are compiled below, after the graph is read, with no
+	// preview of what they read of events.
+	s, err := replay.Open(replay.Config{Cmd: "bench static", Warn: stderr, Directed: directed, TSUnit: unit, Alloc: alloc})
 	if err != nil {
 		return err
 	}
-	defer s.g.Close()
-	s.timeUnit(unit, stderr, "bench static")
-	if err := s.loadGraph(data); err != nil {
+	defer s.Close()
+	if err := s.LoadGraph(data); err != nil {
 		return err
 	}
-	known := s.labels.Len()
-	qs, err := loadQueries(specs, s.labels, directed, fix, query.Embeddings, false)
+	known := s.Labels().Len()
+	qs, err := replay.LoadQueries(specs, s.Labels(), directed, fix, query.Embeddings, false)
 	if err != nil {
 		return err
 	}
-	s.warnUnknownLabels(stderr, "bench static", qs, known, "the data graph")
+	s.WarnUnknownLabels(qs, known, "the data graph")
 
-	sum := bench.StaticSummary{Data: data, Engines: names, Workers: cpuWorkers(workers), Timeout: timeout.Seconds(), CountOnly: countOnly}
+	sum := bench.StaticSummary{Data: data, Engines: names, Workers: device.CPUWorkers(workers), Timeout: timeout.Seconds(), CountOnly: countOnly}
 	if cpuprofile != "" {
 		stop, err := startProfile(cpuprofile)
 		if err != nil {
@@ -96,7 +94,7 @@ func runBenchStatic(args []string, stdout, stderr io.Writer) error {
 		}
 		defer stop()
 	}
-	if err := bench.RunStatic(s.g, qs, es, answers, timeout, &sum); err != nil {
+	if err := bench.RunStatic(s.Graph(), qs, es, answers, timeout, &sum); err != nil {
 		return err
 	}
 
@@ -121,7 +119,7 @@ func runBenchStatic(args []string, stdout, stderr io.Writer) error {
 // then name a query, and reads --answers.
 func staticInputs(specs []string, dir, answersPath string) ([]string, bench.Answers, error) {
 	if dir != "" {
-		files, err := queryGlob(dir)
+		files, err := replay.QueryFiles(dir)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -138,36 +136,6 @@ func staticInputs(specs []string, dir, answersPath string) ([]string, bench.Answ
 		}
 	}
 	return specs, answers, nil
-}
-
-// openStaticEngines opens the engines of --engines, saying which on
-// stderr, and returns them with the memory the graph must live in and what
-// closes them.
-func openStaticEngines(names []string, workers int, stderr io.Writer) ([]bench.StaticEngine, hostmem.Allocator, func(), error) {
-	var es []bench.StaticEngine
-	var alloc hostmem.Allocator = hostmem.Mmap{}
-	closeAll := func() {}
-	for _, name := range names {
-		switch name {
-		case "cpu":
-			c := &incremental.CPU{Workers: workers}
-			es = append(es, bench.StaticEngine{Name: name, Matcher: c, CPU: c})
-			fmt.Fprintf(stderr, "engine cpu: %d workers\n", cpuWorkers(workers))
-		case "gpu":
-			x, err := kernels.Open(kernels.Options{})
-			if err != nil {
-				closeAll()
-				return nil, nil, nil, fmt.Errorf("--engines gpu: %w", err)
-			}
-			closeAll = func() { x.Close() }
-			// The graph lives in the GPU's pinned memory, which the CPU
-			// reads too.
-			alloc = x.Allocator()
-			es = append(es, bench.StaticEngine{Name: name, Matcher: x})
-			fmt.Fprintf(stderr, "engine gpu: %s, %s placement\n", x.Name(), x.Placement())
-		}
-	}
-	return es, alloc, closeAll, nil
 }
 
 // staticEngineNames parses --engines: known names, each once.
@@ -192,35 +160,4 @@ func durationMin(name string, d time.Duration) error {
 		return fmt.Errorf("--%s %v: want 0 (no limit) or more", name, d)
 	}
 	return nil
-}
-
-// queryGlob lists the query files of --queries: every regular file of a
-// directory, or the files a glob matches, in name order.
-func queryGlob(v string) ([]string, error) {
-	var files []string
-	if fi, err := os.Stat(v); err == nil && fi.IsDir() {
-		ents, err := os.ReadDir(v)
-		if err != nil {
-			return nil, fmt.Errorf("--queries: %w", err)
-		}
-		for _, e := range ents {
-			if e.Type().IsRegular() {
-				files = append(files, filepath.Join(v, e.Name()))
-			}
-		}
-	} else {
-		m, err := filepath.Glob(v)
-		if err != nil {
-			return nil, fmt.Errorf("--queries %q: %w", v, err)
-		}
-		for _, f := range m {
-			if fi, err := os.Stat(f); err == nil && fi.Mode().IsRegular() {
-				files = append(files, f)
-			}
-		}
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("--queries %q: no query files there", v)
-	}
-	return files, nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gcsm/gcsm/kernels"
+	"github.com/gcsm/gcsm/replay"
 )
 
 // This file tests the command line on small files written to t.TempDir();
@@ -342,7 +343,7 @@ func TestReplayEmit(t *testing.T) {
 	var asJSON []string
 	jl := jsonLines(t, out)
 	for _, l := range jl[:len(jl)-1] {
-		var e emitJSON
+		var e replay.EmitJSON
 		dec := json.NewDecoder(strings.NewReader(l))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&e); err != nil {

@@ -1,18 +1,15 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
-	"runtime"
 	"time"
 
+	"github.com/gcsm/gcsm/device"
 	"github.com/gcsm/gcsm/incremental"
-	"github.com/gcsm/gcsm/internal/hostmem"
 	"github.com/gcsm/gcsm/kernels"
-	"github.com/gcsm/gcsm/kernels/cuda"
 )
 
 // deviceFlags choose the executor: --device, --gpu-placement, --gpu-mem,
@@ -105,31 +102,6 @@ func spaceEntries(v string) (int, error) {
 
 const estimateShareUsage = "the share of a batch's kernel time the gcsm placement aims to spend on its estimate, which sets the sampler's walks from batch to batch; 0 means 0.05, a negative value the sampler's own number (the paper's M, raised by its formula 5)"
 
-// executor is the chosen matcher and the memory the graph must live in.
-type executor struct {
-	matcher incremental.Matcher
-	alloc   hostmem.Allocator
-	gpu     *kernels.GPU   // nil on the CPU; the first GPU under --gpus
-	multi   *kernels.Multi // all the GPUs under --gpus above 1
-}
-
-// warnFallback says when the device placement did not fit under --gpu-mem
-// and the GPU read the graph through zero-copy instead.
-func (e *executor) warnFallback(w io.Writer) {
-	if e.gpu != nil && e.gpu.Placement() == kernels.ZeroCopy && e.gpu.FellBack {
-		fmt.Fprintln(w, "warning: the graph did not fit in GPU memory (under --gpu-mem, if set); the GPU read it through zero-copy")
-	}
-}
-
-func (e *executor) close() {
-	switch {
-	case e.multi != nil:
-		e.multi.Close()
-	case e.gpu != nil:
-		e.gpu.Close()
-	}
-}
-
 // options checks every device flag and --workers, on a machine without a
 // GPU and under --device cpu too, and returns the GPU executor's options.
 func (d *deviceFlags) options(workers int) (kernels.Options, error) {
@@ -163,60 +135,10 @@ func (d *deviceFlags) options(workers int) (kernels.Options, error) {
 }
 
 // open picks the executor and says which on w.
-func (d *deviceFlags) open(w io.Writer, workers int) (*executor, error) {
+func (d *deviceFlags) open(w io.Writer, workers int) (*device.Executor, error) {
 	opts, err := d.options(workers)
 	if err != nil {
 		return nil, err
 	}
-	cpu := &executor{matcher: &incremental.CPU{Workers: workers}, alloc: hostmem.Mmap{}}
-	if d.device == "cpu" {
-		fmt.Fprintf(w, "device: cpu, %d workers\n", cpuWorkers(workers))
-		return cpu, nil
-	}
-	opts.Device = d.first
-	x, err := kernels.Open(opts)
-	if err != nil {
-		if d.device == "auto" && (errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice)) {
-			why := "no GPU"
-			if errors.Is(err, cuda.ErrNoDriver) {
-				why = "no CUDA driver"
-			}
-			fmt.Fprintf(w, "device: cpu, %d workers (%s)\n", cpuWorkers(workers), why)
-			return cpu, nil
-		}
-		return nil, fmt.Errorf("--device %s: %w", d.device, err)
-	}
-	e := &executor{matcher: x, alloc: x.Allocator(), gpu: x}
-	name := x.Name()
-	if d.gpus > 1 {
-		m := &kernels.Multi{GPUs: []*kernels.GPU{x}}
-		for i := 1; i < d.gpus; i++ {
-			opts.Device = d.first + i
-			y, err := kernels.Open(opts)
-			if err != nil {
-				m.Close()
-				return nil, fmt.Errorf("--gpus %d: device %d: %w", d.gpus, d.first+i, err)
-			}
-			m.GPUs = append(m.GPUs, y)
-		}
-		e.matcher, e.multi = m, m
-		name = fmt.Sprintf("%d× %s", d.gpus, name)
-	}
-	if d.device == "auto" {
-		// Each query where it runs fastest, the CPU's and the GPU's at once;
-		// the graph lives in pinned memory, which both read.
-		fmt.Fprintf(w, "device: auto, each query on the cpu (%d workers) or the gpu %s (%s placement), where it runs fastest\n",
-			cpuWorkers(workers), name, opts.Placement)
-		e.matcher = &incremental.Placer{CPU: cpu.matcher, GPU: e.matcher}
-		return e, nil
-	}
-	fmt.Fprintf(w, "device: gpu %s, %s placement\n", name, opts.Placement)
-	return e, nil
-}
-
-func cpuWorkers(n int) int {
-	if n > 0 {
-		return n
-	}
-	return runtime.GOMAXPROCS(0)
+	return device.Open(device.Config{Device: d.device, Workers: workers, GPUs: d.gpus, First: d.first, GPU: opts}, w)
 }

@@ -93,3 +93,9 @@ func tsUnit(v string) (ingest.TimeUnit, error) {
 	}
 	return u, nil
 }
+
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(fs *flag.FlagSet, name string) (given bool) {
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}

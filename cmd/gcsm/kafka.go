@@ -1,22 +1,11 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
-	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/gcsm/gcsm/service"
@@ -79,64 +68,4 @@ func splitBrokers(s string) []string {
 		}
 	}
 	return out
-}
-
-// benchUser is the SCRAM login of bench service --secure.
-const benchUser = "gcsm-bench"
-
-// secureLocal is a TLS and SCRAM-SHA-512 setup for a broker on loopback:
-// a fresh self-signed certificate for 127.0.0.1 and a random password,
-// written under dir as files (ca.pem, key.pem, password), so that the
-// service reaches the broker through its tls and sasl sections as an
-// operator's would, and gcsm broker can serve them.
-type secureLocal struct {
-	server *tls.Config
-	tls    kafkaconn.TLSConfig
-	sasl   kafkaconn.SASLConfig
-	user   service.BrokerUser
-}
-
-func newSecureLocal(dir string) (*secureLocal, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gcsm broker"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true, IsCA: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	ca := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "key.pem"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		return nil, err
-	}
-	pass := rand.Text()
-	pw := filepath.Join(dir, "password")
-	if err := os.WriteFile(pw, []byte(pass+"\n"), 0o600); err != nil {
-		return nil, err
-	}
-	return &secureLocal{
-		server: &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS12},
-		tls:    kafkaconn.TLSConfig{CAFile: ca},
-		sasl:   kafkaconn.SASLConfig{Mechanism: kafkaconn.ScramSHA512, Username: benchUser, PasswordFile: pw},
-		user:   service.BrokerUser{Mechanism: kafkaconn.ScramSHA512, User: benchUser, Password: pass},
-	}, nil
-}
-
-// brokerSecurity is what the broker demands.
-func (s *secureLocal) brokerSecurity() service.BrokerSecurity {
-	return service.BrokerSecurity{TLS: s.server, Users: []service.BrokerUser{s.user}}
 }

@@ -24,6 +24,7 @@ import (
 	"os"
 
 	"github.com/gcsm/gcsm/query"
+	"github.com/gcsm/gcsm/replay"
 )
 
 type command struct {
@@ -70,6 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			err := c.run(args[1:], stdout, stderr)
 			var help *helpRequest
 			var bad *flagError
+			var spec *replay.SpecError
 			var rejected *query.Error
 			switch {
 			case err == nil:
@@ -77,7 +79,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			case errors.As(err, &help):
 				help.print(stdout)
 				return 0
-			case errors.As(err, &bad):
+			case errors.As(err, &bad) || errors.As(err, &spec):
 				fmt.Fprintf(stderr, "gcsm %s: %v\nRun 'gcsm %s -h' for its flags.\n", c.name, err, c.name)
 				return 2
 			case errors.As(err, &rejected):

@@ -2,18 +2,13 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"sync"
-	"text/tabwriter"
 	"time"
 
-	"github.com/gcsm/gcsm/bundle"
-	"github.com/gcsm/gcsm/graph"
-	"github.com/gcsm/gcsm/incremental"
 	"github.com/gcsm/gcsm/query"
+	"github.com/gcsm/gcsm/replay"
 )
 
 func runMatch(args []string, stdout, stderr io.Writer) error {
@@ -61,148 +56,36 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer eng.close()
-	directed, fix, err := graphDirected(directed, flagGiven(fs, "directed"), input{"-d", data})
+	defer eng.Close()
+	directed, fix, err := replay.GraphDirected(directed, flagGiven(fs, "directed"), replay.Input{Flag: "-d", Path: data})
 	if err != nil {
 		return err
 	}
-	s, err := newSession(directed, skipBad, eng.alloc)
+	s, err := replay.Open(replay.Config{Cmd: "match", Warn: stderr, Directed: directed, Fix: fix, SkipBad: skipBad, TSUnit: unit,
+		Alloc: eng.Alloc, Queries: queries, Semantics: sem, Unlabeled: unlabeled})
 	if err != nil {
 		return err
 	}
-	defer s.g.Close()
-	s.timeUnit(unit, stderr, "match")
-	s.keepTransfersFor(previewQueries(queries, directed, sem, unlabeled))
-	if err := s.loadGraph(data); err != nil {
+	defer s.Close()
+	if err := s.LoadGraph(data); err != nil {
 		return err
 	}
-	known := s.labels.Len()
-	qs, err := loadQueries(queries, s.labels, directed, fix, sem, unlabeled)
+	qs, err := s.Compile("the data graph")
 	if err != nil {
 		return err
 	}
-	s.warnUnknownLabels(stderr, "match", qs, known, "the data graph")
-	s.warnProperties(stderr, "match", qs, known)
-	s.keepTransfersFor(qs)
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
-	var p *matchPrinter
+	var p *replay.Printer
 	if emit {
-		p = &matchPrinter{s: s, qs: qs, out: out, json: jsonOut}
+		p = replay.NewPrinter(s, qs, out, jsonOut)
 	}
 	t0 := time.Now()
-	counts, qsecs, err := matchEach(s, eng.matcher, qs, countOnly, p)
+	counts, qsecs, err := replay.MatchEach(s, eng.Matcher, qs, countOnly, p)
 	if err != nil {
 		return err
 	}
 	secs := time.Since(t0).Seconds()
-	eng.warnFallback(stderr)
-	return reportMatch(humanOut(out, stderr, jsonOut), out, jsonOut, qs, counts, qsecs, secs, s.skipped)
-}
-
-// matchPrinter writes --emit's lines, as text or JSON, from any worker.
-type matchPrinter struct {
-	s    *session
-	qs   []*query.Query
-	out  *bufio.Writer
-	json bool
-	mu   sync.Mutex
-}
-
-func (p *matchPrinter) match(qi int, m []graph.VertexID) {
-	line := p.s.matchLine("", p.qs[qi].Name, m)
-	if p.json {
-		line = p.s.matchJSON("", p.qs[qi].Name, m)
-	}
-	p.mu.Lock()
-	p.out.WriteString(line)
-	p.mu.Unlock()
-}
-
-func (p *matchPrinter) matchTx(qi int, m []graph.VertexID, tx []bundle.Tx) {
-	line := p.s.matchLineTx("", p.qs[qi].Name, m, tx)
-	if p.json {
-		line = p.s.matchJSONTx("", p.qs[qi].Name, m, tx)
-	}
-	p.mu.Lock()
-	p.out.WriteString(line)
-	p.mu.Unlock()
-}
-
-// matchEach matches the queries on s's graph one at a time, so that each
-// has its own time (the matchers take the queries of a call one after the
-// other anyway), counting only under countOnly and printing every match
-// through p where it is not nil. It returns each query's count and seconds.
-func matchEach(s *session, matcher incremental.Matcher, qs []*query.Query, countOnly bool, p *matchPrinter) ([]int64, []float64, error) {
-	mode, sink := incremental.Count, incremental.Sink(nil)
-	if !countOnly {
-		mode = incremental.Enumerate
-		sink = func(_, qi int, _ graph.Sign, m []graph.VertexID) {
-			if p != nil {
-				p.match(qi, m)
-			}
-		}
-	}
-	counts, qsecs := make([]int64, len(qs)), make([]float64, len(qs))
-	for i := range qs {
-		one := sink
-		if sink != nil {
-			one = func(w, _ int, sign graph.Sign, m []graph.VertexID) { sink(w, i, sign, m) }
-		}
-		t := time.Now()
-		var c []int64
-		var err error
-		if s.store != nil {
-			b := &incremental.Binder{Matcher: matcher, Store: s.store}
-			var bs incremental.BoundSink
-			if p != nil {
-				bs = func(_, _ int, _ graph.Sign, m []graph.VertexID, tx []bundle.Tx) { p.matchTx(i, m, tx) }
-			}
-			c, err = b.Static(s.g, qs[i:i+1], mode, bs)
-		} else {
-			c, err = matcher.Static(s.g, qs[i:i+1], mode, one)
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		counts[i], qsecs[i] = c[0], time.Since(t).Seconds()
-	}
-	return counts, qsecs, nil
-}
-
-// reportMatch writes the table of counts and times to human and, under
-// --json, the summary line to out.
-func reportMatch(human io.Writer, out *bufio.Writer, jsonOut bool, qs []*query.Query, counts []int64, qsecs []float64, secs float64, skipped int) error {
-	tw := tabwriter.NewWriter(human, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "query\tmatches\tseconds")
-	for i, q := range qs {
-		fmt.Fprintf(tw, "%s\t%d\t%.3f\n", q.Name, counts[i], qsecs[i])
-	}
-	tw.Flush()
-	if skipped > 0 {
-		fmt.Fprintf(human, "skipped: %d bad lines or refused updates\n", skipped)
-	}
-	fmt.Fprintf(human, "time: %.3fs\n", secs)
-	if !jsonOut {
-		return nil
-	}
-	type jq struct {
-		Name    string  `json:"name"`
-		Matches int64   `json:"matches"`
-		Seconds float64 `json:"seconds"`
-	}
-	res := struct {
-		Queries []jq    `json:"queries"`
-		Skipped int     `json:"skipped"`
-		Seconds float64 `json:"seconds"`
-	}{Skipped: skipped, Seconds: secs}
-	for i, q := range qs {
-		res.Queries = append(res.Queries, jq{q.Name, counts[i], qsecs[i]})
-	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return err
-	}
-	out.Write(append(b, '\n'))
-	return nil
+	eng.WarnFallback(stderr)
+	return replay.ReportMatch(humanOut(out, stderr, jsonOut), out, jsonOut, qs, counts, qsecs, secs, s.Skipped())
 }

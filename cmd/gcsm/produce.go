@@ -71,9 +71,12 @@ func runProduce(args []string, stdout, stderr io.Writer) error {
 	// where a fixed rerun would duplicate it; it also gives the progress
 	// bar its total. Parsing runs at millions of lines a second, publishing
 	// at a fraction of that, so the pass costs little.
-	total, err := countStreamRecords(f.updates, opts, stderr)
+	total, odd, err := ingest.CountRecords(f.updates, opts)
 	if err != nil {
 		return err
+	}
+	if odd != nil {
+		fmt.Fprintf(stderr, "gcsm produce: warning: %s:%d: %v\n", f.updates, odd.Line, *odd)
 	}
 	if f.skip > total {
 		return fmt.Errorf("--skip %d: %s has only %d events", f.skip, f.updates, total)
@@ -122,31 +125,6 @@ func streamFormat(s string) (ingest.Format, error) {
 		return ingest.FormatJSON, nil
 	}
 	return 0, fmt.Errorf("--format %q: want auto, csm, snap, csv or json", s)
-}
-
-// countStreamRecords reads the file at path to its end and returns the
-// number of records, or the first bad line's error (file:line: reason). It
-// warns on warn of the file's first odd time, before anything is published.
-func countStreamRecords(path string, opts ingest.Options, warn io.Writer) (int, error) {
-	r, c, err := ingest.Open(path, opts)
-	if err != nil {
-		return 0, err
-	}
-	defer c.Close()
-	n := 0
-	for {
-		_, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			if odd, ok := r.OddTime(); ok {
-				fmt.Fprintf(warn, "gcsm produce: warning: %s:%d: %v\n", path, odd.Line, odd)
-			}
-			return n, nil
-		}
-		if err != nil {
-			return n, err
-		}
-		n++
-	}
 }
 
 // resumeError is the one error of a run that stopped after publishing part

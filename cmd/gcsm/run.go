@@ -170,9 +170,9 @@ func serve(ctx context.Context, cfg service.Config, dev *deviceFlags, log zerolo
 	if err != nil {
 		return err
 	}
-	defer eng.close()
+	defer eng.Close()
 	log.Info().Msg(strings.TrimSpace(devLine.String()))
-	s, err := service.New(service.Options{Config: cfg, Matcher: eng.matcher, Alloc: eng.alloc, Log: log})
+	s, err := service.New(service.Options{Config: cfg, Matcher: eng.Matcher, Alloc: eng.Alloc, Log: log})
 	if err != nil {
 		return err
 	}

@@ -14,15 +14,16 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gcsm/gcsm/bench/servicebench"
 	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/gcsm/gcsm/service"
 )
 
 // secureBroker runs gcsm broker with TLS and SCRAM-SHA-512 from the files
-// of a fresh secureLocal in dir, and returns its address and the setup.
-func secureBroker(t *testing.T, dir string) (string, *secureLocal) {
+// of a fresh servicebench.SecureLocal in dir, and returns its address and the setup.
+func secureBroker(t *testing.T, dir string) (string, *servicebench.SecureLocal) {
 	t.Helper()
-	local, err := newSecureLocal(dir)
+	local, err := servicebench.NewSecureLocal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func secureBroker(t *testing.T, dir string) (string, *secureLocal) {
 	go func() {
 		done <- serveBroker(ctx, []string{"--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "broker"),
 			"--tls-cert", filepath.Join(dir, "ca.pem"), "--tls-key", filepath.Join(dir, "key.pem"),
-			"--sasl", kafkaconn.ScramSHA512 + ":" + benchUser + ":" + local.user.Password}, pw, &stderr)
+			"--sasl", kafkaconn.ScramSHA512 + ":" + servicebench.BenchUser + ":" + local.User.Password}, pw, &stderr)
 		pw.Close()
 	}()
 	t.Cleanup(func() {
@@ -47,7 +48,7 @@ func secureBroker(t *testing.T, dir string) (string, *secureLocal) {
 		t.Fatalf("gcsm broker printed no address: %v; stderr:\n%s", err, stderr.String())
 	}
 	go io.Copy(io.Discard, pr)
-	if strings.Contains(stderr.String(), local.user.Password) {
+	if strings.Contains(stderr.String(), local.User.Password) {
 		t.Errorf("gcsm broker's stderr shows the password:\n%s", stderr.String())
 	}
 	return strings.TrimSpace(addr), local
@@ -66,7 +67,7 @@ batch: {linger: 10ms}
 graph: {default_edge_label: TRANSFER, default_vertex_label: Account}
 queries:
   - {name: ring3, pattern: "(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(a)"}
-`, addr, ca, benchUser, password, filepath.Join(dir, "state-"+name)))
+`, addr, ca, servicebench.BenchUser, password, filepath.Join(dir, "state-"+name)))
 }
 
 // TestSecuredKafka runs produce, the service and tail end to end against a
@@ -77,7 +78,7 @@ queries:
 func TestSecuredKafka(t *testing.T) {
 	dir := t.TempDir()
 	addr, local := secureBroker(t, dir)
-	cfgFile := secureConfig(t, dir, "good.yaml", addr, local.tls.CAFile, local.sasl.PasswordFile)
+	cfgFile := secureConfig(t, dir, "good.yaml", addr, local.TLS.CAFile, local.SASL.PasswordFile)
 	stream := writeFile(t, dir, "ring.jsonl", `{"op":"+","src":"a1","dst":"a2","ts":"2026-11-21T10:00:00Z"}
 {"op":"+","src":"a2","dst":"a3","ts":"2026-11-21T10:00:05Z"}
 {"op":"+","src":"a3","dst":"a1","ts":"2026-11-21T10:00:09Z"}
@@ -118,17 +119,17 @@ func TestSecuredKafka(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 
-	other, err := newSecureLocal(t.TempDir())
+	other, err := servicebench.NewSecureLocal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	wrong := writeFile(t, dir, "wrong-password", "not-"+local.user.Password+"\n")
+	wrong := writeFile(t, dir, "wrong-password", "not-"+local.User.Password+"\n")
 	for _, c := range []struct {
 		name, file string
 		cause      error
 	}{
-		{"wrong password", secureConfig(t, dir, "wrong.yaml", addr, local.tls.CAFile, wrong), kafkaconn.ErrAuthentication},
-		{"untrusted CA", secureConfig(t, dir, "untrusted.yaml", addr, other.tls.CAFile, local.sasl.PasswordFile), kafkaconn.ErrCertificate},
+		{"wrong password", secureConfig(t, dir, "wrong.yaml", addr, local.TLS.CAFile, wrong), kafkaconn.ErrAuthentication},
+		{"untrusted CA", secureConfig(t, dir, "untrusted.yaml", addr, other.TLS.CAFile, local.SASL.PasswordFile), kafkaconn.ErrCertificate},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			check := func(what, msg string, took time.Duration) {
@@ -140,7 +141,7 @@ func TestSecuredKafka(t *testing.T) {
 				if !strings.Contains(line, c.cause.Error()) || !strings.Contains(line, addr) || strings.Contains(line, "\n") {
 					t.Errorf("%s: want one line naming %s and %q, got:\n%s", what, addr, c.cause, msg)
 				}
-				if strings.Contains(msg, local.user.Password) {
+				if strings.Contains(msg, local.User.Password) {
 					t.Errorf("%s shows the password: %s", what, msg)
 				}
 			}
@@ -170,17 +171,17 @@ func TestSecuredKafka(t *testing.T) {
 				t.Fatal("the service ran")
 			}
 			check("the service", err.Error(), time.Since(start))
-			if strings.Contains(logs.String(), local.user.Password) {
+			if strings.Contains(logs.String(), local.User.Password) {
 				t.Errorf("the service's log shows the password:\n%s", logs.String())
 			}
 		})
 	}
-	if strings.Contains(logs.String(), local.user.Password) {
+	if strings.Contains(logs.String(), local.User.Password) {
 		t.Errorf("the service's log shows the password:\n%s", logs.String())
 	}
 	rec := httptest.NewRecorder()
 	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	if rec.Code != 200 || strings.Contains(rec.Body.String(), local.user.Password) {
+	if rec.Code != 200 || strings.Contains(rec.Body.String(), local.User.Password) {
 		t.Errorf("/metrics: status %d, or it shows the password", rec.Code)
 	}
 }

@@ -2,24 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/gcsm/gcsm/output"
@@ -141,7 +134,7 @@ func (f *tailFlags) hint(stderr io.Writer, topic string, r output.TailResult) {
 // tailBrokers returns the brokers that hold topic, and a function that
 // releases what it started. With no brokers configured it reads the embedded
 // broker: through the listener of the gcsm that serves it when one does,
-// else from a copy of its log in the state directory (see embeddedCopy).
+// else from a copy of its log in the state directory (see output.EmbeddedCopy).
 // set holds the flags given, which its hints do not suggest again.
 func tailBrokers(ctx context.Context, cfg service.Config, topic string, set map[string]bool, follow bool, stderr io.Writer) (kafkaconn.Conn, func(), error) {
 	if len(cfg.Brokers) > 0 {
@@ -154,9 +147,9 @@ func tailBrokers(ctx context.Context, cfg service.Config, topic string, set map[
 		return conn, func() {}, err
 	}
 	dir := filepath.Join(cfg.State.Dir, "kafka")
-	addr := dialAddr(cfg.Embedded.Listen)
-	want, idErr := embeddedClusterID(dir)
-	running, err := clusterID(ctx, addr)
+	addr := output.DialAddr(cfg.Embedded.Listen)
+	want, idErr := output.EmbeddedClusterID(dir)
+	running, err := output.ClusterID(ctx, addr)
 	if err == nil {
 		// A broker that answers on the configured address is this state
 		// directory's only if their cluster ids agree: another gcsm, with
@@ -176,7 +169,7 @@ func tailBrokers(ctx context.Context, cfg service.Config, topic string, set map[
 	if follow {
 		return kafkaconn.Conn{}, nil, fmt.Errorf("--follow needs the running broker, and no gcsm serves %s on %s: start gcsm run, or leave out --follow to read what %s holds", dir, addr, dir)
 	}
-	return embeddedCopy(dir, topic)
+	return output.EmbeddedCopy(dir, topic)
 }
 
 // notGiven lists the flags of names that set lacks, as "--a, --b or --c",
@@ -195,109 +188,4 @@ func notGiven(set map[string]bool, names ...string) string {
 		return out[0]
 	}
 	return strings.Join(out[:len(out)-1], ", ") + " or " + out[len(out)-1]
-}
-
-// dialAddr is the address to dial for a listen address: an unspecified
-// host (":9092", "0.0.0.0:9092") is served on loopback too.
-func dialAddr(listen string) string {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return listen
-	}
-	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port)
-}
-
-// embeddedClusterID reads the cluster id that kfake records in meta.json
-// of its data directory.
-func embeddedClusterID(dir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "meta.json"))
-	if errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("%s holds no broker log", dir)
-	}
-	if err != nil {
-		return "", err
-	}
-	var meta struct {
-		ClusterID string `json:"cluster_id"`
-	}
-	if err := json.Unmarshal(b, &meta); err != nil || meta.ClusterID == "" {
-		return "", fmt.Errorf("%s: no cluster_id (%v)", filepath.Join(dir, "meta.json"), err)
-	}
-	return meta.ClusterID, nil
-}
-
-// clusterID asks the broker at addr for its cluster id. A second is ample
-// on loopback and short for a user waiting on nothing.
-func clusterID(ctx context.Context, addr string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	cl, err := kafkaconn.Plaintext(addr).NewClient()
-	if err != nil {
-		return "", err
-	}
-	defer cl.Close()
-	req := kmsg.NewPtrMetadataRequest()
-	req.Topics = []kmsg.MetadataRequestTopic{}
-	md, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return "", err
-	}
-	if md.ClusterID == nil {
-		return "", nil
-	}
-	return *md.ClusterID, nil
-}
-
-// embeddedCopy serves a copy of the embedded broker's log of topic from a
-// temporary kfake on a free loopback port. kfake takes no lock on its data
-// directory and rewrites files in it (on load, compaction and close), so
-// opening the directory itself could corrupt the log of a gcsm that starts
-// meanwhile, or lose its newest writes when the copy closes. Only the
-// cluster's metadata and topic's partitions are copied, not the input
-// topic's log.
-func embeddedCopy(dir, topic string) (kafkaconn.Conn, func(), error) {
-	tmp, err := os.MkdirTemp("", "gcsm-tail-")
-	if err != nil {
-		return kafkaconn.Conn{}, nil, err
-	}
-	fail := func(err error) (kafkaconn.Conn, func(), error) {
-		os.RemoveAll(tmp)
-		return kafkaconn.Conn{}, nil, fmt.Errorf("cannot copy the broker log of %s: %w", dir, err)
-	}
-	for _, name := range []string{"meta.json", "topics.json", "broker_configs.json"} {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err == nil {
-			err = os.WriteFile(filepath.Join(tmp, name), b, 0o600)
-		}
-		if err != nil {
-			return fail(err)
-		}
-	}
-	// kfake keeps partition p of a topic in partitions/<url.PathEscape(topic)>-<p>.
-	parts, err := os.ReadDir(filepath.Join(dir, "partitions"))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fail(err)
-	}
-	prefix := url.PathEscape(topic) + "-"
-	for _, e := range parts {
-		p, ok := strings.CutPrefix(e.Name(), prefix)
-		if _, err := strconv.ParseUint(p, 10, 31); !ok || err != nil || !e.IsDir() {
-			continue
-		}
-		rel := filepath.Join("partitions", e.Name())
-		if err := os.CopyFS(filepath.Join(tmp, rel), os.DirFS(filepath.Join(dir, rel))); err != nil {
-			return fail(err)
-		}
-	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DataDir(tmp))
-	if err != nil {
-		return fail(err)
-	}
-	return kafkaconn.Plaintext(c.ListenAddrs()...), func() { c.Close(); os.RemoveAll(tmp) }, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/gcsm/gcsm/demo"
 	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/gcsm/gcsm/output"
 	"github.com/gcsm/gcsm/query"
@@ -374,7 +375,7 @@ queries:
 	defer cancel()
 	served := make(chan error, 1)
 	go func() { served <- serve(ctx, cfg, &dev, zerolog.Nop()) }()
-	waitFor(t, "the embedded broker", func() bool { _, err := clusterID(ctx, listen); return err == nil })
+	waitFor(t, "the embedded broker", func() bool { _, err := output.ClusterID(ctx, listen); return err == nil })
 
 	// A ring of three transfers, and a message that is no event.
 	tailWrite(t, listen, "edges", 0, `{"op":"+","src":"acct:1","dst":"acct:2"}`, `{"op":"+","src":"acct:2","dst":"acct:3"}`,
@@ -452,7 +453,7 @@ func TestTailDemo(t *testing.T) {
 		t.Fatalf("tail printed %d events, the demo counted %d", n, total)
 	}
 	stdout = gcsmOK(t, "tail", "--state", state, "--dlq", "--from-beginning")
-	if rows := tailRows(t, stdout, "TIME (UTC)|INPUT|ERROR|VALUE"); len(rows) != len(demoBad) || rows[2][2] != "not an event" {
+	if rows := tailRows(t, stdout, "TIME (UTC)|INPUT|ERROR|VALUE"); len(rows) != len(demo.Bad) || rows[2][2] != "not an event" {
 		t.Fatalf("dead letters of the demo:\n%s", stdout)
 	}
 }

@@ -44,9 +44,12 @@ var allowed = map[string][]string{
 	"kernels":            {"graph", "query", "dyngraph", "bundle", "incremental", "cache", "internal/hostmem", "kernels/cuda"},
 	"kernels/cuda":       {},
 	"output":             {"ingest", "internal/jsonstr", "internal/kafkaconn", "internal/testtls"},
-	"bench":              {"graph", "query", "dyngraph", "ingest", "incremental", "sampler", "cache", "kernels", "internal/hostmem"},
+	"bench":              {"graph", "query", "dyngraph", "ingest", "incremental", "sampler", "cache", "kernels", "device", "internal/hostmem"},
 	"service":            {"graph", "query", "dyngraph", "bundle", "ingest", "engine", "incremental", "kernels", "output", "internal/hostmem", "internal/kafkaconn", "internal/par", "internal/statedir", "bench"},
 	"bench/servicebench": {"bench", "ingest", "incremental", "output", "service", "internal/hostmem", "internal/kafkaconn", "engine", "query", "graph", "bundle"},
+	"device":             {"incremental", "kernels", "kernels/cuda", "internal/hostmem"},
+	"replay":             {"graph", "query", "dyngraph", "bundle", "ingest", "engine", "incremental", "bench", "internal/hostmem"},
+	"demo":               {"bench", "bench/servicebench", "ingest", "service", "internal/kafkaconn"},
 	"deploy":             {"service"},
 	"cmd/gcsm":           nil, // may import everything; nothing imports it
 }

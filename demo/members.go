@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -87,19 +87,13 @@ func (u union) equal(v union) bool {
 	return true
 }
 
-// demoMembers is gcsm demo --members n: n members on the embedded broker
+// runMembers is gcsm demo --members n: n members on the embedded broker
 // share the stream; then one member follows the same batches alone, and
 // the union of the members' alerts is compared with its alerts.
-func demoMembers(stdout io.Writer, log zerolog.Logger, cfg service.Config, dev *deviceFlags, n int, evs []bench.TransferEvent, rate int) error {
+func runMembers(stdout io.Writer, log zerolog.Logger, cfg service.Config, openEngine func(io.Writer) (*servicebench.Engine, error), n int, evs []bench.TransferEvent, rate int) error {
 	cfg.Cluster = service.ClusterConfig{Shards: servicebench.MemberShards, Group: "gcsm-demo-members"}
 	var devLine strings.Builder
-	open := func(int) (*servicebench.Engine, error) {
-		e, err := dev.open(&devLine, 0)
-		if err != nil {
-			return nil, err
-		}
-		return e.harness(), nil
-	}
+	open := func(int) (*servicebench.Engine, error) { return openEngine(&devLine) }
 	ms, err := servicebench.StartMembers(cfg, n, log, nil, open)
 	if err != nil {
 		return err
@@ -172,14 +166,6 @@ func demoMembers(stdout io.Writer, log zerolog.Logger, cfg service.Config, dev *
 	fmt.Fprintf(stdout, "the union equals one member's output: %s\n", verdict)
 	if !same {
 		return errors.New("the members' union differs from one member's output")
-	}
-	return nil
-}
-
-// membersFlag refuses --members with the modes it does not run.
-func membersFlag(members, rate int, d time.Duration) error {
-	if members > 0 && (rate > 0 || d > 0) {
-		return errors.New("--members measures a backlog's throughput: leave out --rate and --duration")
 	}
 	return nil
 }

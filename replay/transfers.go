@@ -1,4 +1,4 @@
-package main
+package replay
 
 import (
 	"strings"
@@ -13,7 +13,7 @@ import (
 // that what they read of events is known before any file is: the
 // properties and times to keep while reading.
 func previewQueries(specs []string, directed bool, sem query.Semantics, unlabeled bool) []*query.Query {
-	qs, err := loadQueries(specs, graph.NewDict(), directed, "", sem, unlabeled)
+	qs, err := LoadQueries(specs, graph.NewDict(), directed, "", sem, unlabeled)
 	if err != nil {
 		return nil // the real load reports it
 	}
@@ -22,7 +22,7 @@ func previewQueries(specs []string, directed bool, sem query.Semantics, unlabele
 
 // keepTransfersFor starts keeping transfers when some query needs them,
 // and makes the readers keep what the queries read.
-func (s *session) keepTransfersFor(qs []*query.Query) {
+func (s *Session) keepTransfersFor(qs []*query.Query) {
 	for _, q := range qs {
 		if q.ReadsTransfers() {
 			s.keepTransfers()
@@ -39,11 +39,11 @@ func (s *session) keepTransfersFor(qs []*query.Query) {
 
 // keepTransfers starts keeping the parallel transfers of each pair: a
 // query needs them, or an event carries an id and so is an edge of its own.
-func (s *session) keepTransfers() { s.core.KeepTransfers(nil) }
+func (s *Session) keepTransfers() { s.core.KeepTransfers(nil) }
 
 // transfersText lists a match's transfer ids for --emit: "[tx-1 tx-2]",
 // with "-" for a transfer sent without an id.
-func (s *session) transfersText(tx []bundle.Tx) string {
+func (s *Session) transfersText(tx []bundle.Tx) string {
 	var b strings.Builder
 	b.WriteByte('[')
 	for i, t := range tx {

@@ -1,0 +1,309 @@
+// Package replay owns files replayed through the engine core: the session
+// of gcsm's file-driven commands (replay, match, bench static, replay
+// --demo) that reads a data graph and stream files into an engine.Core,
+// loads the -q queries, tells a file's direction, replays a stream batch by
+// batch and reports it, and writes --emit's match lines.
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/gcsm/gcsm/bench"
+	"github.com/gcsm/gcsm/bundle"
+	"github.com/gcsm/gcsm/dyngraph"
+	"github.com/gcsm/gcsm/engine"
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/ingest"
+	"github.com/gcsm/gcsm/internal/hostmem"
+	"github.com/gcsm/gcsm/query"
+)
+
+// Config is how a file-driven command opens its session.
+type Config struct {
+	// Cmd names the command in warnings ("gcsm CMD: warning: ..."), which
+	// go to Warn (nil: none).
+	Cmd  string
+	Warn io.Writer
+	// Directed says whether the graph is; Fix says, for a query with
+	// arrows on an undirected graph, what would make it directed
+	// (GraphDirected).
+	Directed bool
+	Fix      string
+	// SkipBad counts and skips malformed lines and refused updates instead
+	// of failing (--skip-bad); TSUnit is what the files' numeric times
+	// count (--ts-unit).
+	SkipBad bool
+	TSUnit  ingest.TimeUnit
+	Alloc   hostmem.Allocator
+	// Queries are the -q arguments, compiled under Semantics; Unlabeled
+	// ignores their labels.
+	Queries   []string
+	Semantics query.Semantics
+	Unlabeled bool
+}
+
+// Session is what the file-driven commands share: an engine core, whose
+// graph and dictionaries the fields below name for short, and what the
+// files read into it.
+type Session struct {
+	cfg      Config
+	core     *engine.Core
+	labels   *graph.Dict
+	ids      *graph.IDs
+	g        *dyngraph.Graph
+	resolver *ingest.Resolver
+	// store keeps parallel transfers when a query or an event needs them
+	// (keepTransfers); keep is what readers keep of events' properties.
+	store   *bundle.Store
+	keep    *ingest.PropFilter
+	seen    *graph.Catalog // every property read, kept or not, for warnProperties
+	skipped int            // bad lines and refused updates skipped under --skip-bad
+	// warnedTime says that the first odd time of the files read was warned
+	// about.
+	warnedTime bool
+}
+
+// warnOddTime warns of the first odd time of r, read from path, once a
+// session: a stream in another unit than --ts-unit makes every window and
+// WITHIN wrong by a factor of 1000 or more.
+func (s *Session) warnOddTime(r *ingest.Reader, path string) {
+	odd, ok := r.OddTime()
+	if !ok || s.warnedTime || s.cfg.Warn == nil {
+		return
+	}
+	s.warnedTime = true
+	fmt.Fprintf(s.cfg.Warn, "gcsm %s: warning: %s:%d: %v\n", s.cfg.Cmd, path, odd.Line, odd)
+}
+
+// Open makes a session with an empty graph that keeps, from the start,
+// what the queries read of events (previewQueries).
+func Open(c Config) (*Session, error) {
+	s := &Session{cfg: c, seen: &graph.Catalog{DefaultEdgeLabel: "0"}}
+	// Unlabelled vertices (SNAP files) get the CSM files' first label, "0".
+	core, err := engine.New(engine.Config{Directed: c.Directed, DefaultVertexLabel: "0", DefaultEdgeLabel: "0", Alloc: c.Alloc,
+		OnTransfers: func(bool) { s.store = s.core.Store() }})
+	if err != nil {
+		return nil, err
+	}
+	s.core, s.labels, s.ids, s.g, s.resolver = core, core.Labels(), core.IDs(), core.Graph(), core.Resolver()
+	s.keepTransfersFor(previewQueries(c.Queries, c.Directed, c.Semantics, c.Unlabeled))
+	return s, nil
+}
+
+// Compile compiles the queries once the files are read, warns of the
+// labels and properties they name that the files (where says which) never
+// carried, and keeps what the queries read of transfers.
+func (s *Session) Compile(where string) ([]*query.Query, error) {
+	c := s.cfg
+	known := s.labels.Len()
+	qs, err := LoadQueries(c.Queries, s.labels, c.Directed, c.Fix, c.Semantics, c.Unlabeled)
+	if err != nil {
+		return nil, err
+	}
+	s.WarnUnknownLabels(qs, known, where)
+	s.warnProperties(qs, known)
+	s.keepTransfersFor(qs)
+	return qs, nil
+}
+
+// Graph is the session's graph.
+func (s *Session) Graph() *dyngraph.Graph { return s.g }
+
+// Labels is the label dictionary; its length before the queries are
+// compiled is what the warnings call known.
+func (s *Session) Labels() *graph.Dict { return s.labels }
+
+// Skipped counts the bad lines and refused updates skipped under
+// --skip-bad.
+func (s *Session) Skipped() int { return s.skipped }
+
+// Close frees the graph.
+func (s *Session) Close() error { return s.core.Close() }
+
+// Stream is a file's updates with the line each came from, for errors.
+type Stream struct {
+	file    string
+	updates []graph.Update
+	lines   []int
+}
+
+// Len is how many updates the stream holds.
+func (st *Stream) Len() int { return len(st.updates) }
+
+// LoadTransfers resolves generated transfers into a stream named file whose
+// line numbers count the events, noting their properties as a file's are.
+func (s *Session) LoadTransfers(file string, evs []bench.TransferEvent) (*Stream, error) {
+	st := &Stream{file: file}
+	for i, ev := range evs {
+		rec := ev.Record()
+		rec.Line = i + 1
+		for _, p := range rec.Props {
+			s.seen.Note(false, rec.Label, []byte(p.Name), p.Value.Kind)
+		}
+		u, err := s.resolver.Resolve(rec)
+		if err != nil {
+			return nil, err
+		}
+		st.updates = append(st.updates, u)
+		st.lines = append(st.lines, i+1)
+	}
+	return st, nil
+}
+
+// Read parses a whole file of graph or stream records. Malformed lines and
+// records that Resolve refuses stop the read with an error naming file and
+// line, or are counted and skipped under --skip-bad.
+func (s *Session) Read(path string) (*Stream, error) {
+	r, c, err := ingest.Open(path, ingest.Options{SkipBad: s.cfg.SkipBad, Keep: s.keep, TSUnit: s.cfg.TSUnit, Seen: s.seen})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	st := &Stream{file: path}
+	if fi, err := os.Stat(path); err == nil {
+		// Lines of dataset files are 8 to 20 bytes; guessing low keeps the
+		// guess from wasting memory on files of long JSON lines.
+		guess := int(fi.Size() / 16)
+		st.updates, st.lines = make([]graph.Update, 0, guess), make([]int, 0, guess)
+	}
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		u, err := s.resolver.Resolve(rec)
+		if err != nil {
+			var le *ingest.LineError
+			if errors.As(err, &le) {
+				le.File = path
+			}
+			if s.cfg.SkipBad {
+				s.skipped++
+				continue
+			}
+			return nil, err
+		}
+		st.updates = append(st.updates, u)
+		st.lines = append(st.lines, rec.Line)
+	}
+	s.skipped += r.Skipped()
+	s.warnOddTime(r, path)
+	if graph.HasTransferID(st.updates) {
+		s.keepTransfers()
+	}
+	return st, nil
+}
+
+// step runs updates[lo:hi] of st through the core as one batch, with b's
+// queries and sinks. Updates the graph refuses (label conflicts) are an
+// error naming their line, or skipped under --skip-bad.
+func (s *Session) step(st *Stream, lo, hi int, b engine.Batch) (*engine.Step, error) {
+	b.Updates = st.updates[lo:hi]
+	step, err := s.core.Step(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.refused(st, lo, step.Rejects); err != nil {
+		s.core.Finish()
+		return nil, err
+	}
+	return step, nil
+}
+
+// refused turns the graph's refusals of st.updates[lo:] into an error naming
+// the first one's line, or counts them under --skip-bad.
+func (s *Session) refused(st *Stream, lo int, rejects []dyngraph.Reject) error {
+	if len(rejects) == 0 {
+		return nil
+	}
+	if !s.cfg.SkipBad {
+		rj := rejects[0]
+		return fmt.Errorf("%s:%d: %v", st.file, st.lines[lo+rj.Index], s.describeReject(rj.Err))
+	}
+	s.skipped += len(rejects)
+	return nil
+}
+
+func (s *Session) describeReject(err error) string {
+	var lc *dyngraph.LabelConflictError
+	if errors.As(err, &lc) {
+		return fmt.Sprintf("label conflict: vertex %s has label %s, this line says %s",
+			s.ids.Name(lc.Vertex), s.labels.Name(lc.Have), s.labels.Name(lc.Got))
+	}
+	return err.Error()
+}
+
+// loadBatch is how many records of a data graph file go into one Apply; it
+// bounds the normalisation map, not the graph.
+const loadBatch = 1 << 16
+
+// LoadGraph reads a data graph file into the session's graph: with Build
+// when the file only adds and no transfers are kept, else with Apply.
+func (s *Session) LoadGraph(path string) error {
+	st, err := s.Read(path)
+	if err != nil {
+		return err
+	}
+	if s.store == nil && !slices.ContainsFunc(st.updates, func(u graph.Update) bool { return u.Op == graph.Delete }) {
+		rejects, _, err := s.g.Build(st.updates)
+		if err != nil {
+			return err
+		}
+		return s.refused(st, 0, rejects)
+	}
+	for lo := 0; lo < len(st.updates); lo += loadBatch {
+		hi := min(lo+loadBatch, len(st.updates))
+		if _, err := s.step(st, lo, hi, engine.Batch{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WarnUnknownLabels writes one line per label a query names that the
+// input never carried, as such a query matches nothing. known is the size
+// of the label dictionary before the queries were compiled, which intern
+// their labels after the input's; where names the input.
+func (s *Session) WarnUnknownLabels(qs []*query.Query, known int, where string) {
+	for _, q := range qs {
+		names, edge := q.Pattern.Labels()
+		for _, name := range edge {
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+		for _, name := range names {
+			if l, ok := s.labels.Lookup(name); ok && int(l) < known {
+				continue
+			}
+			fmt.Fprintf(s.cfg.Warn, "gcsm %s: warning: query %s: no vertex or edge in %s has label %s, so the query matches nothing\n",
+				s.cfg.Cmd, q.Name, where, name)
+		}
+	}
+}
+
+// warnProperties writes one line per property a query's WHERE reads that
+// no event of its label carried in the files read, and per comparison of
+// one with a literal of a kind its values never had
+// (query.PropertyWarnings), as such a condition never holds. The files are
+// read whole before the queries are compiled, so this is the check at the
+// end of the stream. Labels WarnUnknownLabels names (those not among the
+// first known of the dictionary) are left to it.
+func (s *Session) warnProperties(qs []*query.Query, known int) {
+	skip := func(_ bool, name string) bool {
+		l, ok := s.labels.Lookup(name)
+		return !ok || int(l) >= known
+	}
+	for _, q := range qs {
+		for _, msg := range q.Pattern.PropertyWarnings(s.seen, skip) {
+			fmt.Fprintf(s.cfg.Warn, "gcsm %s: warning: query %s: %s\n", s.cfg.Cmd, q.Name, msg)
+		}
+	}
+}
