@@ -7,13 +7,15 @@
 // caller hands it one batch of resolved updates at a time (Step), reads
 // what the batch produced (its changes, the updates refused, its matches
 // through the caller's sink), delivers that, and then advances the core
-// past the batch (Advance). The service, replay, the demo and the
-// benchmarks are such loops; the batch cycle itself is written here once.
+// past the batch (Advance). The service, replay and the benchmarks are
+// such loops; the batch cycle itself is written here once.
 //
 // Step overlaps one batch's match with the next batch's apply where the
 // matcher can (incremental.Overlapper: the GPU with its own copy of the
-// graph). Such a step is pending when Step returns, and finishes inside
-// the next Step, after that batch's apply, or in Finish.
+// graph). Such a step is pending when Step returns, and finishes at the
+// end of the next step's Apply, or in Finish. A caller that delivers in
+// batch order runs a step's halves itself (Apply, then Match), so that it
+// can hand the finished step on before the next match begins.
 //
 // A Core is not safe for concurrent use, with one exception: Intern may
 // run beside a step, on the caller's interning stage (see Recycler).

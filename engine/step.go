@@ -65,8 +65,9 @@ type Step struct {
 	// by what finishing an overlapped match waited.
 	Apply, Match, Reorganize time.Duration
 
-	stop   bool // the matcher's stop check was set for this step
-	nq     int  // queries matched
+	batch  Batch // between Apply and Match
+	stop   bool  // the matcher's stop check was set for this step
+	nq     int   // queries matched
 	wait   func() ([]incremental.Counts, error)
 	once   sync.Once
 	counts []incremental.Counts
@@ -84,13 +85,26 @@ func (st *Step) Counts() []incremental.Counts { return st.counts }
 // Err is the step's match error; valid once the step is not pending.
 func (st *Step) Err() error { return st.err }
 
-// Step applies b and matches it; see the package comment for a step's
-// overlap. The previous step, if pending, has finished when Step returns,
-// whatever it returns. An error from the graph ends the core's use: the
-// graph may be left pending.
+// Step applies b and matches it: Apply, then Match. See the package
+// comment for a step's overlap. The previous step, if pending, has
+// finished when Step returns, whatever it returns. An error from the graph
+// ends the core's use: the graph may be left pending.
 func (c *Core) Step(b Batch) (*Step, error) {
+	st, err := c.Apply(b)
+	if err != nil {
+		return nil, err
+	}
+	c.Match(st)
+	return st, nil
+}
+
+// Apply is a step's first half: it forgets the recycled ids, expires the
+// window, applies the batch and finishes the previous step's match, which
+// overlapped this apply. A caller that delivers in batch order completes
+// that step before Match begins this one's, as the service does.
+func (c *Core) Apply(b Batch) (*Step, error) {
 	t0 := time.Now()
-	st := &Step{Seq: b.Seq}
+	st := &Step{Seq: b.Seq, batch: b}
 	if err := c.forget(b.Recycled); err != nil {
 		c.Finish()
 		return nil, err
@@ -110,15 +124,21 @@ func (c *Core) Step(b Batch) (*Step, error) {
 		return nil, fmt.Errorf("apply: %w", err)
 	}
 	c.track(st, times)
-	t1 := time.Now()
-	st.Apply = t1.Sub(t0)
+	st.Apply = time.Since(t0)
 	// The last step's match ran beside this apply; the matcher is needed
 	// again now.
 	c.Finish()
-	t2 := time.Now()
-	c.match(st, b)
-	t3 := time.Now()
-	st.Match = t3.Sub(t2)
+	return st, nil
+}
+
+// Match is a step's second half, after Apply: it matches the batch's
+// queries (begun, where the matcher overlaps, and left pending), settles
+// the transfers and reorganizes the graph.
+func (c *Core) Match(st *Step) {
+	t0 := time.Now()
+	c.match(st, st.batch)
+	t1 := time.Now()
+	st.Match = t1.Sub(t0)
 	if c.store != nil {
 		c.store.Settle()
 	}
@@ -126,12 +146,12 @@ func (c *Core) Step(b Batch) (*Step, error) {
 	if c.recycle != nil {
 		c.isolated(st)
 	}
-	st.Reorganize = time.Since(t3)
+	st.Reorganize = time.Since(t1)
+	st.batch = Batch{} // the caller's buffers and sinks are not the core's to keep
 	c.stats.Steps++
 	if st.wait != nil {
 		c.pending = st
 	}
-	return st, nil
 }
 
 // Finish waits for the pending step's match, if any, and returns that

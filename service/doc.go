@@ -31,7 +31,7 @@
 // stops matching, decoding and reading in turn. Output keeps batch order.
 // An executor that can (incremental.Overlapper: the GPU with the graph in its
 // memory, alone or as the Placer's GPU side) matches batch n while the core
-// reorganizes n and applies n+1 (engine.Core.Step).
+// reorganizes n and applies n+1 (engine.Core.Apply and Match).
 // A sink that can (output.Sender: franz-go) sends batch n+1's output while
 // the brokers acknowledge n's; if some of n's records fail, delivery waits
 // for the batches sent after it and sends only the failed records again, in

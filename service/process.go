@@ -24,8 +24,8 @@ import (
 // apply, match and reorganize), after resolving its decoding. It returns
 // only errors that end the service; bad input becomes dead letters. A
 // match that overlaps is left running in the core and the batch in
-// s.overlapped; the core finishes it after the next batch's apply, which
-// it overlapped, and process then completes it.
+// s.overlapped; the core finishes it in the next batch's Apply, which it
+// overlapped, and process completes it before that batch's Match.
 func (s *Service) process(p *pipeline, b *batchState) error {
 	t0 := time.Now()
 	s.resolve(b)
@@ -45,17 +45,19 @@ func (s *Service) process(p *pipeline, b *batchState) error {
 	}
 	// The engine abandons a query once a limit is hit, instead of finishing
 	// matches that would only be counted.
-	st, err := s.core.Step(engine.Batch{Updates: b.updates, Times: b.updateTimes, Recycled: b.recycled, Seq: b.seq,
+	st, err := s.core.Apply(engine.Batch{Updates: b.updates, Times: b.updateTimes, Recycled: b.recycled, Seq: b.seq,
 		Queries: s.compiled(), Mode: incremental.Enumerate, Own: func(delta []graph.Change) []graph.Change { return s.ownDelta(b.id, delta) },
 		Sink: c.sink, Bound: c.boundSink(s.core.Store), Stop: c.stop})
-	// The last batch's match finished within the step, after its apply;
-	// its wait and hand-off count as its own match stage.
-	if err := s.completeOverlapped(p); err != nil {
-		return err
-	}
 	if err != nil {
 		return err
 	}
+	// The last batch's match finished within the apply it overlapped; it
+	// goes to delivery before this batch's match begins, and its wait
+	// counts as its own match stage.
+	if err := s.completeOverlapped(p); err != nil {
+		return err
+	}
+	s.core.Match(st)
 	b.step = st
 	s.expired(b, st)
 	for _, r := range st.Rejects {
