@@ -41,7 +41,7 @@ func (s *Session) matchJSONTx(sign, query string, m []graph.VertexID, tx []bundl
 	}
 	for i, t := range tx {
 		if t != incremental.NoTransfer {
-			e.Transfers[i] = s.store.ID(t)
+			e.Transfers[i] = s.core.Store().ID(t)
 		}
 	}
 	b, err := json.Marshal(e)

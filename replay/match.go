@@ -73,8 +73,8 @@ func MatchEach(s *Session, matcher incremental.Matcher, qs []*query.Query, count
 		t := time.Now()
 		var c []int64
 		var err error
-		if s.store != nil {
-			b := &incremental.Binder{Matcher: matcher, Store: s.store}
+		if s.core.Store() != nil {
+			b := &incremental.Binder{Matcher: matcher, Store: s.core.Store()}
 			var bs incremental.BoundSink
 			if p != nil {
 				bs = func(_, _ int, _ graph.Sign, m []graph.VertexID, tx []bundle.Tx) { p.matchTx(i, m, tx) }

@@ -13,7 +13,6 @@ import (
 	"slices"
 
 	"github.com/gcsm/gcsm/bench"
-	"github.com/gcsm/gcsm/bundle"
 	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/engine"
 	"github.com/gcsm/gcsm/graph"
@@ -56,9 +55,9 @@ type Session struct {
 	ids      *graph.IDs
 	g        *dyngraph.Graph
 	resolver *ingest.Resolver
-	// store keeps parallel transfers when a query or an event needs them
-	// (keepTransfers); keep is what readers keep of events' properties.
-	store   *bundle.Store
+	// keep is what readers keep of events' properties: what the core's
+	// transfer store keeps, once a query or an event needs transfers
+	// (keepTransfers).
 	keep    *ingest.PropFilter
 	seen    *graph.Catalog // every property read, kept or not, for warnProperties
 	skipped int            // bad lines and refused updates skipped under --skip-bad
@@ -84,8 +83,7 @@ func (s *Session) warnOddTime(r *ingest.Reader, path string) {
 func Open(c Config) (*Session, error) {
 	s := &Session{cfg: c, seen: &graph.Catalog{DefaultEdgeLabel: "0"}}
 	// Unlabelled vertices (SNAP files) get the CSM files' first label, "0".
-	core, err := engine.New(engine.Config{Directed: c.Directed, DefaultVertexLabel: "0", DefaultEdgeLabel: "0", Alloc: c.Alloc,
-		OnTransfers: func(bool) { s.store = s.core.Store() }})
+	core, err := engine.New(engine.Config{Directed: c.Directed, DefaultVertexLabel: "0", DefaultEdgeLabel: "0", Alloc: c.Alloc})
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +249,7 @@ func (s *Session) LoadGraph(path string) error {
 	if err != nil {
 		return err
 	}
-	if s.store == nil && !slices.ContainsFunc(st.updates, func(u graph.Update) bool { return u.Op == graph.Delete }) {
+	if s.core.Store() == nil && !slices.ContainsFunc(st.updates, func(u graph.Update) bool { return u.Op == graph.Delete }) {
 		rejects, _, err := s.g.Build(st.updates)
 		if err != nil {
 			return err

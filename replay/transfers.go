@@ -29,12 +29,13 @@ func (s *Session) keepTransfersFor(qs []*query.Query) {
 			break
 		}
 	}
-	if s.store == nil {
+	store := s.core.Store()
+	if store == nil {
 		return
 	}
 	s.core.Register(qs)
-	s.keep = ingest.NewPropFilter(s.store.EdgeColumns(), s.store.VertexColumns())
-	s.resolver.KeepTime = s.store.KeepsTime()
+	s.keep = ingest.NewPropFilter(store.EdgeColumns(), store.VertexColumns())
+	s.resolver.KeepTime = store.KeepsTime()
 }
 
 // keepTransfers starts keeping the parallel transfers of each pair: a
@@ -50,7 +51,7 @@ func (s *Session) transfersText(tx []bundle.Tx) string {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		id := s.store.ID(t) // "" for NoTransfer too
+		id := s.core.Store().ID(t) // "" for NoTransfer too
 		if id == "" {
 			id = "-"
 		}
