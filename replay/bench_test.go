@@ -1,0 +1,50 @@
+package replay
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gcsm/gcsm/incremental"
+)
+
+// humanDir is csm_human_hybridflow of ../shared/datasets beside the checkout.
+const humanDir = "../../shared/datasets/csm_human_hybridflow"
+
+// BenchmarkHumanOneQuery is what one peer-style process of bench/peers.sh
+// spends in gcsm's own code on a cheap query: reading the data graph and
+// the stream, and replaying the stream one update at a time on one worker.
+// Process start is left out.
+func BenchmarkHumanOneQuery(b *testing.B) {
+	if _, err := os.Stat(humanDir); err != nil {
+		b.Skip("no ../shared/datasets")
+	}
+	for _, q := range []string{"Q_63", "Q_20"} {
+		b.Run(q, func(b *testing.B) {
+			for b.Loop() {
+				s, err := Open(Config{Cmd: "bench", Warn: io.Discard, Queries: []string{filepath.Join(humanDir, "query_graph", q)}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := s.LoadGraph(filepath.Join(humanDir, "data.graph")); err != nil {
+					b.Fatal(err)
+				}
+				st, err := s.Read(filepath.Join(humanDir, "insertion.graph"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				qs, err := s.Compile("the files")
+				if err != nil {
+					b.Fatal(err)
+				}
+				r := &Replayer{Session: s, Stream: st, Queries: qs, Matcher: &incremental.CPU{Workers: 1}, Batch: 1, CountOnly: true}
+				if _, err := r.Run(context.Background(), nil); err != nil {
+					b.Fatal(err)
+				}
+				s.Close()
+			}
+		})
+	}
+}
