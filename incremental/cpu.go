@@ -117,39 +117,49 @@ func runUnits(ws []*walker, total int64, unit func(int64) (qi, term int, ch *gra
 	pos := make([][]int64, len(ws))
 	neg := make([][]int64, len(ws))
 	var next atomic.Int64
-	var wg sync.WaitGroup
-	for wi, w := range ws {
-		wg.Go(func() {
-			// Counted in the goroutine's own slices, published at the end:
-			// small slices of neighbouring workers share cache lines.
-			p, n := make([]int64, len(queries)), make([]int64, len(queries))
-			defer func() { pos[wi], neg[wi] = p, n }()
-			for {
-				lo, hi := claim(&next, total, len(ws))
-				if lo >= total {
-					return
-				}
-				for u := lo; u < hi; u++ {
-					qi, term, ch := unit(u)
-					w.count = 0
-					w.runTerm(qi, queries[qi], term, ch)
-					if ch.Sign > 0 {
-						p[qi] += w.count
-					} else {
-						n[qi] += w.count
-					}
+	spread(ws, total, func(wi int, w *walker) {
+		// Counted in the goroutine's own slices, published at the end:
+		// small slices of neighbouring workers share cache lines.
+		p, n := make([]int64, len(queries)), make([]int64, len(queries))
+		defer func() { pos[wi], neg[wi] = p, n }()
+		for {
+			lo, hi := claim(&next, total, len(ws))
+			if lo >= total {
+				return
+			}
+			for u := lo; u < hi; u++ {
+				qi, term, ch := unit(u)
+				w.count = 0
+				w.runTerm(qi, queries[qi], term, ch)
+				if ch.Sign > 0 {
+					p[qi] += w.count
+				} else {
+					n[qi] += w.count
 				}
 			}
-		})
-	}
-	wg.Wait()
+		}
+	})
 	for wi := range ws {
-		for qi := range queries {
+		for qi := range pos[wi] {
 			res[qi].Positive += pos[wi][qi]
 			res[qi].Negative += neg[wi][qi]
 		}
 	}
 	return res
+}
+
+// spread runs work on as many of the walkers as units of unitChunk keep
+// busy, the first on the caller's goroutine. One update at a time (the
+// peers' mode), a batch is a few units: starting a goroutine, and waking
+// an idle core for it, would cost more than the units themselves.
+func spread(ws []*walker, units int64, work func(wi int, w *walker)) {
+	n := int(min(int64(len(ws)), (units+unitChunk-1)/unitChunk))
+	var wg sync.WaitGroup
+	for wi := 1; wi < n; wi++ {
+		wg.Go(func() { work(wi, ws[wi]) })
+	}
+	work(0, ws[0])
+	wg.Wait()
 }
 
 // splitBelow: a batch with fewer than splitBelow units per worker is split
@@ -184,30 +194,26 @@ func (c *CPU) matchSplit(ws []*walker, blocks []block, delta []graph.Change, que
 	w0.collect = nil
 	per := make([][]Counts, len(ws))
 	var next atomic.Int64
-	var wg sync.WaitGroup
-	for wi, w := range ws {
+	spread(ws, int64(len(seeds)), func(wi int, w *walker) {
 		per[wi] = make([]Counts, len(queries))
-		wg.Go(func() {
-			for {
-				i0 := next.Add(unitChunk) - unitChunk
-				if i0 >= int64(len(seeds)) {
-					return
-				}
-				for _, sd := range seeds[i0:min(i0+unitChunk, int64(len(seeds)))] {
-					q := queries[sd.qi]
-					sign := delta[sd.ch].Sign
-					w.setUnit(int(sd.qi), q, w.termPlan(q, int(sd.term)), sign)
-					w.m[0], w.m[1], w.m[2] = sd.m[0], sd.m[1], sd.m[2]
-					w.count = 0
-					w.extend(3)
-					add(per[wi], int(sd.qi), sign, w.count)
-				}
+		for {
+			i0 := next.Add(unitChunk) - unitChunk
+			if i0 >= int64(len(seeds)) {
+				return
 			}
-		})
-	}
-	wg.Wait()
-	for wi := range ws {
-		for qi := range queries {
+			for _, sd := range seeds[i0:min(i0+unitChunk, int64(len(seeds)))] {
+				q := queries[sd.qi]
+				sign := delta[sd.ch].Sign
+				w.setUnit(int(sd.qi), q, w.termPlan(q, int(sd.term)), sign)
+				w.m[0], w.m[1], w.m[2] = sd.m[0], sd.m[1], sd.m[2]
+				w.count = 0
+				w.extend(3)
+				add(per[wi], int(sd.qi), sign, w.count)
+			}
+		}
+	})
+	for wi := range per {
+		for qi := range per[wi] {
 			res[qi].Positive += per[wi][qi].Positive
 			res[qi].Negative += per[wi][qi].Negative
 		}
