@@ -26,6 +26,9 @@ type CPU struct {
 	static  StaticStats
 	prof    *profiles // the static filter's, for the last graph version it saw
 	stop    func(q int) bool
+	// counting holds the counting terms of the queries last matched in
+	// Count mode, by position (countwalk.go).
+	counting []queryTerms
 }
 
 // SetStop implements Matcher: Match's workers call stop now and then, and
@@ -97,17 +100,21 @@ func (c *CPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 		return res, nil
 	}
 	ws := c.walkers(g, mode, sink)
+	var counting []queryTerms
+	if mode == Count {
+		counting = c.countingTerms(queries)
+	}
 	for _, w := range ws {
-		w.stop = c.stop
+		w.stop, w.counting = c.stop, counting
 	}
 	if len(ws) > 1 && total < int64(len(ws))*splitBelow {
-		return scale(c.matchSplit(ws, blocks, delta, queries, res), queries, mode), nil
+		return c.matchSplit(ws, blocks, delta, queries, res), nil
 	}
 	unit := func(u int64) (int, int, *graph.Change) {
 		b := blocks[u/int64(len(delta))]
 		return b.qi, b.term, &delta[u%int64(len(delta))]
 	}
-	return scale(runUnits(ws, total, unit, queries, res), queries, mode), nil
+	return runUnits(ws, total, unit, queries, res), nil
 }
 
 // runUnits runs units 0..total-1, as unit describes them, on the walkers,
@@ -204,11 +211,11 @@ func (c *CPU) matchSplit(ws []*walker, blocks []block, delta []graph.Change, que
 			for _, sd := range seeds[i0:min(i0+unitChunk, int64(len(seeds)))] {
 				q := queries[sd.qi]
 				sign := delta[sd.ch].Sign
-				w.setUnit(int(sd.qi), q, w.termPlan(q, int(sd.term)), sign)
+				w.setTerm(int(sd.qi), q, int(sd.term), sign)
 				w.m[0], w.m[1], w.m[2] = sd.m[0], sd.m[1], sd.m[2]
 				w.count = 0
 				w.extend(3)
-				add(per[wi], int(sd.qi), sign, w.count)
+				add(per[wi], int(sd.qi), sign, w.count*w.factor)
 			}
 		}
 	})
@@ -227,28 +234,6 @@ func add(res []Counts, qi int, sign graph.Sign, n int64) {
 	} else {
 		res[qi].Negative += n
 	}
-}
-
-// termPlan is the plan of term t that the walker's mode walks: counting
-// uses the symmetry-broken plans and multiplies (query.Query.CountTerms).
-func (w *walker) termPlan(q *query.Query, t int) *query.Plan {
-	if w.mode == Count {
-		return &q.CountTerms[t]
-	}
-	return &q.Terms[t]
-}
-
-// scale multiplies count-mode results by each query's CountFactor.
-func scale(res []Counts, queries []*query.Query, mode Mode) []Counts {
-	if mode != Count {
-		return res
-	}
-	for i, q := range queries {
-		f := int64(q.CountFactor)
-		res[i].Positive *= f
-		res[i].Negative *= f
-	}
-	return res
 }
 
 // edgeLabelsPossible is false when the graph has a single edge label and the
@@ -277,12 +262,12 @@ func (w *walker) runTerm(qi int, q *query.Query, t int, ch *graph.Change) {
 	if e.Label != graph.Wildcard && e.Label != ch.Label {
 		return
 	}
-	plan := w.termPlan(q, t)
-	w.setUnit(qi, q, plan, ch.Sign)
+	w.setTerm(qi, q, t, ch.Sign)
 	w.orient(e, ch, ch.Src, ch.Dst)
 	if !e.Directed {
 		w.orient(e, ch, ch.Dst, ch.Src)
 	}
+	w.count *= w.factor
 }
 
 // orient maps the term edge's endpoints A→x, B→y and walks the rest.
@@ -310,7 +295,8 @@ func (w *walker) orient(e query.QEdge, ch *graph.Change, x, y graph.VertexID) {
 			return
 		}
 	}
-	if w.collect == nil || len(lv) < 4 {
+	// A tail counted from level 2 on is quick: split no deeper.
+	if w.collect == nil || len(lv) < 4 || w.tail <= 2 {
 		w.extend(2)
 		return
 	}

@@ -150,14 +150,11 @@ type finder struct {
 
 	// Counting the independent tail (tail.go): its first depth, or the
 	// last depth where it is not counted; its groups (TailGroups); per
-	// depth the candidates as data vertices; per subset of a group the
-	// intersection of its sets and its size.
-	tail     int
-	groups   [][]int
-	sets     [query.MaxVertices][]graph.VertexID
-	inter    [1 << MaxGroup][]graph.VertexID
-	interBuf [1 << MaxGroup][]graph.VertexID
-	size     [1 << MaxGroup]int64
+	// depth the candidates as data vertices.
+	tail   int
+	groups [][]int
+	sets   [query.MaxVertices][]graph.VertexID
+	picks
 	_        [cacheLine]byte
 }
 

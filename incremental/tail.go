@@ -185,27 +185,40 @@ func (f *finder) countTail(d int) {
 // sets of the levels in g, all different. Products may wrap: the sum is
 // exact whenever the query's count fits in an int64.
 func (f *finder) distinct(g []int) int64 {
-	if len(g) == 1 {
-		return int64(len(f.sets[g[0]]))
-	}
 	if len(g) > MaxGroup {
 		return f.walkGroup(g, 0)
 	}
-	// size[mask] is the size of the intersection of the masked sets.
+	return f.picks.distinct(&f.sets, g)
+}
+
+// picks is the scratch space of DistinctPicks over a group's sets: per
+// subset of the group the intersection of its sets and its size.
+type picks struct {
+	inter    [1 << MaxGroup][]graph.VertexID
+	interBuf [1 << MaxGroup][]graph.VertexID
+	size     [1 << MaxGroup]int64
+}
+
+// distinct is the number of ways to pick one vertex from each of the sets
+// of the depths in g (at most MaxGroup; each set ascending), all
+// different.
+func (p *picks) distinct(sets *[query.MaxVertices][]graph.VertexID, g []int) int64 {
+	if len(g) == 1 {
+		return int64(len(sets[g[0]]))
+	}
 	t := len(g)
-	inter, size := &f.inter, &f.size
 	for mask := 1; mask < 1<<t; mask++ {
 		low := mask & -mask
 		i := bits.TrailingZeros(uint(low))
 		if mask == low {
-			inter[mask] = f.sets[g[i]]
+			p.inter[mask] = sets[g[i]]
 		} else {
-			f.interBuf[mask] = intersect(f.interBuf[mask][:0], inter[mask^low], f.sets[g[i]])
-			inter[mask] = f.interBuf[mask]
+			p.interBuf[mask] = intersect(p.interBuf[mask][:0], p.inter[mask^low], sets[g[i]])
+			p.inter[mask] = p.interBuf[mask]
 		}
-		size[mask] = int64(len(inter[mask]))
+		p.size[mask] = int64(len(p.inter[mask]))
 	}
-	return DistinctPicks(t, size)
+	return DistinctPicks(t, &p.size)
 }
 
 // walkGroup counts the distinct picks of a group too large for

@@ -145,40 +145,7 @@ func TestStaticCountsTail(t *testing.T) {
 			return names[r.IntN(len(names))]
 		}
 		for _, shape := range []string{"star", "spider", "tree"} {
-			p := &query.Pattern{Name: shape}
-			n := 0
-			edge := func(a, b int) {
-				if r.IntN(2) == 0 {
-					a, b = b, a
-				}
-				p.Edges = append(p.Edges, query.Edge{From: a, To: b, Label: "x", Directed: dir})
-				n = max(n, a+1, b+1)
-			}
-			switch shape {
-			case "star":
-				for v := 1; v <= 3+r.IntN(6); v++ {
-					edge(0, v)
-				}
-			case "spider":
-				edge(0, 1)
-				edge(1, 2)
-				edge(0, 3)
-				edge(0, 4)
-				edge(4, 5)
-				edge(1, 6)
-			case "tree":
-				k := 4 + r.IntN(4)
-				for v := 1; v < k; v++ {
-					edge(r.IntN(v), v)
-				}
-				edge(0, k) // a pendant or two on the root
-				edge(0, k+1)
-			}
-			for v := range n {
-				l := vlabel()
-				p.Vertices = append(p.Vertices, query.Vertex{Name: fmt.Sprintf("v%d", v), Label: l, Wildcard: l == ""})
-			}
-			q, err := query.Compile(p, labels, dir, sem)
+			q, err := query.Compile(shapedPattern(r, shape, dir, vlabel), labels, dir, sem)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -198,5 +165,119 @@ func TestStaticCountsTail(t *testing.T) {
 	}
 	if counted < trials {
 		t.Fatalf("only %d of %d queries had a tail of two or more levels to count", counted, 3*trials)
+	}
+}
+
+// shapedPattern is a pattern with many leaves, edges labelled x: a star of
+// 3 to 8 leaves, a spider, or a random tree with two pendants on its root,
+// its vertices labelled by vlabel ("" for a wildcard).
+func shapedPattern(r *rand.Rand, shape string, dir bool, vlabel func() string) *query.Pattern {
+	p := &query.Pattern{Name: shape}
+	n := 0
+	edge := func(a, b int) {
+		if r.IntN(2) == 0 {
+			a, b = b, a
+		}
+		p.Edges = append(p.Edges, query.Edge{From: a, To: b, Label: "x", Directed: dir})
+		n = max(n, a+1, b+1)
+	}
+	switch shape {
+	case "star":
+		for v := 1; v <= 3+r.IntN(6); v++ {
+			edge(0, v)
+		}
+	case "spider":
+		edge(0, 1)
+		edge(1, 2)
+		edge(0, 3)
+		edge(0, 4)
+		edge(4, 5)
+		edge(1, 6)
+	case "tree":
+		k := 4 + r.IntN(4)
+		for v := 1; v < k; v++ {
+			edge(r.IntN(v), v)
+		}
+		edge(0, k)
+		edge(0, k+1)
+	}
+	for v := range n {
+		l := vlabel()
+		p.Vertices = append(p.Vertices, query.Vertex{Name: fmt.Sprintf("v%d", v), Label: l, Wildcard: l == ""})
+	}
+	return p
+}
+
+// TestDeltaCountsTail compares the delta walk's counts, which count
+// independent tails (countwalk.go), and its enumerated matches with the
+// brute-force oracle on stars, spiders and trees whose leaves often share
+// a label, over insertions, deletions and both, one update at a time and
+// in batches, on one worker and on three; directed and not; both
+// semantics.
+func TestDeltaCountsTail(t *testing.T) {
+	trials := 48
+	if testing.Short() {
+		trials = 12
+	}
+	counted := 0
+	for i := range trials {
+		r := rand.New(rand.NewPCG(uint64(12000+i), 9))
+		s := &scenario{seed: uint64(12000 + i), directed: i%2 == 1, sem: []query.Semantics{query.Embeddings, query.Instances}[i/2%2],
+			kind: []string{"insert", "delete", "mixed"}[i%3], maxBatch: []int{1, 6}[i/6%2]}
+		var names []string
+		s.labels, names = trialLabels(r)
+		vlabel := func() string {
+			if r.IntN(8) == 0 {
+				return "" // wildcard
+			}
+			return names[r.IntN(len(names))]
+		}
+		for _, shape := range []string{"star", "spider", "tree"} {
+			q, err := query.Compile(shapedPattern(r, shape, s.directed, vlabel), s.labels, s.directed, s.sem)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ct := range countTerms(q) {
+				if ct.tail < q.N()-1 {
+					counted++
+				}
+			}
+			s.queries = append(s.queries, q)
+		}
+		nv := 10 + r.IntN(6)
+		for v := range nv {
+			s.initial = append(s.initial, graph.Update{Op: graph.AddVertex, Src: uint32(v), SrcLabel: s.labels.Intern(names[r.IntN(len(names))])})
+		}
+		x := s.labels.Intern("x")
+		edge := func(op graph.Op) graph.Update {
+			a, b := uint32(r.IntN(nv)), uint32(r.IntN(nv-1))
+			if b >= a {
+				b++
+			}
+			return graph.Update{Op: op, Src: a, Dst: b, Label: x, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel}
+		}
+		for range 3 * nv {
+			s.initial = append(s.initial, edge(graph.Insert))
+		}
+		for range 4 {
+			var batch []graph.Update
+			for range 1 + r.IntN(s.maxBatch) {
+				op := graph.Insert
+				if s.kind == "delete" || s.kind == "mixed" && r.IntN(2) == 0 {
+					op = graph.Delete
+				}
+				u := edge(op)
+				if op == graph.Delete { // an edge of the initial graph, mostly present
+					e := s.initial[nv+r.IntN(3*nv)]
+					u.Src, u.Dst = e.Src, e.Dst
+				}
+				batch = append(batch, u)
+			}
+			s.batches = append(s.batches, batch)
+		}
+		s.check(t, 1+2*(i%2))
+	}
+	if counted < trials {
+		t.Fatalf("only %d terms counted a tail of two or more levels in %d trials", counted, trials)
 	}
 }

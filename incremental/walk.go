@@ -51,6 +51,14 @@ type walker struct {
 
 	count int64
 
+	// Counting a term (countwalk.go): the CPU's counting terms, and the
+	// unit's counted tail, its groups and the factor its count takes.
+	counting []queryTerms
+	tail     int
+	groups   [][]int
+	factor   int64
+	picks
+
 	// filter is the CPU's EdgeFilter; qf is the unit's query's, and filt
 	// says which constraints of each level it filters.
 	filter EdgeFilter
@@ -67,6 +75,7 @@ type walker struct {
 // sign; term is the plan's update edge or -1 for a static plan.
 func (w *walker) setUnit(qi int, q *query.Query, p *query.Plan, sign graph.Sign) {
 	w.qi, w.q, w.plan, w.sign = qi, q, p, sign
+	w.tail, w.groups, w.factor = len(p.Levels), nil, 1
 	w.stopped = w.stop != nil && w.stop(qi)
 	w.qf = nil
 	if w.filter != nil && p.Edge >= 0 {
@@ -168,6 +177,10 @@ func (w *walker) extend(d int) {
 	n := len(w.plan.Levels)
 	if d == n {
 		w.emit()
+		return
+	}
+	if d == w.tail {
+		w.count += w.countTail(d)
 		return
 	}
 	w.loadLists(d)

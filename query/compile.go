@@ -254,6 +254,21 @@ func (q *Query) StaticPlan(start int, candidates []int, forCount bool) Plan {
 // one edge, start excepted) placed after every other vertex, where a
 // counting search can count them instead of walking them.
 func (q *Query) StaticPlanLeavesLast(start int, candidates []int, forCount bool) Plan {
+	return q.plan(-1, []int{start}, candidates, q.staticLess(forCount), q.leaves(start, start))
+}
+
+// CountTermLeavesLast is the plan of term i for a counting walk: the
+// query's leaves outside the update edge go last, as in
+// StaticPlanLeavesLast, and forCount asks for the plan whose count is
+// multiplied by CountFactor.
+func (q *Query) CountTermLeavesLast(i int, forCount bool) Plan {
+	e := q.Edges[i]
+	return q.plan(i, []int{e.A, e.B}, nil, q.staticLess(forCount), q.leaves(e.A, e.B))
+}
+
+// leaves marks the vertices of one edge other than a and b; none in a
+// query of two vertices.
+func (q *Query) leaves(a, b int) []bool {
 	deg := make([]int, q.N())
 	for _, e := range q.Edges {
 		deg[e.A]++
@@ -261,9 +276,9 @@ func (q *Query) StaticPlanLeavesLast(start int, candidates []int, forCount bool)
 	}
 	last := make([]bool, q.N())
 	for v, k := range deg {
-		last[v] = k == 1 && v != start && q.N() > 2
+		last[v] = k == 1 && v != a && v != b && q.N() > 2
 	}
-	return q.plan(-1, []int{start}, candidates, q.staticLess(forCount), last)
+	return last
 }
 
 func (q *Query) staticLess(forCount bool) [][2]int {

@@ -1,0 +1,148 @@
+package incremental
+
+import (
+	"slices"
+
+	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/query"
+)
+
+// Counting, the delta walk stops short of its plan's independent tail, as
+// the static search does (tail.go): a term's counting plan places the
+// query's leaves last (query.Query.CountTermLeavesLast), and once the
+// levels above the tail hold vertices, each tail level's candidates are
+// fixed by them, so the matches below are the distinct picks of one
+// candidate per tail level, counted from the sets by DistinctPicks. On an
+// eight-vertex tree whose leaves hang off a few hubs, walking the leaves
+// costs the product of the hubs' list sizes; counting them, a few
+// intersections.
+
+// countTerm is how a counting walk runs one term of a query.
+type countTerm struct {
+	plan query.Plan
+	// factor multiplies the term's count: the query's CountFactor for a
+	// plan with its symmetry conditions, 1 for one without.
+	factor int64
+	// tail is the first depth of the counted tail, len(plan.Levels) when
+	// none is counted; groups are its TailGroups.
+	tail   int
+	groups [][]int
+}
+
+// queryTerms are a query's counting terms, kept by the CPU while the query
+// comes back batch after batch.
+type queryTerms struct {
+	q     *query.Query
+	terms []countTerm
+}
+
+// countTerms builds q's counting terms: all of them with the symmetry
+// conditions (their counts multiplied by CountFactor) or all without. Only
+// the union of the terms' matches is closed under the automorphisms, so
+// one term cannot take the factor while another does not. The conditions
+// order like leaves one after another, which leaves only the last of them
+// to count (see countPlan): the terms go without them where that counts
+// more levels in all.
+func countTerms(q *query.Query) []countTerm {
+	sym := make([]countTerm, len(q.Edges))
+	for i := range sym {
+		sym[i] = countTerm{plan: q.CountTermLeavesLast(i, true), factor: int64(q.CountFactor)}
+		sym[i].counted()
+	}
+	if q.CountFactor == 1 {
+		return sym
+	}
+	bare := make([]countTerm, len(q.Edges))
+	for i := range bare {
+		bare[i] = countTerm{plan: q.CountTermLeavesLast(i, false), factor: 1}
+		bare[i].counted()
+	}
+	if countedLevels(bare) > countedLevels(sym) {
+		return bare
+	}
+	return sym
+}
+
+// counted sets the term's counted tail. Levels 0 and 1 are the update
+// edge's. A tail of one level is left to countLast, which keeps its count
+// from one partial match to the next; a group too large for DistinctPicks
+// is walked.
+func (t *countTerm) counted() {
+	n := len(t.plan.Levels)
+	t.tail = n
+	if k := max(IndependentTail(&t.plan), 2); k < n-1 {
+		groups := TailGroups(&t.plan, k)
+		if !slices.ContainsFunc(groups, func(g []int) bool { return len(g) > MaxGroup }) {
+			t.tail, t.groups = k, groups
+		}
+	}
+}
+
+// countedLevels is how many levels the terms count rather than walk.
+func countedLevels(ts []countTerm) int {
+	n := 0
+	for _, t := range ts {
+		n += len(t.plan.Levels) - t.tail
+	}
+	return n
+}
+
+// countingTerms brings the CPU's counting terms up to date with queries,
+// before the walkers read them.
+func (c *CPU) countingTerms(queries []*query.Query) []queryTerms {
+	for len(c.counting) < len(queries) {
+		c.counting = append(c.counting, queryTerms{})
+	}
+	for qi, q := range queries {
+		if c.counting[qi].q != q {
+			c.counting[qi] = queryTerms{q, countTerms(q)}
+		}
+	}
+	return c.counting[:len(queries)]
+}
+
+// setTerm prepares the walker for units of term t of query q: in Count
+// mode the counting term's plan, otherwise the term's own.
+func (w *walker) setTerm(qi int, q *query.Query, t int, sign graph.Sign) {
+	if w.mode != Count {
+		w.setUnit(qi, q, &q.Terms[t], sign)
+		return
+	}
+	ct := &w.counting[qi].terms[t]
+	w.setUnit(qi, q, &ct.plan, sign)
+	w.tail, w.groups, w.factor = ct.tail, ct.groups, ct.factor
+}
+
+// unplaced stands at the depths of a tail being counted: no data vertex
+// has its id, so the injectivity checks of one tail level's candidates
+// ignore the others'.
+const unplaced = ^graph.VertexID(0)
+
+// countTail counts the matches below the partial match of depths 0..d-1,
+// d being the counted tail's first depth: the distinct picks of one
+// candidate per tail level.
+func (w *walker) countTail(d int) int64 {
+	n := len(w.plan.Levels)
+	for e := d; e < n; e++ {
+		w.m[e] = unplaced
+	}
+	for e := d; e < n; e++ {
+		w.loadLists(e)
+		set := w.candidates(e, w.cand[e][:0])
+		w.cand[e] = set
+		if len(set) == 0 {
+			return 0
+		}
+		// A new view lists the batch's entries after the sorted ones.
+		if !slices.IsSorted(set) {
+			slices.Sort(set)
+		}
+	}
+	total := int64(1)
+	for _, g := range w.groups {
+		if total *= w.picks.distinct(&w.cand, g); total == 0 {
+			return 0
+		}
+	}
+	return total
+}
