@@ -155,7 +155,7 @@ type finder struct {
 	groups [][]int
 	sets   [query.MaxVertices][]graph.VertexID
 	picks
-	_        [cacheLine]byte
+	_ [cacheLine]byte
 }
 
 // found is the failing set of a subtree that holds a match, or whose
