@@ -3,6 +3,7 @@ package incremental
 import (
 	"slices"
 
+	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/query"
 )
@@ -36,17 +37,27 @@ type queryTerms struct {
 	terms []countTerm
 }
 
-// countTerms builds q's counting terms: all of them with the symmetry
+// countTerms builds q's counting terms, their orders preferring the query
+// vertices whose labels are rarest among the graph's vertices (labelled
+// counts, as labelCounts gives them): a rare label cuts the partial
+// matches where it is placed, and a tree's vertices otherwise tie. All of them with the symmetry
 // conditions (their counts multiplied by CountFactor) or all without. Only
 // the union of the terms' matches is closed under the automorphisms, so
 // one term cannot take the factor while another does not. The conditions
 // order like leaves one after another, which leaves only the last of them
 // to count (see countPlan): the terms go without them where that counts
 // more levels in all.
-func countTerms(q *query.Query) []countTerm {
+func countTerms(q *query.Query, labelled []int) []countTerm {
+	cands := make([]int, q.N())
+	for v, l := range q.Labels {
+		cands[v] = labelled[len(labelled)-1]
+		if l != graph.Wildcard && int(l) < len(labelled)-1 {
+			cands[v] = labelled[l]
+		}
+	}
 	sym := make([]countTerm, len(q.Edges))
 	for i := range sym {
-		sym[i] = countTerm{plan: q.CountTermLeavesLast(i, true), factor: int64(q.CountFactor)}
+		sym[i] = countTerm{plan: q.CountTermLeavesLast(i, cands, true), factor: int64(q.CountFactor)}
 		sym[i].counted()
 	}
 	if q.CountFactor == 1 {
@@ -54,7 +65,7 @@ func countTerms(q *query.Query) []countTerm {
 	}
 	bare := make([]countTerm, len(q.Edges))
 	for i := range bare {
-		bare[i] = countTerm{plan: q.CountTermLeavesLast(i, false), factor: 1}
+		bare[i] = countTerm{plan: q.CountTermLeavesLast(i, cands, false), factor: 1}
 		bare[i].counted()
 	}
 	if countedLevels(bare) > countedLevels(sym) {
@@ -88,17 +99,41 @@ func countedLevels(ts []countTerm) int {
 }
 
 // countingTerms brings the CPU's counting terms up to date with queries,
-// before the walkers read them.
-func (c *CPU) countingTerms(queries []*query.Query) []queryTerms {
+// before the walkers read them. A query's terms are built on its first
+// batch and kept: the graph's label counts then guide its order.
+func (c *CPU) countingTerms(g *dyngraph.Graph, queries []*query.Query) []queryTerms {
 	for len(c.counting) < len(queries) {
 		c.counting = append(c.counting, queryTerms{})
 	}
+	var labelled []int
 	for qi, q := range queries {
 		if c.counting[qi].q != q {
-			c.counting[qi] = queryTerms{q, countTerms(q)}
+			if labelled == nil {
+				labelled = labelCounts(g)
+			}
+			c.counting[qi] = queryTerms{q, countTerms(q, labelled)}
 		}
 	}
 	return c.counting[:len(queries)]
+}
+
+// labelCounts counts g's vertices by label, the last entry all of them.
+func labelCounts(g *dyngraph.Graph) []int {
+	vl := g.VertexLabels()
+	top := graph.Label(0)
+	for _, l := range vl {
+		if l < graph.NoLabel {
+			top = max(top, l)
+		}
+	}
+	n := make([]int, int(top)+2)
+	for _, l := range vl {
+		if l < graph.NoLabel {
+			n[l]++
+		}
+	}
+	n[len(n)-1] = len(vl)
+	return n
 }
 
 // setTerm prepares the walker for units of term t of query q: in Count

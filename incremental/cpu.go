@@ -102,7 +102,7 @@ func (c *CPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 	ws := c.walkers(g, mode, sink)
 	var counting []queryTerms
 	if mode == Count {
-		counting = c.countingTerms(queries)
+		counting = c.countingTerms(g, queries)
 	}
 	for _, w := range ws {
 		w.stop, w.counting = c.stop, counting

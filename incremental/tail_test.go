@@ -237,7 +237,7 @@ func TestDeltaCountsTail(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, ct := range countTerms(q) {
+			for _, ct := range countTerms(q, []int{1}) {
 				if ct.tail < q.N()-1 {
 					counted++
 				}

@@ -259,11 +259,11 @@ func (q *Query) StaticPlanLeavesLast(start int, candidates []int, forCount bool)
 
 // CountTermLeavesLast is the plan of term i for a counting walk: the
 // query's leaves outside the update edge go last, as in
-// StaticPlanLeavesLast, and forCount asks for the plan whose count is
-// multiplied by CountFactor.
-func (q *Query) CountTermLeavesLast(i int, forCount bool) Plan {
+// StaticPlanLeavesLast; candidates, as StaticPlan's, breaks ties; and
+// forCount asks for the plan whose count is multiplied by CountFactor.
+func (q *Query) CountTermLeavesLast(i int, candidates []int, forCount bool) Plan {
 	e := q.Edges[i]
-	return q.plan(i, []int{e.A, e.B}, nil, q.staticLess(forCount), q.leaves(e.A, e.B))
+	return q.plan(i, []int{e.A, e.B}, candidates, q.staticLess(forCount), q.leaves(e.A, e.B))
 }
 
 // leaves marks the vertices of one edge other than a and b; none in a
