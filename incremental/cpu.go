@@ -262,12 +262,24 @@ func (w *walker) runTerm(qi int, q *query.Query, t int, ch *graph.Change) {
 	if e.Label != graph.Wildcard && e.Label != ch.Label {
 		return
 	}
+	// Most changes of a stream cannot play a given query edge: their
+	// endpoints' labels are not its ends'. One update at a time, that
+	// check, before the unit is set up, is most of a batch's matching.
+	if !w.ends(q, e, ch.Src, ch.Dst) && (e.Directed || !w.ends(q, e, ch.Dst, ch.Src)) {
+		return
+	}
 	w.setTerm(qi, q, t, ch.Sign)
 	w.orient(e, ch, ch.Src, ch.Dst)
 	if !e.Directed {
 		w.orient(e, ch, ch.Dst, ch.Src)
 	}
 	w.count *= w.factor
+}
+
+// ends says whether x and y have the labels of e's endpoints A and B.
+func (w *walker) ends(q *query.Query, e query.QEdge, x, y graph.VertexID) bool {
+	la, lb := q.Labels[e.A], q.Labels[e.B]
+	return (la == graph.Wildcard || w.vl[x] == la) && (lb == graph.Wildcard || w.vl[y] == lb)
 }
 
 // orient maps the term edge's endpoints A→x, B→y and walks the rest.

@@ -22,7 +22,7 @@ func BenchmarkHumanOneQuery(b *testing.B) {
 	if _, err := os.Stat(humanDir); err != nil {
 		b.Skip("no ../shared/datasets")
 	}
-	for _, q := range []string{"Q_63", "Q_20"} {
+	for _, q := range []string{"Q_34", "Q_20"} {
 		b.Run(q, func(b *testing.B) {
 			var load, run time.Duration
 			for b.Loop() {
