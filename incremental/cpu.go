@@ -26,6 +26,7 @@ type CPU struct {
 	static  StaticStats
 	prof    *profiles // the static filter's, for the last graph version it saw
 	stop    func(q int) bool
+	blocks []block // Match's, kept from batch to batch
 	// counting holds the counting terms of the queries last matched in
 	// Count mode, by position (countwalk.go).
 	counting []queryTerms
@@ -86,7 +87,7 @@ func (c *CPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 	res := make([]Counts, len(queries))
 	// A unit is (query, term, change). Terms of queries that cannot match on
 	// this graph's edge labels are left out up front.
-	var blocks []block
+	blocks := c.blocks[:0]
 	for qi, q := range queries {
 		if !edgeLabelsPossible(g, q) {
 			continue
@@ -95,6 +96,7 @@ func (c *CPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 			blocks = append(blocks, block{qi, t})
 		}
 	}
+	c.blocks = blocks
 	total := int64(len(blocks)) * int64(len(delta))
 	if total == 0 {
 		return res, nil
@@ -121,14 +123,11 @@ func (c *CPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 // claimed unitChunk at a time, and adds the counts per query and sign to
 // res.
 func runUnits(ws []*walker, total int64, unit func(int64) (qi, term int, ch *graph.Change), queries []*query.Query, res []Counts) []Counts {
-	pos := make([][]int64, len(ws))
-	neg := make([][]int64, len(ws))
 	var next atomic.Int64
-	spread(ws, total, func(wi int, w *walker) {
-		// Counted in the goroutine's own slices, published at the end:
-		// small slices of neighbouring workers share cache lines.
-		p, n := make([]int64, len(queries)), make([]int64, len(queries))
-		defer func() { pos[wi], neg[wi] = p, n }()
+	used := spread(ws, total, func(_ int, w *walker) {
+		// Counted in the walker's own slices, added up at the end: small
+		// slices of neighbouring workers share cache lines.
+		w.pos, w.neg = zeroed(w.pos, len(queries)), zeroed(w.neg, len(queries))
 		for {
 			lo, hi := claim(&next, total, len(ws))
 			if lo >= total {
@@ -139,27 +138,38 @@ func runUnits(ws []*walker, total int64, unit func(int64) (qi, term int, ch *gra
 				w.count = 0
 				w.runTerm(qi, queries[qi], term, ch)
 				if ch.Sign > 0 {
-					p[qi] += w.count
+					w.pos[qi] += w.count
 				} else {
-					n[qi] += w.count
+					w.neg[qi] += w.count
 				}
 			}
 		}
 	})
-	for wi := range ws {
-		for qi := range pos[wi] {
-			res[qi].Positive += pos[wi][qi]
-			res[qi].Negative += neg[wi][qi]
+	for _, w := range ws[:used] {
+		for qi := range queries {
+			res[qi].Positive += w.pos[qi]
+			res[qi].Negative += w.neg[qi]
 		}
 	}
 	return res
 }
 
+// zeroed is s with n zeros, reusing its array where it is large enough.
+func zeroed(s []int64, n int) []int64 {
+	if cap(s) < n {
+		return make([]int64, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
 // spread runs work on as many of the walkers as units of unitChunk keep
 // busy, the first on the caller's goroutine. One update at a time (the
 // peers' mode), a batch is a few units: starting a goroutine, and waking
-// an idle core for it, would cost more than the units themselves.
-func spread(ws []*walker, units int64, work func(wi int, w *walker)) {
+// an idle core for it, would cost more than the units themselves. It
+// returns how many walkers it ran.
+func spread(ws []*walker, units int64, work func(wi int, w *walker)) int {
 	n := int(min(int64(len(ws)), (units+unitChunk-1)/unitChunk))
 	var wg sync.WaitGroup
 	for wi := 1; wi < n; wi++ {
@@ -167,6 +177,7 @@ func spread(ws []*walker, units int64, work func(wi int, w *walker)) {
 	}
 	work(0, ws[0])
 	wg.Wait()
+	return max(n, 1)
 }
 
 // splitBelow: a batch with fewer than splitBelow units per worker is split

@@ -49,7 +49,8 @@ type walker struct {
 	lastN    [query.MaxVertices]int64 // countLast's fast-path count for adjOf
 	lastNSet [query.MaxVertices]bool
 
-	count int64
+	count    int64
+	pos, neg []int64 // per query, runUnits' counts
 
 	// Counting a term (countwalk.go): the CPU's counting terms, and the
 	// unit's counted tail, its groups and the factor its count takes.
