@@ -26,6 +26,11 @@ type Config struct {
 	// GPUs are opened from device number First on, each with GPU's options.
 	GPUs, First int
 	GPU         kernels.Options
+	// MaxBatch, if set, is the most updates a batch will hold. Under auto,
+	// batches that never reach the GPU (incremental.DefaultCPUBelow) open
+	// none: its start, and its following of every batch, would be all it
+	// did.
+	MaxBatch int
 }
 
 // Executor is the chosen matcher and the memory the graph must live in.
@@ -60,6 +65,10 @@ func Open(c Config, w io.Writer) (*Executor, error) {
 	cpu := &Executor{Matcher: &incremental.CPU{Workers: c.Workers}, Alloc: hostmem.Mmap{}}
 	if c.Device == "cpu" {
 		fmt.Fprintf(w, "device: cpu, %d workers\n", CPUWorkers(c.Workers))
+		return cpu, nil
+	}
+	if c.Device == "auto" && c.MaxBatch > 0 && c.MaxBatch < incremental.DefaultCPUBelow {
+		fmt.Fprintf(w, "device: cpu, %d workers (auto: batches of fewer than %d updates run on the cpu)\n", CPUWorkers(c.Workers), incremental.DefaultCPUBelow)
 		return cpu, nil
 	}
 	opts := c.GPU

@@ -71,7 +71,8 @@ type Placer struct {
 	// time.Now.
 	Now func() time.Time
 	// CPUBelow: a batch of fewer changes than this runs wholly on the CPU,
-	// straight through, neither measured nor explored; 0 means 16, and 1
+	// straight through, neither measured nor explored; 0 means
+	// DefaultCPUBelow, and 1
 	// measures every size. One update at a time the GPU's fixed cost of a
 	// launch and its copies outweighs the work, and in per-update mode the
 	// model's own bookkeeping and the GPU's occasional measurement would
@@ -276,11 +277,14 @@ func done(c []Counts, err error) func() ([]Counts, error) {
 	return func() ([]Counts, error) { return c, err }
 }
 
+// DefaultCPUBelow is Placer.CPUBelow's default.
+const DefaultCPUBelow = 16
+
 func (p *Placer) cpuBelow() int {
 	if p.CPUBelow > 0 {
 		return p.CPUBelow
 	}
-	return 16
+	return DefaultCPUBelow
 }
 
 // cpuOnly runs a small batch on the CPU with the caller's indices and

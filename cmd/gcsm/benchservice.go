@@ -211,7 +211,7 @@ func (f *benchServiceFlags) openMember(w io.Writer, i int) (*servicebench.Engine
 	if d.device == "gpu" {
 		d.first = i * max(1, d.gpus)
 	}
-	e, err := d.open(w, f.workers)
+	e, err := d.open(w, f.workers, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -40,7 +40,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	}
 	return demo.Run(stdout, demo.Options{Events: events, Accounts: accounts, Show: show, Batch: batch, Rate: rate, Members: members,
 		State: state, Log: log, Open: func(w io.Writer) (*servicebench.Engine, error) {
-			e, err := dev.open(w, 0)
+			e, err := dev.open(w, 0, 0)
 			if err != nil {
 				return nil, err
 			}

@@ -134,11 +134,12 @@ func (d *deviceFlags) options(workers int) (kernels.Options, error) {
 	return opts, err
 }
 
-// open picks the executor and says which on w.
-func (d *deviceFlags) open(w io.Writer, workers int) (*device.Executor, error) {
+// open picks the executor and says which on w; maxBatch, if set, is the
+// most updates a batch will hold (device.Config.MaxBatch).
+func (d *deviceFlags) open(w io.Writer, workers, maxBatch int) (*device.Executor, error) {
 	opts, err := d.options(workers)
 	if err != nil {
 		return nil, err
 	}
-	return device.Open(device.Config{Device: d.device, Workers: workers, GPUs: d.gpus, First: d.first, GPU: opts}, w)
+	return device.Open(device.Config{Device: d.device, Workers: workers, GPUs: d.gpus, First: d.first, GPU: opts, MaxBatch: maxBatch}, w)
 }

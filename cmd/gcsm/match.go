@@ -52,7 +52,7 @@ func runMatch(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return badFlags(choice("semantics", semantics, "embeddings", "instances"))
 	}
-	eng, err := dev.open(stderr, workers)
+	eng, err := dev.open(stderr, workers, 0)
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 		}
 		defer stop()
 	}
-	eng, err := f.dev.open(stderr, f.workers)
+	eng, err := f.dev.open(stderr, f.workers, f.batch)
 	if err != nil {
 		return err
 	}

@@ -166,7 +166,7 @@ func newLogger(w io.Writer, c service.LogConfig) (zerolog.Logger, error) {
 // choose.
 func serve(ctx context.Context, cfg service.Config, dev *deviceFlags, log zerolog.Logger) error {
 	var devLine strings.Builder
-	eng, err := dev.open(&devLine, cfg.Engine.Workers)
+	eng, err := dev.open(&devLine, cfg.Engine.Workers, 0)
 	if err != nil {
 		return err
 	}
