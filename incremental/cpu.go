@@ -26,7 +26,7 @@ type CPU struct {
 	static  StaticStats
 	prof    *profiles // the static filter's, for the last graph version it saw
 	stop    func(q int) bool
-	blocks []block // Match's, kept from batch to batch
+	blocks  []block // Match's, kept from batch to batch
 	// counting holds the counting terms of the queries last matched in
 	// Count mode, by position (countwalk.go).
 	counting []queryTerms
