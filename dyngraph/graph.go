@@ -226,6 +226,16 @@ func (g *Graph) MultiLabel() bool { return g.multiLabel }
 // Pending reports whether a batch has been applied and not yet reorganized.
 func (g *Graph) Pending() bool { return g.pending }
 
+// Delta is the pending batch's changes, as Apply returned them, whatever
+// share of them a caller matches; nil when no batch is pending. The slice
+// belongs to the graph.
+func (g *Graph) Delta() []graph.Change {
+	if !g.pending {
+		return nil
+	}
+	return g.delta
+}
+
 // Adj is the raw view of one neighbour list. The slices alias the arenas: they
 // are valid until the next Apply or Reorganize and must not be modified.
 type Adj struct {

@@ -28,6 +28,9 @@ type countTerm struct {
 	// none is counted; groups are its TailGroups.
 	tail   int
 	groups [][]int
+	// need is, per level, the neighbour labels a vertex placed there
+	// must have (nlf.go).
+	need []uint64
 }
 
 // queryTerms are a query's counting terms, kept by the CPU while the query
@@ -58,7 +61,7 @@ func countTerms(q *query.Query, labelled []int) []countTerm {
 	sym := make([]countTerm, len(q.Edges))
 	for i := range sym {
 		sym[i] = countTerm{plan: q.CountTermLeavesLast(i, cands, true), factor: int64(q.CountFactor)}
-		sym[i].counted()
+		sym[i].counted(q)
 	}
 	if q.CountFactor == 1 {
 		return sym
@@ -66,7 +69,7 @@ func countTerms(q *query.Query, labelled []int) []countTerm {
 	bare := make([]countTerm, len(q.Edges))
 	for i := range bare {
 		bare[i] = countTerm{plan: q.CountTermLeavesLast(i, cands, false), factor: 1}
-		bare[i].counted()
+		bare[i].counted(q)
 	}
 	if countedLevels(bare) > countedLevels(sym) {
 		return bare
@@ -78,7 +81,8 @@ func countTerms(q *query.Query, labelled []int) []countTerm {
 // edge's. A tail of one level is left to countLast, which keeps its count
 // from one partial match to the next; a group too large for DistinctPicks
 // is walked.
-func (t *countTerm) counted() {
+func (t *countTerm) counted(q *query.Query) {
+	t.need = needs(q, &t.plan)
 	n := len(t.plan.Levels)
 	t.tail = n
 	if k := max(IndependentTail(&t.plan), 2); k < n-1 {
@@ -145,7 +149,7 @@ func (w *walker) setTerm(qi int, q *query.Query, t int, sign graph.Sign) {
 	}
 	ct := &w.counting[qi].terms[t]
 	w.setUnit(qi, q, &ct.plan, sign)
-	w.tail, w.groups, w.factor = ct.tail, ct.groups, ct.factor
+	w.tail, w.groups, w.factor, w.need = ct.tail, ct.groups, ct.factor, ct.need
 }
 
 // unplaced stands at the depths of a tail being counted: no data vertex

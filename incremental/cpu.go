@@ -27,6 +27,7 @@ type CPU struct {
 	prof    *profiles // the static filter's, for the last graph version it saw
 	stop    func(q int) bool
 	blocks  []block // Match's, kept from batch to batch
+	nlf     neighbourLabels
 	// counting holds the counting terms of the queries last matched in
 	// Count mode, by position (countwalk.go).
 	counting []queryTerms
@@ -103,11 +104,13 @@ func (c *CPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 	}
 	ws := c.walkers(g, mode, sink)
 	var counting []queryTerms
+	var nlf []uint64
 	if mode == Count {
 		counting = c.countingTerms(g, queries)
+		nlf = c.nlf.update(g)
 	}
 	for _, w := range ws {
-		w.stop, w.counting = c.stop, counting
+		w.stop, w.counting, w.nlf = c.stop, counting, nlf
 	}
 	if len(ws) > 1 && total < int64(len(ws))*splitBelow {
 		return c.matchSplit(ws, blocks, delta, queries, res), nil
@@ -298,6 +301,9 @@ func (w *walker) orient(e query.QEdge, ch *graph.Change, x, y graph.VertexID) {
 	lv := w.plan.Levels
 	if (lv[0].Label != graph.Wildcard && w.vl[x] != lv[0].Label) ||
 		(lv[1].Label != graph.Wildcard && w.vl[y] != lv[1].Label) {
+		return
+	}
+	if w.need != nil && (w.nlf[x]&w.need[0] != w.need[0] || w.nlf[y]&w.need[1] != w.need[1]) {
 		return
 	}
 	w.m[0], w.m[1] = x, y

@@ -59,6 +59,10 @@ type walker struct {
 	groups   [][]int
 	factor   int64
 	picks
+	// nlf is the CPU's neighbour label masks, need the unit's per level
+	// (nlf.go); need is nil where the filter is off.
+	nlf  []uint64
+	need []uint64
 
 	// filter is the CPU's EdgeFilter; qf is the unit's query's, and filt
 	// says which constraints of each level it filters.
@@ -76,7 +80,7 @@ type walker struct {
 // sign; term is the plan's update edge or -1 for a static plan.
 func (w *walker) setUnit(qi int, q *query.Query, p *query.Plan, sign graph.Sign) {
 	w.qi, w.q, w.plan, w.sign = qi, q, p, sign
-	w.tail, w.groups, w.factor = len(p.Levels), nil, 1
+	w.tail, w.groups, w.factor, w.need = len(p.Levels), nil, 1, nil
 	w.stopped = w.stop != nil && w.stop(qi)
 	w.qf = nil
 	if w.filter != nil && p.Edge >= 0 {
@@ -145,6 +149,9 @@ func (w *walker) check(d, i int, v uint32) bool {
 func (w *walker) admissible(d int, v uint32) bool {
 	lv := &w.plan.Levels[d]
 	if lv.Label != graph.Wildcard && w.vl[v] != lv.Label {
+		return false
+	}
+	if w.need != nil && w.nlf[v]&w.need[d] != w.need[d] {
 		return false
 	}
 	for k := 0; k < d; k++ {
