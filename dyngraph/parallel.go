@@ -43,8 +43,14 @@ func (g *Graph) scratches(n int) []scratch {
 // small chunks as workers ask for them, because on power-law graphs the
 // cost of a list varies by orders of magnitude.
 func (g *Graph) each(n int, f func(g *Graph, s *scratch, lo, hi int)) {
+	// runtime.GOMAXPROCS takes a lock: one update at a time, asking it
+	// for every small batch's every step showed in the profile.
+	if n < g.parallelMin {
+		f(g, &g.scratches(1)[0], 0, n)
+		return
+	}
 	w := min(g.workers(), max(1, 2*n/g.parallelMin))
-	if n < g.parallelMin || w <= 1 {
+	if w <= 1 {
 		f(g, &g.scratches(1)[0], 0, n)
 		return
 	}
