@@ -112,7 +112,21 @@ func (c *CPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 	for _, w := range ws {
 		w.stop, w.counting, w.nlf = c.stop, counting, nlf
 	}
-	if len(ws) > 1 && total < int64(len(ws))*splitBelow {
+	if len(ws) == 1 {
+		// One worker walks the units in order on the caller's goroutine,
+		// with nothing to share: one update at a time on one worker, the
+		// closures and counters of runUnits were a share of the batch.
+		w := ws[0]
+		for _, b := range blocks {
+			for ci := range delta {
+				w.count = 0
+				w.runTerm(b.qi, queries[b.qi], b.term, &delta[ci])
+				add(res, b.qi, delta[ci].Sign, w.count)
+			}
+		}
+		return res, nil
+	}
+	if total < int64(len(ws))*splitBelow {
 		return c.matchSplit(ws, blocks, delta, queries, res), nil
 	}
 	unit := func(u int64) (int, int, *graph.Change) {
