@@ -48,6 +48,11 @@ type walker struct {
 	adjOf    [query.MaxVertices][query.MaxVertices]uint32
 	lastN    [query.MaxVertices]int64 // countLast's fast-path count for adjOf
 	lastNSet [query.MaxVertices]bool
+	// While a driver's label range is walked in ascending order, the
+	// other constraints' lists that hold no pending change are searched
+	// forward from where the last candidate left them (seek.go).
+	seeking        [query.MaxVertices][query.MaxVertices]bool
+	seekAt, seekTo [query.MaxVertices][query.MaxVertices]int32
 
 	count    int64
 	pos, neg []int64 // per query, runUnits' counts
@@ -132,6 +137,10 @@ func (w *walker) loadLists(d int) {
 
 // check applies constraint i of level d to candidate v.
 func (w *walker) check(d, i int, v uint32) bool {
+	if w.seeking[d][i] {
+		in := w.seek(d, i, v)
+		return w.views[d][i].HoldsEntry(in, in, in)
+	}
 	c := &w.plan.Levels[d].Cons[i]
 	if w.nadj[d][i] == 1 && (!w.multi || c.Label != graph.Wildcard) {
 		return w.views[d][i].HoldsEntry(w.ord.Probe(&w.adj[d][i][0], v, c.Label))
@@ -329,6 +338,8 @@ func (w *walker) driveRange(d, drv int, part []uint32, lbls []graph.Label, elabe
 	lo, hi := 0, len(part)
 	if l := w.plan.Levels[d].Label; l != graph.Wildcard {
 		lo, hi = w.ord.Range(part, l)
+		w.seekFrom(d, drv, l)
+		defer w.seekOff(d)
 	}
 	for i := lo; i < hi; i++ {
 		e := part[i]
