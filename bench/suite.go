@@ -73,7 +73,7 @@ func ParseSizes(v string) (lo, hi int, err error) {
 		hi, err2 = strconv.Atoi(strings.TrimSpace(b))
 	}
 	if err1 != nil || err2 != nil || lo < 2 || hi < lo || hi > maxQuerySize {
-		return 0, 0, fmt.Errorf("query sizes %q: want LO-HI or N, with 2 <= LO <= HI <= %d", v, maxQuerySize)
+		return 0, 0, fmt.Errorf("%q: want LO-HI or N, query vertices with 2 <= LO <= HI <= %d", v, maxQuerySize)
 	}
 	return lo, hi, nil
 }

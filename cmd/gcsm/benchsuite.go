@@ -27,12 +27,19 @@ func runBenchSuite(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	var serr error
-	s.MinSize, s.MaxSize, serr = bench.ParseSizes(sizes)
+	var serr, ferr error
+	if s.MinSize, s.MaxSize, serr = bench.ParseSizes(sizes); serr != nil {
+		serr = fmt.Errorf("--sizes %w", serr)
+	}
+	if !(s.Fraction > 0 && s.Fraction <= 1) {
+		ferr = fmt.Errorf("--fraction %v: want a share above 0 and at most 1", s.Fraction)
+	}
+	// A label takes a counter in the report: 65536 is more than any
+	// labeled suite of the peers has.
 	if err := badFlags(
-		intIn("labels", int64(s.Labels), 1, math.MaxUint32),
+		intIn("labels", int64(s.Labels), 1, 1<<16),
 		labelSkew(s.LabelSkew),
-		floatIn("fraction", s.Fraction, math.SmallestNonzeroFloat64, 1),
+		ferr,
 		intIn("queries", int64(s.Queries), 1, math.MaxInt32),
 		serr,
 	); err != nil {

@@ -116,10 +116,10 @@ func TestBenchSuiteFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"--out", dir}, "--graph"},
-		{[]string{"--graph", g, "--out", dir, "--sizes", "8-4"}, "8-4"},
+		{[]string{"--graph", g, "--out", dir, "--sizes", "8-4"}, `--sizes "8-4": want LO-HI`},
 		{[]string{"--graph", g, "--out", dir, "--labels", "0"}, "--labels"},
 		{[]string{"--graph", g, "--out", dir, "--label-skew", "0.5"}, "--label-skew"},
-		{[]string{"--graph", g, "--out", dir, "--fraction", "0"}, "--fraction"},
+		{[]string{"--graph", g, "--out", dir, "--fraction", "0"}, "--fraction 0: want"},
 	} {
 		_, errs, code := gcsm(t, append([]string{"bench", "suite"}, c.args...)...)
 		if code != 2 || !strings.Contains(errs, c.want) {
