@@ -138,11 +138,13 @@ function num(x) { return x ~ /^[0-9.]+$/ ? x + 0 : 0 }
 	n++; rw += num($2); rq += num($3); rc += num($4); gw += num($5); gm += num($6); gc += num($7)
 	if ($8 == "yes") eq++
 	if ($8 == "no") ne = ne " " $1
+	if ($8 == "NA") na = na " " $1
 	if (num($3) > 0.01 && num($6) > 2 * num($3)) slow = slow sprintf(" %s(%.2fx)", $1, num($6) / num($3))
 }
 END {
 	printf "# sums\t%.3f\t%.3f\t%.0f\t%.3f\t%.3f\t%.0f\t%d/%d equal\n", rw, rq, rc, gw, gm, gc, eq, n
 	printf "# gcsm/RapidFlow wall: %.3f   matching (gcsm seconds / RapidFlow query time): %.3f\n", (rw ? gw / rw : 0), (rq ? gm / rq : 0)
 	printf "# counts differ:%s\n", (ne == "" ? " none" : ne)
+	printf "# timed out or failed (their times are in the sums, so the ratios lean):%s\n", (na == "" ? " none" : na)
 	printf "# gcsm over 2x RapidFlow query time where RapidFlow took over 10 ms:%s\n", (slow == "" ? " none" : slow)
 }' "$rows"
