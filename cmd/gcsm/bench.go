@@ -38,6 +38,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "static" {
 		return runBenchStatic(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "suite" {
+		return runBenchSuite(args[1:], stdout, stderr)
+	}
 	var f benchFlags
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	f.register(fs)

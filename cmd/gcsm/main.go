@@ -11,6 +11,7 @@
 //	gcsm broker [--listen ADDR] [--data DIR]                the embedded Kafka broker in its own process
 //	gcsm bench service [--mix MIX] [--device cpu|gpu]       time the service end to end through Kafka (mixes: alert-sparse, alert-heavy, rings-where, five)
 //	gcsm bench static -d DATA --queries DIR [--answers F]   time the static matcher query by query, checking counts
+//	gcsm bench suite --graph SNAP --out DIR                 write a CSM suite (graph, stream, queries) for bench/rapidflow.sh
 //
 // Run "gcsm COMMAND -h" for a command's flags, "gcsm COMMAND --help-all" for
 // its GPU tuning flags too, and "gcsm --version" for the build.
@@ -38,7 +39,7 @@ func commands() []command {
 		{"demo", "run the service on a generated transfer stream and print its alerts", runDemo},
 		{"replay", "replay a stream file against standing queries, batch by batch", runReplay},
 		{"match", "find all matches of queries in a graph (the static matcher)", runMatch},
-		{"bench", "time the CPU and GPU engines side by side on a generated R-MAT workload ('gcsm bench service': the service end to end through Kafka; 'gcsm bench static': the static matcher on a query set)", runBench},
+		{"bench", "time the CPU and GPU engines side by side on a generated R-MAT workload ('gcsm bench service': the service end to end through Kafka; 'gcsm bench static': the static matcher on a query set; 'gcsm bench suite': write a CSM suite from a SNAP graph)", runBench},
 		{"produce", "publish a stream file to a Kafka topic as JSON events", runProduce},
 		{"tail", "print the match events (alerts) or dead letters on the output topics", runTail},
 		{"broker", "run the embedded Kafka-protocol broker in a process of its own", runBroker},
