@@ -152,34 +152,39 @@ func (w *walker) setTerm(qi int, q *query.Query, t int, sign graph.Sign) {
 	w.tail, w.groups, w.factor, w.need = ct.tail, ct.groups, ct.factor, ct.need
 }
 
-// unplaced stands at the depths of a tail being counted: no data vertex
-// has its id, so the injectivity checks of one tail level's candidates
-// ignore the others'.
-const unplaced = ^graph.VertexID(0)
-
 // countTail counts the matches below the partial match of depths 0..d-1,
 // d being the counted tail's first depth: the distinct picks of one
-// candidate per tail level.
+// candidate per tail level, none of them a placed vertex. A tail level's
+// candidates are taken without the injectivity check, so that they depend
+// on its lists alone and are kept while those are: a pendant on a vertex
+// placed early is listed once, not once per partial match below that
+// vertex. The placed vertices among them are left out of the counts
+// (picks.distinct). A level with symmetry conditions reads other depths,
+// and is listed each time.
 func (w *walker) countTail(d int) int64 {
 	n := len(w.plan.Levels)
-	for e := d; e < n; e++ {
-		w.m[e] = unplaced
-	}
+	w.raw = true
 	for e := d; e < n; e++ {
 		w.loadLists(e)
-		set := w.candidates(e, w.cand[e][:0])
-		w.cand[e] = set
-		if len(set) == 0 {
+		lv := &w.plan.Levels[e]
+		if !w.rawKept[e] {
+			set := w.candidates(e, w.cand[e][:0])
+			// A new view lists the batch's entries after the sorted ones.
+			if !slices.IsSorted(set) {
+				slices.Sort(set)
+			}
+			w.cand[e] = set
+			w.rawKept[e] = len(lv.Above) == 0 && len(lv.Below) == 0
+		}
+		if len(w.cand[e]) == 0 {
+			w.raw = false
 			return 0
 		}
-		// A new view lists the batch's entries after the sorted ones.
-		if !slices.IsSorted(set) {
-			slices.Sort(set)
-		}
 	}
+	w.raw = false
 	total := int64(1)
 	for _, g := range w.groups {
-		if total *= w.picks.distinct(&w.cand, g); total == 0 {
+		if total *= w.picks.distinct(&w.cand, g, w.m[:d]); total == 0 {
 			return 0
 		}
 	}

@@ -188,7 +188,7 @@ func (f *finder) distinct(g []int) int64 {
 	if len(g) > MaxGroup {
 		return f.walkGroup(g, 0)
 	}
-	return f.picks.distinct(&f.sets, g)
+	return f.picks.distinct(&f.sets, g, nil)
 }
 
 // picks is the scratch space of DistinctPicks over a group's sets: per
@@ -201,11 +201,9 @@ type picks struct {
 
 // distinct is the number of ways to pick one vertex from each of the sets
 // of the depths in g (at most MaxGroup; each set ascending), all
-// different.
-func (p *picks) distinct(sets *[query.MaxVertices][]graph.VertexID, g []int) int64 {
-	if len(g) == 1 {
-		return int64(len(sets[g[0]]))
-	}
+// different, none of them in placed: the sets may hold the vertices
+// placed above them, and an intersection's size leaves those out.
+func (p *picks) distinct(sets *[query.MaxVertices][]graph.VertexID, g []int, placed []graph.VertexID) int64 {
 	t := len(g)
 	for mask := 1; mask < 1<<t; mask++ {
 		low := mask & -mask
@@ -217,6 +215,14 @@ func (p *picks) distinct(sets *[query.MaxVertices][]graph.VertexID, g []int) int
 			p.inter[mask] = p.interBuf[mask]
 		}
 		p.size[mask] = int64(len(p.inter[mask]))
+		for _, v := range placed {
+			if _, ok := slices.BinarySearch(p.inter[mask], v); ok {
+				p.size[mask]--
+			}
+		}
+	}
+	if t == 1 {
+		return p.size[1]
 	}
 	return DistinctPicks(t, &p.size)
 }
@@ -248,9 +254,25 @@ func (f *finder) walkGroup(g []int, k int) int64 {
 	return n
 }
 
-// intersect appends a ∩ b (both ascending) to out.
+// intersect appends a ∩ b (both ascending) to out: by merging where the
+// two are alike in size, by galloping through the longer otherwise, so
+// that a few candidates against a hub's list cost a few searches.
 func intersect(out, a, b []graph.VertexID) []graph.VertexID {
-	out = room(out, min(len(a), len(b)))
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	out = room(out, len(a))
+	if len(b) > 16*len(a) {
+		lo := 0
+		for _, v := range a {
+			i, ok := slices.BinarySearch(b[lo:], v)
+			lo += i
+			if ok {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
 	for i, j := 0, 0; i < len(a) && j < len(b); {
 		switch {
 		case a[i] < b[j]:

@@ -64,6 +64,10 @@ type walker struct {
 	groups   [][]int
 	factor   int64
 	picks
+	// raw makes the vertex checks leave out injectivity, for a tail
+	// level's candidates kept while its lists are (rawKept).
+	raw     bool
+	rawKept [query.MaxVertices]bool
 	// nlf is the CPU's neighbour label masks, need the unit's per level
 	// (nlf.go); need is nil where the filter is off.
 	nlf  []uint64
@@ -92,7 +96,7 @@ func (w *walker) setUnit(qi int, q *query.Query, p *query.Plan, sign graph.Sign)
 		w.qf = w.filter.For(q)
 	}
 	for d := range p.Levels {
-		w.lastNSet[d] = false
+		w.lastNSet[d], w.rawKept[d] = false, false
 		for c, con := range p.Levels[d].Cons {
 			w.filt[d][c] = w.qf != nil && w.qf.Filtered(con.Edge)
 			w.adjOf[d][c] = 0
@@ -122,7 +126,7 @@ func (w *walker) loadLists(d int) {
 			continue
 		}
 		w.adjOf[d][i] = x + 1
-		w.lastNSet[d] = false
+		w.lastNSet[d], w.rawKept[d] = false, false
 		a := &w.adj[d][i]
 		switch c.Dir {
 		case query.Out:
@@ -163,9 +167,11 @@ func (w *walker) admissible(d int, v uint32) bool {
 	if w.need != nil && w.nlf[v]&w.need[d] != w.need[d] {
 		return false
 	}
-	for k := 0; k < d; k++ {
-		if w.m[k] == v {
-			return false
+	if !w.raw {
+		for k := 0; k < d; k++ {
+			if w.m[k] == v {
+				return false
+			}
 		}
 	}
 	for _, a := range lv.Above {
