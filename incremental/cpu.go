@@ -49,7 +49,7 @@ func (c *CPU) workers() int {
 func (c *CPU) walkers(g *dyngraph.Graph, mode Mode, sink Sink) []*walker {
 	n := c.workers()
 	for len(c.pool) < n {
-		c.pool = append(c.pool, &walker{id: len(c.pool)})
+		c.pool = append(c.pool, &walker{id: len(c.pool), closing: map[uint64]closingCount{}})
 	}
 	ws := c.pool[:n]
 	for _, w := range ws {
