@@ -3,6 +3,7 @@ package dyngraph
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/gcsm/gcsm/graph"
 )
@@ -41,16 +42,13 @@ func (g *Graph) Build(batch []graph.Update) ([]Reject, ApplyStats, error) {
 // takes 23 ms instead of 26 (replay's BenchmarkLoadHuman, 2-core VM).
 // Nothing else may change the graph from NewBuilder to Finish.
 type Builder struct {
-	g       *Graph
-	edges   []builtEdge // the edge updates admitted, in order
+	g *Graph
+	// edges are the edge updates admitted, in order, as src, dst, label
+	// words; Finish reuses them as scratch (transpose).
+	edges   []uint32
 	rejects []Reject
 	n       int // updates added
 	nv      int // the graph's vertices before
-}
-
-type builtEdge struct {
-	src, dst graph.VertexID
-	label    graph.Label
 }
 
 // NewBuilder starts a Build of the graph, which must have no edges and no
@@ -60,7 +58,7 @@ func (g *Graph) NewBuilder(hint int) (*Builder, error) {
 		return nil, errors.New("dyngraph: Build needs an empty graph; use Apply")
 	}
 	g.maxKnown = false // put does not keep MaxDegreeBound
-	return &Builder{g: g, edges: make([]builtEdge, 0, hint), nv: g.vertices}, nil
+	return &Builder{g: g, edges: make([]uint32, 0, 3*hint), nv: g.vertices}, nil
 }
 
 // Add admits the next update, an AddVertex or an Insert, as Build does:
@@ -87,7 +85,7 @@ func (b *Builder) Add(u *graph.Update) error {
 	if err := g.noteEdgeLabel(u.Label); err != nil {
 		return err
 	}
-	b.edges = append(b.edges, builtEdge{u.Src, u.Dst, u.Label})
+	b.edges = append(b.edges, u.Src, u.Dst, u.Label)
 	g.out[u.Src].want++
 	if g.opts.Directed {
 		g.in[u.Dst].want++
@@ -113,20 +111,25 @@ func (b *Builder) Finish() ([]Reject, ApplyStats, error) {
 			}
 		}
 	}
-	for _, e := range b.edges {
-		g.put(&g.out[e.src], e.dst, e.label)
+	for e := b.edges; len(e) > 0; e = e[3:] {
+		src, dst, label := e[0], e[1], e[2]
+		g.put(&g.out[src], dst, label)
 		if g.opts.Directed {
-			g.put(&g.in[e.dst], e.src, e.label)
+			g.put(&g.in[dst], src, label)
 		} else {
-			g.put(&g.out[e.dst], e.src, e.label)
+			g.put(&g.out[dst], src, label)
 		}
 	}
-	var entries int64
 	o := g.Order()
+	sorted := !g.multiLabel
+	if sorted {
+		b.transpose(o)
+	}
+	var entries int64
 	for _, ls := range [][]list{g.out, g.in} {
 		for i := range ls {
 			if l := &ls[i]; l.n > 0 {
-				g.sortDedup(o, l)
+				g.sortDedup(o, l, sorted)
 				entries += int64(l.n)
 			}
 		}
@@ -136,10 +139,63 @@ func (b *Builder) Finish() ([]Reject, ApplyStats, error) {
 	// out- and in-list of a directed one.
 	g.edges = entries / 2
 	st.Inserted = int(g.edges)
-	st.Refreshed = len(b.edges) - st.Inserted // repeats of an edge already listed
+	st.Refreshed = len(b.edges)/3 - st.Inserted // repeats of an edge already listed
 	st.Rejected = len(b.rejects)
 	st.Vertices = g.vertices - b.nv
 	return b.rejects, st, nil
+}
+
+// transpose sorts every list of a graph with one edge label without
+// comparing: it copies the lists, filled in the order of the updates,
+// aside, empties them, and fills them again taking the vertices in list
+// order (Order), each vertex w going into the lists of its neighbours, so
+// that every list receives its entries in order. Two passes over the
+// entries instead of a comparison sort of each list: BenchmarkBuild takes
+// 9 ms instead of 17 (2-core VM). The copy goes into b.edges, which the
+// lists no longer need and which holds three words per edge where the
+// lists hold two, so it touches no fresh memory.
+func (b *Builder) transpose(o Order) {
+	g := b.g
+	order := make([]uint64, len(g.vlabel))
+	for v := range order {
+		order[v] = o.Key(uint32(v))
+	}
+	slices.Sort(order)
+	out, outAt := b.aside(g.out, b.edges[:0])
+	in, inAt := b.aside(g.in, out[len(out):])
+	refill := func(to []list, from []uint32, at []int) {
+		for _, k := range order {
+			w := uint32(k)
+			for _, v := range from[at[w]:at[w+1]] {
+				g.put(&to[v], w, 0)
+			}
+		}
+	}
+	if !g.opts.Directed {
+		refill(g.out, out, outAt)
+		return
+	}
+	// The out-list of v lists the w with an edge v→w, which in-list w
+	// lists v of.
+	refill(g.out, in, inAt)
+	refill(g.in, out, outAt)
+}
+
+// aside appends the entries of lists to dst, empties the lists, and
+// returns dst with the start of each list's entries in it, and the end.
+func (b *Builder) aside(lists []list, dst []uint32) ([]uint32, []int) {
+	at := make([]int, len(lists)+1)
+	for i := range lists {
+		l := &lists[i]
+		at[i] = len(dst)
+		if l.n > 0 {
+			s := &b.g.slabs[l.slab]
+			dst = append(dst, s.ids[l.off:l.off+l.n]...)
+			l.n, l.app = 0, 0
+		}
+	}
+	at[len(lists)] = len(dst)
+	return dst, at
 }
 
 // put appends an entry to a list that has room, outside any batch.
@@ -153,16 +209,19 @@ func (g *Graph) put(l *list, id uint32, label graph.Label) {
 	l.app = l.n
 }
 
-// sortDedup sorts a freshly filled list and drops repeated entries: an edge
-// listed twice in a graph file, or both ways round in an undirected one.
-func (g *Graph) sortDedup(o Order, l *list) {
+// sortDedup sorts a freshly filled list, unless it is sorted already, and
+// drops repeated entries: an edge listed twice in a graph file, or both
+// ways round in an undirected one.
+func (g *Graph) sortDedup(o Order, l *list, sorted bool) {
 	s := &g.slabs[l.slab]
 	ids := s.ids[l.off : l.off+l.n]
 	var lbls []uint32
 	if s.lbls != nil {
 		lbls = s.lbls[l.off : l.off+l.n]
 	}
-	g.scratches(1)[0].sortPart(o, ids, lbls)
+	if !sorted {
+		g.scratches(1)[0].sortPart(o, ids, lbls)
+	}
 	w := 0
 	for r := range ids {
 		if r > 0 && ids[r] == ids[w-1] && (lbls == nil || lbls[r] == lbls[w-1]) {
