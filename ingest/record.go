@@ -48,6 +48,11 @@ type Resolver struct {
 	// over and over, and the dictionary takes a lock per lookup.
 	recent [4]recentLabel
 	next   int
+	// known are the labels that labelBytes met, looked up by bytes without
+	// making a string (the human graph's vertices carry 44 labels, more
+	// than recent holds): known[name] is the index in knownLabels.
+	known       map[string]int
+	knownLabels []recentLabel
 }
 
 type recentLabel struct {
@@ -168,6 +173,29 @@ func (r *Resolver) label(name string) graph.Label {
 	l := r.Labels.Intern(name)
 	r.recent[r.next] = recentLabel{name: strings.Clone(name), label: l, set: true}
 	r.next = (r.next + 1) % len(r.recent)
+	return l
+}
+
+// labelBytes is label of a name that is still bytes of a line: only a
+// label it has not met before becomes a string.
+func (r *Resolver) labelBytes(name []byte) graph.Label {
+	for i := range r.recent {
+		if c := &r.recent[i]; c.set && c.name == string(name) {
+			return c.label
+		}
+	}
+	if k, ok := r.known[string(name)]; ok {
+		r.recent[r.next] = r.knownLabels[k]
+		r.next = (r.next + 1) % len(r.recent)
+		return r.knownLabels[k].label
+	}
+	s := string(name)
+	l := r.label(s)
+	if r.known == nil {
+		r.known = make(map[string]int)
+	}
+	r.known[s] = len(r.knownLabels)
+	r.knownLabels = append(r.knownLabels, recentLabel{name: s, label: l, set: true})
 	return l
 }
 

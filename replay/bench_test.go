@@ -57,3 +57,26 @@ func BenchmarkHumanOneQuery(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLoadHuman is the load alone of BenchmarkHumanOneQuery: opening
+// a session, building the human data graph and reading its insertion
+// stream, without a query.
+func BenchmarkLoadHuman(b *testing.B) {
+	if _, err := os.Stat(humanDir); err != nil {
+		b.Skip("no ../shared/datasets")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := Open(Config{Cmd: "bench", Warn: io.Discard})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.LoadGraph(filepath.Join(humanDir, "data.graph")); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Read(filepath.Join(humanDir, "insertion.graph")); err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+}

@@ -6,6 +6,8 @@
 package replay
 
 import (
+	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -126,7 +128,39 @@ func (s *Session) Close() error { return s.core.Close() }
 type Stream struct {
 	file    string
 	updates []graph.Update
-	lines   []int
+	runs    lineRuns
+}
+
+// add appends u, read from line.
+func (st *Stream) add(u graph.Update, line int) {
+	st.runs.add(len(st.updates), line)
+	st.updates = append(st.updates, u)
+}
+
+// line is the line update i came from.
+func (st *Stream) line(i int) int { return st.runs.line(i) }
+
+// lineRuns say the lines of a file's updates: update i of a run that
+// starts at update from came from line line+i-from. Lines follow one
+// another except around comments and skipped lines, so a file has a run
+// or a few, not a word per update.
+type lineRuns []lineRun
+
+type lineRun struct{ from, line int }
+
+// add notes that update i, the one after the last noted, came from line.
+func (rs *lineRuns) add(i, line int) {
+	if k := len(*rs); k == 0 || (*rs)[k-1].line+i-(*rs)[k-1].from != line {
+		*rs = append(*rs, lineRun{i, line})
+	}
+}
+
+func (rs lineRuns) line(i int) int {
+	k, found := slices.BinarySearchFunc(rs, i, func(r lineRun, i int) int { return cmp.Compare(r.from, i) })
+	if !found {
+		k--
+	}
+	return rs[k].line + i - rs[k].from
 }
 
 // Len is how many updates the stream holds.
@@ -146,8 +180,7 @@ func (s *Session) LoadTransfers(file string, evs []bench.TransferEvent) (*Stream
 		if err != nil {
 			return nil, err
 		}
-		st.updates = append(st.updates, u)
-		st.lines = append(st.lines, i+1)
+		st.add(u, i+1)
 	}
 	return st, nil
 }
@@ -156,47 +189,83 @@ func (s *Session) LoadTransfers(file string, evs []bench.TransferEvent) (*Stream
 // records that Resolve refuses stop the read with an error naming file and
 // line, or are counted and skipped under --skip-bad.
 func (s *Session) Read(path string) (*Stream, error) {
-	r, c, err := ingest.Open(path, ingest.Options{SkipBad: s.cfg.SkipBad, Keep: s.keep, TSUnit: s.cfg.TSUnit, Seen: s.seen})
-	if err != nil {
+	st := &Stream{file: path}
+	begin := func(_ *ingest.Reader, lines int) { st.updates = make([]graph.Update, 0, lines) }
+	if err := s.scan(path, begin, st.add); err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	st := &Stream{file: path}
-	if fi, err := os.Stat(path); err == nil {
-		// Lines of dataset files are 8 to 20 bytes; guessing low keeps the
-		// guess from wasting memory on files of long JSON lines.
-		guess := int(fi.Size() / 16)
-		st.updates, st.lines = make([]graph.Update, 0, guess), make([]int, 0, guess)
-	}
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		u, err := s.resolver.Resolve(rec)
-		if err != nil {
-			var le *ingest.LineError
-			if errors.As(err, &le) {
-				le.File = path
-			}
-			if s.cfg.SkipBad {
-				s.skipped++
-				continue
-			}
-			return nil, err
-		}
-		st.updates = append(st.updates, u)
-		st.lines = append(st.lines, rec.Line)
-	}
-	s.skipped += r.Skipped()
-	s.warnOddTime(r, path)
 	if graph.HasTransferID(st.updates) {
 		s.keepTransfers()
 	}
 	return st, nil
+}
+
+// scan reads the file at path, handing each update with its line to add;
+// begin gets the reader and the file's count of lines, an upper bound on
+// its updates, before the first. Malformed lines and records that Resolve
+// refuses stop the read with an error naming file and line, or are
+// counted and skipped under --skip-bad.
+func (s *Session) scan(path string, begin func(r *ingest.Reader, lines int), add func(u graph.Update, line int)) error {
+	r, c, err := ingest.Open(path, ingest.Options{SkipBad: s.cfg.SkipBad, Keep: s.keep, TSUnit: s.cfg.TSUnit, Seen: s.seen})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	n, err := countLines(path)
+	if err != nil {
+		return err
+	}
+	begin(r, n)
+	for {
+		u, line, err := r.NextUpdate(s.resolver)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if !s.cfg.SkipBad || !isLineError(err) {
+				return err
+			}
+			// Under --skip-bad the reader skips malformed lines itself: a
+			// line error here is a record that Resolve refused.
+			s.skipped++
+			continue
+		}
+		add(u, line)
+	}
+	s.skipped += r.Skipped()
+	s.warnOddTime(r, path)
+	return nil
+}
+
+func isLineError(err error) bool {
+	var le *ingest.LineError
+	return errors.As(err, &le)
+}
+
+// countLines counts the lines of the file at path, an upper bound on its
+// records (exact for the data sets), so that Read allocates its updates
+// once at their size: a guess from the file's size grew them, copying,
+// or wasted memory on files of long JSON lines. The count reads the file
+// a second time, from the page cache: a fraction of a millisecond for the
+// human graph (1.1 MB).
+func countLines(path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	n := 1 // a last line without a newline
+	for {
+		k, err := f.Read(buf)
+		n += bytes.Count(buf[:k], []byte{'\n'})
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
 }
 
 // step runs updates[lo:hi] of st through the core as one batch, with b's
@@ -223,7 +292,7 @@ func (s *Session) refused(st *Stream, lo int, rejects []dyngraph.Reject) error {
 	}
 	if !s.cfg.SkipBad {
 		rj := rejects[0]
-		return fmt.Errorf("%s:%d: %v", st.file, st.lines[lo+rj.Index], s.describeReject(rj.Err))
+		return fmt.Errorf("%s:%d: %v", st.file, st.line(lo+rj.Index), s.describeReject(rj.Err))
 	}
 	s.skipped += len(rejects)
 	return nil
@@ -242,12 +311,23 @@ func (s *Session) describeReject(err error) string {
 // bounds the normalisation map, not the graph.
 const loadBatch = 1 << 16
 
-// LoadGraph reads a data graph file into the session's graph: with Build
-// when the file only adds and no transfers are kept, else with Apply.
+// LoadGraph reads a data graph file into the session's graph: with a
+// dyngraph.Builder as it reads when the file only adds and no transfers
+// are kept, else with Apply (loader).
 func (s *Session) LoadGraph(path string) error {
-	st, err := s.Read(path)
-	if err != nil {
+	ld := &loader{s: s, st: &Stream{file: path}}
+	if err := s.scan(path, ld.begin, ld.add); err != nil {
 		return err
+	}
+	if ld.err != nil {
+		return ld.err
+	}
+	if ld.b != nil {
+		return ld.finish()
+	}
+	st := ld.st
+	if graph.HasTransferID(st.updates) {
+		s.keepTransfers()
 	}
 	if s.core.Store() == nil && !slices.ContainsFunc(st.updates, func(u graph.Update) bool { return u.Op == graph.Delete }) {
 		rejects, _, err := s.g.Build(st.updates)
@@ -263,6 +343,63 @@ func (s *Session) LoadGraph(path string) error {
 		}
 	}
 	return nil
+}
+
+// loader is LoadGraph's reading of a file. A CSM file or a blank-separated
+// edge list, whose records carry no transfer ids, goes into a Builder as
+// it is read, when no transfers are kept (dyngraph.Builder says what that
+// saves). Other files, and the rest of such a file from its first deletion
+// on, are kept as updates for LoadGraph to build or apply: Build of the
+// part before a deletion and Apply of the rest give the graph and the
+// refusals that Apply of it all does.
+type loader struct {
+	s     *Session
+	r     *ingest.Reader
+	lines int
+	b     *dyngraph.Builder // nil once the updates are kept instead
+	built int               // updates given to b
+	st    *Stream           // the lines of b's updates, then the kept updates
+	err   error             // the builder's, which ends the load
+	began bool
+}
+
+func (ld *loader) begin(r *ingest.Reader, lines int) { ld.r, ld.lines = r, lines }
+
+func (ld *loader) add(u graph.Update, line int) {
+	if ld.err != nil {
+		return
+	}
+	if !ld.began {
+		ld.began = true
+		f := ld.r.Format()
+		if ld.s.core.Store() == nil && (f == ingest.FormatCSM || f == ingest.FormatSNAP && !ld.r.Directed()) {
+			ld.b, ld.err = ld.s.g.NewBuilder(ld.lines)
+		} else {
+			ld.st.updates = make([]graph.Update, 0, ld.lines)
+		}
+	}
+	if ld.b != nil && (u.Op == graph.Delete || u.Tx != nil && u.Tx.ID != "") {
+		if ld.err = ld.finish(); ld.err != nil {
+			return
+		}
+		ld.b, ld.st = nil, &Stream{file: ld.st.file}
+	}
+	if ld.b == nil {
+		ld.st.add(u, line)
+		return
+	}
+	ld.st.runs.add(ld.built, line)
+	ld.built++
+	ld.err = ld.b.Add(&u)
+}
+
+// finish builds what the builder was given and reports its refusals.
+func (ld *loader) finish() error {
+	rejects, _, err := ld.b.Finish()
+	if err != nil {
+		return err
+	}
+	return ld.s.refused(ld.st, 0, rejects)
 }
 
 // WarnUnknownLabels writes one line per label a query names that the
