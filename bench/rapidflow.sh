@@ -4,7 +4,7 @@
 # for CI: the figures are only as good as the machine is quiet.
 #
 #   bench/rapidflow.sh SUITE_DIR RAPIDFLOW_BIN [--workers N] [--stream FILE]
-#       [--data FILE] [--queries 'Q_1 Q_2 ...'] [--timeout S]
+#       [--data FILE] [--queries 'Q_1 Q_2 ...'] [--timeout S] [--gcsm BIN]
 #
 # SUITE_DIR holds data.graph, a stream (stream.graph, as `gcsm bench suite`
 # writes it, or else insertion.graph, as the human suite has) and
@@ -12,7 +12,9 @@
 # SUITE_DIR or absolute): the human suite's deletion check is
 #   --data data_full.graph --stream deletion.graph
 # --queries picks query files of query_graph by name; --workers is gcsm's
-# (default 1); --timeout bounds each run of either in seconds (default 3600).
+# (default 1); --timeout bounds each run of either in seconds (default 3600);
+# --gcsm runs a gcsm binary built elsewhere (a machine without Go) instead
+# of building this checkout's.
 #
 # Each query runs RapidFlow, then gcsm, as whole processes (loading
 # included in the wall times), one after the other so that both see the
@@ -33,7 +35,7 @@ die() { echo "rapidflow.sh: $*" >&2; exit 2; }
 [ $# -ge 2 ] || die "usage: bench/rapidflow.sh SUITE_DIR RAPIDFLOW_BIN [--workers N] [--stream FILE] [--data FILE] [--queries 'Q_1 Q_2 ...'] [--timeout S]"
 suite=$1 rf=$2
 shift 2
-workers=1 stream= data= queries= timeout=3600
+workers=1 stream= data= queries= timeout=3600 gcsm=
 while [ $# -gt 0 ]; do
 	[ $# -ge 2 ] || die "$1 needs a value"
 	case $1 in
@@ -42,6 +44,7 @@ while [ $# -gt 0 ]; do
 	--data) data=$2 ;;
 	--queries) queries=$2 ;;
 	--timeout) timeout=$2 ;;
+	--gcsm) gcsm=$2 ;;
 	*) die "unknown flag $1" ;;
 	esac
 	shift 2
@@ -74,7 +77,12 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 repo=$(cd "$(dirname "$0")/.." && pwd)
-(cd "$repo" && CGO_ENABLED=0 go build -o "$tmp/gcsm" ./cmd/gcsm) || die "cannot build gcsm in $repo"
+if [ -n "$gcsm" ]; then
+	[ -x "$gcsm" ] || die "gcsm binary $gcsm not found or not executable"
+	cp "$gcsm" "$tmp/gcsm"
+else
+	(cd "$repo" && CGO_ENABLED=0 go build -o "$tmp/gcsm" ./cmd/gcsm) || die "cannot build gcsm in $repo"
+fi
 
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'; }
