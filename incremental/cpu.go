@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gcsm/gcsm/dyngraph"
 	"github.com/gcsm/gcsm/graph"
@@ -141,7 +142,7 @@ func (c *CPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 // res.
 func runUnits(ws []*walker, total int64, unit func(int64) (qi, term int, ch *graph.Change), queries []*query.Query, res []Counts) []Counts {
 	var next atomic.Int64
-	used := spread(ws, total, unitChunk, func(_ int, w *walker) {
+	used := spread(ws, total, func(_ int, w *walker) {
 		// Counted in the walker's own slices, added up at the end: small
 		// slices of neighbouring workers share cache lines.
 		w.pos, w.neg = zeroed(w.pos, len(queries)), zeroed(w.neg, len(queries))
@@ -181,13 +182,13 @@ func zeroed(s []int64, n int) []int64 {
 	return s
 }
 
-// spread runs work on as many of the walkers as units, each walker's
-// share at least each, keep busy, the first on the caller's goroutine. One
+// spread runs work on as many of the walkers as units of unitChunk keep
+// busy, the first on the caller's goroutine. One
 // update at a time (the peers' mode), a batch is a few units: starting a
 // goroutine, and waking an idle core for it, would cost more than the
 // units themselves. It returns how many walkers it ran.
-func spread(ws []*walker, units, each int64, work func(wi int, w *walker)) int {
-	n := int(min(int64(len(ws)), (units+each-1)/each))
+func spread(ws []*walker, units int64, work func(wi int, w *walker)) int {
+	n := int(min(int64(len(ws)), (units+unitChunk-1)/unitChunk))
 	var wg sync.WaitGroup
 	for wi := 1; wi < n; wi++ {
 		wg.Go(func() { work(wi, ws[wi]) })
@@ -197,12 +198,8 @@ func spread(ws []*walker, units, each int64, work func(wi int, w *walker)) int {
 	return max(n, 1)
 }
 
-// seedsEach is the fewest seeds of a split batch (matchSplit) that a
-// walker of its own is woken for. One update at a time on 16 cores, the
-// human suite's cheap queries seed a handful each, and waking cores for
-// them doubled their matching time (H200 machine); a hub's update seeds
-// hundreds.
-const seedsEach = 32
+// wakeAfter is how long the caller works a split batch's seeds alone.
+const wakeAfter = 50 * time.Microsecond
 
 // splitBelow: a batch with fewer than splitBelow units per worker is split
 // one level deeper. With one update per batch (the peers' mode) a batch has
@@ -236,7 +233,7 @@ func (c *CPU) matchSplit(ws []*walker, blocks []block, delta []graph.Change, que
 	w0.collect = nil
 	per := make([][]Counts, len(ws))
 	var next atomic.Int64
-	spread(ws, int64(len(seeds)), seedsEach, func(wi int, w *walker) {
+	seedWork := func(wi int, w *walker, wake func()) {
 		per[wi] = make([]Counts, len(queries))
 		for {
 			i0 := next.Add(unitChunk) - unitChunk
@@ -252,8 +249,28 @@ func (c *CPU) matchSplit(ws []*walker, blocks []block, delta []graph.Change, que
 				w.extend(3)
 				add(per[wi], int(sd.qi), sign, w.count*w.factor)
 			}
+			if wake != nil {
+				wake()
+			}
+		}
+	}
+	// The caller starts on the seeds alone and wakes the other walkers
+	// only once they have taken it wakeAfter: one update at a time, most
+	// batches' seeds are done by then, and waking 15 cores for them
+	// doubled the human suite's matching on 16 workers (H200 machine),
+	// while a hub's update seeds work for all of them.
+	var wg sync.WaitGroup
+	t0, woken := time.Now(), false
+	seedWork(0, w0, func() {
+		if woken || next.Load() >= int64(len(seeds)) || time.Since(t0) < wakeAfter {
+			return
+		}
+		woken = true
+		for wi := 1; wi < len(ws); wi++ {
+			wg.Go(func() { seedWork(wi, ws[wi], nil) })
 		}
 	})
+	wg.Wait()
 	for wi := range per {
 		for qi := range per[wi] {
 			res[qi].Positive += per[wi][qi].Positive
