@@ -14,7 +14,7 @@ import (
 // humanDir is csm_human_hybridflow of ../shared/datasets beside the checkout.
 const humanDir = "../../shared/datasets/csm_human_hybridflow"
 
-// BenchmarkHumanOneQuery is what one peer-style process of bench/peers.sh
+// BenchmarkHumanOneQuery is what one peer-style process of bench/rapidflow.sh
 // spends in gcsm's own code on a cheap query: reading the data graph and
 // the stream, and replaying the stream one update at a time on one worker.
 // Process start is left out.
