@@ -43,13 +43,14 @@ type queryTerms struct {
 // countTerms builds q's counting terms, their orders preferring the query
 // vertices whose labels are rarest among the graph's vertices (labelled
 // counts, as labelCounts gives them): a rare label cuts the partial
-// matches where it is placed, and a tree's vertices otherwise tie. All of them with the symmetry
-// conditions (their counts multiplied by CountFactor) or all without. Only
-// the union of the terms' matches is closed under the automorphisms, so
-// one term cannot take the factor while another does not. The conditions
-// order like leaves one after another, which leaves only the last of them
-// to count (see countPlan): the terms go without them where that counts
-// more levels in all.
+// matches where it is placed, and a tree's vertices otherwise tie.
+//
+// The terms take the symmetry conditions (their counts multiplied by
+// CountFactor) all or none: only the union of the terms' matches is
+// closed under the automorphisms, so one term cannot take the factor while
+// another does not. The conditions order like leaves one after another,
+// which leaves only the last of them to count (see countPlan): the terms
+// go without them where that counts more levels in all.
 func countTerms(q *query.Query, labelled []int) []countTerm {
 	cands := make([]int, q.N())
 	for v, l := range q.Labels {
