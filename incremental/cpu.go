@@ -173,9 +173,9 @@ func runUnits(ws []*walker, total int64, unit func(int64) (qi, term int, ch *gra
 }
 
 // zeroed is s with n zeros, reusing its array where it is large enough.
-func zeroed(s []int64, n int) []int64 {
+func zeroed[T int64 | uint64](s []T, n int) []T {
 	if cap(s) < n {
-		return make([]int64, n)
+		return make([]T, n)
 	}
 	s = s[:n]
 	clear(s)

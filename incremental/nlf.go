@@ -56,7 +56,7 @@ func (n *neighbourLabels) update(g *dyngraph.Graph) []uint64 {
 func (n *neighbourLabels) rebuild(g *dyngraph.Graph) {
 	nv := g.NumVertices()
 	n.g, n.epoch = g, g.Epoch()
-	n.mask = zeroedMask(n.mask, nv)
+	n.mask = zeroed(n.mask, nv)
 	vl := g.VertexLabels()
 	for v := range nv {
 		m := uint64(0)
@@ -74,15 +74,6 @@ func (n *neighbourLabels) rebuild(g *dyngraph.Graph) {
 		}
 		n.mask[v] = m
 	}
-}
-
-func zeroedMask(s []uint64, n int) []uint64 {
-	if cap(s) < n {
-		return make([]uint64, n)
-	}
-	s = s[:n]
-	clear(s)
-	return s
 }
 
 // needs is, per level of p, the mask of the labels of the query vertex's
