@@ -41,6 +41,13 @@ const (
 	Delete
 	// AddVertex introduces vertex Src with label SrcLabel; Dst and Label are unused.
 	AddVertex
+	// SetVertex sets properties of vertex Src, which must exist: Tx.SrcProps
+	// are the new values (Null removes one). Dst and Label are unused.
+	SetVertex
+	// SetEdge sets properties of the transfer whose id is Tx.ID, which must
+	// be present: Tx.Props are the new values (Null removes one). Src, Dst
+	// and Label are unused; the transfer keeps its endpoints.
+	SetEdge
 )
 
 func (o Op) String() string {
@@ -51,6 +58,10 @@ func (o Op) String() string {
 		return "delete"
 	case AddVertex:
 		return "vertex"
+	case SetVertex:
+		return "set vertex"
+	case SetEdge:
+		return "set edge"
 	}
 	return fmt.Sprintf("Op(%d)", uint8(o))
 }
