@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"errors"
 	"math"
 	"strconv"
 	"time"
@@ -119,3 +120,7 @@ func HasTransferID(us []Update) bool {
 	}
 	return false
 }
+
+// ErrUnknownTransfer refuses a SetEdge update whose id names no present
+// transfer; callers wrap it with the id.
+var ErrUnknownTransfer = errors.New("unknown transfer id")
