@@ -124,3 +124,7 @@ func HasTransferID(us []Update) bool {
 // ErrUnknownTransfer refuses a SetEdge update whose id names no present
 // transfer; callers wrap it with the id.
 var ErrUnknownTransfer = errors.New("unknown transfer id")
+
+// ErrUnknownVertex refuses a SetVertex update on a vertex the graph does not
+// hold; callers wrap it with the vertex's name or id.
+var ErrUnknownVertex = errors.New("unknown vertex")
