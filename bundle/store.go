@@ -147,6 +147,14 @@ type Store struct {
 	vcols []column // vertex properties, indexed by vertex id
 
 	touched []uint32 // pairs the pending batch touched
+
+	// The pending batch's property sets: the values they replaced, kept at
+	// a value's first set in the batch, which the Before view reads (keyed
+	// column<<32 | vertex or slot), and the vertices and transfers whose
+	// values they changed. nil until a batch sets something.
+	vold, told map[uint64]graph.Value
+	vset       map[graph.VertexID]struct{}
+	tset       map[Tx]struct{}
 }
 
 // New returns an empty store for a directed or undirected graph.
@@ -477,18 +485,120 @@ func (s *Store) setVertexProps(v graph.VertexID, props []graph.Prop) {
 	}
 }
 
-// Renewed implements dyngraph.Folder.
+// Renewed implements dyngraph.Folder: a pair renews when the batch inserted
+// or deleted one of its transfers, set a value of one present throughout,
+// or set a value of one of its vertices.
 func (s *Store) Renewed(e graph.Edge) bool {
-	p, ok := s.pairIdx[s.key(e)]
+	k := s.key(e)
+	if s.VertexSet(k.a) || s.VertexSet(k.b) {
+		return true
+	}
+	p, ok := s.pairIdx[k]
 	if !ok || !s.pairs[p].touched {
 		return false
 	}
 	for t := s.pairs[p].head; t != noSlot; t = s.next[t] {
-		if st := s.state[t]; st == born || st == dead {
+		if st := s.state[t]; st == born || st == dead || s.TransferSet(t) {
 			return true
 		}
 	}
 	return false
+}
+
+// SetVertex implements dyngraph.Folder. Only kept properties are stored,
+// so a set of a property no query reads changes nothing a match sees.
+func (s *Store) SetVertex(u *graph.Update) bool {
+	if u.Tx == nil {
+		return false
+	}
+	v := u.Src
+	changed := false
+	for _, p := range u.Tx.SrcProps {
+		for i := range s.vcols {
+			c := &s.vcols[i]
+			if c.name != p.Name {
+				continue
+			}
+			c.grow(int(v) + 1)
+			old := c.get(int(v))
+			if old.Equal(p.Value) {
+				continue
+			}
+			if s.vold == nil {
+				s.vold, s.vset = make(map[uint64]graph.Value), make(map[graph.VertexID]struct{})
+			}
+			k := uint64(i)<<32 | uint64(v)
+			if _, ok := s.vold[k]; !ok {
+				s.vold[k] = old
+			}
+			c.set(int(v), p.Value)
+			changed = true
+		}
+	}
+	if changed {
+		s.vset[v] = struct{}{}
+	}
+	return changed
+}
+
+// SetEdge implements dyngraph.Folder. A transfer inserted by the batch
+// takes the values in place: no match of the old graph read it.
+func (s *Store) SetEdge(u *graph.Update) (graph.Edge, bool, error) {
+	id := ""
+	if u.Tx != nil {
+		id = u.Tx.ID
+	}
+	t, ok := s.byID.get(s.ids, id)
+	if id == "" || !ok || !visible(s.state[t]) {
+		return graph.Edge{}, false, fmt.Errorf("%w %q", graph.ErrUnknownTransfer, id)
+	}
+	changed := false
+	for _, p := range u.Tx.Props {
+		for i := range s.cols {
+			c := &s.cols[i]
+			if c.name != p.Name {
+				continue
+			}
+			old := c.get(int(t))
+			if old.Equal(p.Value) {
+				continue
+			}
+			if s.state[t] == alive {
+				if s.told == nil {
+					s.told, s.tset = make(map[uint64]graph.Value), make(map[Tx]struct{})
+				}
+				k := uint64(i)<<32 | uint64(t)
+				if _, ok := s.told[k]; !ok {
+					s.told[k] = old
+				}
+				changed = true
+			}
+			c.set(int(t), p.Value)
+		}
+	}
+	if changed {
+		s.tset[t] = struct{}{}
+		s.touch(s.owner[t])
+	}
+	k := s.pairs[s.owner[t]].key
+	return graph.Edge{Src: k.a, Dst: k.b, Label: k.l}, changed, nil
+}
+
+// Sets says whether the pending batch changed a kept value of a vertex or
+// of a transfer present before it.
+func (s *Store) Sets() bool { return len(s.vset) > 0 || len(s.tset) > 0 }
+
+// VertexSet says whether the pending batch changed a kept value of v.
+func (s *Store) VertexSet(v graph.VertexID) bool {
+	_, ok := s.vset[v]
+	return ok
+}
+
+// TransferSet says whether the pending batch changed a kept value of t, a
+// transfer present before it.
+func (s *Store) TransferSet(t Tx) bool {
+	_, ok := s.tset[t]
+	return ok
 }
 
 // Settle ends the pending batch, with dyngraph's Reorganize: deleted
@@ -517,6 +627,10 @@ func (s *Store) Settle() {
 		}
 	}
 	s.touched = s.touched[:0]
+	clear(s.vold)
+	clear(s.told)
+	clear(s.vset)
+	clear(s.tset)
 }
 
 // Each calls f with every transfer of pair e in view v, and with whether the
@@ -604,6 +718,27 @@ func (s *Store) Value(t Tx, col int) graph.Value {
 		return graph.Value{}
 	}
 	return s.cols[col].get(int(t))
+}
+
+// ValueIn is edge property col of transfer t in view v: Before reads the
+// value the pending batch's first set of it replaced.
+func (s *Store) ValueIn(t Tx, col int, v View) graph.Value {
+	if v == Before && len(s.told) > 0 {
+		if old, ok := s.told[uint64(col)<<32|uint64(t)]; ok {
+			return old
+		}
+	}
+	return s.Value(t, col)
+}
+
+// VertexValueIn is vertex property col of v in view view, as ValueIn.
+func (s *Store) VertexValueIn(v graph.VertexID, col int, view View) graph.Value {
+	if view == Before && len(s.vold) > 0 {
+		if old, ok := s.vold[uint64(col)<<32|uint64(v)]; ok {
+			return old
+		}
+	}
+	return s.VertexValue(v, col)
 }
 
 // VertexValue is vertex property col of v.

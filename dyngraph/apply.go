@@ -32,6 +32,18 @@ type Folder interface {
 	// inserted, so that the engine finds the matches through it in the old
 	// and the new graph: the bound edges, not the pair, tell them apart.
 	Renewed(e graph.Edge) bool
+	// SetVertex folds a SetVertex update into the vertex's properties and
+	// says whether a value the matches read changed. Every pair of the
+	// vertex then renews (see Renewed), so that the engine finds each match
+	// through it in the old and the new graph, and the values tell them
+	// apart.
+	SetVertex(u *graph.Update) bool
+	// SetEdge folds a SetEdge update into its transfer's properties. It
+	// returns the transfer's pair and whether a value the matches read
+	// changed on a transfer present before the batch (the pair then
+	// renews); an error refuses the update, which must then have changed
+	// nothing.
+	SetEdge(u *graph.Update) (pair graph.Edge, changed bool, err error)
 }
 
 // ApplyStats counts what a batch did (docs/architecture.md, Batch normalisation).
@@ -155,7 +167,8 @@ var errRange = errors.New("vertex id out of range")
 func refusal(err error) bool {
 	var lc *LabelConflictError
 	var r refused
-	return errors.Is(err, ErrSelfLoop) || errors.As(err, &lc) || errors.Is(err, errRange) || errors.As(err, &r)
+	return errors.Is(err, ErrSelfLoop) || errors.As(err, &lc) || errors.Is(err, errRange) || errors.As(err, &r) ||
+		errors.Is(err, graph.ErrUnknownVertex) || errors.Is(err, graph.ErrUnknownTransfer)
 }
 
 // refused is a Folder's refusal of one update.
@@ -170,7 +183,81 @@ func (g *Graph) normalise(u *graph.Update, i int, st *ApplyStats) error {
 	if err := g.admit(u); err != nil || u.Op == graph.AddVertex {
 		return err
 	}
+	switch u.Op {
+	case graph.SetVertex:
+		if g.folder != nil && g.folder.SetVertex(u) {
+			g.renewAround(u.Src)
+		}
+		return nil
+	case graph.SetEdge:
+		return g.setEdge(u)
+	}
 	return g.fold(u, i, st)
+}
+
+// setEdge folds a SetEdge update. Without a folder the graph keeps no
+// transfers, so no id names one.
+func (g *Graph) setEdge(u *graph.Update) error {
+	if g.folder == nil || u.Tx == nil {
+		id := ""
+		if u.Tx != nil {
+			id = u.Tx.ID
+		}
+		return fmt.Errorf("%w %q", graph.ErrUnknownTransfer, id)
+	}
+	e, changed, err := g.folder.SetEdge(u)
+	if err != nil {
+		return refused{err}
+	}
+	if changed {
+		g.stateOf(edgeKey{e.Src, e.Dst, e.Label}, true)
+	}
+	return nil
+}
+
+// renewAround gives every pair of v, as the graph held it before the batch,
+// a state in the batch, present before and after: the folder's Renewed then
+// renews it, as v's properties changed. Pairs the batch inserts need no
+// renewal, and pairs it already touched keep their state.
+func (g *Graph) renewAround(v graph.VertexID) {
+	sides := []bool{true}
+	if g.opts.Directed {
+		sides = append(sides, false)
+	}
+	for _, out := range sides {
+		a := g.Out(v)
+		if !out {
+			a = g.In(v)
+		}
+		for i, w := range a.Sorted {
+			l := g.edgeLabel
+			if a.SortedLabels != nil {
+				l = a.SortedLabels[i]
+			}
+			k := edgeKey{v, w, l}
+			if !out {
+				k.a, k.b = w, v
+			}
+			if !g.opts.Directed && k.a > k.b {
+				k.a, k.b = k.b, k.a
+			}
+			g.stateOf(k, true)
+		}
+	}
+}
+
+// stateOf returns the batch's state of edge k, adding one, present before
+// and now as present says, if the batch has none. It grows the table past
+// the batch's own edges, which renewals around a vertex can outnumber.
+func (g *Graph) stateOf(k edgeKey, present bool) *normState {
+	if 2*(len(g.state)+1) > int(g.norm.mask+1) {
+		g.norm.grow(g.state)
+	}
+	idx, ok := g.norm.find(k, len(g.state))
+	if !ok {
+		g.state = append(g.state, normState{key: k, before: present, now: present})
+	}
+	return &g.state[idx]
 }
 
 // presence looks every edge update of a large batch up in the graph, in
@@ -233,6 +320,13 @@ func (g *Graph) admit(u *graph.Update) error {
 			return fmt.Errorf("%w: vertex %d: the wildcard is not a data label", errRange, u.Src)
 		}
 		return g.ensureVertex(u.Src, u.SrcLabel)
+	case graph.SetVertex:
+		if !g.exists(u.Src) {
+			return fmt.Errorf("%w %d", graph.ErrUnknownVertex, u.Src)
+		}
+		return nil
+	case graph.SetEdge:
+		return nil
 	case graph.Insert, graph.Delete:
 	default:
 		return fmt.Errorf("%w: unknown op %v", errRange, u.Op)
@@ -269,6 +363,9 @@ func (g *Graph) admit(u *graph.Update) error {
 // state of its edge.
 func (g *Graph) fold(u *graph.Update, i int, st *ApplyStats) error {
 	k := g.key(u)
+	if 2*(len(g.state)+1) > int(g.norm.mask+1) {
+		g.norm.grow(g.state)
+	}
 	idx, ok := g.norm.find(k, len(g.state))
 	if !ok {
 		var p bool

@@ -93,8 +93,11 @@ func (b *Builder) Add(u *graph.Update) error {
 func (b *Builder) admit(u *graph.Update) (bool, error) {
 	g, i := b.g, b.n
 	b.n++
-	if u.Op == graph.Delete {
+	switch u.Op {
+	case graph.Delete:
 		return false, fmt.Errorf("dyngraph: Build got a deletion (update %d); use Apply", i)
+	case graph.SetVertex, graph.SetEdge:
+		return false, fmt.Errorf("dyngraph: Build got a property set (update %d); use Apply", i)
 	}
 	if err := g.admit(u); err != nil {
 		if !refusal(err) {

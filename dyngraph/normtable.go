@@ -52,3 +52,15 @@ func (t *normTable) find(k edgeKey, next int) (idx int, found bool) {
 		}
 	}
 }
+
+// grow doubles the table and inserts again the keys of states, the batch's
+// edges so far, each at its index.
+func (t *normTable) grow(states []normState) {
+	size := 2 * int(t.mask+1)
+	t.slots = make([]normSlot, size)
+	t.gen = 1
+	t.mask = uint64(size - 1)
+	for i := range states {
+		t.find(states[i].key, i)
+	}
+}

@@ -231,7 +231,7 @@ func (c *Core) track(st *Step, times []int64) {
 	}
 	for i, u := range st.Updates[st.Expired:] {
 		i += st.Expired
-		if u.Op == graph.AddVertex || (refused != nil && refused[i]) {
+		if (u.Op != graph.Insert && u.Op != graph.Delete) || (refused != nil && refused[i]) {
 			continue
 		}
 		e := graph.Edge{Src: u.Src, Dst: u.Dst, Label: u.Label}

@@ -222,6 +222,9 @@ type bindPlan struct {
 	// direct: and every map the Matcher reports holds, as the query reads
 	// nothing of the transfers.
 	vertexLevel, direct bool
+	// readsValues: the predicates read some property (of a vertex or a
+	// transfer) that a set can change.
+	readsValues bool
 }
 
 type bindInfo struct {
@@ -287,7 +290,9 @@ func (b *Binder) plan(g *dyngraph.Graph, queries []*query.Query) ([]*bindPlan, e
 					return nil, fmt.Errorf("query %s: property %s of a query edge that binds no transfer", q.Name, ref.Name)
 				}
 				bi.props = append(bi.props, eprop{prop: i, col: col})
+				p.readsValues = p.readsValues || col >= 0
 			}
+			p.readsValues = p.readsValues || len(p.vprops) > 0
 			for ci, c := range pr.Conjuncts {
 				switch {
 				case c.Bindings == 0:
@@ -351,7 +356,7 @@ next:
 		if !ok {
 			return false
 		}
-		x.load(bi, t)
+		x.load(x.vals, bi, t, view)
 		for _, ci := range bi.filter {
 			if !p.q.Pred.Conjuncts[ci].Eval(x.vals) {
 				continue next
@@ -397,6 +402,11 @@ type expander struct {
 	n       int64
 	res     []Counts // per query, over the call (Static counts in Positive)
 	img     []graph.VertexID
+	view    bundle.View // the view of sign
+	// sets: the batch set values that the plan reads, so an assignment of
+	// transfers present before and after may still have changed (holdsOther).
+	sets  bool
+	other []graph.Value // holdsOther's values
 }
 
 // expandImages is expand for every image m∘σ of m under the query's Images,
@@ -470,17 +480,19 @@ func (x *expander) expand(g *dyngraph.Graph, p *bindPlan, sign graph.Sign, stati
 		x.tx = make([]bundle.Tx, nb)
 	}
 	x.tx = x.tx[:nb]
+	view := bundle.After
+	if sign < 0 {
+		view = bundle.Before
+	}
+	x.view = view
+	x.sets = x.need && p.readsValues && p.store.Sets()
 	for _, vp := range p.vprops {
-		x.vals[vp.prop] = p.store.VertexValue(m[vp.vertex], vp.col)
+		x.vals[vp.prop] = p.store.VertexValueIn(m[vp.vertex], vp.col, view)
 	}
 	for _, cs := range p.pre {
 		if !p.q.Pred.Conjuncts[cs[0]].Eval(x.vals) {
 			return 0
 		}
-	}
-	view := bundle.After
-	if sign < 0 {
-		view = bundle.Before
 	}
 	anyChanged := false
 	for k := range p.binds {
@@ -492,7 +504,7 @@ func (x *expander) expand(g *dyngraph.Graph, p *bindPlan, sign graph.Sign, stati
 			anyChanged = anyChanged || c
 		}
 	}
-	if x.need && !anyChanged {
+	if x.need && !anyChanged && !(x.sets && x.setTouches()) {
 		return 0
 	}
 	x.walk(0, false)
@@ -516,7 +528,7 @@ next:
 		if !ok {
 			return out, chg
 		}
-		x.load(bi, t)
+		x.load(x.vals, bi, t, view)
 		for _, ci := range bi.filter {
 			if !p.q.Pred.Conjuncts[ci].Eval(x.vals) {
 				continue next
@@ -549,8 +561,66 @@ func (x *expander) pairChanged(e query.QEdge, src, dst graph.VertexID, sign grap
 	return !inNew
 }
 
-// load puts transfer t's values of binding bi into vals.
-func (x *expander) load(bi *bindInfo, t bundle.Tx) {
+// setTouches says whether the batch's sets changed a value of a vertex of
+// x.m or of one of the candidate transfers: else every assignment of
+// unchanged transfers holds in both views alike.
+func (x *expander) setTouches() bool {
+	s := x.p.store
+	for _, v := range x.m {
+		if s.VertexSet(v) {
+			return true
+		}
+	}
+	for k := range x.p.binds {
+		for _, t := range x.cand[k] {
+			if s.TransferSet(t) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// holdsOther says whether the complete assignment x.tx, whose transfers are
+// all present before and after the batch, satisfies the predicates in the
+// view other than its sign's too. Only then is it no change: a set that
+// makes the predicates false (true) in the view after the batch makes it
+// disappear (appear).
+func (x *expander) holdsOther() bool {
+	p, s := x.p, x.p.store
+	touched := false
+	for _, v := range x.m {
+		touched = touched || s.VertexSet(v)
+	}
+	for _, t := range x.tx {
+		touched = touched || s.TransferSet(t)
+	}
+	if !touched {
+		return true
+	}
+	o := bundle.Before
+	if x.view == bundle.Before {
+		o = bundle.After
+	}
+	x.other = append(x.other[:0], make([]graph.Value, p.nprops)...)
+	for _, vp := range p.vprops {
+		x.other[vp.prop] = s.VertexValueIn(x.m[vp.vertex], vp.col, o)
+	}
+	for k := range p.binds {
+		if bi := &p.binds[k]; bi.bindable {
+			x.load(x.other, bi, x.tx[k], o)
+		}
+	}
+	for _, c := range p.q.Pred.Conjuncts {
+		if !c.Eval(x.other) {
+			return false
+		}
+	}
+	return true
+}
+
+// load puts transfer t's values of binding bi in view into vals.
+func (x *expander) load(vals []graph.Value, bi *bindInfo, t bundle.Tx, view bundle.View) {
 	s := x.p.store
 	for _, ep := range bi.props {
 		var v graph.Value
@@ -564,9 +634,9 @@ func (x *expander) load(bi *bindInfo, t bundle.Tx) {
 				v = graph.StringValue(id)
 			}
 		default:
-			v = s.Value(t, ep.col)
+			v = s.ValueIn(t, ep.col, view)
 		}
-		x.vals[ep.prop] = v
+		vals[ep.prop] = v
 	}
 }
 
@@ -575,7 +645,7 @@ func (x *expander) load(bi *bindInfo, t bundle.Tx) {
 func (x *expander) walk(k int, changed bool) {
 	p := x.p
 	if k == len(p.binds) {
-		if changed || !x.need {
+		if changed || !x.need || (x.sets && !x.holdsOther()) {
 			x.n++
 			if x.sink != nil {
 				x.sink(x.worker, x.q, x.sign, x.m, x.tx)
@@ -596,7 +666,7 @@ next:
 		}
 		x.tx[k] = t
 		if bi.bindable {
-			x.load(bi, t)
+			x.load(x.vals, bi, t, x.view)
 		}
 		for _, ci := range p.at[k] {
 			if !p.q.Pred.Conjuncts[ci].Eval(x.vals) {
