@@ -77,12 +77,14 @@ type Query struct {
 	Bindings []Binding
 	// Pred is the pattern's WHERE and WITHIN, nil when it has neither.
 	Pred *Predicates
+	// Return is the pattern's RETURN, nil without one.
+	Return *Returns
 
 	// Less holds the symmetry-breaking conditions f(u) < f(v) under
 	// Instances semantics, and where Images is set; empty otherwise.
 	Less [][2]int
 	// Images are the pattern's automorphisms (the identity first) when a
-	// WHERE makes each automorphic map a match of its own while the walk
+	// WHERE or a RETURN makes each automorphic map a match of its own while the walk
 	// still breaks symmetry: the walk finds one map of each orbit, and
 	// whoever evaluates the predicates (incremental.Binder) takes every
 	// image m∘σ of it. A ring of four is then walked once, not four times.
@@ -114,11 +116,12 @@ func (q *Query) N() int { return len(q.Labels) }
 // Compile binds p to a label dictionary (query labels are interned, so a
 // label no data vertex has yet simply matches nothing until one arrives) and
 // to the graph's direction, removes duplicate edges, gives each pattern edge
-// its Binding, compiles WHERE and WITHIN into Pred, finds the automorphisms
-// (only the identity once a WHERE or parallel Bindings tell automorphic maps
-// apart) and builds one matching plan per query edge. Predicates may read
-// only the edges that the matcher binds transfers on: labelled ones and, on
-// a directed graph, directed ones.
+// its Binding, compiles WHERE and WITHIN into Pred and RETURN into Return,
+// finds the automorphisms (only the identity once a WHERE, a RETURN or
+// parallel Bindings tell automorphic maps apart) and builds one matching
+// plan per query edge. Predicates and RETURN may read only the edges that
+// the matcher binds transfers on: labelled ones and, on a directed graph,
+// directed ones.
 func Compile(p *Pattern, labels *graph.Dict, directed bool, sem Semantics) (*Query, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -156,14 +159,19 @@ func Compile(p *Pattern, labels *graph.Dict, directed bool, sem Semantics) (*Que
 	if err := q.predicates(p, byName, first); err != nil {
 		return nil, err
 	}
+	if err := q.returns(p, byName, first); err != nil {
+		return nil, err
+	}
 	// A WHERE can tell apart the maps that an automorphism relates, and so
-	// can parallel Bindings of one Edge, so then only the identity is a
-	// symmetry. WITHIN reads every edge alike and keeps the group.
+	// can a RETURN (it reports them differently) and parallel Bindings of
+	// one Edge, so then only the identity is a symmetry. WITHIN reads every
+	// edge alike and keeps the group.
 	q.Automorphisms = 1
+	apart := p.Where != nil || len(p.Return) > 0
 	switch {
-	case p.Where == nil && !parallel:
+	case !apart && !parallel:
 		q.Automorphisms, q.symLess = symmetryBreaking(q)
-	case p.Where != nil && !parallel:
+	case apart && !parallel:
 		q.imagesOf()
 	}
 	if sem == Instances {

@@ -34,12 +34,17 @@ const (
 	OpMul                // *
 	OpDiv                // /
 	OpIn                 // Args[0] IN [Args[1], Args[2], ...]
+	OpVar                // Var alone: a vertex's account id or a transfer's id, only as a RETURN item
+	OpMin                // min([Args...].Name): Args are OpVar nodes, all vertices or all relationships
+	OpMax                // max([Args...].Name)
+	OpSum                // sum([Args...].Name)
 )
 
 var opText = [...]string{
 	OpNot: "NOT", OpNeg: "-", OpIsNull: "IS NULL", OpNotNull: "IS NOT NULL", OpAnd: "AND", OpOr: "OR",
 	OpEq: "=", OpNe: "<>", OpLt: "<", OpLe: "<=", OpGt: ">", OpGe: ">=",
 	OpAdd: "+", OpSub: "-", OpMul: "*", OpDiv: "/", OpIn: "IN",
+	OpMin: "min", OpMax: "max", OpSum: "sum",
 }
 
 func (o Op) String() string {
@@ -53,11 +58,13 @@ func (o Op) String() string {
 		return "duration"
 	case OpProp:
 		return "property"
+	case OpVar:
+		return "variable"
 	}
 	return "Op(" + strconv.Itoa(int(o)) + ")"
 }
 
-// Expr is a node of a WHERE condition.
+// Expr is a node of a WHERE condition or of a RETURN item.
 //
 // Values are three-valued, as in Cypher: a property that a vertex or edge
 // lacks is null, and so is an operation on null, on kinds it does not take
@@ -66,11 +73,16 @@ func (o Op) String() string {
 // true OR unknown is true; x IS NULL is never unknown. A match satisfies
 // the condition only when it is true. Mistakes certain before any data
 // arrives (t1.ts > 'x', a.x + 'y') are errors.
+//
+// The aggregates min, max and sum read one property of several variables,
+// as in sum([t1, t2].amount), and skip nulls, as SQL's do: they are null
+// only when every value is, or when the values are of kinds they do not
+// take together (a number and a string, a boolean).
 type Expr struct {
 	Op   Op
-	Args []*Expr     // the operands; for OpIn the value, then the list
-	Var  string      // OpProp: the vertex or relationship variable
-	Name string      // OpProp: the property name
+	Args []*Expr     // the operands; for OpIn the value, then the list; for an aggregate its variables
+	Var  string      // OpProp and OpVar: the vertex or relationship variable
+	Name string      // OpProp and aggregates: the property name
 	Lit  graph.Value // OpLit and OpDuration
 	Pos  Pos         // where the expression starts in the source
 	Text string      // its source text; "" when not parsed
@@ -111,11 +123,20 @@ func (e *Expr) format(b *strings.Builder) {
 	case OpProp:
 		b.WriteString(e.Var)
 		b.WriteByte('.')
-		if leadingWord(e.Name) == e.Name && e.Name != "" {
-			b.WriteString(e.Name)
-		} else {
-			b.WriteString("`" + strings.ReplaceAll(e.Name, "`", "``") + "`")
+		writeName(b, e.Name)
+	case OpVar:
+		b.WriteString(e.Var)
+	case OpMin, OpMax, OpSum:
+		b.WriteString(e.Op.String() + "([")
+		for i, a := range e.Args {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			a.format(b)
 		}
+		b.WriteString("].")
+		writeName(b, e.Name)
+		b.WriteString(")")
 	case OpNot, OpNeg:
 		b.WriteString("(")
 		b.WriteString(e.Op.String())
@@ -171,6 +192,16 @@ func formatDuration(d time.Duration) string {
 		b.WriteString(strconv.FormatFloat(float64(ms)+float64(frac)/1e6, 'f', -1, 64) + "ms")
 	}
 	return b.String()
+}
+
+// writeName writes a property or RETURN item name, backquoted unless it is
+// a word.
+func writeName(b *strings.Builder, name string) {
+	if leadingWord(name) == name && name != "" {
+		b.WriteString(name)
+		return
+	}
+	b.WriteString("`" + strings.ReplaceAll(name, "`", "``") + "`")
 }
 
 // writeString writes s as a single-quoted string literal.
@@ -229,7 +260,7 @@ func kindType(k graph.Kind) types {
 		return tBool
 	case graph.Time:
 		return tTime
-	case durationKind:
+	case DurationKind:
 		return tDuration
 	}
 	return 0
@@ -411,7 +442,18 @@ func (s scope) check(e *Expr) (types, *Error) {
 		if _, ok := s.edges[e.Var]; ok {
 			return propType(true, e.Name), nil
 		}
-		return fail("unknown variable %s: name a vertex, as in (%s), or a relationship, as in -[%s:TYPE]->", e.Var, e.Var, e.Var)
+		return fail("%s", unknownVariable(e.Var))
+	case OpVar:
+		if _, err := s.variable(e); err != nil {
+			return 0, err
+		}
+		what, id, prop := "a vertex", "account id", e.Var+".amount"
+		if _, ok := s.edges[e.Var]; ok {
+			what, id, prop = "a relationship", "transfer id", e.Var+".amount or "+e.Var+".id"
+		}
+		return 0, &Error{Pos: e.Pos, Reason: fmt.Sprintf("%s is %s, not a value: RETURN %s gives its %s as an item of its own; elsewhere name a property, as in %s", e.Var, what, e.Var, id, prop)}
+	case OpMin, OpMax, OpSum:
+		return s.aggregate(e)
 	}
 	if n := operands(e.Op); (n > 0 && len(e.Args) != n) || (n < 0 && len(e.Args) == 0) {
 		return fail("%s has %d operands", e.Op, len(e.Args))
@@ -455,6 +497,63 @@ func (s scope) check(e *Expr) (types, *Error) {
 	return fail("unknown operator %s", e.Op)
 }
 
+func unknownVariable(v string) string {
+	return fmt.Sprintf("unknown variable %s: name a vertex, as in (%s), or a relationship, as in -[%s:TYPE]->", v, v, v)
+}
+
+// variable resolves a bare variable and says whether it is a relationship.
+func (s scope) variable(e *Expr) (onEdge bool, err *Error) {
+	if _, ok := s.vertices[e.Var]; ok {
+		return false, nil
+	}
+	if _, ok := s.edges[e.Var]; ok {
+		return true, nil
+	}
+	return false, &Error{Pos: e.Pos, Reason: unknownVariable(e.Var)}
+}
+
+// aggregate checks min, max or sum over a list of variables and returns
+// its type: what its values' kinds give, less those it refuses (it skips
+// nulls, so only the kinds count).
+func (s scope) aggregate(e *Expr) (types, *Error) {
+	fail := func(format string, args ...any) (types, *Error) {
+		return 0, &Error{Pos: e.Pos, Reason: e.source() + ": " + fmt.Sprintf(format, args...)}
+	}
+	if len(e.Args) == 0 {
+		return fail("%s of an empty list: list the variables, as in %s([t1, t2].amount)", e.Op, e.Op)
+	}
+	if e.Name == "" {
+		return fail("empty property name")
+	}
+	var onEdge bool
+	for i, a := range e.Args {
+		if a == nil || a.Op != OpVar {
+			return fail("%s reads a property of a list of variables, as in %s([t1, t2].amount)", e.Op, e.Op)
+		}
+		edge, err := s.variable(a)
+		if err != nil {
+			return 0, err
+		}
+		if i > 0 && edge != onEdge {
+			return 0, &Error{Pos: a.Pos, Reason: fmt.Sprintf("%s: %s lists vertices and relationships together: list only vertices or only relationships", e.source(), e.Op)}
+		}
+		onEdge = edge
+	}
+	// A property is a time, a string, or of any kind (propType), so only
+	// sum can refuse one: sum([t1, t2].ts) or sum([t1, t2].id).
+	t := propType(onEdge, e.Name)
+	if e.Op != OpSum {
+		return t &^ tBool, nil
+	}
+	switch t {
+	case tTime:
+		return fail("sum of times: sum adds numbers; subtract two times for a duration, as in t2.ts - t1.ts")
+	case tString:
+		return fail("sum of strings: sum adds numbers")
+	}
+	return tNumber, nil
+}
+
 // operands is the number of Args an operator takes; -1 for one or more.
 func operands(op Op) int {
 	switch op {
@@ -487,12 +586,12 @@ func hint(op Op) string {
 	return ""
 }
 
-// checkWhere checks p's condition and WITHIN bound.
+// checkWhere checks p's condition, WITHIN bound and RETURN items.
 func (p *Pattern) checkWhere() *Error {
 	if p.Within < 0 {
 		return &Error{Pos: p.WithinPos, Reason: fmt.Sprintf("WITHIN %v: the bound must be positive", p.Within)}
 	}
-	if p.Where == nil {
+	if p.Where == nil && len(p.Return) == 0 {
 		return nil
 	}
 	s := p.scope()
@@ -501,18 +600,48 @@ func (p *Pattern) checkWhere() *Error {
 			return &Error{Pos: e.Pos, Reason: e.Name + " names both a vertex and a relationship"}
 		}
 	}
-	t, err := s.check(p.Where)
-	if err != nil {
-		return err
+	if p.Where != nil {
+		t, err := s.check(p.Where)
+		if err != nil {
+			return err
+		}
+		if t&tBool == 0 {
+			return &Error{Pos: p.Where.Pos, Reason: fmt.Sprintf("WHERE %s: a condition must be a boolean, not %s", p.Where.source(), t)}
+		}
 	}
-	if t&tBool == 0 {
-		return &Error{Pos: p.Where.Pos, Reason: fmt.Sprintf("WHERE %s: a condition must be a boolean, not %s", p.Where.source(), t)}
+	return s.checkReturn(p.Return)
+}
+
+// checkReturn checks RETURN items: each a bare variable or an expression of
+// some kind, under a name of its own.
+func (s scope) checkReturn(items []ReturnItem) *Error {
+	names := make(map[string]bool, len(items))
+	for _, it := range items {
+		switch {
+		case it.Expr == nil:
+			return &Error{Pos: it.Pos, Reason: "RETURN " + it.Name + ": an item without an expression"}
+		case it.Expr.Op == OpVar:
+			if _, err := s.variable(it.Expr); err != nil {
+				return err
+			}
+		default:
+			if _, err := s.check(it.Expr); err != nil {
+				return err
+			}
+		}
+		switch {
+		case it.Name == "":
+			return &Error{Pos: it.Pos, Reason: "RETURN " + it.Expr.source() + ": an item needs a name"}
+		case names[it.Name]:
+			return &Error{Pos: it.Pos, Reason: fmt.Sprintf("RETURN: two items named %s; give one another name with AS", it.Name)}
+		}
+		names[it.Name] = true
 	}
 	return nil
 }
 
 // keywords are the words that an expression reserves.
-var keywords = []string{"AND", "OR", "NOT", "IN", "IS", "NULL", "TRUE", "FALSE", "WHERE", "WITHIN"}
+var keywords = []string{"AND", "OR", "NOT", "IN", "IS", "NULL", "TRUE", "FALSE", "WHERE", "WITHIN", "RETURN", "AS"}
 
 func isKeyword(w string) bool {
 	for _, k := range keywords {
@@ -523,30 +652,42 @@ func isKeyword(w string) bool {
 	return false
 }
 
-// Properties returns the distinct property names p's WHERE reads on its
-// vertices and, apart, on its edges, each in the order they first appear:
-// what ingest must keep of an event for this pattern. An edge's ts and id
-// are not among them, since every transfer carries them.
+// Properties returns the distinct property names p's WHERE and RETURN read
+// on its vertices and, apart, on its edges, each in the order they first
+// appear: what ingest must keep of an event for this pattern. An edge's ts
+// and id are not among them, since every transfer carries them.
 func (p *Pattern) Properties() (vertex, edge []string) {
 	s := p.scope()
+	read := func(v, name string) {
+		if _, ok := s.vertices[v]; ok {
+			if !slices.Contains(vertex, name) {
+				vertex = append(vertex, name)
+			}
+		} else if name != PropTime && name != PropID && !slices.Contains(edge, name) {
+			edge = append(edge, name)
+		}
+	}
 	var walk func(e *Expr)
 	walk = func(e *Expr) {
 		if e == nil {
 			return
 		}
-		if e.Op == OpProp {
-			if _, ok := s.vertices[e.Var]; ok {
-				if !slices.Contains(vertex, e.Name) {
-					vertex = append(vertex, e.Name)
-				}
-			} else if e.Name != PropTime && e.Name != PropID && !slices.Contains(edge, e.Name) {
-				edge = append(edge, e.Name)
+		switch e.Op {
+		case OpProp:
+			read(e.Var, e.Name)
+		case OpMin, OpMax, OpSum:
+			for _, a := range e.Args {
+				read(a.Var, e.Name)
 			}
+			return
 		}
 		for _, a := range e.Args {
 			walk(a)
 		}
 	}
 	walk(p.Where)
+	for _, it := range p.Return {
+		walk(it.Expr)
+	}
 	return vertex, edge
 }

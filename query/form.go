@@ -7,8 +7,8 @@ import (
 
 // Form is p written out in one canonical text, the pattern part of every
 // key of its query's alerts (output.Key): the vertices and edges in the order
-// written, each name and label quoted, then WHERE fully parenthesized and
-// WITHIN in nanoseconds. Spacing, comments and the syntax used (Cypher or
+// written, each name and label quoted, then WHERE fully parenthesized,
+// WITHIN in nanoseconds and each RETURN item with its name. Spacing, comments and the syntax used (Cypher or
 // CSM) do not count, so a configuration reformatted at a restart keeps its
 // keys, while any change to what the pattern matches gives other keys.
 func (p *Pattern) Form() string {
@@ -41,6 +41,11 @@ func (p *Pattern) Form() string {
 	}
 	if p.Within != 0 {
 		b.WriteString("within " + strconv.FormatInt(p.Within.Nanoseconds(), 10) + "ns\n")
+	}
+	// RETURN changes what each alert says and, like WHERE, which maps are
+	// alerts of their own.
+	for _, it := range p.Return {
+		b.WriteString("return " + it.Expr.String() + " AS " + strconv.Quote(it.Name) + "\n")
 	}
 	return b.String()
 }

@@ -48,6 +48,12 @@ import (
 // WITHIN d bounds the latest ts of the match's edges minus the earliest by
 // d. See Expr for the three-valued logic.
 //
+// RETURN, last, lists what each match reports, each item an expression
+// (as in WHERE, with aggregates such as sum([t1, t2].amount)) or a bare
+// variable, optionally named with AS:
+//
+//	RETURN a, b, sum([t1, t2].amount) AS total, t2.ts - t1.ts AS gap
+//
 // The pattern is named source. A malformed or invalid pattern gives an
 // *Error (see Validate).
 func ParseCypher(source, text string) (*Pattern, error) {

@@ -340,7 +340,7 @@ func TestParseCypherErrors(t *testing.T) {
 		{"half an arrow", "(a)->(b)", Pos{1, 5}, "unexpected '>': expected '-'"},
 		{"lone left arrow", "(a)<(b)", Pos{1, 5}, "unexpected '(': expected '-'"},
 		{"both ways", "(a)<-->(b)", Pos{1, 4}, "cannot point both ways"},
-		{"trailing clause", "(a)-->(b) RETURN a", Pos{1, 11}, `unexpected "RETURN": expected ',', WHERE, WITHIN or the end of the pattern`},
+		{"trailing clause", "(a)-->(b) ORDER BY a", Pos{1, 11}, `unexpected "ORDER": expected ',', WHERE, WITHIN, RETURN or the end of the pattern`},
 		{"trailing comma", "(a)-->(b),", Pos{1, 11}, "unexpected end of input: expected '('"},
 		{"junk in a node", "(a b)", Pos{1, 4}, `unexpected "b": expected ')'`},
 		{"junk in a relationship", "(a)-[r;]->(b)", Pos{1, 7}, `unexpected ';': expected ']'`},

@@ -13,9 +13,9 @@ import (
 )
 
 // clauses parses what may follow the pattern: WHERE <condition> and
-// WITHIN <duration>, each at most once, in either order.
+// WITHIN <duration>, each at most once, in either order, then RETURN.
 func (c *cypherParser) clauses() *Error {
-	want := "',', WHERE, WITHIN or the end of the pattern"
+	want := "',', WHERE, WITHIN, RETURN or the end of the pattern"
 	for {
 		c.skipSpace()
 		if c.src == "" {
@@ -34,7 +34,7 @@ func (c *cypherParser) clauses() *Error {
 				return err
 			}
 			c.p.Where = e
-			want = "an operator, WITHIN or the end of the query"
+			want = "an operator, WITHIN, RETURN or the end of the query"
 		case strings.EqualFold(w, "WITHIN"):
 			if c.p.Within != 0 {
 				return &Error{Pos: at, Reason: "a second WITHIN: a pattern has one time bound"}
@@ -43,11 +43,88 @@ func (c *cypherParser) clauses() *Error {
 			if err := c.within(at); err != nil {
 				return err
 			}
-			want = "WHERE or the end of the query"
+			want = "WHERE, RETURN or the end of the query"
+		case strings.EqualFold(w, "RETURN"):
+			c.word()
+			return c.returns()
 		default:
 			return c.unexpected(want)
 		}
 	}
+}
+
+// returns parses the items of RETURN, the last clause of a pattern:
+//
+//	return = RETURN item {, item}
+//	item   = or [AS name]
+func (c *cypherParser) returns() *Error {
+	for {
+		c.skipSpace()
+		at := c.pos()
+		if c.src == "" {
+			return c.unexpected("an item to return, such as a, t1.amount or sum([t1, t2].amount)")
+		}
+		e, err := c.or()
+		if err != nil {
+			return err
+		}
+		item := ReturnItem{Expr: e, Pos: at}
+		c.skipSpace()
+		want := "an operator, AS, ',' or the end of the query"
+		if n := c.keyword("AS"); n > 0 {
+			c.advanceBytes(n)
+			c.skipSpace()
+			if item.Name, err = c.itemName(); err != nil {
+				return err
+			}
+			c.skipSpace()
+			want = "',' or the end of the query"
+		} else {
+			item.Name = defaultName(e)
+		}
+		c.p.Return = append(c.p.Return, item)
+		if c.accept(',') {
+			continue
+		}
+		switch w := leadingWord(c.src); {
+		case c.src == "":
+			return nil
+		case strings.EqualFold(w, "RETURN"):
+			return &Error{Pos: c.pos(), Reason: "a second RETURN: list every item in one, separated by commas"}
+		case strings.EqualFold(w, "WHERE"), strings.EqualFold(w, "WITHIN"):
+			return &Error{Pos: c.pos(), Reason: fmt.Sprintf("%s after RETURN: RETURN is the last clause, so write %s before it", w, strings.ToUpper(w))}
+		}
+		return c.unexpected(want)
+	}
+}
+
+// itemName parses the name after AS: a word or any text in backquotes.
+func (c *cypherParser) itemName() (string, *Error) {
+	at := c.pos()
+	if c.peek() == '`' {
+		name, err := c.quoted("name")
+		if err == nil && name == "" {
+			err = &Error{Pos: at, Reason: "empty name after AS"}
+		}
+		return name, err
+	}
+	name := c.word()
+	if name == "" {
+		return "", c.unexpected("a name after AS")
+	}
+	return name, nil
+}
+
+// defaultName is the name of a RETURN item without AS: a bare variable's
+// own, v.p for a property, the source text for anything else.
+func defaultName(e *Expr) string {
+	switch e.Op {
+	case OpVar:
+		return e.Var
+	case OpProp:
+		return e.Var + "." + e.Name
+	}
+	return e.Text
 }
 
 // within parses the duration of WITHIN, whose keyword is at at.
@@ -84,8 +161,11 @@ func (c *cypherParser) within(at Pos) *Error {
 //	sum     = product {(+ | -) product}
 //	product = unary {(* | /) unary}
 //	unary   = - unary | primary
-//	primary = number | duration | string | TRUE | FALSE | var.prop | ( or )
+//	primary = number | duration | string | TRUE | FALSE | var.prop | var | aggregate | ( or )
 //	list    = [ [or {, or}] ]
+//
+// A bare var is a RETURN item of its own, and scope.check refuses it
+// anywhere else; see aggregate for min, max and sum.
 //
 // Each function starts at its first token and stops right after its last,
 // so that a node's Text has no trailing space.
@@ -376,6 +456,17 @@ func (c *cypherParser) primary() (*Expr, *Error) {
 	case w == "":
 		return nil, c.unexpected("a value: a number, a duration, a 'string', true, false, a property such as t1.amount, or '('")
 	case c.dotAfter(len(w)):
+		c.word()
+		c.skipSpace()
+		c.advance() // the dot
+		c.skipSpace()
+		name, err := c.propName(w + ".")
+		if err != nil {
+			return nil, err
+		}
+		e := c.build(OpProp, start, at)
+		e.Var, e.Name = w, name
+		return e, nil
 	case strings.EqualFold(w, "TRUE"), strings.EqualFold(w, "FALSE"):
 		c.word()
 		e := c.build(OpLit, start, at)
@@ -385,30 +476,112 @@ func (c *cypherParser) primary() (*Expr, *Error) {
 		return nil, &Error{Pos: at, Reason: "null is not a value here: test for a missing property with IS NULL or IS NOT NULL"}
 	case isKeyword(w):
 		return nil, c.unexpected("a value")
+	case c.parenAfter(len(w)):
+		return c.aggregate(w, start, at)
+	}
+	c.word()
+	e := c.build(OpVar, start, at)
+	e.Var = w
+	return e, nil
+}
+
+// propName parses a property name, after the dot that follows what.
+func (c *cypherParser) propName(what string) (string, *Error) {
+	nameAt := c.pos()
+	if c.peek() == '`' {
+		name, err := c.quoted("property name")
+		if err == nil && name == "" {
+			err = &Error{Pos: nameAt, Reason: "empty property name"}
+		}
+		return name, err
+	}
+	if name := c.word(); name != "" {
+		return name, nil
+	}
+	return "", c.unexpected("a property name after " + what)
+}
+
+// parenAfter says whether the first thing after the next n bytes, spaces and
+// comments aside, is an opening parenthesis: a function call.
+func (c *cypherParser) parenAfter(n int) bool {
+	m := c.mark()
+	defer c.reset(m)
+	c.advanceBytes(n)
+	c.skipSpace()
+	return c.peek() == '('
+}
+
+// aggregates are the functions, each over a list of variables.
+var aggregates = map[string]Op{"min": OpMin, "max": OpMax, "sum": OpSum}
+
+// aggregate parses a call of the function fn, which starts at start and at:
+//
+//	aggregate = (min | max | sum) ( [ variable {, variable} ] . property )
+func (c *cypherParser) aggregate(fn string, start int, at Pos) (*Expr, *Error) {
+	op, ok := aggregates[strings.ToLower(fn)]
+	if !ok {
+		return nil, &Error{Pos: at, Reason: fmt.Sprintf("unknown function %s: the functions are min, max and sum, as in sum([t1, t2].amount)", fn)}
 	}
 	c.word()
 	c.skipSpace()
-	if !c.accept('.') {
-		return nil, &Error{Pos: at, Reason: fmt.Sprintf("%s alone is not a value: name one of its properties, as in %s.amount", w, w)}
-	}
+	open := c.pos()
+	c.advance() // the parenthesis
 	c.skipSpace()
-	var name string
-	if nameAt := c.pos(); c.peek() == '`' {
-		var err *Error
-		if name, err = c.quoted("property name"); err != nil {
+	list := c.pos()
+	if !c.accept('[') {
+		return nil, c.unexpected(fmt.Sprintf("'[' to start the list of variables, as in %s([t1, t2].amount)", op))
+	}
+	var vars []*Expr
+	for {
+		c.skipSpace()
+		if c.accept(']') {
+			break
+		}
+		if len(vars) > 0 {
+			if !c.accept(',') {
+				if c.src == "" {
+					return nil, &Error{Pos: list, Reason: "unterminated list: expected ']'"}
+				}
+				return nil, c.unexpected("',' or ']'")
+			}
+			c.skipSpace()
+		}
+		if c.src == "" {
+			return nil, &Error{Pos: list, Reason: "unterminated list: expected ']'"}
+		}
+		vStart, vAt := c.offset(), c.pos()
+		name, _, err := c.variable()
+		if err != nil {
 			return nil, err
 		}
 		if name == "" {
-			return nil, &Error{Pos: nameAt, Reason: "empty property name"}
+			return nil, c.unexpected("a vertex or relationship variable")
 		}
-	} else {
-		name = c.word()
+		v := c.build(OpVar, vStart, vAt)
+		v.Var = name
+		vars = append(vars, v)
 	}
-	if name == "" {
-		return nil, c.unexpected("a property name after " + w + ".")
+	if len(vars) == 0 {
+		return nil, &Error{Pos: list, Reason: fmt.Sprintf("%s of an empty list: list the variables, as in %s([t1, t2].amount)", op, op)}
 	}
-	e := c.build(OpProp, start, at)
-	e.Var, e.Name = w, name
+	c.skipSpace()
+	if !c.accept('.') {
+		return nil, c.unexpected("'.' and the property to aggregate after the list, as in [t1, t2].amount")
+	}
+	c.skipSpace()
+	name, err := c.propName("the list's '.'")
+	if err != nil {
+		return nil, err
+	}
+	c.skipSpace()
+	if !c.accept(')') {
+		if c.src == "" {
+			return nil, &Error{Pos: open, Reason: "unterminated call of " + fn + ": expected ')'"}
+		}
+		return nil, c.unexpected("')'")
+	}
+	e := c.build(op, start, at, vars...)
+	e.Name = name
 	return e, nil
 }
 

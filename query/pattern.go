@@ -72,6 +72,21 @@ type Pattern struct {
 	// its edges minus the earliest is at most Within. 0 means no bound.
 	Within    time.Duration
 	WithinPos Pos
+
+	// Return lists what each match reports, nil without a RETURN. Unlike
+	// WHERE it filters nothing, but like WHERE it tells apart the maps that
+	// an automorphism of the pattern relates (see Compile).
+	Return []ReturnItem
+}
+
+// ReturnItem is one item of RETURN: an expression, or a bare variable (an
+// OpVar, which only an item may be), reported under Name.
+type ReturnItem struct {
+	Expr *Expr
+	// Name is what AS gave or, without AS, the variable for a bare one,
+	// "v.p" for a property and the source text for anything else.
+	Name string
+	Pos  Pos
 }
 
 // Error is a rejected query: where and why.

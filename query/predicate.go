@@ -54,9 +54,9 @@ type Conjunct struct {
 // since a Conjunct keeps the Bindings it reads in a 64-bit mask.
 const MaxBindings = 64
 
-// durationKind is the run-time kind of a duration, which only expressions
+// DurationKind is the run-time kind of a duration, which only expressions
 // produce, never data: Num holds milliseconds, the unit of graph.Time.
-const durationKind graph.Kind = 255
+const DurationKind graph.Kind = 255
 
 // bindings builds q.Bindings from p's edges, given the query edge that each
 // pattern edge compiled to. It returns the Binding of each variable, the
@@ -98,7 +98,7 @@ func (q *Query) predicates(p *Pattern, byName map[string]int, first []int) *Erro
 	if p.Where == nil && p.Within == 0 {
 		return nil
 	}
-	c := &predCompiler{q: q, p: p, byName: byName, first: first, scope: p.scope(), refs: make(map[PropRef]int), pred: &Predicates{}}
+	c := newCompiler(q, p, byName, first)
 	if p.Where != nil {
 		for _, e := range splitAnd(p.Where, nil) {
 			if err := c.conjunct(e); err != nil {
@@ -113,7 +113,7 @@ func (q *Query) predicates(p *Pattern, byName map[string]int, first []int) *Erro
 			return err
 		}
 	}
-	q.Pred = c.pred
+	q.Pred = &Predicates{Props: c.props, Conjuncts: c.conjuncts}
 	return nil
 }
 
@@ -126,15 +126,22 @@ func splitAnd(e *Expr, dst []*Expr) []*Expr {
 	return append(dst, e)
 }
 
+// predCompiler compiles the expressions of WHERE or of RETURN into
+// functions over one list of property values, props.
 type predCompiler struct {
-	q      *Query
-	p      *Pattern
-	byName map[string]int
-	first  []int // the first pattern edge of each Binding
-	scope  scope
-	refs   map[PropRef]int
-	pred   *Predicates
-	cur    *Conjunct // the conjunct being compiled
+	q         *Query
+	p         *Pattern
+	byName    map[string]int
+	first     []int // the first pattern edge of each Binding
+	scope     scope
+	refs      map[PropRef]int // index in props
+	props     []PropRef
+	conjuncts []Conjunct
+	cur       *Conjunct // the conjunct or RETURN item being compiled: what it reads
+}
+
+func newCompiler(q *Query, p *Pattern, byName map[string]int, first []int) *predCompiler {
+	return &predCompiler{q: q, p: p, byName: byName, first: first, scope: p.scope(), refs: make(map[PropRef]int)}
 }
 
 func (c *predCompiler) conjunct(e *Expr) *Error {
@@ -148,7 +155,7 @@ func (c *predCompiler) conjunct(e *Expr) *Error {
 		return nil // always true: nothing to check
 	}
 	c.cur.Eval = eval
-	c.pred.Conjuncts = append(c.pred.Conjuncts, *c.cur)
+	c.conjuncts = append(c.conjuncts, *c.cur)
 	return nil
 }
 
@@ -178,18 +185,18 @@ func (c *predCompiler) within() *Error {
 		}
 		return hi-lo <= limit
 	}
-	c.pred.Conjuncts = append(c.pred.Conjuncts, *c.cur)
+	c.conjuncts = append(c.conjuncts, *c.cur)
 	return nil
 }
 
-// ref returns the index of r in Props, adding it, and records the read in
+// ref returns the index of r in props, adding it, and records the read in
 // the current conjunct.
 func (c *predCompiler) ref(r PropRef) int {
 	i, ok := c.refs[r]
 	if !ok {
-		i = len(c.pred.Props)
+		i = len(c.props)
 		c.refs[r] = i
-		c.pred.Props = append(c.pred.Props, r)
+		c.props = append(c.props, r)
 	}
 	if r.OnEdge {
 		c.cur.Bindings |= 1 << uint(r.Index)
@@ -228,27 +235,27 @@ func (c *predCompiler) expr(e *Expr) (evalFn, *Error) {
 		v := e.Lit
 		return func([]graph.Value) graph.Value { return v }, nil
 	case OpDuration:
-		v := graph.Value{Kind: durationKind, Num: e.Lit.Num}
+		v := graph.Value{Kind: DurationKind, Num: e.Lit.Num}
 		return func([]graph.Value) graph.Value { return v }, nil
 	case OpProp:
-		var r PropRef
-		if v, ok := c.scope.vertices[e.Var]; ok {
-			r = PropRef{Index: v, Name: e.Name}
-		} else {
-			b, ok := c.byName[e.Var]
-			if !ok {
-				return nil, &Error{Pos: e.Pos, Reason: "unknown variable " + e.Var}
-			}
-			if why := c.unbindable(c.first[b]); why != "" {
-				return nil, &Error{Pos: e.Pos, Reason: e.source() + ": " + why}
-			}
-			if b >= MaxBindings {
-				return nil, &Error{Pos: e.Pos, Reason: fmt.Sprintf("%s: predicates read at most %d edges' transfers, and %s is edge %d", e.source(), MaxBindings, e.Var, b+1)}
-			}
-			r = PropRef{OnEdge: true, Index: b, Name: e.Name}
+		i, err := c.prop(e, e.Name)
+		if err != nil {
+			return nil, err
 		}
-		i := c.ref(r)
 		return func(vals []graph.Value) graph.Value { return vals[i] }, nil
+	case OpMin, OpMax, OpSum:
+		idx := make([]int, len(e.Args))
+		for j, a := range e.Args {
+			i, err := c.prop(a, e.Name)
+			if err != nil {
+				return nil, err
+			}
+			idx[j] = i
+		}
+		if e.Op == OpSum {
+			return sum(idx), nil
+		}
+		return extreme(e.Op == OpMin, idx), nil
 	}
 	args := make([]evalFn, len(e.Args))
 	for i, a := range e.Args {
@@ -270,7 +277,7 @@ func (c *predCompiler) expr(e *Expr) (evalFn, *Error) {
 	case OpNeg:
 		f := args[0]
 		return func(vals []graph.Value) graph.Value {
-			if v := f(vals); v.Kind == graph.Number || v.Kind == durationKind {
+			if v := f(vals); v.Kind == graph.Number || v.Kind == DurationKind {
 				return graph.Value{Kind: v.Kind, Num: -v.Num}
 			}
 			return null
@@ -295,6 +302,79 @@ func (c *predCompiler) expr(e *Expr) (evalFn, *Error) {
 		return in(args[0], args[1:]), nil
 	}
 	panic("BUG: query: unchecked operator " + e.Op.String())
+}
+
+// prop returns the index in props of property name of the variable that e
+// (an OpProp or OpVar) names.
+func (c *predCompiler) prop(e *Expr, name string) (int, *Error) {
+	if v, ok := c.scope.vertices[e.Var]; ok {
+		return c.ref(PropRef{Index: v, Name: name}), nil
+	}
+	b, ok := c.byName[e.Var]
+	if !ok {
+		return 0, &Error{Pos: e.Pos, Reason: "unknown variable " + e.Var}
+	}
+	if why := c.unbindable(c.first[b]); why != "" {
+		return 0, &Error{Pos: e.Pos, Reason: e.source() + ": " + why}
+	}
+	if b >= MaxBindings {
+		return 0, &Error{Pos: e.Pos, Reason: fmt.Sprintf("%s: predicates read at most %d edges' transfers, and %s is edge %d", e.source(), MaxBindings, e.Var, b+1)}
+	}
+	return c.ref(PropRef{OnEdge: true, Index: b, Name: name}), nil
+}
+
+// sum adds the values at idx, skipping nulls: numbers give a number and
+// durations a duration; none gives null, and so do other kinds or a mix.
+func sum(idx []int) evalFn {
+	return func(vals []graph.Value) graph.Value {
+		out := null
+		for _, i := range idx {
+			switch v := vals[i]; {
+			case v.Kind == graph.Null:
+			case v.Kind != graph.Number && v.Kind != DurationKind, out.Kind != graph.Null && out.Kind != v.Kind:
+				return null
+			default:
+				out = graph.Value{Kind: v.Kind, Num: out.Num + v.Num}
+			}
+		}
+		return out
+	}
+}
+
+// extreme is min (or, with least false, max) of the values at idx,
+// skipping nulls: numbers, strings, times or durations, all of one kind, as
+// compare orders them, and NaN if a number is NaN, as math.Min has it.
+// None gives null, and so do booleans or a mix of kinds.
+func extreme(least bool, idx []int) evalFn {
+	return func(vals []graph.Value) graph.Value {
+		out := null
+		for _, i := range idx {
+			v := vals[i]
+			switch {
+			case v.Kind == graph.Null:
+				continue
+			case out.Kind == graph.Null:
+				if kindType(v.Kind)&(tNumber|tString|tTime|tDuration) == 0 {
+					return null
+				}
+				out = v
+				continue
+			case v.Kind != out.Kind:
+				return null
+			}
+			switch {
+			case v.Kind == graph.String:
+				if (v.Str < out.Str) == least && v.Str != out.Str {
+					out = v
+				}
+			case least:
+				out.Num = math.Min(out.Num, v.Num)
+			default:
+				out.Num = math.Max(out.Num, v.Num)
+			}
+		}
+		return out
+	}
 }
 
 func isFalse(v graph.Value) bool { return v.Kind == graph.Bool && v.Num == 0 }
@@ -386,7 +466,7 @@ func arith(op Op, l, r graph.Value) graph.Value {
 	case tTime:
 		k = graph.Time
 	case tDuration:
-		k = durationKind
+		k = DurationKind
 	default:
 		return null
 	}
@@ -445,7 +525,7 @@ func literalSet(list []*Expr) (valueSet, bool) {
 		switch e.Op {
 		case OpLit:
 		case OpDuration:
-			v.Kind = durationKind
+			v.Kind = DurationKind
 		default:
 			return valueSet{}, false
 		}
@@ -487,8 +567,8 @@ func (s valueSet) in(f evalFn) evalFn {
 }
 
 // ReadsTransfers says whether q reads what only the transfers of package
-// bundle keep: a property, an event time or an id in its predicates, or two
-// parallel transfers of one pair.
+// bundle keep: a property, an event time or an id in its predicates or its
+// RETURN, or two parallel transfers of one pair.
 func (q *Query) ReadsTransfers() bool {
-	return q.Pred != nil || len(q.Bindings) > len(q.Edges)
+	return q.Pred != nil || q.Return != nil || len(q.Bindings) > len(q.Edges)
 }

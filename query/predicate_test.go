@@ -480,10 +480,10 @@ func TestInSet(t *testing.T) {
 	pool := []graph.Value{
 		{}, graph.NumberValue(0), graph.NumberValue(math.Copysign(0, -1)), graph.NumberValue(1), graph.NumberValue(math.NaN()),
 		graph.StringValue(""), graph.StringValue("a"), graph.StringValue("1"), graph.BoolValue(true), graph.BoolValue(false),
-		{Kind: durationKind, Num: 1}, graph.TimeValue(1),
+		{Kind: DurationKind, Num: 1}, graph.TimeValue(1),
 	}
 	literal := func(v graph.Value) *Expr {
-		if v.Kind == durationKind {
+		if v.Kind == DurationKind {
 			return &Expr{Op: OpDuration, Lit: graph.NumberValue(v.Num)}
 		}
 		return &Expr{Op: OpLit, Lit: v}

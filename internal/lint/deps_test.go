@@ -33,7 +33,7 @@ var allowed = map[string][]string{
 	"internal/par":       {},
 	"internal/testtls":   {},
 	"internal/kafkaconn": {"internal/testtls"},
-	"query":              {"graph"},
+	"query":              {"graph", "internal/jsonstr"},
 	"dyngraph":           {"graph", "internal/hostmem"},
 	"engine":             {"graph", "query", "dyngraph", "bundle", "ingest", "incremental", "internal/hostmem", "internal/par"},
 	"bundle":             {"graph", "dyngraph"},
