@@ -58,6 +58,7 @@ type Binder struct {
 	mu       sync.Mutex                 // guards overflow
 	overflow *expander                  // for workers beyond exps
 	byQuery  map[*query.Query]*bindPlan // during Match: the plans with edge filters
+	cur      []*bindPlan                // the plans of the last Match or Static call, for Returns
 }
 
 // For implements EdgeFilter.
@@ -76,6 +77,7 @@ func (b *Binder) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query
 	if err != nil {
 		return nil, err
 	}
+	b.cur = plans
 	b.prepare(len(queries))
 	if ef, ok := b.Matcher.(edgeFilterer); ok {
 		b.byQuery = make(map[*query.Query]*bindPlan, len(plans))
@@ -108,6 +110,7 @@ func (b *Binder) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, si
 	if err != nil {
 		return nil, err
 	}
+	b.cur = plans
 	b.prepare(len(queries))
 	inner := b.expanding(g, plans, mode, sink, true)
 	if _, err := b.Matcher.Static(g, queries, Enumerate, inner); err != nil {
@@ -154,10 +157,14 @@ func (b *Binder) expanding(g *dyngraph.Graph, plans []*bindPlan, mode Mode, sink
 // kept later.
 func (b *Binder) Register(queries []*query.Query) {
 	for _, q := range queries {
-		if q.Pred == nil {
-			continue
+		var refs []query.PropRef
+		if q.Pred != nil {
+			refs = q.Pred.Props
 		}
-		for _, ref := range q.Pred.Props {
+		if q.Return != nil {
+			refs = append(refs[:len(refs):len(refs)], q.Return.Props...)
+		}
+		for _, ref := range refs {
 			switch {
 			case !ref.OnEdge:
 				b.Store.VertexColumn(ref.Name)
@@ -222,9 +229,10 @@ type bindPlan struct {
 	// direct: and every map the Matcher reports holds, as the query reads
 	// nothing of the transfers.
 	vertexLevel, direct bool
-	// readsValues: the predicates read some property (of a vertex or a
-	// transfer) that a set can change.
+	// readsValues: the predicates or the RETURN read some property (of a
+	// vertex or a transfer) that a set can change.
 	readsValues bool
+	ret         *retPlan // nil without RETURN
 }
 
 type bindInfo struct {
@@ -260,6 +268,12 @@ func (b *Binder) plan(g *dyngraph.Graph, queries []*query.Query) ([]*bindPlan, e
 		p.vertexLevel = b.VertexMatches && !q.NamesTransfers()
 		p.direct = p.vertexLevel && !q.ReadsTransfers()
 		p.at = make([][]int, len(q.Bindings))
+		if p.ret = b.retPlan(q); p.ret != nil {
+			p.readsValues = len(p.ret.vprops) > 0
+			for _, ep := range p.ret.eprops {
+				p.readsValues = p.readsValues || ep.col >= 0
+			}
+		}
 		for k, bd := range q.Bindings {
 			e := q.Edges[bd.Edge]
 			bi := bindInfo{edge: bd.Edge, bindable: e.Label != graph.Wildcard && (e.Directed || !q.Directed)}
@@ -583,9 +597,10 @@ func (x *expander) setTouches() bool {
 
 // holdsOther says whether the complete assignment x.tx, whose transfers are
 // all present before and after the batch, satisfies the predicates in the
-// view other than its sign's too. Only then is it no change: a set that
-// makes the predicates false (true) in the view after the batch makes it
-// disappear (appear).
+// view other than its sign's too, with the same RETURN row. Only then is it
+// no change: a set that makes the predicates false (true) in the view after
+// the batch makes it disappear (appear), and one that changes its row
+// replaces the row.
 func (x *expander) holdsOther() bool {
 	p, s := x.p, x.p.store
 	touched := false
@@ -611,12 +626,14 @@ func (x *expander) holdsOther() bool {
 			x.load(x.other, bi, x.tx[k], o)
 		}
 	}
-	for _, c := range p.q.Pred.Conjuncts {
-		if !c.Eval(x.other) {
-			return false
+	if p.q.Pred != nil {
+		for _, c := range p.q.Pred.Conjuncts {
+			if !c.Eval(x.other) {
+				return false
+			}
 		}
 	}
-	return true
+	return p.ret == nil || p.ret.sameIn(s, x.m, x.tx)
 }
 
 // load puts transfer t's values of binding bi in view into vals.

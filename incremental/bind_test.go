@@ -258,6 +258,9 @@ func (o *oracle) bind(q *query.Query, m []graph.VertexID, out map[string]int) {
 			for _, t := range pick {
 				fmt.Fprintf(&sb, " %s#%d", t.ident(), t.serial)
 			}
+			if q.Return != nil {
+				sb.WriteString(" " + showRow(o.row(q, m, pick)))
+			}
 			out[sb.String()]++
 			return
 		}
@@ -279,8 +282,38 @@ func (o *oracle) holds(q *query.Query, m []graph.VertexID, pick []*oTransfer) bo
 	if q.Pred == nil {
 		return true
 	}
-	vals := make([]graph.Value, len(q.Pred.Props))
-	for i, r := range q.Pred.Props {
+	vals := o.values(q.Pred.Props, m, pick)
+	for _, c := range q.Pred.Conjuncts {
+		if !c.Eval(vals) {
+			return false
+		}
+	}
+	return true
+}
+
+// row is q's RETURN items for a match.
+func (o *oracle) row(q *query.Query, m []graph.VertexID, pick []*oTransfer) []graph.Value {
+	vals := o.values(q.Return.Props, m, pick)
+	var out []graph.Value
+	for _, it := range q.Return.Items {
+		out = append(out, it.Eval(vals))
+	}
+	return out
+}
+
+func showRow(row []graph.Value) string {
+	var sb strings.Builder
+	for _, v := range row {
+		sb.Write(query.AppendJSONValue(nil, v))
+		sb.WriteByte(';')
+	}
+	return sb.String()
+}
+
+// values are the values of refs for a match.
+func (o *oracle) values(refs []query.PropRef, m []graph.VertexID, pick []*oTransfer) []graph.Value {
+	vals := make([]graph.Value, len(refs))
+	for i, r := range refs {
 		switch {
 		case !r.OnEdge:
 			vals[i] = o.country[m[r.Index]]
@@ -296,18 +329,14 @@ func (o *oracle) holds(q *query.Query, m []graph.VertexID, pick []*oTransfer) bo
 			vals[i] = pick[r.Index].amount
 		}
 	}
-	for _, c := range q.Pred.Conjuncts {
-		if !c.Eval(vals) {
-			return false
-		}
-	}
-	return true
+	return vals
 }
 
 // boundKey renders a Binder match as the oracle does, naming each
 // transfer's version by the oracle's serial of its ident in the match's
-// view (versions before the batch for sign -, after it for sign +).
-func boundKey(s *bundle.Store, q *query.Query, m []graph.VertexID, tx []bundle.Tx, versions map[string]int) string {
+// view (versions before the batch for sign -, after it for sign +), and
+// with its RETURN row, row.
+func boundKey(s *bundle.Store, q *query.Query, m []graph.VertexID, tx []bundle.Tx, versions map[string]int, row []graph.Value) string {
 	var sb strings.Builder
 	fmt.Fprint(&sb, m)
 	for k, t := range tx {
@@ -322,6 +351,9 @@ func boundKey(s *bundle.Store, q *query.Query, m []graph.VertexID, tx []bundle.T
 			serial = -1 // no such transfer in the view: the match is wrong
 		}
 		fmt.Fprintf(&sb, " %s#%d", ot.ident(), serial)
+	}
+	if q.Return != nil {
+		sb.WriteString(" " + showRow(row))
 	}
 	return sb.String()
 }
@@ -353,6 +385,11 @@ var transferQueries = []string{
 	`(a)-[t1:T]->(b:A)-[t2:T]->(c) WHERE t1.amount > 2 AND t2.amount < 4 AND t1.ts <= t2.ts`,
 	// OR and arithmetic across two bindings.
 	`(a)-[t1:T]->(b)<-[t2:T]-(c) WHERE t1.amount + t2.amount >= 7 OR NOT t1.amount < 4`,
+	// A RETURN: a set of a value it reads replaces the row.
+	`(a)-[t1:T]->(b)-[t2:T]->(c) WHERE t1.amount < 5 RETURN a, t1, t1.amount + t2.amount AS total, ` +
+		`c.country, t2.ts - t1.ts AS span, max([t1, t2].amount) AS top`,
+	// A RETURN without WHERE, on a ring whose rotations it tells apart.
+	`(a)-[x:T]->(b)-[y:T]->(c)-[z:T]->(a) RETURN b.country AS bc, sum([x, y, z].amount) AS moved`,
 }
 
 // randomTransfers makes a stream over few vertices and ids, so that
@@ -487,7 +524,7 @@ func checkBinder(t *testing.T, directed bool, seed uint64, sets bool) {
 			if sign < 0 {
 				vs = was
 			}
-			k := boundKey(store, queries[qi], m, tx, vs)
+			k := boundKey(store, queries[qi], m, tx, vs, b.Returns(qi, sign, m, tx, nil))
 			if sign > 0 {
 				got[qi][0][k]++
 			} else {

@@ -112,7 +112,7 @@ func checkVertexMatches(t *testing.T, directed bool, seed uint64, sets bool) {
 				if sign < 0 {
 					vs = was
 				}
-				k = boundKey(store, queries[qi], m, tx, vs)
+				k = boundKey(store, queries[qi], m, tx, vs, b.Returns(qi, sign, m, tx, nil))
 			} else if tx != nil {
 				t.Errorf("%s reported transfers %v", queries[qi].Name, tx)
 			}

@@ -17,7 +17,8 @@ import (
 // predicates, on the GPU and the CPU under the Binder, in every placement:
 // renewed pairs (a transfer added to or taken from a pair that stays) must
 // be found in the old and the new view alike, so the transfer-level deltas
-// must be the same.
+// must be the same. The stream sets accounts' countries and transfers'
+// amounts too, which renew every pair they touch.
 func TestBinderGPUEqualsCPU(t *testing.T) {
 	for _, pl := range []Placement{ZeroCopy, Device, GCSM} {
 		x := openGPU(t, pl, false)
@@ -36,6 +37,7 @@ var binderQueries = []string{
 	`(a)-[x:T]->(b)-[y:T]->(c)-[z:T]->(a)`,
 	`(a)-[t1:T]->(b), (a)-[t2:T]->(b) WHERE t2.amount > t1.amount`,
 	`(a)-[x:T]->(b:B)<-[y:T]-(c)-[z:T]->(d) WITHIN 20s`,
+	`(a:A)-[x:T]->(b)-[y:T]->(c) WHERE a.country = 'DE' AND y.amount < 30`,
 }
 
 func binderVsCPU(t *testing.T, x *GPU, seed uint64, directed bool) {
@@ -76,8 +78,15 @@ func binderVsCPU(t *testing.T, x *GPU, seed uint64, directed bool) {
 			u := graph.Update{Op: graph.Insert, Src: a, Dst: c, Label: label, SrcLabel: vl[a%2], DstLabel: vl[c%2],
 				Tx: &graph.Transfer{ID: fmt.Sprintf("x%d", r.IntN(60)), Time: int64(1000 * r.IntN(30)),
 					Props: []graph.Prop{{Name: "amount", Value: graph.NumberValue(float64(r.IntN(40)))}}}}
-			if r.IntN(4) == 0 {
+			switch r.IntN(10) {
+			case 0, 1:
 				u.Op = graph.Delete
+			case 2:
+				country := []string{"DE", "FR"}[r.IntN(2)]
+				u = graph.Update{Op: graph.SetVertex, Src: a, Tx: &graph.Transfer{SrcProps: []graph.Prop{{Name: "country", Value: graph.StringValue(country)}}}}
+			case 3:
+				u = graph.Update{Op: graph.SetEdge, Tx: &graph.Transfer{ID: fmt.Sprintf("x%d", r.IntN(60)),
+					Props: []graph.Prop{{Name: "amount", Value: graph.NumberValue(float64(r.IntN(40)))}}}}
 			}
 			batch = append(batch, u)
 		}
@@ -116,7 +125,11 @@ func boundMatches(t *testing.T, b *incremental.Binder, s *bundle.Store, g *dyngr
 	counts, err := b.Match(g, delta, qs, incremental.Enumerate, func(_, qi int, sign graph.Sign, m []graph.VertexID, tx []bundle.Tx) {
 		k := fmt.Sprint(qi, sign, m)
 		for _, x := range tx {
-			k += fmt.Sprintf(" %s/%d/%v", s.ID(x), s.Time(x), s.Value(x, amount))
+			view := bundle.After
+			if sign < 0 {
+				view = bundle.Before
+			}
+			k += fmt.Sprintf(" %s/%d/%v", s.ID(x), s.Time(x), s.ValueIn(x, amount, view))
 		}
 		mu.Lock()
 		got[k]++
