@@ -32,6 +32,13 @@ type Transfer struct {
 	Time string `json:"ts,omitempty"`
 }
 
+// Field is one item of a query's RETURN: its name and its value, already
+// JSON (a number, a string, true, false or null).
+type Field struct {
+	Name  string
+	Value []byte
+}
+
 // Event is one match delta, as docs/operations.md ("Kafka") describes it.
 type Event struct {
 	Query  string
@@ -46,11 +53,14 @@ type Event struct {
 	EdgeEnds   [][2]int
 	EdgeLabels []string
 	Transfers  []Transfer // per binding of a query over transfers; nil omits the field
-	Batch      uint64
-	EventTime  string  // RFC 3339 (UTC, millisecond precision), "" omits the field
-	Source     *Source // nil omits the field (e.g. deletions made by window expiry)
-	Initial    bool    // part of a new query's initial snapshot; false omits the field
-	Key        string
+	// Return is the query's RETURN row, in item order; nil omits the
+	// field. A disappeared match carries the row it had.
+	Return    []Field
+	Batch     uint64
+	EventTime string  // RFC 3339 (UTC, millisecond precision), "" omits the field
+	Source    *Source // nil omits the field (e.g. deletions made by window expiry)
+	Initial   bool    // part of a new query's initial snapshot; false omits the field
+	Key       string
 }
 
 // appendEdge appends the i-th edge of "edges".
@@ -74,8 +84,9 @@ func (e Event) MarshalJSON() ([]byte, error) {
 }
 
 // AppendJSON appends e as one JSON object, without a newline, to dst and returns the extended buffer. The
-// keys come in the order "query", "change", "match", "edges", "transfers", "batch", "event_time", "source",
-// "initial", "key"; "transfers", "event_time", "source" and "initial" are left out when empty. Match is an object whose members keep
+// keys come in the order "query", "change", "match", "edges", "transfers", "return", "batch", "event_time",
+// "source", "initial", "key"; "transfers", "return", "event_time", "source" and "initial" are left out when
+// empty. Match is an object whose members keep
 // the order of e.Match. Strings are escaped as encoding/json escapes them with SetEscapeHTML(false): invalid
 // UTF-8 becomes U+FFFD, so the output is always valid JSON.
 //
@@ -124,6 +135,18 @@ func AppendJSON(dst []byte, e *Event) []byte {
 			dst = append(dst, '}')
 		}
 		dst = append(dst, ']')
+	}
+	if e.Return != nil {
+		dst = append(dst, `,"return":{`...)
+		for i := range e.Return {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = jsonstr.Append(dst, e.Return[i].Name)
+			dst = append(dst, ':')
+			dst = append(dst, e.Return[i].Value...)
+		}
+		dst = append(dst, '}')
 	}
 	dst = append(dst, `,"batch":`...)
 	dst = strconv.AppendUint(dst, e.Batch, 10)

@@ -149,6 +149,26 @@ func TestAppendJSONExample(t *testing.T) {
 	}
 }
 
+// TestAppendJSONReturn writes a RETURN row as an object in item order, after
+// the transfers, and reads it back.
+func TestAppendJSONReturn(t *testing.T) {
+	e := exampleEvent()
+	e.Source, e.EventTime = nil, ""
+	e.Return = []Field{{"a", []byte(`"acct:17"`)}, {"total", []byte(`12500`)}, {"span", []byte(`"1h30m"`)}, {"top", []byte(`null`)}}
+	got := string(AppendJSON(nil, &e))
+	want := `{"query":"ring3","change":"appeared","match":{"a":"acct:17","b":"acct:42","c":"acct:9"},` +
+		`"edges":[["acct:17","acct:42","TRANSFER"],["acct:42","acct:9","TRANSFER"],["acct:9","acct:17","TRANSFER"]],` +
+		`"return":{"a":"acct:17","total":12500,"span":"1h30m","top":null},"batch":1834,` +
+		`"key":"ring3/ff8281fc3aa2edd9513ef343f4697a18"}`
+	if got != want {
+		t.Fatalf("AppendJSON:\ngot  %s\nwant %s", got, want)
+	}
+	var back Event
+	if err := json.Unmarshal([]byte(got), &back); err != nil || !reflect.DeepEqual(back, e) {
+		t.Fatalf("Unmarshal(%s) = %+v, %v; want %+v", got, back, err, e)
+	}
+}
+
 func TestAppendJSONOmitted(t *testing.T) {
 	e := Event{Query: "q", Change: Disappeared, Batch: 7, Key: "q/00"}
 	data := checkRoundTrip(t, &e)

@@ -19,6 +19,7 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 		Match     json.RawMessage `json:"match"`
 		Edges     [][3]string     `json:"edges"`
 		Transfers []Transfer      `json:"transfers"`
+		Return    json.RawMessage `json:"return"`
 		Batch     uint64          `json:"batch"`
 		EventTime string          `json:"event_time"`
 		Source    *Source         `json:"source"`
@@ -40,6 +41,10 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return fmt.Errorf(`"match": %w`, err)
 	}
+	ret, err := parseReturn(w.Return)
+	if err != nil {
+		return fmt.Errorf(`"return": %w`, err)
+	}
 	if len(w.Edges) == 0 {
 		w.Edges = nil
 	}
@@ -47,7 +52,7 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 		w.Transfers = nil
 	}
 	*e = Event{
-		Query: *w.Query, Change: *w.Change, Match: match, Edges: w.Edges, Transfers: w.Transfers, Batch: w.Batch,
+		Query: *w.Query, Change: *w.Change, Match: match, Edges: w.Edges, Transfers: w.Transfers, Return: ret, Batch: w.Batch,
 		EventTime: w.EventTime, Source: w.Source, Initial: w.Initial, Key: *w.Key,
 	}
 	return nil
@@ -92,4 +97,29 @@ func parseMatch(data json.RawMessage) ([]Binding, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// parseReturn decodes a RETURN row, a JSON object of values, into fields in
+// member order (a Go map would lose it); absent or null is no row.
+func parseReturn(data json.RawMessage) ([]Field, error) {
+	if len(data) == 0 || string(data) == "null" {
+		return nil, nil
+	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
+		return nil, errors.New("not an object")
+	}
+	out := []Field{}
+	for d.More() {
+		k, err := d.Token()
+		if err != nil {
+			return nil, err
+		}
+		var v json.RawMessage
+		if err := d.Decode(&v); err != nil {
+			return nil, fmt.Errorf("%v: %w", k, err)
+		}
+		out = append(out, Field{Name: k.(string), Value: v})
+	}
+	return out, nil
 }

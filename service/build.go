@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gcsm/gcsm/graph"
+	"github.com/gcsm/gcsm/internal/jsonstr"
 	"github.com/gcsm/gcsm/internal/par"
 	"github.com/gcsm/gcsm/output"
 	"github.com/gcsm/gcsm/query"
@@ -105,11 +106,12 @@ type matched struct {
 type ref struct {
 	pre, pre2 uint64
 	m         []graph.VertexID
-	tx        []transfer // the bound transfers of a query over transfers
+	tx        []transfer    // the bound transfers of a query over transfers
+	ret       []graph.Value // the RETURN row of a query with one
 }
 
-func newRef(f found, m []graph.VertexID, tx []transfer) ref {
-	r := ref{pre: uint64(f.q) << 33, m: m, tx: tx}
+func newRef(f found, m []graph.VertexID, tx []transfer, ret []graph.Value) ref {
+	r := ref{pre: uint64(f.q) << 33, m: m, tx: tx, ret: ret}
 	if f.sign > 0 { // disappeared before appeared
 		r.pre |= 1 << 32
 	}
@@ -207,7 +209,7 @@ func (s *Service) build(b *batchState) {
 		bindings = bindings[len(bs):]
 		par.Each(hi-lo, func(i int) {
 			r := refs[lo+i]
-			eb.event(&events[lo+i], st, r.m, r.tx, bs[i*nv:(i+1)*nv:(i+1)*nv], r.pre&(1<<32) == 0)
+			eb.event(&events[lo+i], st, r, bs[i*nv:(i+1)*nv:(i+1)*nv], r.pre&(1<<32) == 0)
 		})
 		if run := st.initial.Load(); run != nil && !mt.initial {
 			run.touch(events[lo:hi])
@@ -225,9 +227,11 @@ func (s *Service) build(b *batchState) {
 
 // cancelRenewed drops, from refs sorted by compareRefs, each vertex map of a
 // query that reports vertex maps (incremental.Binder.VertexMatches) which
-// disappeared and appeared in the one batch: the Binder reports both when a
-// transfer of the map's pairs changed and the map held before and after, so
-// for the consumer nothing changed. It compacts refs in place.
+// disappeared and appeared in the one batch with the same RETURN row: the
+// Binder reports both when a transfer of the map's pairs or a value of its
+// vertices changed and the map held before and after, so for the consumer
+// nothing changed. A changed row stays: the old row goes, the new one comes.
+// It compacts refs in place.
 func cancelRenewed(refs []ref, queries []*standing) []ref {
 	var drop []bool
 	for lo := 0; lo < len(refs); {
@@ -248,10 +252,12 @@ func cancelRenewed(refs []ref, queries []*standing) []ref {
 				case c > 0:
 					j++
 				default:
-					if drop == nil {
-						drop = make([]bool, len(refs))
+					if sameRow(refs[i].ret, refs[j].ret) {
+						if drop == nil {
+							drop = make([]bool, len(refs))
+						}
+						drop[i], drop[j] = true, true
 					}
-					drop[i], drop[j] = true, true
 					i, j = i+1, j+1
 				}
 			}
@@ -269,6 +275,10 @@ func cancelRenewed(refs []ref, queries []*standing) []ref {
 		}
 	}
 	return refs[:w]
+}
+
+func sameRow(a, b []graph.Value) bool {
+	return slices.EqualFunc(a, b, graph.Value.Equal)
 }
 
 // compareMaps orders matches of one query by their vertices alone, whatever
@@ -343,7 +353,12 @@ func (mt *matched) gather() []ref {
 					nb := len(q.Bindings)
 					tx = w.txs[f.tx : f.tx+nb : f.tx+nb]
 				}
-				out[i] = newRef(f, w.verts[f.at:f.at+n:f.at+n], tx)
+				var ret []graph.Value
+				if f.ret >= 0 {
+					ni := len(q.Return.Items)
+					ret = w.rets[f.ret : f.ret+ni : f.ret+ni]
+				}
+				out[i] = newRef(f, w.verts[f.at:f.at+n:f.at+n], tx, ret)
 			}
 		})
 	}
@@ -476,8 +491,9 @@ func newEventBuilder(s *Service, b *batchState, mt *matched) *eventBuilder {
 // event builds the event of one match into ev and its bindings into match,
 // sized by the caller for st. It allocates only the key, and a message's
 // event time the first time an event names it.
-func (eb *eventBuilder) event(ev *output.Event, st *standing, m []graph.VertexID, tx []transfer, match []output.Binding, disappeared bool) {
+func (eb *eventBuilder) event(ev *output.Event, st *standing, r ref, match []output.Binding, disappeared bool) {
 	s, b, mt := eb.s, eb.b, eb.mt
+	m, tx := r.m, r.tx
 	*ev = output.Event{Query: st.cfg.Name, Change: output.Appeared, Batch: mt.batch, Initial: mt.initial}
 	if disappeared {
 		ev.Change = output.Disappeared
@@ -506,6 +522,9 @@ func (eb *eventBuilder) event(ev *output.Event, st *standing, m []graph.VertexID
 		}
 	}
 	ev.EdgeEnds, ev.EdgeLabels = st.edgeEnds, st.edgeLabels
+	if r.ret != nil {
+		ev.Return = returnFields(st.q.Return, r.ret, names)
+	}
 	if tx == nil {
 		ev.Key = output.Key(st.cfg.Name, st.form, ev.Match)
 	} else {
@@ -523,6 +542,29 @@ func (eb *eventBuilder) event(ev *output.Event, st *standing, m []graph.VertexID
 			ev.EventTime = *p
 		}
 	}
+}
+
+// returnFields renders a RETURN row: a bare vertex variable as its
+// account's name (names, in query-vertex order), any other value as
+// query.AppendJSONValue writes it. The values share one buffer.
+func returnFields(r *query.Returns, row []graph.Value, names []string) []output.Field {
+	fields := make([]output.Field, len(row))
+	var buf []byte
+	ends := make([]int, len(row))
+	for i, v := range row {
+		if u := r.Items[i].Vertex; u >= 0 {
+			buf = jsonstr.Append(buf, names[u])
+		} else {
+			buf = query.AppendJSONValue(buf, v)
+		}
+		ends[i] = len(buf)
+	}
+	at := 0
+	for i := range row {
+		fields[i] = output.Field{Name: r.Items[i].Name, Value: buf[at:ends[i]:ends[i]]}
+		at = ends[i]
+	}
+	return fields
 }
 
 // transfers names the bound transfers of ev, and keys ev by its vertices

@@ -70,7 +70,7 @@ func TestEventAllocs(t *testing.T) {
 		m := all[st.cfg.Name][0]
 		var ev output.Event
 		match := make([]output.Binding, st.q.N())
-		if n := testing.AllocsPerRun(100, func() { eb.event(&ev, st, m, nil, match, false) }); n > 1 {
+		if n := testing.AllocsPerRun(100, func() { eb.event(&ev, st, ref{m: m}, match, false) }); n > 1 {
 			t.Errorf("%s: an event costs %v allocations, want at most 1", st.cfg.Name, n)
 		}
 		if ev.Source == nil || ev.EventTime == "" || ev.Key == "" {
@@ -94,7 +94,7 @@ func BenchmarkEvent(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				eb.event(&ev, st, ms[i%matches], nil, match, false)
+				eb.event(&ev, st, ref{m: ms[i%matches]}, match, false)
 				if ev.Source == nil {
 					b.Fatal("event without its source")
 				}
@@ -158,7 +158,7 @@ func TestSortRefs(t *testing.T) {
 				// Few ids, so that prefixes tie, of several bytes each, so that the radix sort takes several passes.
 				m[j] = graph.VertexID(r.IntN(5)) * 0x1020_3010
 			}
-			want = append(want, newRef(found{q: q, sign: sign}, m, nil))
+			want = append(want, newRef(found{q: q, sign: sign}, m, nil, nil))
 		}
 		plain := func(x, y ref) int {
 			if x.q() != y.q() {
@@ -259,7 +259,7 @@ func testBuildOrder(t *testing.T, queries int) {
 	for i, w := range want {
 		st := s.queries[w.q]
 		var ev output.Event
-		eb.event(&ev, st, w.m, nil, make([]output.Binding, st.q.N()), w.sign < 0)
+		eb.event(&ev, st, ref{m: w.m}, make([]output.Binding, st.q.N()), w.sign < 0)
 		got := batch.events[i]
 		if string(output.AppendJSON(nil, &got)) != string(output.AppendJSON(nil, &ev)) {
 			t.Fatalf("event %d is\n%s\nwant\n%s", i, output.AppendJSON(nil, &got), output.AppendJSON(nil, &ev))

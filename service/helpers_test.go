@@ -249,6 +249,7 @@ type outEvent struct {
 	Match     map[string]string `json:"match"`
 	Edges     [][3]string       `json:"edges"`
 	Transfers []output.Transfer `json:"transfers"`
+	Return    map[string]any    `json:"return"`
 	Batch     uint64            `json:"batch"`
 	EventTime string            `json:"event_time"`
 	Source    *output.Source    `json:"source"`

@@ -180,7 +180,7 @@ func (run *initialRun) enumerate(ctx context.Context, g *dyngraph.Graph, names *
 	if store != nil {
 		b := &incremental.Binder{Matcher: cpu, Store: store, VertexMatches: true}
 		b.Register([]*query.Query{st.q})
-		_, err = b.Static(g, []*query.Query{st.q}, incremental.Enumerate, c.boundSink(func() *bundle.Store { return store }))
+		_, err = b.Static(g, []*query.Query{st.q}, incremental.Enumerate, c.boundSink(func() *incremental.Binder { return b }))
 	} else {
 		_, err = cpu.Static(g, []*query.Query{st.q}, incremental.Enumerate, c.sink)
 	}

@@ -47,7 +47,7 @@ func (s *Service) process(p *pipeline, b *batchState) error {
 	// matches that would only be counted.
 	st, err := s.core.Apply(engine.Batch{Updates: b.updates, Times: b.updateTimes, Recycled: b.recycled, Seq: b.seq,
 		Queries: s.compiled(), Mode: incremental.Enumerate, Own: func(delta []graph.Change) []graph.Change { return s.ownDelta(b.id, delta) },
-		Sink: c.sink, Bound: c.boundSink(s.core.Store), Stop: c.stop})
+		Sink: c.sink, Bound: c.boundSink(s.core.Binder), Stop: c.stop})
 	if err != nil {
 		return err
 	}
@@ -328,6 +328,7 @@ type found struct {
 	sign graph.Sign
 	at   int // offset of its vertices in the worker's buffer
 	tx   int // offset of its transfers in the worker's buffer; -1: none
+	ret  int // offset of its RETURN row in the worker's buffer; -1: none
 }
 
 // collector gathers matches per worker without locks. It also enforces
@@ -348,7 +349,8 @@ type workerBuf struct {
 	found []found
 	verts []graph.VertexID
 	txs   []transfer
-	count [][2]int64 // per query: appeared, disappeared
+	rets  []graph.Value // RETURN rows
+	count [][2]int64    // per query: appeared, disappeared
 }
 
 // queryLimit is one query's limits for the batch being collected.
@@ -376,7 +378,7 @@ func (c *collector) sink(worker, q int, sign graph.Sign, m []graph.VertexID) {
 	if !c.count(w, q, sign) {
 		return
 	}
-	w.found = append(w.found, found{q: q, sign: sign, at: len(w.verts), tx: -1})
+	w.found = append(w.found, found{q: q, sign: sign, at: len(w.verts), tx: -1, ret: -1})
 	w.verts = append(w.verts, m...)
 }
 

@@ -32,7 +32,7 @@ func (s *Service) retract(ctx context.Context, st *standing) (int, error) {
 	var err error
 	if s.core.Store() != nil {
 		b := &incremental.Binder{Matcher: cpu, Store: s.core.Store(), VertexMatches: true}
-		sink := c.boundSink(s.core.Store)
+		sink := c.boundSink(func() *incremental.Binder { return b })
 		_, err = b.Static(s.core.Graph(), []*query.Query{st.q}, incremental.Enumerate, func(w, q int, _ graph.Sign, m []graph.VertexID, tx []bundle.Tx) {
 			sink(w, q, -1, m, tx)
 		})

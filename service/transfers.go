@@ -54,29 +54,35 @@ type transfer struct {
 }
 
 // boundSink is the collector's sink for a Binder: the match, and its
-// transfers after its vertices; a vertex map (tx nil) has none.
+// transfers after its vertices; a vertex map (tx nil) has none. A query
+// with a RETURN keeps its row, evaluated now, while the values the match
+// had are readable: a disappeared match's are those before the batch.
 //
-// store is read at each call: a step may start keeping transfers after its
-// sink is made.
-func (c *collector) boundSink(store func() *bundle.Store) incremental.BoundSink {
+// binder is read at each call: a step may start keeping transfers after
+// its sink is made.
+func (c *collector) boundSink(binder func() *incremental.Binder) incremental.BoundSink {
 	return func(worker, q int, sign graph.Sign, m []graph.VertexID, tx []bundle.Tx) {
-		if tx == nil {
-			c.sink(worker, q, sign, m)
-			return
-		}
 		w, unlock := c.buf(worker)
 		defer unlock()
 		if !c.count(w, q, sign) {
 			return
 		}
-		w.found = append(w.found, found{q: q, sign: sign, at: len(w.verts), tx: len(w.txs)})
-		w.verts = append(w.verts, m...)
-		for _, t := range tx {
-			var x transfer
-			if t != incremental.NoTransfer {
-				x = transfer{id: store().ID(t), ms: store().Time(t)}
-			}
-			w.txs = append(w.txs, x)
+		f := found{q: q, sign: sign, at: len(w.verts), tx: -1, ret: len(w.rets)}
+		b := binder()
+		if w.rets = b.Returns(q, sign, m, tx, w.rets); len(w.rets) == f.ret {
+			f.ret = -1
 		}
+		if tx != nil {
+			f.tx = len(w.txs)
+			for _, t := range tx {
+				var x transfer
+				if t != incremental.NoTransfer {
+					x = transfer{id: b.Store.ID(t), ms: b.Store.Time(t)}
+				}
+				w.txs = append(w.txs, x)
+			}
+		}
+		w.found = append(w.found, f)
+		w.verts = append(w.verts, m...)
 	}
 }
