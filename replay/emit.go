@@ -7,6 +7,7 @@ import (
 	"github.com/gcsm/gcsm/bundle"
 	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/incremental"
+	"github.com/gcsm/gcsm/query"
 )
 
 // EmitJSON is a match as --emit --json writes it: one JSON line.
@@ -17,6 +18,8 @@ type EmitJSON struct {
 	// Transfers are the ids of the transfers a match over transfers binds,
 	// in the order of the query's edge variables; "" for one sent without.
 	Transfers []string `json:"transfers,omitempty"`
+	// Return is the query's RETURN row as an object, its items in order.
+	Return json.RawMessage `json:"return,omitempty"`
 }
 
 // matchJSON formats one match for --emit --json, the JSON form of
@@ -33,9 +36,10 @@ func (s *Session) matchJSON(sign, query string, m []graph.VertexID) string {
 	return string(b) + "\n"
 }
 
-// matchJSONTx is matchJSON for a match over transfers.
-func (s *Session) matchJSONTx(sign, query string, m []graph.VertexID, tx []bundle.Tx) string {
-	e := EmitJSON{Sign: sign, Query: query, Match: make([]string, len(m)), Transfers: make([]string, len(tx))}
+// matchJSONTx is matchJSON for a match over transfers, with its RETURN
+// row, ret (nil without one).
+func (s *Session) matchJSONTx(sign, query string, m []graph.VertexID, tx []bundle.Tx, ret []byte) string {
+	e := EmitJSON{Sign: sign, Query: query, Match: make([]string, len(m)), Transfers: make([]string, len(tx)), Return: ret}
 	for i, v := range m {
 		e.Match[i] = s.ids.Name(v)
 	}
@@ -69,8 +73,35 @@ func (s *Session) matchLine(prefix, query string, m []graph.VertexID) string {
 }
 
 // matchLineTx is matchLine for a match over transfers: the transfer ids
-// follow in brackets.
-func (s *Session) matchLineTx(prefix, query string, m []graph.VertexID, tx []bundle.Tx) string {
+// follow in brackets, then its RETURN row, ret, if it has one.
+func (s *Session) matchLineTx(prefix, query string, m []graph.VertexID, tx []bundle.Tx, ret []byte) string {
 	line := s.matchLine(prefix, query, m)
-	return line[:len(line)-1] + " " + s.transfersText(tx) + "\n"
+	line = line[:len(line)-1] + " " + s.transfersText(tx)
+	if ret != nil {
+		line += " " + string(ret)
+	}
+	return line + "\n"
+}
+
+// returnJSON is the RETURN row of a match that b reported for q, the
+// qi-th query of its call, as a JSON object; nil when q has no RETURN.
+func (s *Session) returnJSON(b *incremental.Binder, qi int, q *query.Query, sign graph.Sign, m []graph.VertexID, tx []bundle.Tx) []byte {
+	if q.Return == nil {
+		return nil
+	}
+	row := b.Returns(qi, sign, m, tx, nil)
+	out := []byte{'{'}
+	for i, it := range q.Return.Items {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = query.AppendJSONValue(out, graph.StringValue(it.Name))
+		out = append(out, ':')
+		if it.Vertex >= 0 {
+			out = query.AppendJSONValue(out, graph.StringValue(s.ids.Name(m[it.Vertex])))
+		} else {
+			out = query.AppendJSONValue(out, row[i])
+		}
+	}
+	return append(out, '}')
 }

@@ -40,10 +40,10 @@ func (p *Printer) match(qi int, m []graph.VertexID) {
 	p.mu.Unlock()
 }
 
-func (p *Printer) matchTx(qi int, m []graph.VertexID, tx []bundle.Tx) {
-	line := p.s.matchLineTx("", p.qs[qi].Name, m, tx)
+func (p *Printer) matchTx(qi int, m []graph.VertexID, tx []bundle.Tx, ret []byte) {
+	line := p.s.matchLineTx("", p.qs[qi].Name, m, tx, ret)
 	if p.json {
-		line = p.s.matchJSONTx("", p.qs[qi].Name, m, tx)
+		line = p.s.matchJSONTx("", p.qs[qi].Name, m, tx, ret)
 	}
 	p.mu.Lock()
 	p.out.WriteString(line)
@@ -77,7 +77,9 @@ func MatchEach(s *Session, matcher incremental.Matcher, qs []*query.Query, count
 			b := &incremental.Binder{Matcher: matcher, Store: s.core.Store()}
 			var bs incremental.BoundSink
 			if p != nil {
-				bs = func(_, _ int, _ graph.Sign, m []graph.VertexID, tx []bundle.Tx) { p.matchTx(i, m, tx) }
+				bs = func(_, _ int, sign graph.Sign, m []graph.VertexID, tx []bundle.Tx) {
+					p.matchTx(i, m, tx, s.returnJSON(b, 0, qs[i], sign, m, tx))
+				}
 			}
 			c, err = b.Static(s.g, qs[i:i+1], mode, bs)
 		} else {

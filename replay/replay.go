@@ -124,9 +124,10 @@ func (r *Replayer) emit(_ int, qi int, sign graph.Sign, m []graph.VertexID) {
 
 // emitBound is emit for a match over transfers: the transfer ids follow.
 func (r *Replayer) emitBound(_ int, qi int, sign graph.Sign, m []graph.VertexID, tx []bundle.Tx) {
-	line := r.Session.matchLineTx(sign.String(), r.Queries[qi].Name, m, tx)
+	ret := r.Session.returnJSON(r.Session.core.Binder(), qi, r.Queries[qi], sign, m, tx)
+	line := r.Session.matchLineTx(sign.String(), r.Queries[qi].Name, m, tx, ret)
 	if r.JSON {
-		line = r.Session.matchJSONTx(sign.String(), r.Queries[qi].Name, m, tx)
+		line = r.Session.matchJSONTx(sign.String(), r.Queries[qi].Name, m, tx, ret)
 	}
 	r.mu.Lock()
 	r.Out.WriteString(line)

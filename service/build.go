@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/gcsm/gcsm/graph"
-	"github.com/gcsm/gcsm/internal/jsonstr"
 	"github.com/gcsm/gcsm/internal/par"
 	"github.com/gcsm/gcsm/output"
 	"github.com/gcsm/gcsm/query"
@@ -553,7 +552,7 @@ func returnFields(r *query.Returns, row []graph.Value, names []string) []output.
 	ends := make([]int, len(row))
 	for i, v := range row {
 		if u := r.Items[i].Vertex; u >= 0 {
-			buf = jsonstr.Append(buf, names[u])
+			buf = query.AppendJSONValue(buf, graph.StringValue(names[u]))
 		} else {
 			buf = query.AppendJSONValue(buf, v)
 		}

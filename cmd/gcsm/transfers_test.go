@@ -74,3 +74,31 @@ func sameLines(a, b []string) bool {
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
+
+// TestReplayReturn: --emit lines end with the RETURN row, and --json lines
+// carry it as "return"; the disappearing ring keeps the amounts it had
+// when it appeared, though the replacement of tx1 changed one. match
+// prints the rows of the final graph.
+func TestReplayReturn(t *testing.T) {
+	stream := filepath.Join(t.TempDir(), "transfers.jsonl")
+	if err := os.WriteFile(stream, []byte(transferStreamFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	q := ringWhere + " RETURN x, t1.amount + t2.amount + t3.amount AS total, t3.ts - t1.ts AS span, t2"
+	out := gcsmOK(t, "replay", "-u", stream, "-q", q, "--batch", "1", "--emit")
+	want := []string{
+		`+ ring a b c [tx1 tx2 tx3] {"x":"a","total":575,"span":"2s","t2":"tx2"}`,
+		`- ring a b c [tx1 tx2 tx3] {"x":"a","total":575,"span":"2s","t2":"tx2"}`,
+	}
+	if got := emitted(out); !slices.Equal(got, want) {
+		t.Fatalf("emitted %q, want %q\n%s", got, want, out)
+	}
+	out = gcsmOK(t, "replay", "-u", stream, "-q", q, "--batch", "1", "--emit", "--json")
+	if !strings.Contains(out, `"transfers":["tx1","tx2","tx3"],"return":{"x":"a","total":575,"span":"2s","t2":"tx2"}}`) {
+		t.Fatalf("--json lines without the return row:\n%s", out)
+	}
+	out = gcsmOK(t, "match", "-d", stream, "-q", "bare=(x)-[t1:T]->(y)-[t2:T]->(z)-[t3:T]->(x) WHERE x.id IS NULL RETURN sum([t1, t2, t3].amount) AS moved", "--emit")
+	if !strings.Contains(out, `[tx1 tx2 tx4] {"moved":245}`) {
+		t.Fatalf("match output:\n%s", out)
+	}
+}
