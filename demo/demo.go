@@ -24,6 +24,7 @@ import (
 
 	"github.com/gcsm/gcsm/bench"
 	"github.com/gcsm/gcsm/bench/servicebench"
+	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/ingest"
 	"github.com/gcsm/gcsm/internal/kafkaconn"
 	"github.com/gcsm/gcsm/service"
@@ -40,7 +41,7 @@ const (
 // Queries are the workload's patterns as -q arguments (replay --demo).
 var Queries = []string{
 	"ring3=(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(a)",
-	"layering=" + layering,
+	"layering=" + layering + layeringReturn,
 	"ring4=(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(d:Account)-[:TRANSFER]->(a)",
 	// Layering: money split over two paths and merged again.
 	"split=(s:Account)-[:TRANSFER]->(a:Account)-[:TRANSFER]->(t:Account), (s)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(t)",
@@ -53,14 +54,45 @@ const layering = "(a:Account)-[t1:TRANSFER]->(b:Account)-[t2:TRANSFER]->(c:Accou
 	" WHERE t1.amount > 10000 AND t1.ts < t2.ts AND t2.ts < t3.ts AND t3.ts - t1.ts < 1h" +
 	" AND t2.amount >= 0.9 * t1.amount AND t3.amount >= 0.9 * t2.amount"
 
+// layeringReturn is what a layering alert tells the analyst: where the
+// ring starts, the money it moved and how long it took.
+const layeringReturn = " RETURN a, t1.amount + t2.amount + t3.amount AS total, t3.ts - t1.ts AS span"
+
+// flagged watches transfers into an account whose status is flagged: the
+// demo flags one mid-stream, and the transfers it already received alert
+// in that batch.
+const flagged = "(a:Account)-[t:TRANSFER]->(b:Account) WHERE b.status = 'flagged' RETURN a, b, t.amount AS amount"
+
 // serviceQueries are gcsm demo's standing queries, those of replay
-// --demo: rings of three and four accounts, layering through a ring of
-// three (layering), and money split over two paths that meet again.
+// --demo and flagged: rings of three and four accounts, layering through a
+// ring of three (layering), money split over two paths that meet again,
+// and transfers into a flagged account, which only the service demo's
+// stream flags.
 var serviceQueries = []service.QueryConfig{
 	{Name: "ring3", Pattern: "(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(a)"},
-	{Name: "layering", Pattern: layering},
+	{Name: "layering", Pattern: layering + layeringReturn},
 	{Name: "ring4", Pattern: "(a:Account)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(c:Account)-[:TRANSFER]->(d:Account)-[:TRANSFER]->(a)"},
 	{Name: "split", Pattern: "(s:Account)-[:TRANSFER]->(a:Account)-[:TRANSFER]->(t:Account), (s)-[:TRANSFER]->(b:Account)-[:TRANSFER]->(t)"},
+	{Name: "flagged", Pattern: flagged},
+}
+
+// Flag is the demo's mid-stream event: the account that received the most
+// transfers in the stream's first half becomes flagged, halfway through.
+func Flag(evs []bench.TransferEvent) (account string, at int, event []byte) {
+	at = len(evs) / 2
+	in := map[string]int{}
+	for _, ev := range evs[:at] {
+		if ev.Op == graph.Insert && ev.DstLabel == "Account" {
+			in[ev.Dst]++
+		}
+	}
+	for a, n := range in {
+		if n > in[account] || (n == in[account] && a < account) {
+			account = a
+		}
+	}
+	rec := ingest.Record{Op: graph.SetVertex, Src: account, SrcProps: []graph.Prop{{Name: "status", Value: graph.StringValue("flagged")}}}
+	return account, at, ingest.AppendEvent(nil, rec)
 }
 
 // Bad are malformed messages slipped into the demo stream, to show
@@ -236,6 +268,7 @@ type demo struct {
 	totals  map[string]int
 	events  int64
 	latency []time.Duration
+	flagAt  int // the input offset of the flag's set event
 }
 
 func (d *demo) read() int64 {
@@ -253,7 +286,13 @@ func (d *demo) produce(ctx context.Context, brokers []string, topic string, evs 
 	}
 	defer cl.Close()
 	var msgs []*kgo.Record
+	flag, at, set := Flag(evs)
 	for i, ev := range evs {
+		if i == at {
+			msgs = append(msgs, &kgo.Record{Value: set})
+			d.flagAt = len(msgs) - 1
+			fmt.Fprintf(d.out, "FLAG  %s status=flagged (message %d): the transfers it received alert now\n", flag, d.flagAt)
+		}
 		v := ingest.AppendEvent(nil, ev.Record())
 		msgs = append(msgs, &kgo.Record{Value: v})
 		if k := (i + 1) * len(Bad) / len(evs); k > 0 && (i+1)*len(Bad)%len(evs) < len(Bad) {
@@ -294,9 +333,11 @@ type demoEvent struct {
 	Transfers []struct {
 		ID string `json:"id"`
 	} `json:"transfers"`
-	Batch  uint64 `json:"batch"`
+	Return json.RawMessage `json:"return"`
+	Batch  uint64          `json:"batch"`
 	Source *struct {
-		ToOffset int64 `json:"to_offset"`
+		FromOffset int64 `json:"from_offset"`
+		ToOffset   int64 `json:"to_offset"`
 	} `json:"source"`
 }
 
@@ -329,6 +370,12 @@ func (d *demo) watch(ctx context.Context, brokers []string, topic string) error 
 					ids[i] = t.ID
 				}
 				fmt.Fprintf(&b, " via %s", strings.Join(ids, ","))
+			}
+			if ev.Return != nil {
+				fmt.Fprintf(&b, " return %s", ev.Return)
+			}
+			if ev.Query == "flagged" && ev.Source != nil && ev.Source.FromOffset <= int64(d.flagAt) && int64(d.flagAt) <= ev.Source.ToOffset {
+				b.WriteString(" (by the flag)")
 			}
 			fmt.Fprintf(d.out, "ALERT %-8s %-11s%s  (batch %d)\n", ev.Query, ev.Change, b.String(), ev.Batch)
 			if d.seen[k] == d.show {
