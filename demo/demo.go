@@ -290,8 +290,10 @@ func (d *demo) produce(ctx context.Context, brokers []string, topic string, evs 
 	for i, ev := range evs {
 		if i == at {
 			msgs = append(msgs, &kgo.Record{Value: set})
+			d.mu.Lock() // watch reads it
 			d.flagAt = len(msgs) - 1
 			fmt.Fprintf(d.out, "FLAG  %s status=flagged (message %d): the transfers it received alert now\n", flag, d.flagAt)
+			d.mu.Unlock()
 		}
 		v := ingest.AppendEvent(nil, ev.Record())
 		msgs = append(msgs, &kgo.Record{Value: v})
