@@ -292,7 +292,6 @@ func (d *demo) produce(ctx context.Context, brokers []string, topic string, evs 
 			msgs = append(msgs, &kgo.Record{Value: set})
 			d.mu.Lock() // watch reads it
 			d.flagAt = len(msgs) - 1
-			fmt.Fprintf(d.out, "FLAG  %s status=flagged (message %d): the transfers it received alert now\n", flag, d.flagAt)
 			d.mu.Unlock()
 		}
 		v := ingest.AppendEvent(nil, ev.Record())
@@ -318,6 +317,9 @@ func (d *demo) produce(ctx context.Context, brokers []string, topic string, evs 
 		}
 		now := time.Now()
 		d.mu.Lock()
+		if lo <= d.flagAt && d.flagAt < hi {
+			fmt.Fprintf(d.out, "FLAG  %s status=flagged (message %d): the transfers it received alert now\n", flag, d.flagAt)
+		}
 		for range msgs[lo:hi] {
 			d.sentAt = append(d.sentAt, now)
 		}
