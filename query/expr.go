@@ -502,6 +502,7 @@ func (s scope) check(e *Expr) (types, *Error) {
 	return fail("unknown operator %s", e.Op)
 }
 
+// unknownVariable says that v names nothing, and how to name something.
 func unknownVariable(v string) string {
 	return fmt.Sprintf("unknown variable %s: name a vertex, as in (%s), or a relationship, as in -[%s:TYPE]->", v, v, v)
 }
