@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -380,5 +381,20 @@ func TestAppendJSONValue(t *testing.T) {
 		if got := p.Where.Args[1].Lit.Num; got != ms {
 			t.Errorf("%v ms is written %s, which reads as %v ms", ms, s, got)
 		}
+	}
+}
+
+func TestReturnPropertyWarnings(t *testing.T) {
+	p, err := Parse("q", ring+" WHERE max([t1, t2].amont) > 1 RETURN a, t1, t1.amount, a.contry, sum([t2, t3].amount) AS s, min([a, b].vip) = 1 AS v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"property t1.amont never seen on TRANSFER edges; known: amount, currency, id, ts (did you mean amount?)",
+		"property t2.amont never seen on TRANSFER edges; known: amount, currency, id, ts (did you mean amount?)",
+		"property a.contry never seen on Account vertices; known: category, country, vip (did you mean country?)",
+	}
+	if got := p.PropertyWarnings(catalog(), nil); !slices.Equal(got, want) {
+		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
