@@ -84,10 +84,10 @@ type Query struct {
 	// Instances semantics, and where Images is set; empty otherwise.
 	Less [][2]int
 	// Images are the pattern's automorphisms (the identity first) when a
-	// WHERE or a RETURN makes each automorphic map a match of its own while the walk
-	// still breaks symmetry: the walk finds one map of each orbit, and
-	// whoever evaluates the predicates (incremental.Binder) takes every
-	// image m∘σ of it. A ring of four is then walked once, not four times.
+	// WHERE or a RETURN makes each automorphic map a match of its own
+	// while the walk still breaks symmetry: the walk finds one map of each
+	// orbit, and whoever evaluates the predicates (incremental.Binder)
+	// takes every image m∘σ of it. A ring of four is then walked once, not four times.
 	// nil when the walk finds every map itself.
 	Images    [][]int
 	imageLess [][2]int

@@ -176,22 +176,27 @@ func formatDuration(d time.Duration) string {
 	if d <= 0 {
 		return d.String()
 	}
-	var b strings.Builder
+	return string(appendDuration(nil, d))
+}
+
+// appendDuration is formatDuration for a positive d, appending to dst.
+func appendDuration(dst []byte, d time.Duration) []byte {
 	ms := int64(d / time.Millisecond)
 	frac := d % time.Millisecond
-	for _, u := range []struct {
-		name string
+	for _, u := range [...]struct {
+		name byte
 		ms   int64
-	}{{"d", 86400e3}, {"h", 3600e3}, {"m", 60e3}, {"s", 1e3}} {
+	}{{'d', 86400e3}, {'h', 3600e3}, {'m', 60e3}, {'s', 1e3}} {
 		if n := ms / u.ms; n > 0 {
-			b.WriteString(strconv.FormatInt(n, 10) + u.name)
+			dst = append(strconv.AppendInt(dst, n, 10), u.name)
 			ms -= n * u.ms
 		}
 	}
 	if ms > 0 || frac > 0 {
-		b.WriteString(strconv.FormatFloat(float64(ms)+float64(frac)/1e6, 'f', -1, 64) + "ms")
+		dst = strconv.AppendFloat(dst, float64(ms)+float64(frac)/1e6, 'f', -1, 64)
+		dst = append(dst, "ms"...)
 	}
-	return b.String()
+	return dst
 }
 
 // writeName writes a property or RETURN item name, backquoted unless it is
@@ -497,6 +502,7 @@ func (s scope) check(e *Expr) (types, *Error) {
 	return fail("unknown operator %s", e.Op)
 }
 
+// unknownVariable says that v names nothing, and how to name something.
 func unknownVariable(v string) string {
 	return fmt.Sprintf("unknown variable %s: name a vertex, as in (%s), or a relationship, as in -[%s:TYPE]->", v, v, v)
 }

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -60,6 +61,7 @@ func FuzzParseCypher(f *testing.F) {
 		ring + " WHERE t1.amount > 10000 AND t1.ts < t2.ts AND t3.ts - t1.ts < 1h AND t2.amount >= 0.9 * t1.amount",
 		"(a)-[t:T]->(b) WITHIN 1h30m WHERE a.country IN ['FR', \"DE\"] OR NOT t.`x y` IS NULL",
 		"(a)-[t:T]->(b) WHERE t.ts > 'x'",
+		ring + " WHERE sum([t1, t2].amount) > 1 RETURN a, t1, max([a, b].`risk score`) AS `top risk`, t3.ts - min([t1, t2].ts)",
 	} {
 		f.Add(s)
 	}
@@ -88,6 +90,7 @@ func FuzzParseWhere(f *testing.F) {
 		"t1.ts > 'x'",
 		"a.x < 1 < 2",
 		"NOT not.x",
+		"sum([t1, t2, t3].amount) >= 3 * max([t1,t2].amount) AND MIN([a, c].x) = 'x' AND max([t1, t3].ts) - t2.ts < 1h",
 	} {
 		f.Add(s)
 	}
@@ -141,10 +144,91 @@ func FuzzParseWhere(f *testing.F) {
 	})
 }
 
+// FuzzReturnItems fuzzes the items after RETURN. Beyond FuzzParseCypher,
+// it checks every node's Pos and Text, that each compiled item agrees with
+// its round trip's and with the reference interpreter on every match, and
+// that its value is valid JSON.
+func FuzzReturnItems(f *testing.F) {
+	for _, s := range []string{
+		"a, t1, t1.amount, sum([t1, t2, t3].amount) AS total",
+		"max([a, b, c].score), min([t1,t2].ts) AS first, t3.ts - t1.ts AS gap",
+		"MIN([t1, t2, t3].currency) AS `lowest currency`, Max([t3].id)",
+		"sum([t1, t2].amount) / 2 > t3.amount AS halves, t1.amount IS NULL",
+		"(a), b AS `b``s id`, 1h30m AS window, 'x' AS `x`",
+		"sum([t1].amount) + sum([t2].amount) AS s, t1.note",
+	} {
+		f.Add(s)
+	}
+	vals := append(wherePool(), graph.NumberValue(math.NaN()), graph.NumberValue(math.Inf(-1)), graph.StringValue("ZZ"), graph.NumberValue(12000))
+	f.Fuzz(func(t *testing.T, items string) {
+		text := ring + " RETURN " + items
+		p, err := ParseCypher("fuzz", text)
+		if !checkParsed(t, p, err) {
+			return
+		}
+		names := make(map[string]bool)
+		for _, it := range p.Return {
+			checkSource(t, text, it.Expr)
+			if it.Pos != it.Expr.Pos || it.Name == "" || names[it.Name] {
+				t.Fatalf("item %s is at %v, its expression at %v, and named %q among %v", it.Expr, it.Pos, it.Expr.Pos, it.Name, names)
+			}
+			names[it.Name] = true
+		}
+		again := roundTrip(t, text, p)
+		q1, err := Compile(p, graph.NewDict(), true, Embeddings)
+		if err != nil {
+			t.Fatalf("%q parsed but does not compile: %v", text, err)
+		}
+		q2, err := Compile(again, graph.NewDict(), true, Embeddings)
+		if err != nil {
+			t.Fatalf("the round trip of %q does not compile: %v", text, err)
+		}
+		if q1.Images == nil || !q1.ReadsTransfers() {
+			t.Fatalf("%q: RETURN leaves automorphic maps one match", text)
+		}
+		if !reflect.DeepEqual(q1.Return.Props, q2.Return.Props) {
+			t.Fatalf("%q and its round trip read different properties:\n%v\n%v", text, q1.Return.Props, q2.Return.Props)
+		}
+		r := rand.New(rand.NewPCG(uint64(len(text)), 2))
+		var buf []byte
+		for range 16 {
+			in := make([]graph.Value, len(q1.Return.Props))
+			for i := range in {
+				in[i] = vals[r.IntN(len(vals))]
+			}
+			prop := refProps(q1, q1.Return.Props, in)
+			for i, col := range q1.Return.Items {
+				it := p.Return[i]
+				got := col.Eval(in)
+				if again := q2.Return.Items[i].Eval(in); col.Name != it.Name || !got.Equal(again) {
+					t.Fatalf("item %s (%s) of %q on %v gives %v, its round trip %v", it.Name, col.Name, text, in, got, again)
+				}
+				var want any
+				switch {
+				case col.Vertex >= 0:
+					if it.Expr.Op != OpVar || p.Vertices[col.Vertex].Name != it.Expr.Var {
+						t.Fatalf("item %s is vertex %d", it.Expr, col.Vertex)
+					}
+				case it.Expr.Op == OpVar:
+					want = prop(it.Expr.Var, PropID)
+				default:
+					want = refEval(it.Expr, prop)
+				}
+				if !refSame(refValue(got), want) {
+					t.Fatalf("item %s of %q on %v: compiled %v, the reference interpreter %v", it.Expr, text, in, got, want)
+				}
+				if buf = AppendJSONValue(buf[:0], got); !json.Valid(buf) {
+					t.Fatalf("item %s of %q on %v: %v is written as %s", it.Expr, text, in, got, buf)
+				}
+			}
+		}
+	})
+}
+
 // refHolds says whether the reference interpreter finds q's WHERE and
 // WITHIN true for a match whose properties Predicates.Props have values in.
 func refHolds(q *Query, in []graph.Value) bool {
-	p, prop := q.Pattern, refProps(q, in)
+	p, prop := q.Pattern, refProps(q, q.Pred.Props, in)
 	if p.Where != nil && refEval(p.Where, prop) != true {
 		return false
 	}
@@ -166,7 +250,7 @@ func refHolds(q *Query, in []graph.Value) bool {
 // interpreter; a conjunct that the compiler dropped must be always true.
 func checkConjuncts(t *testing.T, q *Query, in []graph.Value) {
 	t.Helper()
-	prop := refProps(q, in)
+	prop := refProps(q, q.Pred.Props, in)
 	for _, e := range splitAnd(q.Pattern.Where, nil) {
 		want := refEval(e, prop) == true
 		i := slices.IndexFunc(q.Pred.Conjuncts, func(c Conjunct) bool { return c.Text == e.source() })
@@ -189,10 +273,11 @@ func permute(q, to *Query, in []graph.Value) []graph.Value {
 	return out
 }
 
-// refProps looks up the properties of q's match whose Props have values in.
-func refProps(q *Query, in []graph.Value) func(v, name string) any {
+// refProps looks up the properties of q's match whose props (q.Pred's or
+// q.Return's) have values in.
+func refProps(q *Query, props []PropRef, in []graph.Value) func(v, name string) any {
 	return func(v, name string) any {
-		for i, r := range q.Pred.Props {
+		for i, r := range props {
 			if r.Name != name {
 				continue
 			}
@@ -370,6 +455,16 @@ func formatCypher(p *Pattern) string {
 	}
 	if p.Within != 0 {
 		text += "\nWITHIN " + formatDuration(p.Within)
+	}
+	for i, it := range p.Return {
+		var name strings.Builder
+		writeName(&name, it.Name)
+		if i == 0 {
+			text += "\nRETURN "
+		} else {
+			text += ",\n  "
+		}
+		text += it.Expr.String() + " AS " + name.String()
 	}
 	return text
 }

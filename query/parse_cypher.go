@@ -340,7 +340,7 @@ func (c *cypherParser) nameAnonymous() {
 		for v.Name == "" {
 			n++
 			name := "_" + strconv.Itoa(n)
-			if _, taken := c.vertices[name]; !taken {
+			if _, taken := c.vertices[name]; !taken && !c.rels[name] {
 				v.Name = name
 			}
 		}

@@ -31,6 +31,9 @@ func withoutPos(p *Pattern) *Pattern {
 		q.Edges = append(q.Edges, x)
 	}
 	q.Where, q.Within = withoutText(p.Where), p.Within
+	for _, it := range p.Return {
+		q.Return = append(q.Return, ReturnItem{Expr: withoutText(it.Expr), Name: it.Name})
+	}
 	return q
 }
 

@@ -343,7 +343,7 @@ func sum(idx []int) evalFn {
 
 // extreme is min (or, with least false, max) of the values at idx,
 // skipping nulls: numbers, strings, times or durations, all of one kind, as
-// compare orders them, and NaN if a number is NaN, as math.Min has it.
+// compare orders them, the first of equals, and NaN if a number is NaN.
 // None gives null, and so do booleans or a mix of kinds.
 func extreme(least bool, idx []int) evalFn {
 	return func(vals []graph.Value) graph.Value {
@@ -367,10 +367,8 @@ func extreme(least bool, idx []int) evalFn {
 				if (v.Str < out.Str) == least && v.Str != out.Str {
 					out = v
 				}
-			case least:
-				out.Num = math.Min(out.Num, v.Num)
-			default:
-				out.Num = math.Max(out.Num, v.Num)
+			case math.IsNaN(v.Num), least && v.Num < out.Num, !least && v.Num > out.Num:
+				out.Num = v.Num // a NaN stays, as nothing is less or greater
 			}
 		}
 		return out

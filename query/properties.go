@@ -9,9 +9,9 @@ import (
 	"github.com/gcsm/gcsm/graph"
 )
 
-// PropertyWarnings checks the properties p's WHERE reads against those a
-// stream has given so far (seen), and describes what will likely never
-// hold: a property that no edge or vertex of its label has carried (a typo,
+// PropertyWarnings checks the properties p's WHERE and RETURN read against
+// those a stream has given so far (seen), and describes what will likely
+// never hold: a property that no edge or vertex of its label has carried (a typo,
 // most often: t1.amont), and a comparison of a property with a literal, or
 // with another property, of a kind its values never had (t1.amount >
 // "10000" where amounts have been numbers), which is unknown, never true,
@@ -23,11 +23,14 @@ import (
 // every label. Where the catalog is partial (its bounds), absent names are
 // not warned about.
 func (p *Pattern) PropertyWarnings(seen *graph.Catalog, skip func(vertex bool, label string) bool) []string {
-	if p.Where == nil || seen == nil {
+	if (p.Where == nil && len(p.Return) == 0) || seen == nil {
 		return nil
 	}
 	c := propChecker{p: p, s: p.scope(), seen: seen, skip: skip, done: map[string]bool{}}
 	c.walk(p.Where)
+	for _, it := range p.Return {
+		c.walk(it.Expr)
+	}
 	return c.warnings
 }
 
@@ -97,6 +100,11 @@ func (c *propChecker) walk(e *Expr) {
 	case OpProp:
 		if r := c.resolve(e); r.checked && r.kinds == 0 && r.complete {
 			c.warn(fmt.Sprintf("property %s.%s never seen on %s; known: %s", e.Var, e.Name, r.where, knownList(r)))
+		}
+		return
+	case OpMin, OpMax, OpSum:
+		for _, a := range e.Args {
+			c.walk(&Expr{Op: OpProp, Var: a.Var, Name: e.Name, Pos: a.Pos})
 		}
 		return
 	case OpEq, OpNe, OpLt, OpLe, OpGt, OpGe:

@@ -1,10 +1,16 @@
 package query
 
-import "github.com/gcsm/gcsm/graph"
+import (
+	"math"
+	"reflect"
 
-// refEval is a reference interpreter of conditions, written apart from the
-// compiler and as plainly as possible, for FuzzParseWhere to check the
-// compiled conjuncts against. Its values are nil (null), float64 (a
+	"github.com/gcsm/gcsm/graph"
+)
+
+// refEval is a reference interpreter of conditions and RETURN items,
+// written apart from the compiler and as plainly as possible, for
+// FuzzParseWhere and FuzzReturnItems to check the compiled conjuncts and
+// items against. Its values are nil (null), float64 (a
 // number), string, bool, refTime and refDuration (both milliseconds).
 type (
 	refTime     float64
@@ -21,6 +27,8 @@ func refValue(v graph.Value) any {
 		return v.Num != 0
 	case graph.Time:
 		return refTime(v.Num)
+	case DurationKind:
+		return refDuration(v.Num)
 	}
 	return nil
 }
@@ -33,6 +41,17 @@ func refEval(e *Expr, prop func(v, name string) any) any {
 		return refDuration(e.Lit.Num)
 	case OpProp:
 		return prop(e.Var, e.Name)
+	case OpMin, OpMax, OpSum:
+		var list []any
+		for _, a := range e.Args {
+			if v := prop(a.Var, e.Name); v != nil {
+				list = append(list, v)
+			}
+		}
+		if e.Op == OpSum {
+			return refSum(list)
+		}
+		return refExtreme(e.Op, list)
 	case OpNot:
 		if b, ok := refEval(e.Args[0], prop).(bool); ok {
 			return !b
@@ -224,4 +243,74 @@ func refCmp(l, r float64) (int, bool) {
 		return 0, false
 	}
 	return 0, true
+}
+
+// refSum adds values of one kind, numbers or durations; nothing is null.
+func refSum(list []any) any {
+	if len(list) == 0 {
+		return nil
+	}
+	switch list[0].(type) {
+	case float64:
+		var total float64
+		for _, v := range list {
+			x, ok := v.(float64)
+			if !ok {
+				return nil
+			}
+			total += x
+		}
+		return total
+	case refDuration:
+		var total refDuration
+		for _, v := range list {
+			x, ok := v.(refDuration)
+			if !ok {
+				return nil
+			}
+			total += x
+		}
+		return total
+	}
+	return nil
+}
+
+// refExtreme is the least (OpMin) or greatest (OpMax) of values of one
+// kind that refCompare orders, the first of equals; a NaN number anywhere
+// makes it NaN. Nothing is null.
+func refExtreme(op Op, list []any) any {
+	if len(list) == 0 || refCompare(OpLt, list[0], list[0]) == nil { // booleans are not ordered
+		return nil
+	}
+	for _, v := range list {
+		if reflect.TypeOf(v) != reflect.TypeOf(list[0]) {
+			return nil
+		}
+	}
+	for _, v := range list {
+		if x, ok := v.(float64); ok && math.IsNaN(x) {
+			return x
+		}
+	}
+	better := OpLt
+	if op == OpMax {
+		better = OpGt
+	}
+	best := list[0]
+	for _, v := range list[1:] {
+		if refCompare(better, v, best) == true {
+			best = v
+		}
+	}
+	return best
+}
+
+// refSame says whether two values of the reference interpreter are the
+// same, a NaN being the same as a NaN and -0 as 0.
+func refSame(a, b any) bool {
+	if x, ok := a.(float64); ok {
+		y, ok := b.(float64)
+		return ok && (x == y || math.IsNaN(x) && math.IsNaN(y))
+	}
+	return a == b
 }

@@ -95,13 +95,17 @@ func AppendJSONValue(dst []byte, v graph.Value) []byte {
 			break
 		}
 		dst = append(dst, '"')
-		ms := v.Num
-		if ms < 0 {
-			dst, ms = append(dst, '-'), -ms
+		ms := math.Abs(v.Num)
+		ns := math.Round(ms * 1e6)
+		if v.Num < 0 && ns != 0 {
+			dst = append(dst, '-')
 		}
-		if ns := math.Round(ms * 1e6); ns < math.MaxInt64 {
-			dst = append(dst, formatDuration(time.Duration(ns))...)
-		} else { // past 292 years time.Duration overflows; WHERE reads 1e+20ms too
+		switch {
+		case ns == 0:
+			dst = append(dst, "0s"...)
+		case ns < math.MaxInt64:
+			dst = appendDuration(dst, time.Duration(ns))
+		default: // past 292 years time.Duration overflows; WHERE reads 1e+20ms too
 			dst = strconv.AppendFloat(dst, ms, 'g', -1, 64)
 			dst = append(dst, "ms"...)
 		}
