@@ -264,7 +264,7 @@ func (b *Binder) plan(g *dyngraph.Graph, queries []*query.Query) ([]*bindPlan, e
 		if len(q.Bindings) == 0 {
 			return nil, fmt.Errorf("query %s: compiled without bindings", q.Name)
 		}
-		p.ordered = q.Pred == nil && q.Semantics == query.Instances
+		p.ordered = q.Pred == nil && q.Return == nil && q.Semantics == query.Instances
 		p.vertexLevel = b.VertexMatches && !q.NamesTransfers()
 		p.direct = p.vertexLevel && !q.ReadsTransfers()
 		p.at = make([][]int, len(q.Bindings))

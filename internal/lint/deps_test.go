@@ -49,7 +49,7 @@ var allowed = map[string][]string{
 	"bench/servicebench": {"bench", "ingest", "incremental", "output", "service", "internal/hostmem", "internal/kafkaconn", "engine", "query", "graph", "bundle"},
 	"device":             {"incremental", "kernels", "kernels/cuda", "internal/hostmem"},
 	"replay":             {"graph", "query", "dyngraph", "bundle", "ingest", "engine", "incremental", "bench", "internal/hostmem"},
-	"demo":               {"bench", "bench/servicebench", "ingest", "service", "internal/kafkaconn"},
+	"demo":               {"graph", "bench", "bench/servicebench", "ingest", "service", "internal/kafkaconn"},
 	"deploy":             {"service"},
 	"cmd/gcsm":           nil, // may import everything; nothing imports it
 }
