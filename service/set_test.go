@@ -90,6 +90,16 @@ func TestSetDeadLetters(t *testing.T) {
 
 	srv := httptest.NewServer(r.s.Handler())
 	defer srv.Close()
+	code, body := postQuery(t, srv.URL, "typo", "(a:Account)-[t:TRANSFER]->(b:Account) WHERE a.statis = 'flagged'")
+	if w, ok := body["warnings"].([]any); code != http.StatusCreated || !ok || len(w) != 1 || !strings.Contains(fmt.Sprint(w[0]), "status") {
+		t.Errorf("query of a typo: %d %v, want 201 with a warning naming status", code, body)
+	}
+	// The catalog took the vertex set's property, though the set was
+	// refused later, as it takes an edge's refused as a self-loop.
+	code, body = postQuery(t, srv.URL, "flagged", "(a:Account)-[t:TRANSFER]->(b:Account) WHERE a.status = 'flagged'")
+	if w, ok := body["warnings"].([]any); code != http.StatusCreated || !ok || len(w) != 0 {
+		t.Errorf("query of a property only a set gave: %d %v, want 201 without warnings", code, body)
+	}
 	resp, err := http.Get(srv.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
