@@ -29,10 +29,15 @@ type Decoded struct {
 // number, for its Batch.
 //
 // A record that failed to decode is skipped, and so is one a window will
-// refuse for what it says alone (no event time); one that comes late is
-// interned, as lateness depends on the batches before it: an id so interned
-// is a vertex without edges. keepTime says whether Rec.Time matters to the
-// queries (ingest.Resolver.KeepTime).
+// refuse for what it says alone (an edge without event time); one that
+// comes late is interned, as lateness depends on the batches before it: an
+// id so interned is a vertex without edges. keepTime says whether Rec.Time
+// matters to the queries (ingest.Resolver.KeepTime).
+//
+// A vertex set counts as a use of its vertex for the recycler, as a vertex
+// event does: the set was taken, so the vertex it changed is kept until a
+// later batch leaves it without edges again, rather than released with the
+// new properties a moment after they were set.
 func (c *Core) Intern(dec []Decoded, keepTime bool) (recycled []graph.VertexID, seq uint32) {
 	c.interning.Lock()
 	defer c.interning.Unlock()
@@ -43,7 +48,7 @@ func (c *Core) Intern(dec []Decoded, keepTime bool) (recycled []graph.VertexID, 
 		recycled, seq = r.release(c.ids)
 	}
 	skip := func(d *Decoded) bool {
-		return d.Err != nil || (windowed && d.Rec.Op != graph.AddVertex && d.Rec.Time == 0)
+		return d.Err != nil || (windowed && isEdge(d.Rec.Op) && d.Rec.Time == 0)
 	}
 	c.lookUp(dec, skip)
 	for i := range dec {
@@ -54,9 +59,12 @@ func (c *Core) Intern(dec []Decoded, keepTime bool) (recycled []graph.VertexID, 
 		}
 		d.U, d.ResolveErr = c.resolver.ResolveKnown(d.Rec, d.known)
 		if r != nil && d.ResolveErr == nil {
-			r.named(d.U.Src)
-			if d.U.Op != graph.AddVertex {
+			switch n := endpoints(d.U.Op); {
+			case n == 2:
 				r.named(d.U.Dst)
+				fallthrough
+			case n == 1:
+				r.named(d.U.Src)
 			}
 		}
 	}
@@ -81,10 +89,8 @@ func (c *Core) lookUp(dec []Decoded, skip func(*Decoded) bool) {
 			if skip(d) {
 				continue
 			}
-			names[n] = d.Rec.Src
-			n++
-			if d.Rec.Op != graph.AddVertex {
-				names[n] = d.Rec.Dst
+			for e := range endpoints(d.Rec.Op) {
+				names[n] = [2]string{d.Rec.Src, d.Rec.Dst}[e]
 				n++
 			}
 		}
@@ -95,14 +101,30 @@ func (c *Core) lookUp(dec []Decoded, skip func(*Decoded) bool) {
 			if skip(d) {
 				continue
 			}
-			d.known.ID[0], d.known.OK[0] = ids[n], found[n]
-			n++
-			if d.Rec.Op != graph.AddVertex {
-				d.known.ID[1], d.known.OK[1] = ids[n], found[n]
+			for e := range endpoints(d.Rec.Op) {
+				d.known.ID[e], d.known.OK[e] = ids[n], found[n]
 				n++
 			}
 		}
 	})
+}
+
+// isEdge says whether op inserts or deletes an edge, the updates a window
+// keeps by their time.
+func isEdge(op graph.Op) bool { return op == graph.Insert || op == graph.Delete }
+
+// endpoints is how many vertices a record of op names, Src then Dst: an
+// edge's two, a vertex event's or a vertex set's one, and an edge set's
+// none, as it names its transfer by id. A record of an unknown op counts as
+// an edge, for the resolver to refuse.
+func endpoints(op graph.Op) int {
+	switch op {
+	case graph.AddVertex, graph.SetVertex:
+		return 1
+	case graph.SetEdge:
+		return 0
+	}
+	return 2
 }
 
 // EncodeIDs encodes the id dictionary with the interning stage held still,

@@ -10,7 +10,10 @@
 // Events may name their own edge (an id, one of several parallel edges) and
 // carry properties; a PropFilter says which properties records keep, so
 // that memory holds what the standing queries read, not all that is sent.
-// A Resolver then interns Records into a graph.Update. The split keeps the
+// A set event (JSON only) changes the properties of a vertex or of a
+// transfer named by its id. A Resolver then interns Records into a
+// graph.Update; a set's vertex must be known already, as a set never makes
+// one. The split keeps the
 // parsers free of shared state, so several can parse in parallel while one
 // goroutine owns the dictionaries.
 //

@@ -33,6 +33,10 @@ var fuzzSeeds = []struct {
 	{"op,ts,amount,dst,src,label\n-,5,1.5,b,a,x\n+,,x,c,a,\n", FormatAuto},
 	{"src,label,ts\na,TRANSFER,5\n", FormatSNAP},
 	{`{"op":"+","src":1,"dst":2,"id":"tx-000001"}` + "\n" + `{"op":"+","src":1,"dst":2,"label":"123456789"}`, FormatJSON},
+	{`{"op":"+","src":1,"dst":2,"id":"t"}` + "\n" + `{"op":"set","vertex":1,"props":{"a":null,"c":"x"}}` + "\n" +
+		`{"op":"set","edge":"t","ts":5,"props":{"amount":1,"amount":null}}` + "\n" + `{"op":"set","vertex":9,"props":{}}` + "\n" +
+		`{"op":"set","vertex":1,"edge":"t","props":{}}` + "\n" + `{"op":"set","edge":"t","dst":2,"props":{}}`, FormatJSON},
+	{"src,dst,op\na,b,set\na,b,+\n", FormatAuto},
 }
 
 // result is what one call of Next gave, in a form to compare.
@@ -73,6 +77,14 @@ func checkRecord(t *testing.T, rec Record) {
 	switch {
 	case rec.Line < 1:
 		t.Fatalf("record %+v has no line", rec)
+	case rec.Op == graph.SetEdge:
+		if rec.ID == "" || rec.Src != "" || rec.Dst != "" || rec.Label != "" || len(rec.SrcProps)+len(rec.DstProps) > 0 {
+			t.Fatalf("edge set %+v does not name just its transfer and its properties", rec)
+		}
+	case rec.Op == graph.SetVertex:
+		if rec.Src == "" || rec.Dst != "" || rec.ID != "" || rec.SrcLabel != "" || len(rec.Props)+len(rec.DstProps) > 0 {
+			t.Fatalf("vertex set %+v does not name just its vertex and its properties", rec)
+		}
 	case rec.Src == "":
 		t.Fatalf("record %+v has no Src", rec)
 	case rec.Op == graph.AddVertex && rec.SrcLabel == "":
@@ -119,7 +131,8 @@ func FuzzReader(f *testing.F) {
 
 		res := &Resolver{IDs: graph.NewIDs(), Labels: graph.NewDict()}
 		for _, g := range good {
-			if _, err := res.Resolve(g.rec); err != nil && !errors.Is(err, ErrSelfLoop) {
+			_, err := res.Resolve(g.rec)
+			if unknown := g.rec.Op == graph.SetVertex && errors.Is(err, graph.ErrUnknownVertex); err != nil && !errors.Is(err, ErrSelfLoop) && !unknown {
 				t.Fatalf("Resolve(%+v): %v", g.rec, err)
 			}
 		}
@@ -129,7 +142,9 @@ func FuzzReader(f *testing.F) {
 // FuzzResolve resolves arbitrary records: the update must name what the
 // record does, and a refused record must leave the dictionaries alone. An
 // edge update has a Tx exactly when the record has an ID or KeepTime is
-// set.
+// set. A set interns nothing: a vertex set resolves exactly when the
+// dictionary knows its vertex (known interns it first), an edge set when
+// it names a transfer.
 func FuzzResolve(f *testing.F) {
 	f.Add(uint8(graph.Insert), "1", "2", "", "", "", "", false)
 	f.Add(uint8(graph.Delete), "a", "07", "x", "A", "B", "tx-1", false)
@@ -137,9 +152,17 @@ func FuzzResolve(f *testing.F) {
 	f.Add(uint8(graph.AddVertex), "3", "", "", "L", "", "", true)
 	f.Add(uint8(graph.AddVertex), "3", "", "", "", "", "", false)
 	f.Add(uint8(0), "1", "2", "", "", "", "", false)
+	f.Add(uint8(graph.SetVertex), "acct:9", "", "", "", "", "", false)
+	f.Add(uint8(graph.SetVertex), "acct:9", "", "", "", "", "", true)
+	f.Add(uint8(graph.SetEdge), "", "", "", "", "", "tx-981", false)
+	f.Add(uint8(graph.SetEdge), "", "", "", "", "", "", true)
 	f.Fuzz(func(t *testing.T, op uint8, src, dst, label, srcLabel, dstLabel, id string, keepTime bool) {
-		res := &Resolver{IDs: graph.NewIDs(), Labels: graph.NewDict(), DefaultEdgeLabel: "def", KeepTime: keepTime}
 		rec := Record{Op: graph.Op(op), Src: src, Dst: dst, Label: label, SrcLabel: srcLabel, DstLabel: dstLabel, ID: id, Time: 9, Line: 1}
+		if rec.Op == graph.SetVertex || rec.Op == graph.SetEdge {
+			checkResolveSet(t, rec, keepTime)
+			return
+		}
+		res := &Resolver{IDs: graph.NewIDs(), Labels: graph.NewDict(), DefaultEdgeLabel: "def", KeepTime: keepTime}
 		u, err := res.Resolve(rec)
 		edge := rec.Op == graph.Insert || rec.Op == graph.Delete
 		if loop := edge && src != "" && src == dst; loop != errors.Is(err, ErrSelfLoop) {
@@ -181,4 +204,41 @@ func FuzzResolve(f *testing.F) {
 			t.Fatalf("Resolve(%+v) = %+v", rec, u)
 		}
 	})
+}
+
+// checkResolveSet is FuzzResolve of a set record; known interns its Src
+// beforehand.
+func checkResolveSet(t *testing.T, rec Record, known bool) {
+	res := &Resolver{IDs: graph.NewIDs(), Labels: graph.NewDict(), DefaultEdgeLabel: "def"}
+	var id graph.VertexID
+	if known && rec.Src != "" {
+		var err error
+		if id, _, err = res.IDs.Intern(rec.Src); err != nil {
+			return // past the dictionary's limits
+		}
+	}
+	ids := res.IDs.Len()
+	u, err := res.Resolve(rec)
+	if res.IDs.Len() != ids || res.Labels.Len() != 0 {
+		t.Fatalf("Resolve(%+v) interned names", rec)
+	}
+	var le *LineError
+	switch {
+	case rec.Op == graph.SetVertex && (rec.Src == "" || !known):
+		if !errors.As(err, &le) || le.Line != 1 || errors.Is(err, graph.ErrUnknownVertex) != (rec.Src != "") {
+			t.Fatalf("Resolve(%+v): %v, want a *LineError of line 1, of an unknown vertex if named", rec, err)
+		}
+	case rec.Op == graph.SetEdge && rec.ID == "":
+		if !errors.As(err, &le) || le.Line != 1 {
+			t.Fatalf("Resolve(%+v): %v, want a *LineError of line 1", rec, err)
+		}
+	case err != nil:
+		t.Fatalf("Resolve(%+v): %v", rec, err)
+	case u.Op != rec.Op || u.Tx == nil || u.Tx.Time != 9 || u.Dst != 0 || u.Label != 0 || u.SrcLabel != graph.NoLabel || u.DstLabel != graph.NoLabel:
+		t.Fatalf("Resolve(%+v) = %+v", rec, u)
+	case rec.Op == graph.SetVertex && (u.Src != id || u.Tx.ID != ""):
+		t.Fatalf("Resolve(%+v) = %+v, want vertex %d", rec, u, id)
+	case rec.Op == graph.SetEdge && (u.Src != 0 || u.Tx.ID != rec.ID):
+		t.Fatalf("Resolve(%+v) = %+v, want transfer %q", rec, u, rec.ID)
+	}
 }

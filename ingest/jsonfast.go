@@ -63,7 +63,8 @@ func keyAt(b []byte, i, at int) int {
 // without escapes or non-negative integers, ts is an integer in j.unit or an
 // RFC 3339 string without escapes; properties are read as record reads
 // them, keeping those keep names. Keys gcsm does not read may come anywhere,
-// with any value.
+// with any value; a set's "vertex" and "edge", which gcsm reads, make it
+// decline an edge event that carries them.
 //
 // Anything else it declines, returning false with *rec untouched, and
 // parse reads it the general way, which also words every error: fast only

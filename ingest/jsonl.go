@@ -38,10 +38,13 @@ const (
 	keyProps
 	keySrcProps
 	keyDstProps
+	keyVertex // a set's vertex
+	keyEdge   // a set's transfer id
 	numKeys
 )
 
-var jsonKeys = [numKeys]string{"op", "id", "src", "dst", "label", "src_label", "dst_label", "ts", "props", "src_props", "dst_props"}
+var jsonKeys = [numKeys]string{"op", "id", "src", "dst", "label", "src_label", "dst_label", "ts", "props", "src_props", "dst_props",
+	"vertex", "edge"}
 
 // maxScanDepth bounds the nesting the scanner follows in values gcsm
 // ignores; deeper input goes to encoding/json, which allows 10000 levels.
@@ -64,6 +67,8 @@ type jsonRaw struct {
 	Props    json.RawMessage `json:"props"`
 	SrcProps json.RawMessage `json:"src_props"`
 	DstProps json.RawMessage `json:"dst_props"`
+	Vertex   json.RawMessage `json:"vertex"`
+	Edge     json.RawMessage `json:"edge"`
 }
 
 // jsonLine parses objects of FormatJSON. One is kept from line to line, so
@@ -152,12 +157,14 @@ func (j *jsonLine) unmarshal(line []byte) *DecodeError {
 	r.Op, r.ID, r.Src, r.Dst = r.Op[:0], r.ID[:0], r.Src[:0], r.Dst[:0]
 	r.Label, r.SrcLabel, r.DstLabel, r.TS = r.Label[:0], r.SrcLabel[:0], r.DstLabel[:0], r.TS[:0]
 	r.Props, r.SrcProps, r.DstProps = r.Props[:0], r.SrcProps[:0], r.DstProps[:0]
+	r.Vertex, r.Edge = r.Vertex[:0], r.Edge[:0]
 	if err := json.Unmarshal(line, r); err != nil {
 		return decodeErrorf(ReasonJSON, "invalid JSON: %v", err)
 	}
 	j.slow = j.slow[:0]
 	j.plain = [numKeys]bool{}
-	for k, v := range [numKeys][]byte{r.Op, r.ID, r.Src, r.Dst, r.Label, r.SrcLabel, r.DstLabel, r.TS, r.Props, r.SrcProps, r.DstProps} {
+	for k, v := range [numKeys][]byte{r.Op, r.ID, r.Src, r.Dst, r.Label, r.SrcLabel, r.DstLabel, r.TS, r.Props, r.SrcProps, r.DstProps,
+		r.Vertex, r.Edge} {
 		start := len(j.slow)
 		j.slow = append(j.slow, v...)
 		j.val[k] = span{start, len(j.slow)}
@@ -179,6 +186,9 @@ func (j *jsonLine) record(keep *PropFilter, rec *Record) *DecodeError {
 		rec.Op = graph.Delete
 	case `"vertex"`:
 		rec.Op = graph.AddVertex
+	case `"set"`:
+		// A vertex's or a transfer's, as set decides below.
+		rec.Op = graph.SetVertex
 	default:
 		if absent(op) {
 			return decodeErrorf(ReasonMissingField, `missing field "op"`)
@@ -200,7 +210,16 @@ func (j *jsonLine) record(keep *PropFilter, rec *Record) *DecodeError {
 		n     int
 	)
 	add := func(sp span, dst *string) { names[n], dsts[n] = sp, dst; n++ }
-	if rec.Op == graph.AddVertex {
+	switch rec.Op {
+	case graph.SetVertex:
+		var target span
+		rec.Op, target, err = j.set()
+		if rec.Op == graph.SetEdge {
+			add(target, &rec.ID)
+		} else {
+			add(target, &rec.Src)
+		}
+	case graph.AddVertex:
 		id, key := keyID, "id"
 		if absent(j.value(keyID)) && !absent(j.value(keySrc)) {
 			id, key = keySrc, "src"
@@ -211,7 +230,7 @@ func (j *jsonLine) record(keep *PropFilter, rec *Record) *DecodeError {
 		}
 		add(src, &rec.Src)
 		add(label, &rec.SrcLabel)
-	} else {
+	default:
 		var src, dst, label, srcLabel, dstLabel, id span
 		if src, err = j.required(keySrc, "src"); err == nil {
 			dst, err = j.required(keyDst, "dst")
@@ -260,6 +279,37 @@ func (j *jsonLine) record(keep *PropFilter, rec *Record) *DecodeError {
 	}
 	j.takeProps(rec, s)
 	return nil
+}
+
+// setFields are the fields of edge and vertex events that a set refuses:
+// it names its vertex with "vertex" or its transfer with "edge", so an
+// "id" or a "src" would leave the reader to guess which one is meant.
+var setFields = [...]int{keySrc, keyDst, keyID, keyLabel, keySrcLabel, keyDstLabel, keySrcProps, keyDstProps}
+
+// set reads what a set event names: a vertex ("vertex") or a transfer
+// ("edge"), exactly one, whose properties "props" sets. It returns the op
+// and the name's span in j.text.
+func (j *jsonLine) set() (graph.Op, span, *DecodeError) {
+	for _, k := range setFields {
+		if !absent(j.value(k)) {
+			return 0, span{}, decodeErrorf(ReasonBadSet, `a set takes no field %q: it names a vertex with "vertex" or a transfer with "edge", and gives "props"`, jsonKeys[k])
+		}
+	}
+	vertex, edge := !absent(j.value(keyVertex)), !absent(j.value(keyEdge))
+	switch {
+	case vertex && edge:
+		return 0, span{}, decodeErrorf(ReasonBadSet, `a set names a vertex ("vertex") or a transfer ("edge"), not both`)
+	case !vertex && !edge:
+		return 0, span{}, decodeErrorf(ReasonMissingField, `missing field "vertex" or "edge": a set names the vertex or the transfer whose properties it sets`)
+	case absent(j.value(keyProps)):
+		return 0, span{}, decodeErrorf(ReasonMissingField, `missing field "props": a set gives the properties it sets`)
+	}
+	if edge {
+		sp, err := j.required(keyEdge, "edge")
+		return graph.SetEdge, sp, err
+	}
+	sp, err := j.required(keyVertex, "vertex")
+	return graph.SetVertex, sp, err
 }
 
 // required is name of a field that must be given and not empty.
@@ -520,6 +570,10 @@ func keyIndex(key []byte) int {
 		return keySrcProps
 	case "dst_props":
 		return keyDstProps
+	case "vertex":
+		return keyVertex
+	case "edge":
+		return keyEdge
 	}
 	for _, name := range jsonKeys {
 		// Both are ASCII, so EqualFold's Unicode folding is ASCII's.

@@ -22,11 +22,17 @@ const (
 	// ReasonJSON: the value is not one JSON object.
 	ReasonJSON = "json"
 	// ReasonMissingField: "op", "src" or "dst", or a vertex's "id" or
-	// "label", is absent, null or empty.
+	// "label", is absent, null or empty; or a set has neither "vertex" nor
+	// "edge", or no "props", or names an empty one.
 	ReasonMissingField = "missing_field"
-	// ReasonUnknownOp: "op" is none of "+", "-", "insert", "delete" and
-	// "vertex".
+	// ReasonUnknownOp: "op" is none of "+", "-", "insert", "delete",
+	// "vertex" and "set".
 	ReasonUnknownOp = "unknown_op"
+	// ReasonBadSet: a set event names both a vertex ("vertex") and a
+	// transfer ("edge"), or gives a field of edge and vertex events ("src",
+	// "dst", "id", a label, "src_props" or "dst_props"), which a set does
+	// not read: taking it silently would hide what the producer meant.
+	ReasonBadSet = "bad_set"
 	// ReasonBadTime: "ts" is neither an RFC 3339 string nor an integer.
 	ReasonBadTime = "bad_time"
 	// ReasonTSOutOfRange: "ts" is before 1970 (a negative number, or an
@@ -67,7 +73,7 @@ const DefaultMaxIDBytes = 1 << 10
 // DecodeReasons returns every DecodeError.Reason, so that a service can
 // export a zero count for each before the first refusal.
 func DecodeReasons() []string {
-	return []string{ReasonOversized, ReasonEmpty, ReasonJSON, ReasonMissingField, ReasonUnknownOp,
+	return []string{ReasonOversized, ReasonEmpty, ReasonJSON, ReasonMissingField, ReasonUnknownOp, ReasonBadSet,
 		ReasonBadTime, ReasonTSOutOfRange, ReasonBadValue, ReasonCSM, ReasonInvalidUTF8, ReasonFormat, ReasonIDTooLong}
 }
 
@@ -217,14 +223,20 @@ func checkIDs(rec *Record, limit int) *DecodeError {
 		len(rec.Label) <= limit && len(rec.SrcLabel) <= limit && len(rec.DstLabel) <= limit {
 		return nil
 	}
-	// The names of the input's fields: a vertex's are "id" and "label".
+	// The names of the input's fields: a vertex's are "id" and "label", a
+	// set's "vertex" or "edge".
 	fields := [...]struct {
 		key string
 		n   int
 	}{{"src", len(rec.Src)}, {"dst", len(rec.Dst)}, {"label", len(rec.Label)}, {"src_label", len(rec.SrcLabel)},
 		{"dst_label", len(rec.DstLabel)}, {"id", len(rec.ID)}}
-	if rec.Op == graph.AddVertex {
+	switch rec.Op {
+	case graph.AddVertex:
 		fields[0].key, fields[3].key = "id", "label"
+	case graph.SetVertex:
+		fields[0].key = "vertex"
+	case graph.SetEdge:
+		fields[5].key = "edge"
 	}
 	for _, f := range fields {
 		if f.n > limit {
@@ -255,12 +267,22 @@ func trimValue(b []byte) []byte {
 // edge's "id" only when given, "ts" as unix milliseconds when rec.Time is
 // not 0, and each list of properties as
 // an object when it is not empty. A vertex record is
-// {"op":"vertex","id":…,"label":…}, with its SrcProps as "props". Bytes of
-// rec's strings that are not UTF-8 become U+FFFD, as they do in
+// {"op":"vertex","id":…,"label":…}, with its SrcProps as "props"; a set is
+// {"op":"set","vertex":…} with its SrcProps, or {"op":"set","edge":…} with
+// its Props, as "props", which a set always has, and whose nulls it keeps.
+// Bytes of rec's strings that are not UTF-8 become U+FFFD, as they do in
 // encoding/json.
 func AppendEvent(dst []byte, rec Record) []byte {
 	dst = append(dst, `{"op":`...)
 	switch rec.Op {
+	case graph.SetVertex:
+		dst = append(dst, `"set","vertex":`...)
+		dst = jsonstr.Append(dst, rec.Src)
+		return appendSet(dst, rec.Time, rec.SrcProps)
+	case graph.SetEdge:
+		dst = append(dst, `"set","edge":`...)
+		dst = jsonstr.Append(dst, rec.ID)
+		return appendSet(dst, rec.Time, rec.Props)
 	case graph.AddVertex:
 		dst = append(dst, `"vertex","id":`...)
 		dst = jsonstr.Append(dst, rec.Src)
@@ -295,6 +317,17 @@ func AppendEvent(dst []byte, rec Record) []byte {
 		dst = appendProps(dst, "src_props", rec.SrcProps)
 		dst = appendProps(dst, "dst_props", rec.DstProps)
 	}
+	return append(dst, '}')
+}
+
+// appendSet ends a set event after its target: "ts" and "props", which a
+// set needs even when its filter kept none of them, to read back as a set.
+func appendSet(dst []byte, ms int64, props []graph.Prop) []byte {
+	dst = appendTS(dst, ms)
+	if len(props) == 0 {
+		return append(dst, `,"props":{}}`...)
+	}
+	dst = appendProps(dst, "props", props)
 	return append(dst, '}')
 }
 

@@ -86,6 +86,8 @@ func TestDecodeErrors(t *testing.T) {
 		{Decoder{}, `{"op":"vertex","label":"A"}`, ReasonMissingField, `missing field "id"`},
 		{Decoder{}, `{"op":"upsert","src":1,"dst":2}`, ReasonUnknownOp, `unknown op "upsert"`},
 		{Decoder{}, `{"op":1,"src":1,"dst":2}`, ReasonUnknownOp, `unknown op 1`},
+		{Decoder{}, `{"op":"set","vertex":"a","src":"a","props":{}}`, ReasonBadSet,
+			`a set takes no field "src": it names a vertex with "vertex" or a transfer with "edge", and gives "props"`},
 		{Decoder{}, `{"op":"+","src":1,"dst":2,"ts":"yesterday"}`, ReasonBadTime, `field "ts": "yesterday" is not an RFC 3339 time`},
 		{Decoder{}, `{"op":"+","src":1,"dst":2,"ts":1.5e12}`, ReasonBadTime, `field "ts" must be an RFC 3339 string or an integer (unix milliseconds), got 1.5e12`},
 		{Decoder{TSUnit: Seconds}, `{"op":"+","src":1,"dst":2,"ts":"x"}`, ReasonBadTime, `field "ts": "x" is not an RFC 3339 time`},
@@ -257,7 +259,12 @@ func FuzzDecode(f *testing.F) {
 		// Names over fuzzMaxID, and one at it, in each place and format.
 		`{"op":"+","src":"acct-000000001","dst":"acct-2"}`, `{"op":"+","src":1,"dst":2,"id":"tx-0000000001"}`,
 		`{"op":"vertex","id":"v","label":"\u00e9\u00e9\u00e9\u00e9\u00e9"}`, `{"op":"-","src":1,"dst":2,"src_label":"12345678"}`,
-		"e 1234567890 2 3", "v 1 123456789"} {
+		"e 1234567890 2 3", "v 1 123456789",
+		// Sets: of each kind, with nulls, and refused for each reason.
+		vertexSetEvent, edgeSetEvent, `{"op":"set","edge":981,"ts":5,"props":{"a":null,"b":1,"a":2}}`,
+		`{"op":"set","vertex":7,"props":{"c":null,"country":"DE","x":[1]}}`, `{"op":"set","vertex":"v","edge":"t","props":{}}`,
+		`{"op":"set","vertex":"v","src":"a","props":{}}`, `{"op":"set","props":{}}`, `{"op":"set","edge":"t"}`,
+		`{"op":"set","Edge":"tx-0000000001","props":{"amount":1}}`, `{"op":"set","vertex":"ééééé","props":{}}`} {
 		f.Add([]byte(s), uint8(FormatAuto))
 	}
 	f.Fuzz(func(t *testing.T, value []byte, format uint8) {

@@ -103,7 +103,8 @@ type pendingProp struct {
 // props checks the property objects of an event and gathers the properties
 // that keep names into j.pending, in the order of their objects. An edge
 // event has "props", "src_props" and "dst_props"; a vertex event has only
-// "props", its vertex's, which goes to Record.SrcProps.
+// "props", its vertex's, which goes to Record.SrcProps, as does a vertex
+// set's; an edge set's "props" are its transfer's, Record.Props.
 //
 // Whether an event is refused does not depend on keep: every property is
 // checked, so that the same event is taken or refused whatever the
@@ -116,23 +117,29 @@ func (j *jsonLine) props(op graph.Op, keep *PropFilter) *DecodeError {
 		v[keyDstProps].start == v[keyDstProps].end {
 		return nil // the common event, without properties
 	}
-	if op == graph.AddVertex {
-		return j.propObject(keyProps, slotSrcProps, keep, true)
+	switch op {
+	case graph.AddVertex:
+		return j.propObject(keyProps, slotSrcProps, keep, true, false)
+	case graph.SetVertex:
+		return j.propObject(keyProps, slotSrcProps, keep, true, true)
+	case graph.SetEdge:
+		return j.propObject(keyProps, slotProps, keep, false, true)
 	}
-	if err := j.propObject(keyProps, slotProps, keep, false); err != nil {
+	if err := j.propObject(keyProps, slotProps, keep, false, false); err != nil {
 		return err
 	}
-	if err := j.propObject(keySrcProps, slotSrcProps, keep, true); err != nil {
+	if err := j.propObject(keySrcProps, slotSrcProps, keep, true, false); err != nil {
 		return err
 	}
-	return j.propObject(keyDstProps, slotDstProps, keep, true)
+	return j.propObject(keyDstProps, slotDstProps, keep, true, false)
 }
 
 // propObject reads the object of key k, whose JSON syntax has been checked,
 // into j.pending. A property given twice keeps its last value, as a key
-// given twice in the event does; a null value is no value, so a later null
-// removes an earlier value.
-func (j *jsonLine) propObject(k, slot int, keep *PropFilter, vertex bool) *DecodeError {
+// given twice in the event does. A null value is no value, so a later null
+// removes an earlier value; but a set's null (set true) is kept, as the
+// value that removes the property where the set is applied.
+func (j *jsonLine) propObject(k, slot int, keep *PropFilter, vertex, set bool) *DecodeError {
 	raw := j.value(k)
 	key := jsonKeys[k]
 	if absent(raw) {
@@ -185,7 +192,7 @@ func (j *jsonLine) propObject(k, slot int, keep *PropFilter, vertex bool) *Decod
 				j.text = append(j.text, name...)
 				p.nameAt = span{start, len(j.text)}
 			}
-			j.setProp(first, p)
+			j.setProp(first, p, set)
 		}
 		i = skipSpace(raw, end)
 		if raw[i] == '}' {
@@ -204,15 +211,20 @@ type givenProp struct {
 }
 
 // noteSeen notes the properties rec's event gave in j.seen, under the
-// labels of their edge or vertices. It is called once rec is taken, so
+// labels of their edge or vertices; a vertex set's under "", since it names
+// no label, which the catalog counts for every vertex label. It is called once rec is taken, so
 // that a refused event adds nothing.
 //
 // A stream repeats a few shapes of event, so the shape of the last event
 // noted (its labels, and its properties' objects, names and kinds) is
 // kept: an event of the same shape, in the same catalog, is known there
 // already, which costs a compare instead of a catalog lookup per property.
+//
+// An edge set's properties are not noted: the set names its transfer by id
+// alone, so its edge label is not known here, and noting them under the
+// default label would record what no edge of that label carried.
 func (j *jsonLine) noteSeen(rec *Record) {
-	if j.seen == nil || len(j.given) == 0 {
+	if j.seen == nil || len(j.given) == 0 || rec.Op == graph.SetEdge {
 		return
 	}
 	sh := j.shape[:0]
@@ -244,21 +256,21 @@ func (j *jsonLine) noteSeen(rec *Record) {
 }
 
 // setProp records p, replacing the value of a property of the same name in
-// j.pending[first:], or removing it when p is null.
-func (j *jsonLine) setProp(first int, p pendingProp) {
+// j.pending[first:], or removing it when p is null and keepNull is not set.
+func (j *jsonLine) setProp(first int, p pendingProp, keepNull bool) {
 	for n := first; n < len(j.pending); n++ {
 		q := j.pending[n]
 		if q.name != p.name || p.name == "" && !bytes.Equal(j.text[q.nameAt.start:q.nameAt.end], j.text[p.nameAt.start:p.nameAt.end]) {
 			continue
 		}
-		if p.value.Kind == graph.Null {
+		if p.value.Kind == graph.Null && !keepNull {
 			j.pending = append(j.pending[:n], j.pending[n+1:]...)
 		} else {
 			j.pending[n] = p
 		}
 		return
 	}
-	if p.value.Kind != graph.Null {
+	if p.value.Kind != graph.Null || keepNull {
 		j.pending = append(j.pending, p)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/internal/kafkaconn"
 )
 
@@ -132,9 +133,16 @@ func (p *Publisher) Publish(ctx context.Context, path string, opts Options) (n, 
 	}
 }
 
-// add appends rec to the chunk, keyed by its source vertex.
+// add appends rec to the chunk, keyed by its source vertex, or an edge
+// set by its transfer id, which it has instead: the sets of one transfer
+// then stay in order on one partition, and spread over partitions as
+// transfers do.
 func (p *Publisher) add(rec Record) {
-	p.buf = append(p.buf, rec.Src...)
+	key := rec.Src
+	if rec.Op == graph.SetEdge {
+		key = rec.ID
+	}
+	p.buf = append(p.buf, key...)
 	p.ends = append(p.ends, len(p.buf))
 	p.buf = AppendEvent(p.buf, rec)
 	p.ends = append(p.ends, len(p.buf))

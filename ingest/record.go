@@ -13,8 +13,10 @@ import (
 // Readers do not reject self-loops (Src == Dst): whether they are an error is
 // the consumer's policy, and Resolve applies gcsm's.
 type Record struct {
-	Op       graph.Op
-	Src, Dst string // for AddVertex, Src is the vertex and Dst is empty
+	Op graph.Op
+	// For AddVertex and SetVertex, Src is the vertex and Dst is empty; a
+	// SetEdge names its transfer by ID alone, with Src and Dst empty.
+	Src, Dst string
 	Label    string // edge label
 	SrcLabel string // for AddVertex, the vertex's label
 	DstLabel string
@@ -24,9 +26,11 @@ type Record struct {
 	Time int64 // unix milliseconds; 0 if the input has no time
 	Line int   // 1-based line in the source
 	// Props are the edge's properties and SrcProps and DstProps its
-	// endpoints' (for AddVertex, SrcProps are the vertex's), in the order
-	// given: those that the reader's PropFilter keeps, each named once and
-	// none Null. They are nil when there are none.
+	// endpoints' (for AddVertex and SetVertex, SrcProps are the vertex's;
+	// for SetEdge, Props are the transfer's), in the order given: those
+	// that the reader's PropFilter keeps, each named once and none Null but
+	// in a set, where Null removes the property. They are nil when there
+	// are none.
 	Props, SrcProps, DstProps []graph.Prop
 }
 
@@ -71,13 +75,18 @@ type Known struct {
 
 // Resolve turns rec into an Update. Edge updates must name both endpoints
 // and must not be self-loops (the error then wraps ErrSelfLoop); a vertex
-// update must name the vertex and its label. Errors are *LineError with the
-// record's Line and no File, which the caller knows and may fill in.
+// update must name the vertex and its label. A vertex set must name a
+// vertex the dictionary knows (else the error wraps graph.ErrUnknownVertex):
+// a set changes a vertex and never makes one, so a mistyped id is refused
+// instead of becoming a vertex without edges. An edge set must name its
+// transfer, whose presence is the graph's to judge. Errors are *LineError
+// with the record's Line and no File, which the caller knows and may fill
+// in.
 //
 // The update's Tx holds the record's ID, Time and properties when it has an
 // ID or properties (a vertex record: properties), or, for an edge, when
-// KeepTime is set; it is nil otherwise. Tx shares rec's strings and
-// property lists.
+// KeepTime is set, and always for a set; it is nil otherwise. Tx shares
+// rec's strings and property lists.
 //
 // Resolve checks rec before interning anything, so a record refused for what
 // it says adds no vertex or label.
@@ -103,6 +112,27 @@ func (r *Resolver) ResolveKnown(rec Record, k Known) (graph.Update, error) {
 			u.Tx = &graph.Transfer{Time: rec.Time, SrcProps: rec.SrcProps}
 		}
 		return u, nil
+	case graph.SetVertex:
+		if rec.Src == "" {
+			return graph.Update{}, recordError(rec, nil, "set record needs a vertex")
+		}
+		id, ok := k.ID[0], k.OK[0]
+		if !ok {
+			// Not known before the batch, but an earlier record of it
+			// may have interned the name since.
+			id, ok = r.IDs.Lookup(rec.Src)
+		}
+		if !ok {
+			return graph.Update{}, recordError(rec, graph.ErrUnknownVertex, "set on unknown vertex %q", rec.Src)
+		}
+		return graph.Update{Op: rec.Op, Src: id, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel,
+			Tx: &graph.Transfer{Time: rec.Time, SrcProps: rec.SrcProps}}, nil
+	case graph.SetEdge:
+		if rec.ID == "" {
+			return graph.Update{}, recordError(rec, nil, "set record needs a transfer id")
+		}
+		return graph.Update{Op: rec.Op, SrcLabel: graph.NoLabel, DstLabel: graph.NoLabel,
+			Tx: &graph.Transfer{ID: rec.ID, Time: rec.Time, Props: rec.Props}}, nil
 	case graph.Insert, graph.Delete:
 		if rec.Src == "" || rec.Dst == "" {
 			return graph.Update{}, recordError(rec, nil, "edge record needs both endpoints")

@@ -367,6 +367,11 @@ func (r *Reader) csvRecord(line []byte, f []span) (Record, bool, *LineError) {
 			rec.Op = graph.Delete
 		case "":
 			return Record{}, false, r.errorf(`empty field "op"`)
+		case "set":
+			// Every other column of a CSV line is a property of an edge
+			// between src and dst, and a set has no endpoints: a line
+			// could not tell a vertex's set from a transfer's.
+			return Record{}, false, r.errorf(`op "set" is JSON only: a CSV line cannot say whether it sets a vertex or a transfer; write set events as JSON lines`)
 		default:
 			if err := checkUTF8(`field "op"`, op); err != nil {
 				return Record{}, false, r.errorf("%s", err.Detail)

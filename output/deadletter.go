@@ -14,7 +14,7 @@ const base64Encoding = "base64"
 // DeadLetter is an input message that could not be used, or an alert that could not be written
 // (docs/operations.md, "Kafka").
 type DeadLetter struct {
-	Reason    string `json:"reason,omitempty"` // set for alerts: ReasonAlertTooLarge
+	Reason    string `json:"reason,omitempty"` // the class: an input's rejects_total reason, or an alert's ReasonAlertTooLarge
 	Error     string `json:"error"`
 	Topic     string `json:"topic"`
 	Partition int    `json:"partition"`

@@ -90,8 +90,9 @@
 //	updates_total{op,result}      input updates: op insert, delete (applied: an edge changed), expire (window
 //	                              deletions scheduled), any (noop: changed nothing; rejected: dead-lettered)
 //	rejects_total{reason}         dead letters by reason: oversized, empty, json, missing_field, unknown_op,
-//	                              bad_time, ts_out_of_range, bad_value, csm, invalid_utf8, id_too_long,
-//	                              self_loop, label_conflict, late, missing_time; alert_too_large (an
+//	                              bad_set, bad_time, ts_out_of_range, bad_value, csm, invalid_utf8,
+//	                              id_too_long, self_loop, label_conflict, transfer_moved, late,
+//	                              missing_time, unknown_vertex, unknown_transfer; alert_too_large (an
 //	                              alert over the output topic's message limit)
 //	undelivered_total{reason}     alerts and dead letters delivery gave up: retries, superseded
 //	undelivered_last_timestamp_seconds  when delivery last gave records up

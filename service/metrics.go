@@ -55,7 +55,8 @@ var outputSteps = []string{"build", "log", "send", "acknowledge", "transaction"}
 
 // rejectReasons are the values of rejects_total's reason label: ingest's
 // decoding reasons and the service's own.
-var rejectReasons = append(ingest.DecodeReasons(), "self_loop", "label_conflict", "transfer_moved", "late", "missing_time")
+var rejectReasons = append(ingest.DecodeReasons(), "self_loop", "label_conflict", "transfer_moved", "late", "missing_time",
+	"unknown_vertex", "unknown_transfer")
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	const ns = "gcsm"

@@ -227,8 +227,9 @@ func (s *Service) key(e graph.Edge) edgeKey {
 }
 
 // resolve takes the batch's updates from its decoding, dead-lettering what
-// cannot be used: what failed to decode or intern, and with a window what
-// has no event time or comes too late for the watermark. The step puts
+// cannot be used: what failed to decode or intern, and with a window an
+// edge that has no event time or comes too late for the watermark. A set
+// needs no time: it makes no edge for the window to expire. The step puts
 // the window's expiries first.
 func (s *Service) resolve(b *batchState) {
 	windowed := s.core.Expiry() != nil
@@ -246,7 +247,7 @@ func (s *Service) resolve(b *batchState) {
 			continue
 		}
 		rec := d.Rec
-		if windowed && rec.Op != graph.AddVertex {
+		if windowed && (rec.Op == graph.Insert || rec.Op == graph.Delete) {
 			if rec.Time == 0 {
 				s.deadLetter(b, i, "missing_time", `missing field "ts": a windowed stream needs event times`)
 				continue
@@ -259,8 +260,11 @@ func (s *Service) resolve(b *batchState) {
 		}
 		if d.ResolveErr != nil {
 			reason := "bad_value"
-			if errors.Is(d.ResolveErr, ingest.ErrSelfLoop) {
+			switch {
+			case errors.Is(d.ResolveErr, ingest.ErrSelfLoop):
 				reason = "self_loop"
+			case errors.Is(d.ResolveErr, graph.ErrUnknownVertex):
+				reason = "unknown_vertex"
 			}
 			s.deadLetter(b, i, reason, d.ResolveErr.Error())
 			continue
@@ -284,6 +288,10 @@ func rejectReason(err error) string {
 		return "transfer_moved"
 	case errors.Is(err, dyngraph.ErrSelfLoop):
 		return "self_loop"
+	case errors.Is(err, graph.ErrUnknownVertex):
+		return "unknown_vertex"
+	case errors.Is(err, graph.ErrUnknownTransfer):
+		return "unknown_transfer"
 	}
 	return "bad_value"
 }
@@ -301,7 +309,9 @@ func (s *Service) deadLetter(b *batchState, i int, reason, detail string) {
 		value = value[:maxDeadValue]
 		detail += fmt.Sprintf(" (value cut to its first %d bytes)", maxDeadValue)
 	}
-	b.dead = append(b.dead, output.NewDeadLetter(detail, s.cfg.Input.Topic, m.Partition, m.Offset, value))
+	d := output.NewDeadLetter(detail, s.cfg.Input.Topic, m.Partition, m.Offset, value)
+	d.Reason = reason
+	b.dead = append(b.dead, d)
 	s.met.rejects.WithLabelValues(reason).Inc()
 	s.log.Debug().Str("reason", reason).Int("partition", m.Partition).Int64("offset", m.Offset).Msg(detail)
 }
@@ -315,7 +325,9 @@ func (s *Service) sources(b *batchState) {
 	}
 	b.changedBy = make(map[edgeKey]int, len(b.updates))
 	for i, u := range b.updates {
-		if u.Op == graph.AddVertex || (b.refused != nil && b.refused[i]) || b.origin[i] < 0 {
+		// Vertex events and sets change no edge; a set's Src and Dst
+		// would name a wrong one.
+		if (u.Op != graph.Insert && u.Op != graph.Delete) || (b.refused != nil && b.refused[i]) || b.origin[i] < 0 {
 			continue
 		}
 		b.changedBy[s.key(graph.Edge{Src: u.Src, Dst: u.Dst, Label: u.Label})] = b.origin[i]

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/ingest"
 	"github.com/gcsm/gcsm/internal/kafkaconn"
 )
@@ -103,18 +104,24 @@ func produceReadTopic(t *testing.T, broker, topic string) []producedEvent {
 }
 
 // produceCheckTopic checks that the topic holds exactly want: each record once,
-// keyed by its source vertex, all of one key on one partition, in the
-// file's order.
+// keyed by its source vertex (an edge set by its transfer id), all of one
+// key on one partition, in the file's order.
 func produceCheckTopic(t *testing.T, got []producedEvent, want []ingest.Record) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("topic has %d events, the file %d", len(got), len(want))
 	}
+	key := func(rec ingest.Record) string {
+		if rec.Op == graph.SetEdge {
+			return rec.ID
+		}
+		return rec.Src
+	}
 	partition := map[string]int{}
 	gotBySrc := map[string][]ingest.Record{}
 	for _, c := range got {
-		if c.key != c.rec.Src {
-			t.Errorf("key %q on an event of vertex %q", c.key, c.rec.Src)
+		if c.key != key(c.rec) {
+			t.Errorf("key %q on an event of %q", c.key, key(c.rec))
 		}
 		if p, ok := partition[c.key]; ok && p != c.partition {
 			t.Errorf("key %q on partitions %d and %d", c.key, p, c.partition)
@@ -124,7 +131,7 @@ func produceCheckTopic(t *testing.T, got []producedEvent, want []ingest.Record) 
 	}
 	wantBySrc := map[string][]ingest.Record{}
 	for _, rec := range want {
-		wantBySrc[rec.Src] = append(wantBySrc[rec.Src], rec)
+		wantBySrc[key(rec)] = append(wantBySrc[key(rec)], rec)
 	}
 	for src, recs := range wantBySrc {
 		if !slices.EqualFunc(gotBySrc[src], recs, func(a, b ingest.Record) bool { return reflect.DeepEqual(a, b) }) {
@@ -170,6 +177,9 @@ func TestProduce(t *testing.T) {
 {"op":"-","src":"acct:9","dst":"acct:17"}
 {"op":"+","src":"acct:1","dst":"acct:2","label":"TRANSFER","id":"tx-981","ts":"2026-11-20T10:00:00Z","props":{"amount":12000.5,"currency":"EUR","flagged":false},"src_props":{"country":"DE"}}
 {"op":"vertex","id":"acct:3","label":"Account","props":{"country":"FR","since":2019}}
+{"op":"set","vertex":"acct:3","props":{"country":null,"risk":0.93,"status":"flagged"}}
+{"op":"set","edge":981,"ts":1795255200002,"props":{"amount":12500}}
+{"op":"set","edge":"tx-981","props":{}}
 `
 	csv := "src,dst,time\na,b,60\nb,c,61\na,c,62\n"
 	for _, tt := range []struct {
