@@ -53,6 +53,7 @@ const (
 	saltTransfers
 	saltWalk
 	saltAmounts
+	saltSets
 )
 
 // Validate reports whether r describes a graph that Generate can produce.

@@ -71,17 +71,69 @@ type TransferEvent struct {
 	// carries the id of the transfer it undoes.
 	ID string
 	// Amount is the transfer's amount in EUR, in whole cents; a reversal
-	// carries the amount of the transfer it undoes.
+	// carries the amount of the transfer it undoes, and an edge set
+	// (graph.SetEdge, naming its transfer by ID) the amount it sets.
 	Amount float64
+	// Status is the status a vertex set (graph.SetVertex of Src) gives.
+	Status string
 }
 
-// AmountProp is the property under which Record passes a transfer's amount.
-const AmountProp = "amount"
+// AmountProp is the property under which Record passes a transfer's
+// amount, and StatusProp the one under which a vertex set passes its status.
+const (
+	AmountProp = "amount"
+	StatusProp = "status"
+)
+
+// WithSets returns evs with property set events among them, a fraction
+// ratio of the result: after a transfer, now and then, a set of the amount
+// of one of the last 1,000 transfers (within 15% of what it was, which
+// moves it across the layering predicates' 90% now and then) or of a
+// recent sender's status (flagged or cleared), alike. The sets carry the
+// time of the event before them.
+func WithSets(evs []TransferEvent, ratio float64, seed uint64) []TransferEvent {
+	if ratio <= 0 || ratio >= 1 {
+		return evs
+	}
+	rng := rand.New(rand.NewPCG(seed, saltSets))
+	per := ratio / (1 - ratio) // sets per transfer
+	out := make([]TransferEvent, 0, int(float64(len(evs))*(1+per))+1)
+	var recent []TransferEvent
+	for _, ev := range evs {
+		out = append(out, ev)
+		if ev.Op != graph.Insert {
+			continue
+		}
+		if len(recent) < 1000 {
+			recent = append(recent, ev)
+		} else {
+			recent[rng.IntN(len(recent))] = ev
+		}
+		for n := per; n > 0; n-- {
+			if n < 1 && rng.Float64() >= n {
+				break
+			}
+			r := recent[rng.IntN(len(recent))]
+			set := TransferEvent{Op: graph.SetVertex, Src: r.Src, Time: ev.Time, Status: []string{"flagged", "cleared"}[rng.IntN(2)]}
+			if rng.IntN(2) == 0 {
+				set = TransferEvent{Op: graph.SetEdge, ID: r.ID, Time: ev.Time, Amount: math.Round(r.Amount*(0.85+0.3*rng.Float64())*100) / 100}
+			}
+			out = append(out, set)
+		}
+	}
+	return out
+}
 
 // Record is the event as gcsm's input reads it: a transfer carries its id
 // and its amount (property "amount"); a reversal names its transfer by id
 // alone, since a delete by id needs nothing else.
 func (e TransferEvent) Record() ingest.Record {
+	switch e.Op {
+	case graph.SetVertex:
+		return ingest.Record{Op: e.Op, Src: e.Src, Time: e.Time, SrcProps: []graph.Prop{{Name: StatusProp, Value: graph.StringValue(e.Status)}}}
+	case graph.SetEdge:
+		return ingest.Record{Op: e.Op, ID: e.ID, Time: e.Time, Props: []graph.Prop{{Name: AmountProp, Value: graph.NumberValue(e.Amount)}}}
+	}
 	r := ingest.Record{Op: e.Op, Src: e.Src, Dst: e.Dst, Label: e.Label, SrcLabel: e.SrcLabel, DstLabel: e.DstLabel, ID: e.ID, Time: e.Time}
 	if e.Op == graph.Insert {
 		r.Props = []graph.Prop{{Name: AmountProp, Value: graph.NumberValue(e.Amount)}}

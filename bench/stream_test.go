@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -162,5 +163,43 @@ func TestTransferRecord(t *testing.T) {
 	}
 	if !seen[0] || !seen[1] {
 		t.Error("the stream lacks inserts or reversals")
+	}
+}
+
+// TestWithSets: the sets are the asked fraction of the stream, name
+// transfers and accounts the stream has sent before them, and leave the
+// transfers in their order.
+func TestWithSets(t *testing.T) {
+	evs := bench.Transfers(2000, 20000, 3)
+	out := bench.WithSets(evs, 0.1, 3)
+	sets, vertex := 0, 0
+	ids, senders := map[string]bool{}, map[string]bool{}
+	var kept []bench.TransferEvent
+	for _, ev := range out {
+		switch ev.Op {
+		case graph.SetEdge:
+			sets++
+			if !ids[ev.ID] {
+				t.Fatalf("a set of transfer %s before it was sent", ev.ID)
+			}
+		case graph.SetVertex:
+			sets++
+			vertex++
+			if !senders[ev.Src] || (ev.Status != "flagged" && ev.Status != "cleared") {
+				t.Fatalf("set of %s (status %q) before it sent anything", ev.Src, ev.Status)
+			}
+		default:
+			ids[ev.ID], senders[ev.Src] = true, true
+			kept = append(kept, ev)
+		}
+	}
+	if !slices.Equal(kept, evs) {
+		t.Fatal("the transfers changed")
+	}
+	if f := float64(sets) / float64(len(out)); f < 0.09 || f > 0.11 {
+		t.Fatalf("sets are %.3f of the stream, want 0.1", f)
+	}
+	if vertex < sets/3 || vertex > 2*sets/3 {
+		t.Fatalf("%d of %d sets are of vertices, want about half", vertex, sets)
 	}
 }

@@ -54,7 +54,8 @@ type ApplyStats struct {
 	Refreshed int // insertions of an edge present at that point
 	Missing   int // deletions of an edge absent at that point
 	Cancelled int // edges whose operations changed them and then changed them back
-	Renewed   int // pairs present before and after whose parallel edges changed: in ΔE twice
+	Renewed   int // pairs present before and after whose parallel edges or values changed: in ΔE twice
+	Sets      int // property sets applied (of a vertex or a transfer), whether or not a kept value changed
 	Vertices  int // vertices that did not exist before the batch
 	Rejected  int // updates refused: see Rejects
 }
@@ -185,12 +186,17 @@ func (g *Graph) normalise(u *graph.Update, i int, st *ApplyStats) error {
 	}
 	switch u.Op {
 	case graph.SetVertex:
+		st.Sets++
 		if g.folder != nil && g.folder.SetVertex(u) {
 			g.renewAround(u.Src)
 		}
 		return nil
 	case graph.SetEdge:
-		return g.setEdge(u)
+		err := g.setEdge(u)
+		if err == nil {
+			st.Sets++
+		}
+		return err
 	}
 	return g.fold(u, i, st)
 }

@@ -112,9 +112,10 @@ type Transfer struct {
 
 // HasTransferID says whether some edge update of us carries a transfer id,
 // which makes it an edge of its own beside others between the same vertices.
+// A set names a transfer by its id but makes none.
 func HasTransferID(us []Update) bool {
 	for i := range us {
-		if us[i].Tx != nil && us[i].Tx.ID != "" {
+		if u := &us[i]; (u.Op == Insert || u.Op == Delete) && u.Tx != nil && u.Tx.ID != "" {
 			return true
 		}
 	}

@@ -378,7 +378,7 @@ func (ld *loader) add(u graph.Update, line int) {
 			ld.st.updates = make([]graph.Update, 0, ld.lines)
 		}
 	}
-	if ld.b != nil && (u.Op == graph.Delete || u.Tx != nil && u.Tx.ID != "") {
+	if ld.b != nil && (u.Op != graph.Insert && u.Op != graph.AddVertex || u.Tx != nil && u.Tx.ID != "") {
 		if ld.err = ld.finish(); ld.err != nil {
 			return
 		}

@@ -87,8 +87,9 @@
 //
 // All are prefixed gcsm_ and served on /metrics:
 //
-//	updates_total{op,result}      input updates: op insert, delete (applied: an edge changed), expire (window
-//	                              deletions scheduled), any (noop: changed nothing; rejected: dead-lettered)
+//	updates_total{op,result}      input updates: op insert, delete (applied: an edge changed), set (applied:
+//	                              a property set taken), expire (window deletions scheduled), any (noop:
+//	                              changed nothing; rejected: dead-lettered)
 //	rejects_total{reason}         dead letters by reason: oversized, empty, json, missing_field, unknown_op,
 //	                              bad_set, bad_time, ts_out_of_range, bad_value, csm, invalid_utf8,
 //	                              id_too_long, self_loop, label_conflict, transfer_moved, late,

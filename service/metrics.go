@@ -62,7 +62,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	const ns = "gcsm"
 	m := &metrics{
 		updates: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "updates_total",
-			Help: "Input updates by op (insert, delete, vertex, expire) and result (applied, noop, rejected)."}, []string{"op", "result"}),
+			Help: "Input updates by op (insert, delete, set, expire) and result (applied, noop, rejected)."}, []string{"op", "result"}),
 		rejects: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rejects_total",
 			Help: "Input messages sent to the dead-letter topic, by reason."}, []string{"reason"}),
 		matches: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "matches_total",
@@ -123,7 +123,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, r := range rejectReasons {
 		m.rejects.WithLabelValues(r)
 	}
-	for _, op := range []string{"insert", "delete", "expire"} {
+	for _, op := range []string{"insert", "delete", "set", "expire"} {
 		m.updates.WithLabelValues(op, "applied")
 	}
 	m.updates.WithLabelValues("any", "noop")

@@ -559,7 +559,8 @@ func (s *Service) observe(b *batchState, st dyngraph.ApplyStats) {
 	}
 	s.met.updates.WithLabelValues("insert", "applied").Add(float64(st.Inserted))
 	s.met.updates.WithLabelValues("delete", "applied").Add(float64(st.Deleted))
-	s.met.updates.WithLabelValues("any", "noop").Add(float64(st.Updates - st.Inserted - st.Deleted - st.Rejected))
+	s.met.updates.WithLabelValues("set", "applied").Add(float64(st.Sets))
+	s.met.updates.WithLabelValues("any", "noop").Add(float64(st.Updates - st.Inserted - st.Deleted - st.Sets - st.Rejected))
 	s.met.updates.WithLabelValues("any", "rejected").Add(float64(len(b.dead)))
 	s.updates.Add(int64(st.Updates))
 	s.met.vertices.Set(float64(s.core.Graph().NumVertices()))

@@ -127,3 +127,74 @@ func TestRejectReasonSet(t *testing.T) {
 		}
 	}
 }
+
+// TestSetAfterRestart flags an account, changes a transfer's amount, raises
+// an account's risk and clears the flag, each in a batch of its own, after
+// a restart from a checkpoint: the matches whose WHERE the sets turn appear
+// and disappear in those batches, a changed amount replaces the row of the
+// match that returns it, and a disappearance returns what the match had
+// when it appeared. A set of an unknown transfer id is a dead letter.
+func TestSetAfterRestart(t *testing.T) {
+	addrs := cluster(t, 1, 1)
+	cfg := testConfig(t, addrs)
+	cfg.Queries = []QueryConfig{
+		{Name: "flaggedin", Pattern: "(a:Account)-[t:TRANSFER]->(b:Account) WHERE b.status = 'flagged' RETURN a, t.amount AS amount"},
+		{Name: "risky", Pattern: "(a:Account)-[:TRANSFER]->(b:Account) WHERE a.risk > 5 RETURN a, a.risk AS risk"},
+	}
+	out := consume(t, addrs, "matches", true)
+	dlq := consume(t, addrs, "edges.dlq", false)
+	r := start(t, cfg)
+	step := func(r *running, vals ...string) {
+		t.Helper()
+		msgs := make([][]byte, len(vals))
+		for i, v := range vals {
+			msgs[i] = []byte(v)
+		}
+		at := r.s.Progress().Position[0]
+		produce(t, addrs, "edges", msgs)
+		waitFor(t, "the step", time.Minute, func() bool { return r.s.Progress().Position[0] == at+int64(len(vals)) })
+		waitFor(t, "its events", time.Minute, func() bool { return int64(out.count()) == r.s.Progress().Events })
+	}
+	step(r,
+		`{"op":"+","src":"a","dst":"b","id":"tx-1","ts":1000,"props":{"amount":100},"src_props":{"risk":3}}`,
+		`{"op":"+","src":"c","dst":"b","id":"tx-2","ts":1001,"props":{"amount":200}}`,
+	)
+	r.shutdown(t)
+	r = start(t, cfg)
+	sets := []string{
+		`{"op":"set","vertex":"b","props":{"status":"flagged"}}`,
+		`{"op":"set","edge":"tx-1","props":{"amount":150}}`,
+		`{"op":"set","vertex":"a","props":{"risk":7}}`,
+		`{"op":"set","vertex":"b","props":{"status":"cleared"}}`,
+		`{"op":"set","edge":"tx-99","props":{"amount":1}}`,
+	}
+	for _, s := range sets {
+		step(r, s)
+	}
+	r.shutdown(t)
+	events, _ := out.snapshot(t)
+	var got []string
+	for _, e := range events {
+		got = append(got, fmt.Sprintf("%s %s %v %v", e.Query, e.Change, e.Transfers, e.Return))
+	}
+	want := []string{
+		"flaggedin appeared [{t tx-1 1970-01-01T00:00:01.000Z}] map[a:a amount:100]",
+		"flaggedin appeared [{t tx-2 1970-01-01T00:00:01.001Z}] map[a:c amount:200]",
+		"flaggedin disappeared [{t tx-1 1970-01-01T00:00:01.000Z}] map[a:a amount:100]",
+		"flaggedin appeared [{t tx-1 1970-01-01T00:00:01.000Z}] map[a:a amount:150]",
+		"risky appeared [] map[a:a risk:7]",
+		"flaggedin disappeared [{t tx-1 1970-01-01T00:00:01.000Z}] map[a:a amount:150]",
+		"flaggedin disappeared [{t tx-2 1970-01-01T00:00:01.001Z}] map[a:c amount:200]",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	_, letters := dlq.snapshot(t)
+	if len(letters) != 1 {
+		t.Fatalf("%d dead letters, want the set of tx-99", len(letters))
+	}
+	var dl output.DeadLetter
+	if err := json.Unmarshal(letters[0].Value, &dl); err != nil || dl.Reason != "unknown_transfer" || !strings.Contains(dl.Error, `"tx-99"`) {
+		t.Errorf("dead letter %+v (%v), want unknown_transfer naming tx-99", dl, err)
+	}
+}
