@@ -190,7 +190,7 @@ func RunMembers(o *Options, human io.Writer) (*MembersResult, error) {
 		return nil, err
 	}
 	defer closeBroker()
-	stream := bench.TransfersHead(o.Accounts, o.Updates, o.Seed, o.Head)
+	stream := o.stream()
 	res := &MembersResult{Mix: o.Name, Updates: len(stream), Batch: o.Batch, Shards: MemberShards}
 	counts := []int{1}
 	if o.Members > 1 {

@@ -2,6 +2,7 @@ package servicebench
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -95,6 +96,34 @@ const (
 	layering4 = " WHERE t1.amount > 10000 AND t1.ts < t2.ts AND t2.ts < t3.ts AND t3.ts < t4.ts AND t4.ts - t1.ts < 1h" +
 		" AND t2.amount >= 0.9 * t1.amount AND t3.amount >= 0.9 * t2.amount AND t4.amount >= 0.9 * t3.amount"
 )
+
+var (
+	relVar    = regexp.MustCompile(`-\[(\w+):`)
+	vertexVar = regexp.MustCompile(`\((\w+)[:)]`)
+)
+
+// WithReturn appends to each spec with a WHERE over relationship variables
+// a RETURN of three fields, what an analyst reads first: its first vertex
+// (the account), the total amount of its transfers and their span in time.
+// The others are left as they are.
+func WithReturn(specs []string) []string {
+	out := make([]string, len(specs))
+	for i, spec := range specs {
+		out[i] = spec
+		rels := relVar.FindAllStringSubmatch(spec, -1)
+		first := vertexVar.FindStringSubmatch(spec)
+		if !strings.Contains(spec, " WHERE ") || len(rels) == 0 || first == nil {
+			continue
+		}
+		var vars []string
+		for _, m := range rels {
+			vars = append(vars, m[1])
+		}
+		list := "[" + strings.Join(vars, ", ") + "]"
+		out[i] += fmt.Sprintf(" RETURN %s, sum(%s.amount) AS total, max(%s.ts) - min(%s.ts) AS span", first[1], list, list, list)
+	}
+	return out
+}
 
 // Selected returns the mix's query specs named in the comma-separated list
 // only, in the mix's order.

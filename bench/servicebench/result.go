@@ -25,7 +25,10 @@ type Result struct {
 	Queries     []string `json:"queries"`
 	// Transfers says that the stream's events carried ids and amounts, so
 	// that queries bound transfers, not pairs.
-	Transfers  bool    `json:"transfers,omitempty"`
+	Transfers bool `json:"transfers,omitempty"`
+	// Sets is the fraction of the stream's events that set properties
+	// (bench.WithSets): Updates counts them.
+	Sets       float64 `json:"sets,omitempty"`
 	LoadPerSec float64 `json:"load_updates_per_s,omitempty"` // backlog: how fast the producer filled the topic
 	ReadPerSec float64 `json:"read_updates_per_s,omitempty"` // backlog: how fast a bare consumer reads it back, the broker's ceiling
 	// backlog: how fast a bare client, nothing else running, produces as many records as the service's

@@ -59,6 +59,7 @@ type Options struct {
 	Seed                  uint64
 	Head                  float64 // the stream's Zipf offset (Mix.Head)
 	Transfers             bool    // the stream's events carry ids and amounts (Mix.Transfers)
+	Sets                  float64 // the fraction of the stream's events that set properties (bench.WithSets); with Transfers
 	Members               int     // RunMembers' members
 	Log                   zerolog.Logger
 	Stderr                io.Writer // warnings
@@ -73,6 +74,12 @@ type Options struct {
 	// Alone runs the stream through the engine alone (the service's core
 	// without Kafka, baseline.go), for Run to compare.
 	Alone bool
+}
+
+// stream is the backlog: the mix's transfers, with o.Sets of property sets
+// among them.
+func (o *Options) stream() []bench.TransferEvent {
+	return bench.WithSets(bench.TransfersHead(o.Accounts, o.Updates, o.Seed, o.Head), o.Sets, o.Seed)
 }
 
 // Run runs the service over the stream and, if o.Alone and unless the
@@ -127,7 +134,8 @@ func Run(o *Options, human io.Writer) (*Result, error) {
 	p := &streamProducer{cl: cl.Client, arr: arr, transfers: o.Transfers}
 	var stream []bench.TransferEvent
 	if o.Duration == 0 {
-		stream = bench.TransfersHead(o.Accounts, o.Updates, o.Seed, o.Head)
+		stream = o.stream()
+		res.Updates = len(stream)
 	}
 	if err := o.loadBacklog(conn, p, cfg.Input.Topic, stream, res, human); err != nil {
 		return nil, err
@@ -155,7 +163,7 @@ func Run(o *Options, human io.Writer) (*Result, error) {
 // newResult is the result's description of the run, before it runs.
 func (o *Options) newResult() *Result {
 	res := &Result{Mix: o.Name, Mode: "backlog", Updates: o.Updates, Accounts: o.Accounts, Batch: o.Batch, Rate: o.Rate,
-		Security: "plaintext", Compression: o.Compression, Delivery: o.Delivery, Transfers: o.Transfers}
+		Security: "plaintext", Compression: o.Compression, Delivery: o.Delivery, Transfers: o.Transfers, Sets: o.Sets}
 	if o.Rate > 0 {
 		res.Mode = "rate"
 	}

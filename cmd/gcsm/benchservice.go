@@ -24,7 +24,9 @@ import (
 type benchServiceFlags struct {
 	mix               string
 	queries           queryFlags
-	only              string // --select: names of the mix's queries to run
+	ret               bool    // --return: a RETURN of three fields on the predicated queries
+	sets              float64 // --sets: the fraction of property sets in the stream
+	only              string  // --select: names of the mix's queries to run
 	updates, accounts int
 	batch, workers    int
 	partitions        int
@@ -114,6 +116,8 @@ func (f *benchServiceFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.queries, "q", "query instead of the mix's: an inline pattern or NAME=PATTERN (repeatable); the stream is still the mix's")
 	fs.StringVar(&f.only, "select", "", "run only the mix's queries of these comma-separated `names`: with rings-where, ring3,ring4 against ring3w,ring4w compares bare and predicated throughput")
 	fs.IntVar(&f.updates, "updates", 0, "updates in the stream; 0: the mix's (1,000,000)")
+	fs.BoolVar(&f.ret, "return", false, "append to each query with a WHERE over transfers a RETURN of three fields (its first account, the transfers' total amount and their span), as an analyst's alert carries")
+	fs.Float64Var(&f.sets, "sets", 0, "the `fraction` of the stream's events, besides its transfers, that set properties: half a recent transfer's amount (within 15%), half a recent sender's status; mixes over transfers only (rings-where)")
 	fs.IntVar(&f.accounts, "accounts", 0, "accounts among which the transfers flow; 0: the mix's")
 	fs.IntVar(&f.batch, "batch", 4096, "updates per batch at most, for the service and the engine alone")
 	fs.IntVar(&f.workers, "workers", 0, "CPU matching goroutines; 0 uses every core")
@@ -151,6 +155,7 @@ func (f *benchServiceFlags) check(fs *flag.FlagSet) error {
 		windowFlag(f.window, f.duration, fs),
 		warmupFlag(f.warmup, f.duration),
 		intIn("members", int64(f.members), 0, 64),
+		setsFlag(f.sets, f.mix, f.duration),
 		membersFlag(f.members, f.rate, f.duration),
 		brokerDirFlag(f.brokerDir, f.brokers, f.duration),
 		configFlag(f.config, f.brokers),
@@ -184,6 +189,9 @@ func (f *benchServiceFlags) resolve(mix servicebench.Mix) ([]service.QueryConfig
 			return nil, badFlags(err)
 		}
 	}
+	if f.ret {
+		specs = servicebench.WithReturn(specs)
+	}
 	return serviceQueries(specs)
 }
 
@@ -191,7 +199,7 @@ func (f *benchServiceFlags) resolve(mix servicebench.Mix) ([]service.QueryConfig
 func (f *benchServiceFlags) options(name string, qcfg []service.QueryConfig, log zerolog.Logger, stderr io.Writer) *servicebench.Options {
 	o := &servicebench.Options{Name: name, Queries: qcfg, Updates: f.updates, Accounts: f.accounts, Batch: f.batch, Workers: f.workers,
 		Partitions: f.partitions, Rate: f.rate, Duration: f.duration, Window: f.window, Warmup: f.warmup, Brokers: f.brokers,
-		Compression: f.compression, Delivery: f.delivery, Seed: f.seed, Head: f.head, Transfers: f.transfers, Members: f.members,
+		Compression: f.compression, Delivery: f.delivery, Seed: f.seed, Head: f.head, Transfers: f.transfers, Sets: f.sets, Members: f.members,
 		Log: log, Stderr: stderr, Open: f.openMember,
 		Connect: func(cfg *service.Config, dir string) (kafkaconn.Conn, string, func(), error) {
 			return servicebench.Connect(cfg, dir, servicebench.BrokerOptions{Embedded: f.brokers == "", Partitions: f.partitions, Brokers: splitBrokers(f.brokers),
@@ -322,6 +330,23 @@ func serviceQueries(specs []string) ([]service.QueryConfig, error) {
 }
 
 // membersFlag refuses --members with the modes it does not run.
+// setsFlag checks --sets: a fraction below one half, on a mix whose
+// transfers have ids (a set names its transfer by id), not in a soak, whose
+// generated stream has no sets.
+func setsFlag(sets float64, mix string, d time.Duration) error {
+	switch {
+	case sets == 0:
+		return nil
+	case !(sets > 0 && sets <= 0.5):
+		return fmt.Errorf("--sets %v: give a fraction of the stream above 0 and at most 0.5", sets)
+	case !servicebench.Mixes[mix].Transfers:
+		return fmt.Errorf("--sets: mix %s streams bare pairs, without the transfer ids a set names; use rings-where", mix)
+	case d > 0:
+		return errors.New("--sets applies to a backlog: leave out --duration")
+	}
+	return nil
+}
+
 func membersFlag(members, rate int, d time.Duration) error {
 	if members > 0 && (rate > 0 || d > 0) {
 		return errors.New("--members measures a backlog's throughput: leave out --rate and --duration")

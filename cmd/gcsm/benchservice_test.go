@@ -441,3 +441,26 @@ func TestBrokerRetentionFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchServiceSetsFlag: --sets takes a fraction up to one half, on a
+// mix whose transfers have ids, outside a soak.
+func TestBenchServiceSetsFlag(t *testing.T) {
+	for _, c := range []struct {
+		sets float64
+		mix  string
+		d    time.Duration
+		ok   bool
+	}{
+		{0, "alert-sparse", 0, true},
+		{0.1, "rings-where", 0, true},
+		{0.5, "rings-where", 0, true},
+		{0.6, "rings-where", 0, false},
+		{-0.1, "rings-where", 0, false},
+		{0.1, "alert-heavy", 0, false},
+		{0.1, "rings-where", time.Minute, false},
+	} {
+		if err := setsFlag(c.sets, c.mix, c.d); (err == nil) != c.ok {
+			t.Errorf("--sets %v --mix %s --duration %v: %v", c.sets, c.mix, c.d, err)
+		}
+	}
+}
