@@ -520,6 +520,16 @@ func (eb *eventBuilder) event(ev *output.Event, st *standing, r ref, match []out
 			}
 		}
 	}
+	for _, v := range m {
+		if o, ok := b.setBy[v]; ok && o > src {
+			src = o
+		}
+	}
+	for _, t := range tx {
+		if o, ok := b.setTx[t.id]; ok && o > src {
+			src = o
+		}
+	}
 	ev.EdgeEnds, ev.EdgeLabels = st.edgeEnds, st.edgeLabels
 	if r.ret != nil {
 		ev.Return = returnFields(st.q.Return, r.ret, names)

@@ -146,6 +146,11 @@ type batchState struct {
 	// changed it last, the "source" of the matches that edge completes;
 	// nil until the batch's first event needs it (sources).
 	changedBy map[edgeKey]int
+	// setBy and setTx map each vertex and each transfer id a set of this
+	// batch named to the message of its last set: the source of a match
+	// that a set changed. nil without sets.
+	setBy map[graph.VertexID]int
+	setTx map[string]int
 	// withheld counts per query the events a limit kept from the output.
 	withheld map[int]string
 	// initial, for a batch of a new query's initial matches, is their
@@ -316,21 +321,35 @@ func (s *Service) deadLetter(b *batchState, i int, reason, detail string) {
 	s.log.Debug().Str("reason", reason).Int("partition", m.Partition).Int64("offset", m.Offset).Msg(detail)
 }
 
-// sources fills b.changedBy: which message changed each edge last. Only a
-// batch with events needs it, and most batches of a selective query have
-// none, so it is built on demand.
+// sources fills b.changedBy: which message changed each edge last, and
+// setBy and setTx: which set named each vertex and transfer last. Only a
+// batch with events needs them, and most batches of a selective query have
+// none, so they are built on demand.
 func (s *Service) sources(b *batchState) {
 	if b.changedBy != nil {
 		return
 	}
 	b.changedBy = make(map[edgeKey]int, len(b.updates))
 	for i, u := range b.updates {
-		// Vertex events and sets change no edge; a set's Src and Dst
-		// would name a wrong one.
-		if (u.Op != graph.Insert && u.Op != graph.Delete) || (b.refused != nil && b.refused[i]) || b.origin[i] < 0 {
+		if (b.refused != nil && b.refused[i]) || b.origin[i] < 0 {
 			continue
 		}
-		b.changedBy[s.key(graph.Edge{Src: u.Src, Dst: u.Dst, Label: u.Label})] = b.origin[i]
+		// Vertex events change no edge, and sets name their vertex or
+		// transfer, not an edge.
+		switch u.Op {
+		case graph.Insert, graph.Delete:
+			b.changedBy[s.key(graph.Edge{Src: u.Src, Dst: u.Dst, Label: u.Label})] = b.origin[i]
+		case graph.SetVertex:
+			if b.setBy == nil {
+				b.setBy = make(map[graph.VertexID]int)
+			}
+			b.setBy[u.Src] = b.origin[i]
+		case graph.SetEdge:
+			if b.setTx == nil {
+				b.setTx = make(map[string]int)
+			}
+			b.setTx[u.Tx.ID] = b.origin[i]
+		}
 	}
 }
 

@@ -176,6 +176,10 @@ func TestSetAfterRestart(t *testing.T) {
 	var got []string
 	for _, e := range events {
 		got = append(got, fmt.Sprintf("%s %s %v %v", e.Query, e.Change, e.Transfers, e.Return))
+		// Each batch is one set: the event's source is its message.
+		if e.Source == nil || e.Source.FromOffset != e.Source.ToOffset {
+			t.Errorf("%s %s: source %+v, want the set's message", e.Query, e.Change, e.Source)
+		}
 	}
 	want := []string{
 		"flaggedin appeared [{t tx-1 1970-01-01T00:00:01.000Z}] map[a:a amount:100]",
