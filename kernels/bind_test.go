@@ -18,7 +18,8 @@ import (
 // renewed pairs (a transfer added to or taken from a pair that stays) must
 // be found in the old and the new view alike, so the transfer-level deltas
 // must be the same. The stream sets accounts' countries and transfers'
-// amounts too, which renew every pair they touch.
+// amounts too, which renew every pair they touch, and a query's RETURN rows
+// must agree.
 func TestBinderGPUEqualsCPU(t *testing.T) {
 	for _, pl := range []Placement{ZeroCopy, Device, GCSM} {
 		x := openGPU(t, pl, false)
@@ -38,6 +39,7 @@ var binderQueries = []string{
 	`(a)-[t1:T]->(b), (a)-[t2:T]->(b) WHERE t2.amount > t1.amount`,
 	`(a)-[x:T]->(b:B)<-[y:T]-(c)-[z:T]->(d) WITHIN 20s`,
 	`(a:A)-[x:T]->(b)-[y:T]->(c) WHERE a.country = 'DE' AND y.amount < 30`,
+	`(a)-[x:T]->(b)-[y:T]->(c)-[z:T]->(a) RETURN a, sum([x, y, z].amount) AS total, c.country, z.ts - x.ts AS span`,
 }
 
 func binderVsCPU(t *testing.T, x *GPU, seed uint64, directed bool) {
@@ -131,6 +133,7 @@ func boundMatches(t *testing.T, b *incremental.Binder, s *bundle.Store, g *dyngr
 			}
 			k += fmt.Sprintf(" %s/%d/%v", s.ID(x), s.Time(x), s.ValueIn(x, amount, view))
 		}
+		k += fmt.Sprint(" ", b.Returns(qi, sign, m, tx, nil))
 		mu.Lock()
 		got[k]++
 		mu.Unlock()
