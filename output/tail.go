@@ -282,6 +282,19 @@ func (p *tailPrinter) print(m *kgo.Record, queries map[string]bool) error {
 				}
 				match.WriteString(tailCell(b.Var, 0, true) + "=" + tailCell(b.ID, 0, true))
 			}
+			// A RETURN row follows the bindings, its strings unquoted as
+			// the bindings' ids are.
+			for i, f := range e.Return {
+				if i == 0 {
+					match.WriteString(" |")
+				}
+				v := string(f.Value)
+				var str string
+				if json.Unmarshal(f.Value, &str) == nil {
+					v = str
+				}
+				match.WriteString(" " + tailCell(f.Name, 0, true) + "=" + tailCell(v, 0, true))
+			}
 			row = fmt.Sprintf("%s\t%s\t%s\t%s\t%s", tailTime(m.Timestamp), tailCell(e.Query, 0, true), e.Change, match.String(), tailCell(e.Key, 0, true))
 		}
 	}

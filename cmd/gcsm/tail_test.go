@@ -56,7 +56,14 @@ func tailEvent(q, change string, ids ...string) output.Event {
 var tailEvents = []output.Event{
 	tailEvent("ring3", output.Appeared, "acct:1", "acct:2", "acct:3"),
 	tailEvent("split", output.Appeared, "acct:4", "acct 5", "x=y", "acct:7"),
-	tailEvent("ring3", output.Disappeared, "acct:1", "acct:2", "acct:3"),
+	withReturn(tailEvent("ring3", output.Disappeared, "acct:1", "acct:2", "acct:3"),
+		output.Field{Name: "total", Value: []byte("25600")}, output.Field{Name: "span", Value: []byte(`"1h30m"`)},
+		output.Field{Name: "note", Value: []byte(`"two words"`)}),
+}
+
+func withReturn(e output.Event, row ...output.Field) output.Event {
+	e.Return = row
+	return e
 }
 
 var tailDead = []output.DeadLetter{
@@ -154,7 +161,7 @@ func TestTail(t *testing.T) {
 	tailEqual(t, "table", got, []string{
 		"ring3|appeared|a=acct:1 b=acct:2 c=acct:3|" + tailEvents[0].Key,
 		`split|appeared|a=acct:4 b="acct 5" c="x=y" d=acct:7|` + tailEvents[1].Key,
-		"ring3|disappeared|a=acct:1 b=acct:2 c=acct:3|" + tailEvents[2].Key,
+		`ring3|disappeared|a=acct:1 b=acct:2 c=acct:3 | total=25600 span=1h30m note="two words"|` + tailEvents[2].Key,
 	})
 
 	stdout = gcsmOK(t, "tail", "--brokers", b, "--from-beginning", "--format", "json")
@@ -440,7 +447,7 @@ func TestTailDemo(t *testing.T) {
 	state := t.TempDir()
 	out := gcsmOK(t, "demo", "--events", "4000", "--accounts", "400", "--rate", "0", "--show", "0", "--device", "cpu", "--state", state)
 	total := 0
-	for _, m := range regexp.MustCompile(`(?m)^(?:ring3|layering|ring4|split)\s+(\d+)\s+(\d+)$`).FindAllStringSubmatch(out, -1) {
+	for _, m := range regexp.MustCompile(`(?m)^(?:ring3|layering|ring4|split|flagged)\s+(\d+)\s+(\d+)$`).FindAllStringSubmatch(out, -1) {
 		a, _ := strconv.Atoi(m[1])
 		d, _ := strconv.Atoi(m[2])
 		total += a + d
