@@ -47,11 +47,10 @@ type Binder struct {
 	Store   *bundle.Store
 	// VertexMatches makes a query that names no transfer variable report
 	// vertex maps, not transfer-level matches: each map once, with tx nil,
-	// in the view of its sign (Before for -, After for +) when some
-	// assignment of its transfers satisfies the predicates there. Such a
-	// query is about accounts: a third transfer on a pair of its ring is no
-	// new match. A map whose transfers changed but which holds before and
-	// after is then reported with both signs, which the caller cancels.
+	// when some assignment of its transfers satisfies the predicates in the
+	// view of its sign (Before for -, After for +) and none did in the
+	// other. Such a query is about accounts: a third transfer on a pair of
+	// its ring is no new match.
 	VertexMatches bool
 
 	exps     []*expander                // per sink worker
@@ -139,7 +138,7 @@ func (b *Binder) expanding(g *dyngraph.Graph, plans []*bindPlan, mode Mode, sink
 		}
 		var n int64
 		if plans[q].vertexLevel {
-			n = x.vertexMaps(g, plans[q], sign, m)
+			n = x.vertexMaps(g, plans[q], sign, static, m)
 		} else {
 			n = x.expandImages(g, plans[q], sign, static, m)
 		}
@@ -444,19 +443,21 @@ func (x *expander) expandImages(g *dyngraph.Graph, p *bindPlan, sign graph.Sign,
 }
 
 // vertexMaps reports each image of m under the query's Images (m alone
-// without) that has an assignment of transfers in the view of sign, once and
-// with tx nil, and returns their number (see Binder.VertexMatches).
-func (x *expander) vertexMaps(g *dyngraph.Graph, p *bindPlan, sign graph.Sign, m []graph.VertexID) int64 {
+// without) that has an assignment of transfers in the view of sign and,
+// unless static, had none in the other view, once and with tx nil, and
+// returns their number (see Binder.VertexMatches).
+func (x *expander) vertexMaps(g *dyngraph.Graph, p *bindPlan, sign graph.Sign, static bool, m []graph.VertexID) int64 {
 	sink := x.sink
 	defer func() { x.sink, x.once = sink, false }()
 	x.sink, x.once = nil, true
 	var n int64
 	one := func(v []graph.VertexID) {
-		if p.direct || x.expand(g, p, sign, true, v) > 0 {
-			n++
-			if sink != nil {
-				sink(x.worker, x.q, sign, v, nil)
-			}
+		if !p.direct && x.expand(g, p, sign, true, v) == 0 || !static && x.heldOther(g, p, sign, v) {
+			return
+		}
+		n++
+		if sink != nil {
+			sink(x.worker, x.q, sign, v, nil)
 		}
 	}
 	if p.q.Images == nil {
@@ -474,6 +475,37 @@ func (x *expander) vertexMaps(g *dyngraph.Graph, p *bindPlan, sign graph.Sign, m
 		one(img)
 	}
 	return n
+}
+
+// heldOther says whether vertex map m, which holds in the view of sign,
+// held in the other view too: every query edge's pair present there, and
+// some assignment of transfers there satisfying the predicates. The join
+// reports such a map with both signs when a pair of it renewed (a transfer
+// or a value changed) and it held throughout; for a query about accounts
+// that is no change.
+func (x *expander) heldOther(g *dyngraph.Graph, p *bindPlan, sign graph.Sign, m []graph.VertexID) bool {
+	for _, e := range p.q.Edges {
+		inOld, inNew := pairIn(g, p.q, e, m[e.A], m[e.B])
+		if sign > 0 && !inOld || sign < 0 && !inNew {
+			return false
+		}
+	}
+	return p.direct || x.expand(g, p, -sign, true, m) > 0
+}
+
+// pairIn says whether query edge e's pair between src and dst is in the
+// graph before and after the pending batch.
+func pairIn(g *dyngraph.Graph, q *query.Query, e query.QEdge, src, dst graph.VertexID) (inOld, inNew bool) {
+	o := g.Order()
+	lists := []dyngraph.Adj{g.Out(src)}
+	if q.Directed && !e.Directed {
+		lists = append(lists, g.In(src))
+	}
+	for i := range lists {
+		a, b, _ := o.Probe(&lists[i], dst, e.Label)
+		inOld, inNew = inOld || a, inNew || b
+	}
+	return inOld, inNew
 }
 
 // expand emits the transfer-level matches of vertex map m with sign (static:
@@ -559,16 +591,7 @@ func (x *expander) pairChanged(e query.QEdge, src, dst graph.VertexID, sign grap
 	if !x.need {
 		return false
 	}
-	o := x.g.Order()
-	var inOld, inNew bool
-	lists := []dyngraph.Adj{x.g.Out(src)}
-	if x.p.q.Directed && !e.Directed {
-		lists = append(lists, x.g.In(src))
-	}
-	for i := range lists {
-		a, b, _ := o.Probe(&lists[i], dst, e.Label)
-		inOld, inNew = inOld || a, inNew || b
-	}
+	inOld, inNew := pairIn(x.g, x.p.q, e, src, dst)
 	if sign > 0 {
 		return !inOld
 	}

@@ -181,9 +181,6 @@ func (s *Service) build(b *batchState) {
 	} else {
 		refs = sortRefs(refs, runtime.GOMAXPROCS(0))
 	}
-	if mt.bound && !mt.initial {
-		refs = cancelRenewed(refs, mt.queries)
-	}
 
 	// The events' bindings are carved from one slab, a run of one query at
 	// a time, and their edges are the query's (output.Event.EdgeEnds), so
@@ -222,70 +219,6 @@ func (s *Service) build(b *batchState) {
 		run.st.initial.Store(nil)
 	}
 	b.events = events
-}
-
-// cancelRenewed drops, from refs sorted by compareRefs, each vertex map of a
-// query that reports vertex maps (incremental.Binder.VertexMatches) which
-// disappeared and appeared in the one batch with the same RETURN row: the
-// Binder reports both when a transfer of the map's pairs or a value of its
-// vertices changed and the map held before and after, so for the consumer
-// nothing changed. A changed row stays: the old row goes, the new one comes.
-// It compacts refs in place.
-func cancelRenewed(refs []ref, queries []*standing) []ref {
-	var drop []bool
-	for lo := 0; lo < len(refs); {
-		q := refs[lo].q()
-		hi, mid := lo, lo
-		for hi < len(refs) && refs[hi].q() == q {
-			if refs[hi].pre&(1<<32) == 0 {
-				mid = hi + 1
-			}
-			hi++
-		}
-		if !queries[q].q.NamesTransfers() && mid > lo && mid < hi {
-			for i, j := lo, mid; i < mid && j < hi; {
-				c := compareMaps(refs[i], refs[j])
-				switch {
-				case c < 0:
-					i++
-				case c > 0:
-					j++
-				default:
-					if sameRow(refs[i].ret, refs[j].ret) {
-						if drop == nil {
-							drop = make([]bool, len(refs))
-						}
-						drop[i], drop[j] = true, true
-					}
-					i, j = i+1, j+1
-				}
-			}
-		}
-		lo = hi
-	}
-	if drop == nil {
-		return refs
-	}
-	w := 0
-	for i := range refs {
-		if !drop[i] {
-			refs[w] = refs[i]
-			w++
-		}
-	}
-	return refs[:w]
-}
-
-func sameRow(a, b []graph.Value) bool {
-	return slices.EqualFunc(a, b, graph.Value.Equal)
-}
-
-// compareMaps orders matches of one query by their vertices alone, whatever
-// their signs.
-func compareMaps(x, y ref) int {
-	x.pre &^= 1 << 32
-	y.pre &^= 1 << 32
-	return compareVertices(x, y)
 }
 
 // eventSlab is the memory of a batch's events and their bindings. A batch

@@ -11,14 +11,15 @@ import (
 )
 
 // TestDemo runs gcsm demo on a small stream: the whole service through its
-// embedded broker. The summary must count every message, the three
-// malformed ones as dead letters, and some rings.
+// embedded broker. The summary must count every message (the transfers, the
+// three malformed ones as dead letters, and the flag), some rings, and
+// alerts that the flag raised, with their RETURN rows.
 func TestDemo(t *testing.T) {
 	out, errOut, code := gcsm(t, "demo", "--events", "4000", "--accounts", "400", "--rate", "0", "--show", "1", "--device", "cpu")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	if !strings.Contains(out, "summary: 4003 messages in") || !strings.Contains(out, "; 3 dead letters") {
+	if !strings.Contains(out, "summary: 4004 messages in") || !strings.Contains(out, "; 3 dead letters") {
 		t.Fatalf("summary:\n%s", out)
 	}
 	m := regexp.MustCompile(`(?m)^ring3\s+(\d+)\s+(\d+)$`).FindStringSubmatch(out)
@@ -34,6 +35,12 @@ func TestDemo(t *testing.T) {
 	}
 	if !strings.Contains(out, "ALERT ring3    appeared") {
 		t.Fatalf("no alert printed:\n%s", out)
+	}
+	if !regexp.MustCompile(`ALERT layering appeared .* return \{"a":"acct-\d+","total":[0-9.]+,"span":"[0-9a-z]+"\}`).MatchString(out) {
+		t.Fatalf("no layering alert with its total and span:\n%s", out)
+	}
+	if !regexp.MustCompile(`ALERT flagged  appeared    a=acct-\d+ b=(acct-\d+) return \{"a":"acct-\d+","b":"acct-\d+","amount":[0-9.]+\} \(by the flag\)`).MatchString(out) {
+		t.Fatalf("no alert raised by the flag:\n%s", out)
 	}
 }
 
