@@ -351,7 +351,7 @@ func (p *bindPlan) Holds(worker, e int, src, dst graph.VertexID, sign graph.Sign
 			return false
 		}
 	}
-	return true
+	return p.ret == nil || p.ret.sameIn(p.store, m, nil)
 }
 
 // anyPasses says whether some transfer of src→dst in view passes binding
@@ -479,10 +479,10 @@ func (x *expander) vertexMaps(g *dyngraph.Graph, p *bindPlan, sign graph.Sign, s
 
 // heldOther says whether vertex map m, which holds in the view of sign,
 // held in the other view too: every query edge's pair present there, and
-// some assignment of transfers there satisfying the predicates. The join
-// reports such a map with both signs when a pair of it renewed (a transfer
-// or a value changed) and it held throughout; for a query about accounts
-// that is no change.
+// some assignment of transfers there satisfying the predicates, with the
+// same RETURN row. The join reports such a map with both signs when a pair
+// of it renewed (a transfer or a value changed) and it held throughout; for
+// a query about accounts that is no change.
 func (x *expander) heldOther(g *dyngraph.Graph, p *bindPlan, sign graph.Sign, m []graph.VertexID) bool {
 	for _, e := range p.q.Edges {
 		inOld, inNew := pairIn(g, p.q, e, m[e.A], m[e.B])
@@ -490,7 +490,11 @@ func (x *expander) heldOther(g *dyngraph.Graph, p *bindPlan, sign graph.Sign, m 
 			return false
 		}
 	}
-	return p.direct || x.expand(g, p, -sign, true, m) > 0
+	if !p.direct && x.expand(g, p, -sign, true, m) == 0 {
+		return false
+	}
+	// A changed RETURN row replaces the old one, as over transfers.
+	return p.ret == nil || p.ret.sameIn(p.store, m, nil)
 }
 
 // pairIn says whether query edge e's pair between src and dst is in the

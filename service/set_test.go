@@ -129,7 +129,7 @@ func TestRejectReasonSet(t *testing.T) {
 }
 
 // TestSetAfterRestart flags an account, changes a transfer's amount, raises
-// an account's risk and clears the flag, each in a batch of its own, after
+// an account's risk twice and clears the flag, each in a batch of its own, after
 // a restart from a checkpoint: the matches whose WHERE the sets turn appear
 // and disappear in those batches, a changed amount replaces the row of the
 // match that returns it, and a disappearance returns what the match had
@@ -165,6 +165,7 @@ func TestSetAfterRestart(t *testing.T) {
 		`{"op":"set","vertex":"b","props":{"status":"flagged"}}`,
 		`{"op":"set","edge":"tx-1","props":{"amount":150}}`,
 		`{"op":"set","vertex":"a","props":{"risk":7}}`,
+		`{"op":"set","vertex":"a","props":{"risk":9}}`,
 		`{"op":"set","vertex":"b","props":{"status":"cleared"}}`,
 		`{"op":"set","edge":"tx-99","props":{"amount":1}}`,
 	}
@@ -187,6 +188,8 @@ func TestSetAfterRestart(t *testing.T) {
 		"flaggedin disappeared [{t tx-1 1970-01-01T00:00:01.000Z}] map[a:a amount:100]",
 		"flaggedin appeared [{t tx-1 1970-01-01T00:00:01.000Z}] map[a:a amount:150]",
 		"risky appeared [] map[a:a risk:7]",
+		"risky disappeared [] map[a:a risk:7]",
+		"risky appeared [] map[a:a risk:9]",
 		"flaggedin disappeared [{t tx-1 1970-01-01T00:00:01.000Z}] map[a:a amount:150]",
 		"flaggedin disappeared [{t tx-2 1970-01-01T00:00:01.001Z}] map[a:c amount:200]",
 	}
