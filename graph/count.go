@@ -2,10 +2,13 @@ package graph
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"math"
 	"math/big"
 	"math/bits"
 	"strconv"
+	"strings"
 )
 
 // Count is a number of matches, an unsigned 128-bit integer. Counted
@@ -27,6 +30,10 @@ var ErrCountOverflow = errors.New("graph: a match count reached 2^128-1: too lar
 
 // CountOf is n as a Count.
 func CountOf(n uint64) Count { return Count{Lo: n} }
+
+// SaturatedCount is the count past 2^128-2, for an executor that can only
+// tell that a count passed it.
+func SaturatedCount() Count { return overflowed }
 
 // Overflowed says whether c saturated: its true value is 2^128-1 or more.
 func (c Count) Overflowed() bool { return c == overflowed }
@@ -52,14 +59,15 @@ func (c Count) Add(d Count) Count {
 	return Count{hi, lo}
 }
 
-// AddUint64 is c+n, saturated. It is the counting loops' add: a carry
-// into Hi, and the saturation check only when Hi is all ones.
+// AddUint64 is c+n, saturated: the counting loops' add, small enough to
+// be inlined in them.
 func (c Count) AddUint64(n uint64) Count {
 	lo, carry := bits.Add64(c.Lo, n, 0)
-	if carry != 0 || c.Hi == math.MaxUint64 {
-		return c.Add(Count{Lo: n})
+	hi := c.Hi + carry
+	if hi < c.Hi || (Count{hi, lo}) == overflowed {
+		return overflowed
 	}
-	return Count{c.Hi, lo}
+	return Count{hi, lo}
 }
 
 // MulUint64 is c×k, saturated (a saturated c times 0 is 0: nothing times
@@ -145,6 +153,30 @@ func (c Count) String() string {
 		return ">=340282366920938463463374607431768211455"
 	}
 	return string(c.AppendDecimal(nil))
+}
+
+// Format makes %d, %v and %s print c's exact decimal digits (String),
+// with a width and the '-' flag honoured, so that report tables written
+// for int64 counts print a Count as they did.
+func (c Count) Format(f fmt.State, verb rune) {
+	switch verb {
+	case 'd', 'v', 's':
+	default:
+		fmt.Fprintf(f, "%%!%c(graph.Count=%s)", verb, c.String())
+		return
+	}
+	s := c.String()
+	w, ok := f.Width()
+	pad := ""
+	if ok && w > len(s) {
+		pad = strings.Repeat(" ", w-len(s))
+	}
+	if f.Flag('-') {
+		s += pad
+	} else {
+		s = pad + s
+	}
+	io.WriteString(f, s)
 }
 
 // AppendDecimal appends c's exact decimal digits to b.

@@ -3,6 +3,7 @@ package graph
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/big"
 	"testing"
@@ -101,6 +102,9 @@ func TestCountFormat(t *testing.T) {
 		if err := json.Unmarshal(b, &back); err != nil || back.N != c {
 			t.Errorf("JSON round trip of %s: %v, %v", s, back.N, err)
 		}
+	}
+	if got := fmt.Sprintf("%d|%5d|%-5v|%s", CountOf(7), CountOf(42), CountOf(3), CountOf(9)); got != "7|   42|3    |9" {
+		t.Errorf("Format: %q", got)
 	}
 	if _, err := json.Marshal(overflowed); err == nil {
 		t.Error("a saturated count marshalled")
