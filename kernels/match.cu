@@ -59,6 +59,16 @@ __device__ __forceinline__ U128 u128_add(U128 a, U128 b, bool* wrapped)
     return r;
 }
 
+// u128_add_mod is a+b mod 2^128, for sums whose terms may wrap but whose
+// total does not.
+__device__ __forceinline__ U128 u128_add_mod(U128 a, U128 b)
+{
+    U128 r;
+    r.lo = a.lo + b.lo;
+    r.hi = a.hi + b.hi + (r.lo < a.lo);
+    return r;
+}
+
 // u128_mul is a×b mod 2^128.
 __device__ __forceinline__ U128 u128_mul(U128 a, unsigned long long b)
 {

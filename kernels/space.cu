@@ -280,9 +280,9 @@ __device__ __forceinline__ bool sp_in(const uint32_t* dv, const uint32_t* buf, u
 // below 2^128; that count is at most the product of the tail levels'
 // candidate counts, and where that product reaches 2^128 sp_tail sets
 // *too_large instead, for the host to report the count as past 2^128
-// (graph.Count saturated). Such a product on the GPU's sets of at most six
-// levels a group leaves a true count within a hair of it, past or not: the
-// CPU's math/big sum tells the two apart, the GPU does not.
+// (graph.Count saturated). Where the sets overlap, the true count may fall
+// short of such a product: the CPU's math/big sum (DistinctPicks) counts
+// it exactly, the GPU reports it saturated.
 __device__ U128 sp_tail(const uint32_t* prog, const uint32_t* cons, const uint32_t* verts,
                         const uint32_t* offs, const uint32_t* nbrs, uint32_t n, uint32_t tail,
                         uint32_t seed_depth, const uint32_t* idx, const uint32_t* vid, uint32_t* lo,
@@ -355,14 +355,13 @@ __device__ U128 sp_tail(const uint32_t* prog, const uint32_t* cons, const uint32
         for (uint32_t u = 1; u < (1u << t); u++) {
             uint32_t low = u & (0u - u), rest = u ^ low;
             U128 sum = u128(0);
-            bool wraps; // mod 2^128 by design
             for (uint32_t sub = rest;; sub = (sub - 1) & rest) {
                 uint32_t b = sub | low;
                 int k = __popc(b);
                 U128 term = u128_mul(picks[u ^ b], size[b]);
                 for (int j = 2; j < k; j++)
                     term = u128_mul(term, j);
-                sum = u128_add(sum, (k % 2 == 0) ? u128_neg(term) : term, &wraps);
+                sum = u128_add_mod(sum, (k % 2 == 0) ? u128_neg(term) : term);
                 if (sub == 0)
                     break;
             }
