@@ -125,14 +125,6 @@ func (c Count) Uint64() (n uint64, ok bool) { return c.Lo, c.Hi == 0 }
 // reported count.
 func (c Count) Float64() float64 { return float64(c.Hi)*(1<<64) + float64(c.Lo) }
 
-// Big is c as a big.Int.
-func (c Count) Big() *big.Int {
-	var b big.Int
-	b.SetUint64(c.Hi)
-	b.Lsh(&b, 64)
-	return b.Or(&b, new(big.Int).SetUint64(c.Lo))
-}
-
 // CountOfBig is b as a Count, saturated; b must not be negative.
 func CountOfBig(b *big.Int) Count {
 	if b.Sign() < 0 {
@@ -152,7 +144,7 @@ func (c Count) String() string {
 	if c.Overflowed() {
 		return ">=340282366920938463463374607431768211455"
 	}
-	return string(c.AppendDecimal(nil))
+	return string(c.appendDecimal(nil))
 }
 
 // Format makes %d, %v and %s print c's exact decimal digits (String),
@@ -179,8 +171,8 @@ func (c Count) Format(f fmt.State, verb rune) {
 	io.WriteString(f, s)
 }
 
-// AppendDecimal appends c's exact decimal digits to b.
-func (c Count) AppendDecimal(b []byte) []byte {
+// appendDecimal appends c's exact decimal digits to b.
+func (c Count) appendDecimal(b []byte) []byte {
 	if c.Hi == 0 {
 		return strconv.AppendUint(b, c.Lo, 10)
 	}
@@ -218,7 +210,7 @@ func (c Count) MarshalJSON() ([]byte, error) {
 	if c.Overflowed() {
 		return nil, ErrCountOverflow
 	}
-	return c.AppendDecimal(nil), nil
+	return c.appendDecimal(nil), nil
 }
 
 // UnmarshalJSON reads a JSON number of decimal digits, as MarshalJSON
