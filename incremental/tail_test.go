@@ -284,3 +284,21 @@ func TestDeltaCountsTail(t *testing.T) {
 
 // countOf is n as a graph.Count, for comparing counts with lengths.
 func countOf(n int) graph.Count { return graph.CountOf(uint64(n)) }
+
+// TestDistinctPicksPastInt64 checks DistinctPicks on copies of one set of
+// n, whose picks are n(n-1)...(n-t+1), where the product of the sizes is
+// just below 2^64 (the sum in int64 words, its result past 2^63) and just
+// above it (the sum in math/big), up to a count near 2^126 and one past
+// 2^128, which saturates.
+func TestDistinctPicksPastInt64(t *testing.T) {
+	for _, tc := range []struct{ t, n int64 }{{6, 1620}, {6, 1630}, {6, 2000}, {6, 1 << 21}, {5, 1 << 26}} {
+		var size [1 << MaxGroup]int64
+		for mask := 1; mask < 1<<tc.t; mask++ {
+			size[mask] = tc.n
+		}
+		want := fallingFactorial(tc.n, tc.t)
+		if got := DistinctPicks(int(tc.t), &size); got != graph.CountOfBig(want) {
+			t.Errorf("%d copies of a set of %d: %v distinct picks, want %v", tc.t, tc.n, got, want)
+		}
+	}
+}

@@ -117,6 +117,11 @@ __device__ __forceinline__ bool add_count(unsigned long long* c, U128 x)
     return wrapped;
 }
 
+// counts_128 does nothing: its presence in the image tells the host that
+// the kernels write 128-bit counts (kernels/gpu.go), where an image built
+// before them, read with the host's 128-bit layout, would give wrong ones.
+extern "C" __global__ void counts_128() {}
+
 // Views (incremental/views.go).
 #define V_OLD 0
 #define V_NEW 1
