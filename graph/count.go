@@ -59,15 +59,15 @@ func (c Count) Add(d Count) Count {
 	return Count{hi, lo}
 }
 
-// AddUint64 is c+n, saturated: the counting loops' add, small enough to
-// be inlined in them.
+// AddUint64 is c+n, saturated: the counting loops' add, inlined in them,
+// a carry into Hi and one compare, the saturation checks left to Add for
+// the counts of 2^128-2^64 and more, whose Hi is all ones.
 func (c Count) AddUint64(n uint64) Count {
-	lo, carry := bits.Add64(c.Lo, n, 0)
-	hi := c.Hi + carry
-	if hi < c.Hi || (Count{hi, lo}) == overflowed {
-		return overflowed
+	if c.Hi == math.MaxUint64 {
+		return c.Add(Count{Lo: n})
 	}
-	return Count{hi, lo}
+	lo, carry := bits.Add64(c.Lo, n, 0)
+	return Count{c.Hi + carry, lo}
 }
 
 // MulUint64 is c×k, saturated (a saturated c times 0 is 0: nothing times
