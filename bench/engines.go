@@ -89,7 +89,7 @@ type EngineRow struct {
 	Batch              int
 	Batches            int
 	PerBatch           time.Duration // mean matching time per batch
-	Positive, Negative int64
+	Positive, Negative graph.Count
 	// ListBytes is the mean number of neighbour-list bytes the engine asked
 	// for per batch, for engines that count them (the GPU); zero otherwise.
 	// HostBytes is the part read from host memory through the device
@@ -492,8 +492,8 @@ func runSize(cfg EngineConfig, e Engine, g *dyngraph.Graph, stream []graph.Updat
 func (r *EngineRow) add(o EngineRow) {
 	r.Batches += o.Batches
 	r.PerBatch += o.PerBatch
-	r.Positive += o.Positive
-	r.Negative += o.Negative
+	r.Positive = r.Positive.Add(o.Positive)
+	r.Negative = r.Negative.Add(o.Negative)
 	r.ListBytes += o.ListBytes
 	r.HostBytes += o.HostBytes
 	r.Estimate += o.Estimate

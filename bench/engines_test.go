@@ -164,7 +164,7 @@ func TestRunEnginesEachBatch(t *testing.T) {
 	for _, r := range rows {
 		s := batches[fmt.Sprint(r.Shape, r.Batch)]
 		mean := float64(r.PerBatch.Nanoseconds()) / 1e6
-		if s == nil || s.n != int64(r.Batches) || s.pos != r.Positive || s.neg != r.Negative || math.Abs(s.ms/float64(s.n)-mean) > 0.002 {
+		if s == nil || s.n != int64(r.Batches) || graph.CountOf(uint64(s.pos)) != r.Positive || graph.CountOf(uint64(s.neg)) != r.Negative || math.Abs(s.ms/float64(s.n)-mean) > 0.002 {
 			t.Errorf("%s at %d: batches %+v, row %+v", r.Shape, r.Batch, s, r)
 		}
 	}

@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/big"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/gcsm/gcsm/graph"
 )
 
 // Answers are the expected match counts of a query set, by query name.
-type Answers map[string]int64
+type Answers map[string]graph.Count
 
 // ReadAnswers reads an answers file (see ParseAnswers).
 func ReadAnswers(path string) (Answers, error) {
@@ -44,15 +46,19 @@ func ParseAnswers(name string, r io.Reader) (Answers, error) {
 		if len(f) != 2 {
 			return nil, fmt.Errorf("%s:%d: want QUERY COUNT, got %d fields", name, ln, len(f))
 		}
-		n, err := strconv.ParseInt(f[1], 10, 64)
-		if err != nil || n < 0 {
+		n, ok := new(big.Int).SetString(f[1], 10)
+		if !ok || n.Sign() < 0 {
 			return nil, fmt.Errorf("%s:%d: count %q of %s is not a non-negative integer", name, ln, f[1], f[0])
+		}
+		c := graph.CountOfBig(n)
+		if c.Overflowed() {
+			return nil, fmt.Errorf("%s:%d: count %s of %s is past 2^128-2, the largest count gcsm reports", name, ln, f[1], f[0])
 		}
 		if at, ok := where[f[0]]; ok {
 			return nil, fmt.Errorf("%s:%d: %s was already given on line %d", name, ln, f[0], at)
 		}
 		where[f[0]] = ln
-		out[f[0]] = n
+		out[f[0]] = c
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

@@ -24,15 +24,15 @@ type StaticEngine struct {
 
 // StaticResult is one query on one engine.
 type StaticResult struct {
-	Count    int64   `json:"count"` // partial when timed out
-	Seconds  float64 `json:"seconds"`
-	TimedOut bool    `json:"timed_out"`
+	Count    graph.Count `json:"count"` // partial when timed out; a JSON number of any size
+	Seconds  float64     `json:"seconds"`
+	TimedOut bool        `json:"timed_out"`
 }
 
 // StaticQuery is a row of bench static's table.
 type StaticQuery struct {
 	Name    string                  `json:"name"`
-	Answer  *int64                  `json:"answer"`
+	Answer  *graph.Count            `json:"answer"`
 	Check   string                  `json:"check"` // ok, wrong, disagree, timed out or unchecked
 	Engines map[string]StaticResult `json:"engines"`
 }
@@ -116,7 +116,7 @@ func RunStatic(g *dyngraph.Graph, qs []*query.Query, es []StaticEngine, answers 
 // checkStatic compares the counts of the engines that finished with the
 // answer, or with each other when there is none.
 func checkStatic(row StaticQuery, names []string) string {
-	var done []int64
+	var done []graph.Count
 	for _, n := range names {
 		if r := row.Engines[n]; !r.TimedOut {
 			done = append(done, r.Count)
@@ -132,7 +132,7 @@ func checkStatic(row StaticQuery, names []string) string {
 			}
 		}
 		return "ok"
-	case slices.Min(done) != slices.Max(done):
+	case slices.ContainsFunc(done, func(c graph.Count) bool { return c != done[0] }):
 		return "disagree"
 	}
 	return "unchecked"

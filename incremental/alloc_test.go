@@ -190,7 +190,7 @@ func TestMatchAllocs(t *testing.T) {
 			if mode == Enumerate {
 				sink = noop
 			}
-			var matches [2]int64
+			var matches [2]graph.Count
 			for i, size := range sizes {
 				g, d, batches := allocGraph(t, c, size[0], size[1], uint64(i+1))
 				qs := c.queries(d, c.directed)
@@ -215,7 +215,7 @@ func TestMatchAllocs(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, r := range res {
-					matches[i] += r.Positive + r.Negative
+					matches[i] = matches[i].Add(r.Positive).Add(r.Negative)
 				}
 				if allocs != c.want {
 					t.Errorf("%s, %s, %d vertices %d edges: Match allocates %v objects per batch of %d matches, want %v",
@@ -225,7 +225,7 @@ func TestMatchAllocs(t *testing.T) {
 				g.Close()
 			}
 			t.Logf("%s, %s: %v objects per batch with %d and with %d matches", c.name, modeName[mode], c.want, matches[0], matches[1])
-			if matches[0] > 1000 || matches[1] < 50_000 {
+			if matches[0].Cmp(graph.CountOf(1000)) > 0 || matches[1].Cmp(graph.CountOf(50_000)) < 0 {
 				t.Fatalf("%s: the sparse graph's batch has %d matches, the dense one's %d: want under 1000 and over 50000",
 					c.name, matches[0], matches[1])
 			}

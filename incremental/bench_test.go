@@ -292,7 +292,8 @@ func BenchmarkMatch(b *testing.B) {
 					skipHeavy(b, s, labeled, size)
 					cpu := &CPU{}
 					f.warm(b, cpu, qs)
-					var updates, matches int64
+					var updates int64
+					var matches graph.Count
 					b.ReportAllocs()
 					b.ResetTimer()
 					for range b.N {
@@ -303,10 +304,10 @@ func BenchmarkMatch(b *testing.B) {
 						}
 						f.g.Reorganize()
 						updates += int64(n)
-						matches += c[0].Positive + c[0].Negative
+						matches = matches.Add(c[0].Positive).Add(c[0].Negative)
 					}
 					b.ReportMetric(float64(updates)/b.Elapsed().Seconds(), "updates/s")
-					b.ReportMetric(float64(matches)/float64(b.N), "matches/op")
+					b.ReportMetric(matches.Float64()/float64(b.N), "matches/op")
 				})
 			}
 		}
@@ -333,7 +334,7 @@ func BenchmarkStatic(b *testing.B) {
 				}
 				f.rewind(b)
 				cpu := &CPU{}
-				var found int64
+				var found graph.Count
 				b.ReportAllocs()
 				b.ResetTimer()
 				for range b.N {
@@ -343,7 +344,7 @@ func BenchmarkStatic(b *testing.B) {
 					}
 					found = c[0]
 				}
-				b.ReportMetric(float64(found), "matches")
+				b.ReportMetric(found.Float64(), "matches")
 				b.ReportMetric(float64(f.edges)*float64(b.N)/b.Elapsed().Seconds(), "edges/s")
 			})
 		}

@@ -95,8 +95,7 @@ func (b *Binder) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query
 	out := make([]Counts, len(queries))
 	for _, x := range b.all() {
 		for q, c := range x.res {
-			out[q].Positive += c.Positive
-			out[q].Negative += c.Negative
+			out[q].Add(c)
 		}
 	}
 	return out, nil
@@ -104,7 +103,7 @@ func (b *Binder) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query
 
 // Static finds every transfer-level match of each query in g, which must not
 // be pending.
-func (b *Binder) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink BoundSink) ([]int64, error) {
+func (b *Binder) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink BoundSink) ([]graph.Count, error) {
 	plans, err := b.plan(g, queries)
 	if err != nil {
 		return nil, err
@@ -115,10 +114,10 @@ func (b *Binder) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, si
 	if _, err := b.Matcher.Static(g, queries, Enumerate, inner); err != nil {
 		return nil, err
 	}
-	out := make([]int64, len(queries))
+	out := make([]graph.Count, len(queries))
 	for _, x := range b.all() {
 		for q, c := range x.res {
-			out[q] += c.Positive
+			out[q] = out[q].Add(c.Positive)
 		}
 	}
 	return out, nil
@@ -143,9 +142,9 @@ func (b *Binder) expanding(g *dyngraph.Graph, plans []*bindPlan, mode Mode, sink
 			n = x.expandImages(g, plans[q], sign, static, m)
 		}
 		if sign > 0 {
-			x.res[q].Positive += n
+			x.res[q].Positive = x.res[q].Positive.AddUint64(uint64(n))
 		} else {
-			x.res[q].Negative += n
+			x.res[q].Negative = x.res[q].Negative.AddUint64(uint64(n))
 		}
 	}
 }

@@ -146,7 +146,7 @@ func checkVertexMatches(t *testing.T, directed bool, seed uint64, sets bool) {
 		g.Reorganize()
 		for i, q := range queries {
 			after := o.matches(q)
-			if counts[i] != cc[i] || counts[i].Positive != int64(sum(got[i][0])) || counts[i].Negative != int64(sum(got[i][1])) {
+			if counts[i] != cc[i] || counts[i].Positive != graph.CountOf(uint64(sum(got[i][0]))) || counts[i].Negative != graph.CountOf(uint64(sum(got[i][1]))) {
 				t.Fatalf("batch %d %s: counts %v, count mode %v, reported +%d -%d", batch, q.Name, counts[i], cc[i], sum(got[i][0]), sum(got[i][1]))
 			}
 			if q.NamesTransfers() {

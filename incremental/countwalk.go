@@ -162,7 +162,7 @@ func (w *walker) setTerm(qi int, q *query.Query, t int, sign graph.Sign) {
 // vertex. The placed vertices among them are left out of the counts
 // (picks.distinct). A level with symmetry conditions reads other depths,
 // and is listed each time.
-func (w *walker) countTail(d int) int64 {
+func (w *walker) countTail(d int) graph.Count {
 	n := len(w.plan.Levels)
 	w.raw = true
 	for e := d; e < n; e++ {
@@ -179,14 +179,14 @@ func (w *walker) countTail(d int) int64 {
 		}
 		if len(w.cand[e]) == 0 {
 			w.raw = false
-			return 0
+			return graph.Count{}
 		}
 	}
 	w.raw = false
-	total := int64(1)
+	total := graph.CountOf(1)
 	for _, g := range w.groups {
-		if total *= w.picks.distinct(&w.cand, g, w.m[:d]); total == 0 {
-			return 0
+		if total = total.Mul(w.picks.distinct(&w.cand, g, w.m[:d])); total.IsZero() {
+			return total
 		}
 	}
 	return total

@@ -120,7 +120,7 @@ func (c *CPU) Match(g *dyngraph.Graph, delta []graph.Change, queries []*query.Qu
 		w := ws[0]
 		for _, b := range blocks {
 			for ci := range delta {
-				w.count = 0
+				w.count = graph.Count{}
 				w.runTerm(b.qi, queries[b.qi], b.term, &delta[ci])
 				add(res, b.qi, delta[ci].Sign, w.count)
 			}
@@ -153,27 +153,26 @@ func runUnits(ws []*walker, total int64, unit func(int64) (qi, term int, ch *gra
 			}
 			for u := lo; u < hi; u++ {
 				qi, term, ch := unit(u)
-				w.count = 0
+				w.count = graph.Count{}
 				w.runTerm(qi, queries[qi], term, ch)
 				if ch.Sign > 0 {
-					w.pos[qi] += w.count
+					w.pos[qi] = w.pos[qi].Add(w.count)
 				} else {
-					w.neg[qi] += w.count
+					w.neg[qi] = w.neg[qi].Add(w.count)
 				}
 			}
 		}
 	})
 	for _, w := range ws[:used] {
 		for qi := range queries {
-			res[qi].Positive += w.pos[qi]
-			res[qi].Negative += w.neg[qi]
+			res[qi].Add(Counts{w.pos[qi], w.neg[qi]})
 		}
 	}
 	return res
 }
 
 // zeroed is s with n zeros, reusing its array where it is large enough.
-func zeroed[T int64 | uint64](s []T, n int) []T {
+func zeroed[T graph.Count | uint64](s []T, n int) []T {
 	if cap(s) < n {
 		return make([]T, n)
 	}
@@ -225,7 +224,7 @@ func (c *CPU) matchSplit(ws []*walker, blocks []block, delta []graph.Change, que
 	w0.collect = &seeds
 	for _, b := range blocks {
 		for ci := range delta {
-			w0.count, w0.ch = 0, int32(ci)
+			w0.count, w0.ch = graph.Count{}, int32(ci)
 			w0.runTerm(b.qi, queries[b.qi], b.term, &delta[ci])
 			add(res, b.qi, delta[ci].Sign, w0.count)
 		}
@@ -245,9 +244,9 @@ func (c *CPU) matchSplit(ws []*walker, blocks []block, delta []graph.Change, que
 				sign := delta[sd.ch].Sign
 				w.setTerm(int(sd.qi), q, int(sd.term), sign)
 				w.m[0], w.m[1], w.m[2] = sd.m[0], sd.m[1], sd.m[2]
-				w.count = 0
+				w.count = graph.Count{}
 				w.extend(3)
-				add(per[wi], int(sd.qi), sign, w.count*w.factor)
+				add(per[wi], int(sd.qi), sign, w.count.MulUint64(uint64(w.factor)))
 			}
 			if wake != nil {
 				wake()
@@ -273,18 +272,17 @@ func (c *CPU) matchSplit(ws []*walker, blocks []block, delta []graph.Change, que
 	wg.Wait()
 	for wi := range per {
 		for qi := range per[wi] {
-			res[qi].Positive += per[wi][qi].Positive
-			res[qi].Negative += per[wi][qi].Negative
+			res[qi].Add(per[wi][qi])
 		}
 	}
 	return res
 }
 
-func add(res []Counts, qi int, sign graph.Sign, n int64) {
+func add(res []Counts, qi int, sign graph.Sign, n graph.Count) {
 	if sign > 0 {
-		res[qi].Positive += n
+		res[qi].Positive = res[qi].Positive.Add(n)
 	} else {
-		res[qi].Negative += n
+		res[qi].Negative = res[qi].Negative.Add(n)
 	}
 }
 
@@ -325,7 +323,7 @@ func (w *walker) runTerm(qi int, q *query.Query, t int, ch *graph.Change) {
 	if !e.Directed {
 		w.orient(e, ch, ch.Dst, ch.Src)
 	}
-	w.count *= w.factor
+	w.count = w.count.MulUint64(uint64(w.factor))
 }
 
 // ends says whether x and y have the labels of e's endpoints A and B.

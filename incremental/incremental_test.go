@@ -128,7 +128,7 @@ func (s *scenario) check(t *testing.T, workers int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if w := int64(len(s.filter(q, want))); got[0] != w {
+		if w := countOf(len(s.filter(q, want))); got[0] != w {
 			t.Fatalf("%v: static count of %v = %d, oracle %d", s, q.Pattern, got[0], w)
 		}
 	}
@@ -171,7 +171,7 @@ func (s *scenario) check(t *testing.T, workers int) {
 			wantPos := s.filter(q, minus(after, before[qi]))
 			wantNeg := s.filter(q, minus(before[qi], after))
 			where := fmt.Sprintf("%v batch %d query %d %v", s, bi, qi, describe(q))
-			if counts[qi].Positive != int64(len(wantPos)) || counts[qi].Negative != int64(len(wantNeg)) {
+			if counts[qi].Positive != countOf(len(wantPos)) || counts[qi].Negative != countOf(len(wantNeg)) {
 				t.Fatalf("%s: count mode +%d -%d, oracle +%d -%d\nbatch %v", where, counts[qi].Positive, counts[qi].Negative, len(wantPos), len(wantNeg), batch)
 			}
 			if ecounts[qi] != counts[qi] {

@@ -49,10 +49,26 @@ const (
 	Enumerate
 )
 
-// Counts is one query's result for a batch.
+// Counts is one query's result for a batch. Counted rather than
+// enumerated, a dense pattern's matches can pass 2^63: graph.Count holds
+// them exactly, and saturates, to be reported as an error, past 2^128-2.
 type Counts struct {
-	Positive int64 // |ΔM+|
-	Negative int64 // |ΔM-|
+	Positive graph.Count // |ΔM+|
+	Negative graph.Count // |ΔM-|
+}
+
+// Add adds o's counts to c's.
+func (c *Counts) Add(o Counts) {
+	c.Positive = c.Positive.Add(o.Positive)
+	c.Negative = c.Negative.Add(o.Negative)
+}
+
+// Err is graph.ErrCountOverflow where either count saturated.
+func (c Counts) Err() error {
+	if err := c.Positive.Err(); err != nil {
+		return err
+	}
+	return c.Negative.Err()
 }
 
 // Sink receives matches in Enumerate mode. It is called concurrently from
@@ -74,7 +90,7 @@ type Matcher interface {
 	// Static finds every match of each query in g, which must not be pending.
 	// In Enumerate mode matches go to sink with sign Positive. It returns one
 	// count per query.
-	Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink Sink) ([]int64, error)
+	Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink Sink) ([]graph.Count, error)
 
 	// SetStop installs stop, which the executor's workers may call with a
 	// query's index (from several goroutines at once); once it returns true

@@ -76,7 +76,7 @@ type mmScenario struct {
 	stream   []graph.Update
 	patterns []*query.Pattern
 	queries  []*query.Query // embeddings and instances of each pattern
-	static0  []int64        // static counts of queries in the initial graph
+	static0  []graph.Count  // static counts of queries in the initial graph
 }
 
 type mmEdge struct{ a, b, l uint32 }
@@ -331,7 +331,7 @@ func newMMScenario(t testing.TB, cfg mmConfig, seed uint64) *mmScenario {
 	for len(s.patterns) < cfg.patterns {
 		var p *query.Pattern
 		var qs []*query.Query
-		var counts []int64
+		var counts []graph.Count
 		for try := 0; ; try++ {
 			p = randomPattern(r, 3+r.IntN(4), vl, el, cfg.directed)
 			if cfg.directed && (len(s.patterns) == 0 || r.IntN(2) == 0) {
@@ -361,7 +361,7 @@ func newMMScenario(t testing.TB, cfg mmConfig, seed uint64) *mmScenario {
 			for _, v := range p.Vertices {
 				usesNew = usesNew || (cfg.newLabel != "" && v.Label == cfg.newLabel)
 			}
-			if counts[0] <= mmStaticLimit && (counts[0] > 0 || try >= 20 || usesNew) {
+			if counts[0].Cmp(graph.CountOf(mmStaticLimit)) <= 0 && (!counts[0].IsZero() || try >= 20 || usesNew) {
 				break
 			}
 			if try == 100 {
@@ -526,14 +526,13 @@ func (s *mmScenario) replay(t *testing.T, cpu *CPU, bs int,
 			after(bi, g, c)
 		}
 		for qi := range c {
-			total[qi].Positive += c[qi].Positive
-			total[qi].Negative += c[qi].Negative
+			total[qi].Add(c[qi])
 		}
 	}
 	return total
 }
 
-func (s *mmScenario) static(t *testing.T, g *dyngraph.Graph) []int64 {
+func (s *mmScenario) static(t *testing.T, g *dyngraph.Graph) []graph.Count {
 	t.Helper()
 	c, err := (&CPU{}).Static(g, s.queries, Count, nil)
 	if err != nil {
@@ -547,17 +546,17 @@ func (s *mmScenario) static(t *testing.T, g *dyngraph.Graph) []int64 {
 func (s *mmScenario) checkAut(t *testing.T, where string, c []Counts) {
 	t.Helper()
 	for i := 0; i < len(c); i += 2 {
-		aut := int64(s.queries[i+1].Automorphisms)
-		if c[i].Positive != c[i+1].Positive*aut || c[i].Negative != c[i+1].Negative*aut {
+		aut := uint64(s.queries[i+1].Automorphisms)
+		if c[i].Positive != c[i+1].Positive.MulUint64(aut) || c[i].Negative != c[i+1].Negative.MulUint64(aut) {
 			t.Fatalf("%s, %s: embeddings %+v, instances %+v × |Aut| %d", s.describe(i+1), where, c[i], c[i+1], aut)
 		}
 	}
 }
 
-func (s *mmScenario) checkAutStatic(t *testing.T, c []int64) {
+func (s *mmScenario) checkAutStatic(t *testing.T, c []graph.Count) {
 	t.Helper()
 	for i := 0; i < len(c); i += 2 {
-		if aut := int64(s.queries[i+1].Automorphisms); c[i] != c[i+1]*aut {
+		if aut := uint64(s.queries[i+1].Automorphisms); c[i] != c[i+1].MulUint64(aut) {
 			t.Fatalf("%s: static embeddings %d, instances %d × |Aut| %d", s.describe(i+1), c[i], c[i+1], aut)
 		}
 	}
@@ -648,17 +647,18 @@ func TestMetamorphicBatchSize(t *testing.T) {
 				}
 				now := s.static(t, g)
 				for qi := range c {
-					if net := c[qi].Positive - c[qi].Negative; net != now[qi]-prev[qi] {
-						t.Fatalf("%s, batch size %d, batch %d: +%d -%d, net %d, but the static count went %d → %d",
-							s.describe(qi), bs, bi, c[qi].Positive, c[qi].Negative, net, prev[qi], now[qi])
+					// +p -n moved the count from prev to now: p + prev = now + n.
+					if c[qi].Positive.Add(prev[qi]) != now[qi].Add(c[qi].Negative) {
+						t.Fatalf("%s, batch size %d, batch %d: +%d -%d, but the static count went %d → %d",
+							s.describe(qi), bs, bi, c[qi].Positive, c[qi].Negative, prev[qi], now[qi])
 					}
 				}
 				prev = now
 			})
 			for qi := range total {
-				if net := total[qi].Positive - total[qi].Negative; net != static1[qi]-s.static0[qi] {
-					t.Fatalf("%s, batch size %d: stream total +%d -%d, net %d, but the static count went %d → %d",
-						s.describe(qi), bs, total[qi].Positive, total[qi].Negative, net, s.static0[qi], static1[qi])
+				if total[qi].Positive.Add(s.static0[qi]) != static1[qi].Add(total[qi].Negative) {
+					t.Fatalf("%s, batch size %d: stream total +%d -%d, but the static count went %d → %d",
+						s.describe(qi), bs, total[qi].Positive, total[qi].Negative, s.static0[qi], static1[qi])
 				}
 			}
 		}
@@ -712,7 +712,7 @@ func TestMetamorphicInverse(t *testing.T) {
 					t.Fatalf("%s, %s: batch +%d -%d, inverse +%d -%d", s.describe(qi), what,
 						c1[qi].Positive, c1[qi].Negative, c2[qi].Positive, c2[qi].Negative)
 				}
-				if fresh && c1[qi].Negative != 0 {
+				if fresh && !c1[qi].Negative.IsZero() {
 					t.Fatalf("%s, %s: inserting absent edges lost %d matches", s.describe(qi), what, c1[qi].Negative)
 				}
 			}
@@ -772,7 +772,7 @@ func TestMetamorphicInverse(t *testing.T) {
 			}
 			_, c2 := apply(fmt.Sprintf("fresh[%d:%d] deleted", lo, lo+size), del)
 			for qi := range c1 {
-				if c1[qi].Negative != 0 || c2[qi].Positive != 0 || c1[qi].Positive != c2[qi].Negative {
+				if !c1[qi].Negative.IsZero() || !c2[qi].Positive.IsZero() || c1[qi].Positive != c2[qi].Negative {
 					t.Fatalf("%s, fresh[%d:%d]: insertions +%d -%d, their deletion +%d -%d",
 						s.describe(qi), lo, lo+size, c1[qi].Positive, c1[qi].Negative, c2[qi].Positive, c2[qi].Negative)
 				}
@@ -852,9 +852,9 @@ func TestMetamorphicEnumerate(t *testing.T) {
 					}
 					seen[mm] = true
 					if mm.sign > 0 {
-						got[mm.q].Positive++
+						got[mm.q].Positive = got[mm.q].Positive.AddUint64(1)
 					} else {
-						got[mm.q].Negative++
+						got[mm.q].Negative = got[mm.q].Negative.AddUint64(1)
 					}
 					if checked < verify {
 						checked++

@@ -431,7 +431,7 @@ func (p *Placer) start(d Device, idx []int, offset int, g *dyngraph.Graph, delta
 }
 
 // Static implements Matcher on the CPU executor.
-func (p *Placer) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink Sink) ([]int64, error) {
+func (p *Placer) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink Sink) ([]graph.Count, error) {
 	if p.CPU == nil {
 		return nil, errors.New("incremental: a Placer needs a CPU executor")
 	}

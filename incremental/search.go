@@ -125,7 +125,7 @@ type finder struct {
 
 	steps   uint32
 	stopped bool
-	count   int64
+	count   graph.Count
 	splits  int64
 	pruned  int64
 
@@ -164,7 +164,7 @@ const found = ^uint64(0)
 
 // search runs sp's plan for query qi on the CPU's workers and returns the
 // number of matches it walked (before any CountFactor).
-func (c *CPU) search(g *dyngraph.Graph, sp *space, qi int, mode Mode, sink Sink) int64 {
+func (c *CPU) search(g *dyngraph.Graph, sp *space, qi int, mode Mode, sink Sink) graph.Count {
 	n := c.workers()
 	for len(c.finders) < n {
 		c.finders = append(c.finders, &finder{id: len(c.finders)})
@@ -177,7 +177,6 @@ func (c *CPU) search(g *dyngraph.Graph, sp *space, qi int, mode Mode, sink Sink)
 	}
 	work.queue = []task{{cands: roots}}
 	words := (g.NumVertices() + 63) / 64
-	var total atomic.Int64
 	var wg sync.WaitGroup
 	for _, f := range c.finders[:n] {
 		// Cleared for each search, so that a stopped one leaves nothing
@@ -197,7 +196,7 @@ func (c *CPU) search(g *dyngraph.Graph, sp *space, qi int, mode Mode, sink Sink)
 			f.tail = IndependentTail(sp.plan)
 			f.groups = TailGroups(sp.plan, f.tail)
 		}
-		f.count, f.splits, f.pruned, f.stopped = 0, 0, 0, false
+		f.count, f.splits, f.pruned, f.stopped = graph.Count{}, 0, 0, false
 		wg.Go(func() {
 			for {
 				tk, ok := work.get()
@@ -206,16 +205,17 @@ func (c *CPU) search(g *dyngraph.Graph, sp *space, qi int, mode Mode, sink Sink)
 				}
 				f.run(tk)
 			}
-			total.Add(f.count)
 			f.sp, f.plan, f.work, f.sink = nil, nil, nil, nil
 		})
 	}
 	wg.Wait()
+	var total graph.Count
 	for _, f := range c.finders[:n] {
+		total = total.Add(f.count)
 		c.static.Splits += f.splits
 		c.static.Pruned += f.pruned
 	}
-	return total.Load()
+	return total
 }
 
 // run searches the subtree of tk.
@@ -313,7 +313,7 @@ func (f *finder) emit(d int) {
 	if f.halting(uint32(len(cands))) {
 		return
 	}
-	f.count += int64(len(cands))
+	f.count = f.count.AddUint64(uint64(len(cands)))
 	if f.mode == Count {
 		return
 	}

@@ -23,14 +23,14 @@ import (
 // last and are counted, not walked (tail.go). The search (search.go) walks
 // the candidate space depth first, a busy worker handing half of its
 // untried candidates to an idle one.
-func (c *CPU) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink Sink) ([]int64, error) {
+func (c *CPU) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink Sink) ([]graph.Count, error) {
 	if g.Pending() {
 		return nil, fmt.Errorf("incremental: Static on a graph with a pending batch")
 	}
 	if mode == Enumerate && sink == nil {
 		return nil, fmt.Errorf("incremental: Enumerate needs a sink")
 	}
-	res := make([]int64, len(queries))
+	res := make([]graph.Count, len(queries))
 	c.static = StaticStats{}
 	for qi, q := range queries {
 		if !edgeLabelsPossible(g, q) {
@@ -54,7 +54,7 @@ func (c *CPU) Static(g *dyngraph.Graph, queries []*query.Query, mode Mode, sink 
 			budget = DefaultSpaceEntries
 		}
 		sp := newSpace(g, f, &plan, budget, false)
-		res[qi] = c.search(g, sp, qi, mode, sink) * factor
+		res[qi] = c.search(g, sp, qi, mode, sink).MulUint64(uint64(factor))
 	}
 	return res, nil
 }

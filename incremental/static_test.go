@@ -166,7 +166,7 @@ func checkStaticSet(t *testing.T, where string, g *dyngraph.Graph, cpu *CPU, q *
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c[0] != int64(len(want)) {
+	if c[0] != countOf(len(want)) {
 		t.Fatalf("%s: Static enumerated %d, oracle %d", where, c[0], len(want))
 	}
 	compareSets(t, where, got, want)
@@ -174,7 +174,7 @@ func checkStaticSet(t *testing.T, where string, g *dyngraph.Graph, cpu *CPU, q *
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cc[0] != int64(len(want)) {
+	if cc[0] != countOf(len(want)) {
 		t.Fatalf("%s: Static counted %d, oracle %d", where, cc[0], len(want))
 	}
 }
@@ -260,7 +260,7 @@ func TestStaticDeepSplit(t *testing.T) {
 		}
 		empty.Close()
 		for qi, q := range qs {
-			if ref[qi].Positive == 0 {
+			if ref[qi].Positive.IsZero() {
 				t.Fatalf("directed=%v query %d: no matches; the test checks nothing", directed, qi)
 			}
 			for w := 1; w <= 8; w++ {
@@ -284,7 +284,7 @@ func TestStaticDeepSplit(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got[0] != ref[qi].Positive || cnt[0] != ref[qi].Positive || int64(len(seen)) != ref[qi].Positive {
+				if got[0] != ref[qi].Positive || cnt[0] != ref[qi].Positive || countOf(len(seen)) != ref[qi].Positive {
 					t.Fatalf("directed=%v query %d (%v), %d workers: enumerated %d (%d distinct), counted %d, delta rules %d",
 						directed, qi, q.Semantics, w, got[0], len(seen), cnt[0], ref[qi].Positive)
 				}
@@ -324,7 +324,7 @@ func TestStaticDeepSplitStop(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got[0] >= full[0] {
+		if got[0].Cmp(full[0]) >= 0 {
 			t.Errorf("%d workers: stopped query 0 found %d, its full count is %d", w, got[0], full[0])
 		}
 		if got[1] != full[1] {
@@ -358,7 +358,7 @@ func TestStaticSearchAllocs(t *testing.T) {
 		sink: func(int, int, graph.Sign, []graph.VertexID) {}, visited: make([]uint64, (g.NumVertices()+63)/64), owner: make([]uint8, g.NumVertices())}
 	fd.failing()
 	fd.run(task{cands: roots})
-	if fd.count == 0 {
+	if fd.count.IsZero() {
 		t.Fatal("no matches: the test checks nothing")
 	}
 	if n := testing.AllocsPerRun(5, func() { fd.run(task{cands: roots}) }); n != 0 {

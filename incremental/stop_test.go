@@ -49,7 +49,7 @@ func TestSetStop(t *testing.T) {
 					if got[0] != (Counts{}) {
 						t.Fatalf("%s: query 0 stopped from the start found %+v", where, got[0])
 					}
-					if got[1].Positive > full[1].Positive || got[1].Negative > full[1].Negative {
+					if got[1].Positive.Cmp(full[1].Positive) > 0 || got[1].Negative.Cmp(full[1].Negative) > 0 {
 						t.Fatalf("%s: stopped query 1 found %+v, more than unstopped %+v", where, got[1], full[1])
 					}
 					for qi := 2; qi < len(got); qi++ {
@@ -91,13 +91,13 @@ func TestStaticStop(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if full[0] > 0 {
+		if !full[0].IsZero() {
 			lost++
 		}
-		if got[0] != 0 {
+		if !got[0].IsZero() {
 			t.Errorf("%s: query 0 stopped from the start found %d of %d", s, got[0], full[0])
 		}
-		if got[1] > full[1] {
+		if got[1].Cmp(full[1]) > 0 {
 			t.Errorf("%s: stopped query 1 found %d, more than its full %d", s, got[1], full[1])
 		}
 		for qi := 2; qi < len(got); qi++ {

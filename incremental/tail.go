@@ -1,6 +1,7 @@
 package incremental
 
 import (
+	"math/big"
 	"math/bits"
 	"slices"
 
@@ -35,9 +36,22 @@ const MaxGroup = 6
 // all different, given size[mask], the size of the intersection of the
 // sets whose bits mask sets. It takes the block of the partition that holds
 // the lowest set first: picks(U) = Σ over B ⊆ U holding U's lowest of
-// (-1)^(|B|-1) (|B|-1)! size[B] picks(U \ B). Products may wrap: the sum is
-// exact whenever the true count fits in an int64.
-func DistinctPicks(t int, size *[1 << MaxGroup]int64) int64 {
+// (-1)^(|B|-1) (|B|-1)! size[B] picks(U \ B).
+//
+// The sum's terms may wrap, but arithmetic mod 2^64 leaves it exact
+// whenever the true count is below 2^64, and that count is at most the
+// product of the sets' sizes: where that product fits a uint64 the sum
+// runs in int64 words, as fast as ever; where it does not (a dense
+// pattern's hub, past 10^19 picks) it runs in math/big.
+func DistinctPicks(t int, size *[1 << MaxGroup]int64) graph.Count {
+	bound := uint64(1)
+	for i := range t {
+		hi, lo := bits.Mul64(bound, uint64(size[1<<i]))
+		if hi != 0 {
+			return distinctPicksBig(t, size)
+		}
+		bound = lo
+	}
 	var picks [1 << MaxGroup]int64
 	picks[0] = 1
 	for u := 1; u < 1<<t; u++ {
@@ -61,7 +75,38 @@ func DistinctPicks(t int, size *[1 << MaxGroup]int64) int64 {
 		}
 		picks[u] = sum
 	}
-	return picks[1<<t-1]
+	return graph.CountOf(uint64(picks[1<<t-1]))
+}
+
+// distinctPicksBig is DistinctPicks's sum in math/big, for sets whose
+// product of sizes passes 2^64.
+func distinctPicksBig(t int, size *[1 << MaxGroup]int64) graph.Count {
+	var picks [1 << MaxGroup]*big.Int
+	picks[0] = big.NewInt(1)
+	term := new(big.Int)
+	for u := 1; u < 1<<t; u++ {
+		low := u & -u
+		rest := u ^ low
+		sum := new(big.Int)
+		for sub := rest; ; sub = (sub - 1) & rest {
+			b := sub | low
+			k := bits.OnesCount(uint(b))
+			term.SetInt64(size[b])
+			term.Mul(term, picks[u^b])
+			for j := 2; j < k; j++ {
+				term.Mul(term, big.NewInt(int64(j)))
+			}
+			if k%2 == 0 {
+				term.Neg(term)
+			}
+			sum.Add(sum, term)
+			if sub == 0 {
+				break
+			}
+		}
+		picks[u] = sum
+	}
+	return graph.CountOfBig(picks[1<<t-1])
 }
 
 // countPlan is the plan that counts q's matches from start, and the factor
@@ -172,19 +217,18 @@ func (f *finder) countTail(d int) {
 	if f.halting(uint32(n - d)) {
 		return
 	}
-	total := int64(1)
+	total := graph.CountOf(1)
 	for _, g := range f.groups {
-		if total *= f.distinct(g); total == 0 {
+		if total = total.Mul(f.distinct(g)); total.IsZero() {
 			return
 		}
 	}
-	f.count += total
+	f.count = f.count.Add(total)
 }
 
 // distinct is the number of ways to pick one data vertex from each of the
-// sets of the levels in g, all different. Products may wrap: the sum is
-// exact whenever the query's count fits in an int64.
-func (f *finder) distinct(g []int) int64 {
+// sets of the levels in g, all different.
+func (f *finder) distinct(g []int) graph.Count {
 	if len(g) > MaxGroup {
 		return f.walkGroup(g, 0)
 	}
@@ -203,7 +247,7 @@ type picks struct {
 // of the depths in g (at most MaxGroup; each set ascending), all
 // different, none of them in placed: the sets may hold the vertices
 // placed above them, and an intersection's size leaves those out.
-func (p *picks) distinct(sets *[query.MaxVertices][]graph.VertexID, g []int, placed []graph.VertexID) int64 {
+func (p *picks) distinct(sets *[query.MaxVertices][]graph.VertexID, g []int, placed []graph.VertexID) graph.Count {
 	t := len(g)
 	for mask := 1; mask < 1<<t; mask++ {
 		low := mask & -mask
@@ -222,7 +266,7 @@ func (p *picks) distinct(sets *[query.MaxVertices][]graph.VertexID, g []int, pla
 		}
 	}
 	if t == 1 {
-		return p.size[1]
+		return graph.CountOf(uint64(p.size[1]))
 	}
 	return DistinctPicks(t, &p.size)
 }
@@ -231,24 +275,24 @@ func (p *picks) distinct(sets *[query.MaxVertices][]graph.VertexID, g []int, pla
 // DistinctPicks by walking it: each pick at levels k and on is marked in
 // f.visited (which holds the placed vertices already), and the last level
 // counts its unmarked vertices.
-func (f *finder) walkGroup(g []int, k int) int64 {
+func (f *finder) walkGroup(g []int, k int) graph.Count {
 	set := f.sets[g[k]]
 	if k == len(g)-1 {
-		n := int64(0)
+		n := uint64(0)
 		for _, v := range set {
 			if f.visited[v>>6]&(1<<(v&63)) == 0 {
 				n++
 			}
 		}
-		return n
+		return graph.CountOf(n)
 	}
-	n := int64(0)
+	var n graph.Count
 	for _, v := range set {
 		if f.visited[v>>6]&(1<<(v&63)) != 0 {
 			continue
 		}
 		f.visited[v>>6] |= 1 << (v & 63)
-		n += f.walkGroup(g, k+1)
+		n = n.Add(f.walkGroup(g, k+1))
 		f.visited[v>>6] &^= 1 << (v & 63)
 	}
 	return n

@@ -24,7 +24,7 @@ func TestDistinctPicks(t *testing.T) {
 			for i := range int64(k) {
 				want *= s - i
 			}
-			if got := DistinctPicks(k, &size); got != want {
+			if got := DistinctPicks(k, &size); got != countOf(int(want)) {
 				t.Fatalf("%d copies of a set of %d: %d distinct picks, want %d", k, s, got, want)
 			}
 		}
@@ -67,7 +67,7 @@ func TestDistinctPicks(t *testing.T) {
 			}
 			return n
 		}
-		if got, want := DistinctPicks(k, &size), walk(0, 0); got != want {
+		if got, want := DistinctPicks(k, &size), countOf(int(walk(0, 0))); got != want {
 			t.Fatalf("sets %v: %d distinct picks, want %d", sets, got, want)
 		}
 	}
@@ -279,5 +279,26 @@ func TestDeltaCountsTail(t *testing.T) {
 	}
 	if counted < trials {
 		t.Fatalf("only %d terms counted a tail of two or more levels in %d trials", counted, trials)
+	}
+}
+
+// countOf is n as a graph.Count, for comparing counts with lengths.
+func countOf(n int) graph.Count { return graph.CountOf(uint64(n)) }
+
+// TestDistinctPicksPastInt64 checks DistinctPicks on copies of one set of
+// n, whose picks are n(n-1)...(n-t+1), where the product of the sizes is
+// just below 2^64 (the sum in int64 words, its result past 2^63) and just
+// above it (the sum in math/big), up to a count near 2^126 and one past
+// 2^128, which saturates.
+func TestDistinctPicksPastInt64(t *testing.T) {
+	for _, tc := range []struct{ t, n int64 }{{6, 1620}, {6, 1630}, {6, 2000}, {6, 1 << 21}, {5, 1 << 26}} {
+		var size [1 << MaxGroup]int64
+		for mask := 1; mask < 1<<tc.t; mask++ {
+			size[mask] = tc.n
+		}
+		want := fallingFactorial(tc.n, tc.t)
+		if got := DistinctPicks(int(tc.t), &size); got != graph.CountOfBig(want) {
+			t.Errorf("%d copies of a set of %d: %v distinct picks, want %v", tc.t, tc.n, got, want)
+		}
 	}
 }

@@ -54,8 +54,8 @@ type walker struct {
 	seeking        [query.MaxVertices][query.MaxVertices]bool
 	seekAt, seekTo [query.MaxVertices][query.MaxVertices]int32
 
-	count    int64
-	pos, neg []int64 // per query, runUnits' counts
+	count    graph.Count
+	pos, neg []graph.Count // per query, runUnits' counts
 
 	// Counting a term (countwalk.go): the CPU's counting terms, and the
 	// unit's counted tail, its groups and the factor its count takes.
@@ -208,12 +208,12 @@ func (w *walker) extend(d int) {
 		return
 	}
 	if d == w.tail {
-		w.count += w.countTail(d)
+		w.count = w.count.Add(w.countTail(d))
 		return
 	}
 	w.loadLists(d)
 	if w.mode == Count && d == n-1 {
-		w.count += w.countLast(d)
+		w.count = w.count.AddUint64(uint64(w.countLast(d)))
 		return
 	}
 	buf := w.candidates(d, w.cand[d][:0])
@@ -233,7 +233,7 @@ func (w *walker) extend(d int) {
 const stopEvery = 1024
 
 func (w *walker) emit() {
-	w.count++
+	w.count = w.count.AddUint64(1)
 	if w.mode != Enumerate {
 		return
 	}

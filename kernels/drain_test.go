@@ -134,7 +134,7 @@ func TestDrainWorkers(t *testing.T) {
 				t.Fatalf("%T: match %s %d times, the CPU's %d", m, k, gs.got[k], n)
 			}
 		}
-		if n := want[0].Positive; n < 2*minDrainChunk {
+		if n := want[0].Positive; n.Cmp(graph.CountOf(2*minDrainChunk)) < 0 {
 			t.Fatalf("the batch has %d matches: too few to need several drain goroutines", n)
 		}
 		if gs.workers() < 2 {

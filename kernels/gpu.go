@@ -293,6 +293,13 @@ func Open(opts Options) (*GPU, error) {
 		x.space, err = x.mod.Function("match_space")
 	}
 	if err == nil {
+		// The host reads 128-bit counts (readCounts, countSpace): an image
+		// from before them would be read wrong, so it is refused.
+		if _, ferr := x.mod.Function("counts_128"); ferr != nil {
+			err = fmt.Errorf("kernels: the kernel image predates 128-bit counts; regenerate it with kernels/gen.sh: %w", ferr)
+		}
+	}
+	if err == nil {
 		err = x.reserveCache()
 	}
 	if err != nil {

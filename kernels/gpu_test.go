@@ -273,11 +273,11 @@ func gpuVsCPU(t *testing.T, x *GPU, seed uint64, directed bool, sem query.Semant
 		}
 		t.Fatalf("%s: static counts CPU %v GPU %v", where, cs, gs)
 	}
-	var static int64
+	var static graph.Count
 	for _, n := range cs {
-		static += n
+		static = static.Add(n)
 	}
-	if static <= 1<<16 {
+	if static.Cmp(graph.CountOf(1<<16)) <= 0 {
 		cc := &collector{got: map[string]int{}}
 		gc := &collector{got: map[string]int{}}
 		if _, err := cpu.Static(g, qs, incremental.Enumerate, cc.sink); err != nil {
@@ -332,11 +332,11 @@ func gpuVsCPU(t *testing.T, x *GPU, seed uint64, directed bool, sem query.Semant
 		if !slices.Equal(want, got) {
 			t.Fatalf("%s batch %d (%d updates, %d changes): count mode CPU %v GPU %v", where, b, len(batch), len(delta), want, got)
 		}
-		var total int64
+		var total graph.Count
 		for _, c := range want {
-			total += c.Positive + c.Negative
+			total = total.Add(c.Positive).Add(c.Negative)
 		}
-		if total > 1<<18 {
+		if total.Cmp(graph.CountOf(1<<18)) > 0 {
 			// Enumerating is checked on the batches small enough to
 			// compare match by match; count mode covered this one.
 			g.Reorganize()

@@ -30,6 +30,98 @@
 #define TOMB 0x80000000u
 #define IDMASK 0x7FFFFFFFu
 
+// Counts are 128 bits (graph.Count on the host): a dense pattern's matches,
+// counted from the tail rather than walked, pass 2^64. U128 is two words,
+// not unsigned __int128, so that no device support for the compiler's
+// 128-bit type is assumed.
+struct U128 {
+    unsigned long long lo, hi;
+};
+
+__device__ __forceinline__ U128 u128(unsigned long long x)
+{
+    U128 r;
+    r.lo = x;
+    r.hi = 0;
+    return r;
+}
+
+// u128_add is a+b mod 2^128, setting *wrapped when the sum reached 2^128.
+__device__ __forceinline__ U128 u128_add(U128 a, U128 b, bool* wrapped)
+{
+    U128 r;
+    r.lo = a.lo + b.lo;
+    unsigned long long carry = r.lo < a.lo;
+    unsigned long long hi = a.hi + b.hi;
+    r.hi = hi + carry;
+    if (hi < a.hi || r.hi < hi)
+        *wrapped = true;
+    return r;
+}
+
+// u128_add_mod is a+b mod 2^128, for sums whose terms may wrap but whose
+// total does not.
+__device__ __forceinline__ U128 u128_add_mod(U128 a, U128 b)
+{
+    U128 r;
+    r.lo = a.lo + b.lo;
+    r.hi = a.hi + b.hi + (r.lo < a.lo);
+    return r;
+}
+
+// u128_mul is a×b mod 2^128.
+__device__ __forceinline__ U128 u128_mul(U128 a, unsigned long long b)
+{
+    U128 r;
+    r.lo = a.lo * b;
+    r.hi = a.hi * b + __umul64hi(a.lo, b);
+    return r;
+}
+
+// u128_mul2 is a×b mod 2^128.
+__device__ __forceinline__ U128 u128_mul2(U128 a, U128 b)
+{
+    U128 r = u128_mul(a, b.lo);
+    r.hi += a.lo * b.hi;
+    return r;
+}
+
+// u128_neg is -a mod 2^128.
+__device__ __forceinline__ U128 u128_neg(U128 a)
+{
+    U128 r;
+    r.lo = 0ull - a.lo;
+    r.hi = ~a.hi + (a.lo == 0);
+    return r;
+}
+
+// add_count adds x to the 128-bit count at c (c[0] the low word, c[1] the
+// high) with two atomics: an add that carries out of the low word adds its
+// carry to the high word, so that concurrent adds leave the exact sum once
+// all are done. It returns true when the high word wrapped: the count
+// passed 2^128.
+__device__ __forceinline__ bool add_count(unsigned long long* c, U128 x)
+{
+    bool wrapped = false;
+    unsigned long long hi = x.hi;
+    if (x.lo) {
+        unsigned long long old = atomicAdd(c, x.lo);
+        if (old + x.lo < old && ++hi == 0)
+            wrapped = true;
+    }
+    if (hi) {
+        unsigned long long old = atomicAdd(c + 1, hi);
+        if (old + hi < old)
+            wrapped = true;
+    }
+    return wrapped;
+}
+
+// counts_128 does nothing: its presence in the image tells the host that
+// the kernels write 128-bit counts (kernels/gpu.go), where an image built
+// before them, read with the host's 128-bit layout, would give wrong ones.
+extern "C" __global__ void counts_128() {}
+
 // Views (incremental/views.go).
 #define V_OLD 0
 #define V_NEW 1
@@ -877,7 +969,7 @@ __device__ bool walk_seed(Walk& w, uint32_t mode, const Out& o, uint32_t lane,
     unsigned long long cnt = 0;
     int stop = walk<KEEP>(w, umode, o, unit, lane, &cnt, (int)depth, resume);
     if (lane == 0 && cnt > 0 && !seeding)
-        atomicAdd(counts + 2 * p[T_QUERY] + (w.sign > 0 ? 0 : 1), cnt);
+        add_count(counts + 4 * p[T_QUERY] + (w.sign > 0 ? 0 : 2), u128(cnt)); // cannot wrap: see match_units
     if (stop == DONE || !pk)
         return stop != DONE;
     pk[P_M + lane] = w.m[lane];
@@ -1046,10 +1138,14 @@ match_units(const uint32_t* prog, const uint32_t* term_off, uint32_t nterms,
                 break;
         }
         // The matches written so far count, whether or not the unit parks:
-        // the host keeps every record.
+        // the host keeps every record. A unit's count stays a word: walk
+        // adds at most a list's length (under 2^33) a step, so it would
+        // take 2^31 steps of one unit over lists of 2^32 entries to wrap
+        // it. Into the query's 128-bit count it carries (add_count), which
+        // fewer than 2^64 units of under 2^64 each cannot wrap.
         if (lane == 0 && cnt > 0 && !seeding) {
             uint32_t q = p[T_QUERY];
-            atomicAdd(counts + 2 * q + (w.sign > 0 ? 0 : 1), cnt);
+            add_count(counts + 4 * q + (w.sign > 0 ? 0 : 2), u128(cnt));
         }
         if (stop != DONE && pk) {
             pk[P_M + lane] = w.m[lane];

@@ -96,11 +96,11 @@ func finished(c []incremental.Counts, err error) func() ([]incremental.Counts, e
 // and the work units are the root edges, those from a candidate of the
 // plan's first vertex to a candidate of its second. On a labeled query most
 // edges fail that, and each would have been a unit.
-func (x *GPU) Static(g *dyngraph.Graph, queries []*query.Query, mode incremental.Mode, sink incremental.Sink) ([]int64, error) {
+func (x *GPU) Static(g *dyngraph.Graph, queries []*query.Query, mode incremental.Mode, sink incremental.Sink) ([]graph.Count, error) {
 	if g.Pending() {
 		return nil, fmt.Errorf("kernels: Static on a graph with a pending batch")
 	}
-	out := make([]int64, len(queries))
+	out := make([]graph.Count, len(queries))
 	x.last = BatchStats{}
 	for _, qi := range possible(g, queries) {
 		q := queries[qi]
@@ -116,7 +116,7 @@ func (x *GPU) Static(g *dyngraph.Graph, queries []*query.Query, mode incremental
 				return nil, err
 			}
 			if ok {
-				out[qi] = n * factor
+				out[qi] = n.MulUint64(uint64(factor))
 				continue
 			}
 		}
@@ -145,7 +145,7 @@ func (x *GPU) Static(g *dyngraph.Graph, queries []*query.Query, mode incremental
 		}
 		out[qi] = counts[0].Positive
 		if mode == incremental.Count {
-			out[qi] *= int64(q.CountFactor)
+			out[qi] = out[qi].MulUint64(uint64(q.CountFactor))
 		}
 	}
 	return out, nil
@@ -367,10 +367,10 @@ func (x *GPU) batchLaunch(r *batchRun) (launch, error) {
 			return l, err
 		}
 	}
-	if a.counts, err = x.buf("counts", 16*nq); err != nil {
+	if a.counts, err = x.buf("counts", countBytes*nq); err != nil {
 		return l, err
 	}
-	if err := x.ctx.Memset32(a.counts, 0, 4*nq); err != nil {
+	if err := x.ctx.Memset32(a.counts, 0, countBytes/4*nq); err != nil {
 		return l, err
 	}
 	sms := uint32(x.dev.Multiprocessors)
@@ -434,7 +434,7 @@ func (x *GPU) countSplit(l launch, total uint64, maxN, nq int) (done bool, err e
 			return ok, err
 		}
 		// Too many seeds for the buffer: start again, less deep.
-		if err := x.ctx.Memset32(l.args.counts, 0, 4*nq); err != nil {
+		if err := x.ctx.Memset32(l.args.counts, 0, countBytes/4*nq); err != nil {
 			return false, err
 		}
 	}
@@ -508,14 +508,19 @@ func (x *GPU) HostBytes() uint64 {
 	return x.listBytes[0]
 }
 
+// countBytes is a query's counts in device memory: |ΔM+| and |ΔM-|, each
+// 128 bits, low word first (add_count in match.cu).
+const countBytes = 32
+
 func (x *GPU) readCounts(counts cuda.DevicePtr, nq int) ([]incremental.Counts, error) {
-	host := make([]uint64, 2*nq)
+	host := make([]uint64, countBytes/8*nq)
 	if err := x.ctx.CopyDtoH(unsafe.Pointer(&host[0]), counts, 8*len(host)); err != nil {
 		return nil, err
 	}
 	out := make([]incremental.Counts, nq)
 	for i := range out {
-		out[i] = incremental.Counts{Positive: int64(host[2*i]), Negative: int64(host[2*i+1])}
+		w := host[4*i : 4*i+4]
+		out[i] = incremental.Counts{Positive: graph.Count{Hi: w[1], Lo: w[0]}, Negative: graph.Count{Hi: w[3], Lo: w[2]}}
 	}
 	return out, nil
 }

@@ -62,8 +62,7 @@ func (m *Multi) Begin(g *dyngraph.Graph, delta []graph.Change, queries []*query.
 			r, err := wait()
 			errs = append(errs, err)
 			for q, c := range r {
-				out[q].Positive += c.Positive
-				out[q].Negative += c.Negative
+				out[q].Add(c)
 			}
 		}
 		if err := errors.Join(errs...); err != nil {
@@ -75,7 +74,7 @@ func (m *Multi) Begin(g *dyngraph.Graph, delta []graph.Change, queries []*query.
 
 // Static implements incremental.Matcher on the first GPU; the others'
 // copies catch up at their next batch.
-func (m *Multi) Static(g *dyngraph.Graph, queries []*query.Query, mode incremental.Mode, sink incremental.Sink) ([]int64, error) {
+func (m *Multi) Static(g *dyngraph.Graph, queries []*query.Query, mode incremental.Mode, sink incremental.Sink) ([]graph.Count, error) {
 	if len(m.GPUs) == 0 {
 		return nil, errors.New("kernels: Multi with no GPU")
 	}

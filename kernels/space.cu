@@ -275,10 +275,18 @@ __device__ __forceinline__ bool sp_in(const uint32_t* dv, const uint32_t* buf, u
 // and multiplies the groups' counts of distinct picks, each the sum that
 // incremental.DistinctPicks computes, over the sizes of its levels'
 // intersections. Every lane computes the same sum.
-__device__ unsigned long long sp_tail(const uint32_t* prog, const uint32_t* cons, const uint32_t* verts,
-                                      const uint32_t* offs, const uint32_t* nbrs, uint32_t n, uint32_t tail,
-                                      uint32_t seed_depth, const uint32_t* idx, const uint32_t* vid, uint32_t* lo,
-                                      uint32_t* hi, uint32_t* mine, uint32_t* len, uint32_t lane)
+//
+// The sums and the product run mod 2^128, exact whenever the true count is
+// below 2^128; that count is at most the product of the tail levels'
+// candidate counts, and where that product reaches 2^128 sp_tail sets
+// *too_large instead, for the host to report the count as past 2^128
+// (graph.Count saturated). Where the sets overlap, the true count may fall
+// short of such a product: the CPU's math/big sum (DistinctPicks) counts
+// it exactly, the GPU reports it saturated.
+__device__ U128 sp_tail(const uint32_t* prog, const uint32_t* cons, const uint32_t* verts,
+                        const uint32_t* offs, const uint32_t* nbrs, uint32_t n, uint32_t tail,
+                        uint32_t seed_depth, const uint32_t* idx, const uint32_t* vid, uint32_t* lo,
+                        uint32_t* hi, uint32_t* mine, uint32_t* len, uint32_t lane, bool* too_large)
 {
     uint32_t groups = 0;
     for (uint32_t d = tail; d < n; d++) {
@@ -287,10 +295,23 @@ __device__ unsigned long long sp_tail(const uint32_t* prog, const uint32_t* cons
         len[d] = sp_level(prog, cons, verts, offs, nbrs, d, tail, idx, vid, lo, hi, mine + prog[d * SP_STRIDE + SP_BUF],
                           kept, klen, lane);
         if (len[d] == 0)
-            return 0;
+            return u128(0);
         groups = max(groups, prog[d * SP_STRIDE + SP_GROUP] + 1);
     }
-    unsigned long long total = 1;
+    // bound, the product of the candidate counts, checked against 2^128:
+    // bound×len is (bound.hi×len)·2^64 + bound.lo×len, whose high word is
+    // bound.hi×len plus the high word of bound.lo×len.
+    U128 bound = u128(1);
+    for (uint32_t d = tail; d < n; d++) {
+        unsigned long long top = __umul64hi(bound.hi, len[d]), mid = bound.hi * len[d];
+        unsigned long long carry = __umul64hi(bound.lo, len[d]);
+        if (top != 0 || mid + carry < mid) {
+            *too_large = true;
+            return u128(0);
+        }
+        bound = u128_mul(bound, len[d]);
+    }
+    U128 total = u128(1);
     for (uint32_t g = 0; g < groups; g++) {
         uint32_t ds[SP_MAXGROUP], t = 0;
         for (uint32_t d = tail; d < n; d++)
@@ -298,7 +319,7 @@ __device__ unsigned long long sp_tail(const uint32_t* prog, const uint32_t* cons
                 ds[t++] = d;
         // size[mask]: the size of the intersection of the masked levels'
         // candidates, the shortest scanned and the others searched.
-        unsigned long long size[1 << SP_MAXGROUP]; // and picks: wrapping, as in Go
+        unsigned long long size[1 << SP_MAXGROUP];
         for (uint32_t mask = 1; mask < (1u << t); mask++) {
             uint32_t drv = 0xFFFFFFFFu;
             for (uint32_t i = 0; i < t; i++)
@@ -328,25 +349,26 @@ __device__ unsigned long long sp_tail(const uint32_t* prog, const uint32_t* cons
         }
         // picks[u] = Σ over b ⊆ u holding u's lowest of
         // (-1)^(|b|-1) (|b|-1)! size[b] picks[u \ b].
-        unsigned long long picks[1 << SP_MAXGROUP];
-        picks[0] = 1;
+        // Its terms wrap mod 2^128, the sum does not (see above).
+        U128 picks[1 << SP_MAXGROUP];
+        picks[0] = u128(1);
         for (uint32_t u = 1; u < (1u << t); u++) {
             uint32_t low = u & (0u - u), rest = u ^ low;
-            unsigned long long sum = 0;
+            U128 sum = u128(0);
             for (uint32_t sub = rest;; sub = (sub - 1) & rest) {
                 uint32_t b = sub | low;
                 int k = __popc(b);
-                unsigned long long term = size[b] * picks[u ^ b];
+                U128 term = u128_mul(picks[u ^ b], size[b]);
                 for (int j = 2; j < k; j++)
-                    term *= j;
-                sum += (k % 2 == 0) ? 0ull - term : term;
+                    term = u128_mul(term, j);
+                sum = u128_add_mod(sum, (k % 2 == 0) ? u128_neg(term) : term);
                 if (sub == 0)
                     break;
             }
             picks[u] = sum;
         }
-        total *= picks[(1u << t) - 1];
-        if (total == 0)
+        total = u128_mul2(total, picks[(1u << t) - 1]);
+        if (total.lo == 0 && total.hi == 0)
             break;
     }
     __syncwarp();
@@ -360,6 +382,9 @@ match_space(const uint32_t* prog, const uint32_t* cons, const uint32_t* verts, c
             unsigned long long* out_count, uint32_t* overflow, uint32_t* scratch, uint32_t warp_words,
             unsigned long long* count)
 {
+    // count is three words: the 128-bit count, low word first (add_count),
+    // and a flag set where it passed 2^128 (sp_tail's bound, the warp's
+    // sum, or the sum of the warps').
     __shared__ uint32_t s_idx[WARPS_PER_BLOCK][MAXN], s_vid[WARPS_PER_BLOCK][MAXN];
     __shared__ uint32_t s_lo[WARPS_PER_BLOCK][WARP], s_hi[WARPS_PER_BLOCK][WARP];
     uint32_t wib = threadIdx.x / WARP, lane = threadIdx.x % WARP;
@@ -367,7 +392,8 @@ match_space(const uint32_t* prog, const uint32_t* cons, const uint32_t* verts, c
     unsigned long long warp = (unsigned long long)blockIdx.x * WARPS_PER_BLOCK + wib;
     uint32_t* mine = scratch + warp * warp_words;
     uint32_t len[MAXN], pos[MAXN]; // the walk's state, the same in every lane
-    unsigned long long cnt = 0;
+    U128 cnt = u128(0);
+    bool too_large = false;
     for (;;) {
         unsigned long long s = 0;
         if (lane == 0)
@@ -384,11 +410,14 @@ match_space(const uint32_t* prog, const uint32_t* cons, const uint32_t* verts, c
         __syncwarp();
         uint32_t d = seed_depth;
         if (d == tail && tail < n - 1) {
-            cnt += sp_tail(prog, cons, verts, offs, nbrs, n, tail, seed_depth, idx, vid, lo, hi, mine, len, lane);
+            U128 t = sp_tail(prog, cons, verts, offs, nbrs, n, tail, seed_depth, idx, vid, lo, hi, mine, len, lane,
+                             &too_large);
+            cnt = u128_add(cnt, t, &too_large);
             continue;
         }
         if (d == n - 1) {
-            cnt += sp_count(prog, cons, verts, offs, nbrs, d, idx, vid, lo, hi, nullptr, 0, lane);
+            cnt = u128_add(cnt, u128(sp_count(prog, cons, verts, offs, nbrs, d, idx, vid, lo, hi, nullptr, 0, lane)),
+                           &too_large);
             continue;
         }
         len[d] = sp_level(prog, cons, verts, offs, nbrs, d, d, idx, vid, lo, hi, mine + prog[d * SP_STRIDE + SP_BUF],
@@ -428,13 +457,16 @@ match_space(const uint32_t* prog, const uint32_t* cons, const uint32_t* verts, c
                 continue;
             }
             if (nd == tail && tail < n - 1) {
-                cnt += sp_tail(prog, cons, verts, offs, nbrs, n, tail, seed_depth, idx, vid, lo, hi, mine, len, lane);
+                U128 t = sp_tail(prog, cons, verts, offs, nbrs, n, tail, seed_depth, idx, vid, lo, hi, mine, len, lane,
+                                 &too_large);
+                cnt = u128_add(cnt, t, &too_large);
                 continue;
             }
             if (nd == n - 1) {
                 uint32_t klen;
                 const uint32_t* kept = sp_kept(prog, mine, len, nd, seed_depth, &klen);
-                cnt += sp_count(prog, cons, verts, offs, nbrs, nd, idx, vid, lo, hi, kept, klen, lane);
+                cnt = u128_add(cnt, u128(sp_count(prog, cons, verts, offs, nbrs, nd, idx, vid, lo, hi, kept, klen, lane)),
+                               &too_large);
                 continue;
             }
             d = nd;
@@ -445,6 +477,8 @@ match_space(const uint32_t* prog, const uint32_t* cons, const uint32_t* verts, c
             pos[d] = 0;
         }
     }
-    if (lane == 0 && cnt)
-        atomicAdd(count, cnt);
+    if (lane == 0 && (cnt.lo || cnt.hi) && add_count(count, cnt))
+        too_large = true;
+    if (lane == 0 && too_large)
+        count[2] = 1;
 }

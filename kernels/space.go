@@ -232,18 +232,18 @@ func subset(ds []int, set uint64) bool {
 // staticSpace counts the matches of plan over the candidate space of f's
 // sets with match_space; ok is false when the space or its buffers do not
 // fit, and the caller walks the graph's lists instead.
-func (x *GPU) staticSpace(g *dyngraph.Graph, f *incremental.Candidates, plan *query.Plan) (count int64, ok bool, err error) {
+func (x *GPU) staticSpace(g *dyngraph.Graph, f *incremental.Candidates, plan *query.Plan) (count graph.Count, ok bool, err error) {
 	budget := x.opts.SpaceEntries
 	if budget == 0 {
 		budget = incremental.DefaultSpaceEntries
 	}
 	sp, ok := f.Space(g, plan, budget)
 	if !ok {
-		return 0, false, nil
+		return graph.Count{}, false, nil
 	}
 	p, ok := encodeSpace(sp, plan, incremental.IndependentTail(plan))
 	if !ok {
-		return 0, false, nil
+		return graph.Count{}, false, nil
 	}
 	return x.countSpace(p)
 }
@@ -253,21 +253,21 @@ func (x *GPU) staticSpace(g *dyngraph.Graph, f *incremental.Candidates, plan *qu
 // of one level each expand them until there are staticSeeds per warp (or
 // the next would not fit), and a last launch counts the rest of the plan
 // from them. ok is false when the space's buffers do not fit the device.
-func (x *GPU) countSpace(p *spaceProgram) (count int64, ok bool, err error) {
+func (x *GPU) countSpace(p *spaceProgram) (count graph.Count, ok bool, err error) {
 	blocks := uint32(x.dev.Multiprocessors) * blocksPerSM
 	warps := int(blocks) * warpsPerBlock
 	scratchBytes := warps * max(p.warpWords, 1) * 4
 	if scratchBytes > maxSpaceScratch {
-		return 0, false, nil
+		return graph.Count{}, false, nil
 	}
 	// Under a tight --gpu-mem the space may not fit: match_delta counts
 	// the query from the graph's lists instead.
 	scratch, err := x.buf("space_scratch", scratchBytes)
 	if errors.Is(err, cuda.ErrOutOfMemory) {
-		return 0, false, nil
+		return graph.Count{}, false, nil
 	}
 	if err != nil {
-		return 0, false, err
+		return graph.Count{}, false, err
 	}
 	root := make([]uint32, p.rootSeeds)
 	for i := range root {
@@ -277,21 +277,25 @@ func (x *GPU) countSpace(p *spaceProgram) (count int64, ok bool, err error) {
 	for i, a := range [][]uint32{p.prog, p.cons, p.verts, p.offs, p.nbrs, root} {
 		arr[i], err = x.upload([]string{"space_prog", "space_cons", "space_verts", "space_offs", "space_nbrs", "seeds"}[i], u32ptr(a), 4*len(a))
 		if errors.Is(err, cuda.ErrOutOfMemory) {
-			return 0, false, nil
+			return graph.Count{}, false, nil
 		}
 		if err != nil {
-			return 0, false, err
+			return graph.Count{}, false, err
 		}
 	}
-	ctrs, err := x.buf("space_counters", 32) // next seed, seeds written, count, overflow
+	// The counters, a word each: the next seed, the seeds written, the
+	// seed buffer's overflow, and the count's three words (match_space):
+	// 128 bits, low first, and the flag of a count past 2^128.
+	const nctrs = 6
+	ctrs, err := x.buf("space_counters", 8*nctrs)
 	if err != nil {
-		return 0, false, err
+		return graph.Count{}, false, err
 	}
-	next, outCount, total, overflow := ctrs, ctrs+8, ctrs+16, ctrs+24
+	next, outCount, overflow, total := ctrs, ctrs+8, ctrs+16, ctrs+24
 	seeds := arr[5]
 	depth, nseeds := 1, uint64(len(root))
 	launch := func(seeds, out cuda.DevicePtr, outDepth int, outCap uint64) error {
-		if err := x.ctx.Memset32(ctrs, 0, 8); err != nil {
+		if err := x.ctx.Memset32(ctrs, 0, 2*nctrs); err != nil {
 			return err
 		}
 		a := spaceArgs{prog: arr[0], cons: arr[1], verts: arr[2], offs: arr[3], nbrs: arr[4], n: uint32(p.n), tail: uint32(p.tail),
@@ -314,29 +318,32 @@ func (x *GPU) countSpace(p *spaceProgram) (count int64, ok bool, err error) {
 			break // under a tight --gpu-mem: walk what there is
 		}
 		if err != nil {
-			return 0, false, err
+			return graph.Count{}, false, err
 		}
 		if err := launch(seeds, out, depth+1, uint64(seedBytes/(4*(depth+1)))); err != nil {
-			return 0, false, err
+			return graph.Count{}, false, err
 		}
-		var c [4]uint64
-		if err := x.ctx.CopyDtoH(unsafe.Pointer(&c[0]), ctrs, 32); err != nil {
-			return 0, false, err
+		var c [nctrs]uint64
+		if err := x.ctx.CopyDtoH(unsafe.Pointer(&c[0]), ctrs, 8*nctrs); err != nil {
+			return graph.Count{}, false, err
 		}
-		if c[3] != 0 {
+		if c[2] != 0 {
 			break // the seeds of the level before stand
 		}
 		if c[1] == 0 {
-			return 0, true, nil
+			return graph.Count{}, true, nil
 		}
 		seeds, depth, nseeds = out, depth+1, c[1]
 	}
 	if err := launch(seeds, 0, 0, 0); err != nil {
-		return 0, false, err
+		return graph.Count{}, false, err
 	}
-	var c [4]uint64
-	if err := x.ctx.CopyDtoH(unsafe.Pointer(&c[0]), ctrs, 32); err != nil {
-		return 0, false, err
+	var c [nctrs]uint64
+	if err := x.ctx.CopyDtoH(unsafe.Pointer(&c[0]), ctrs, 8*nctrs); err != nil {
+		return graph.Count{}, false, err
 	}
-	return int64(c[2]), true, nil
+	if c[5] != 0 {
+		return graph.SaturatedCount(), true, nil // past 2^128: an error where it is reported
+	}
+	return graph.Count{Hi: c[4], Lo: c[3]}, true, nil
 }

@@ -35,7 +35,7 @@ func TestEncodeSpace(t *testing.T) {
 			if p.tail < p.n-1 {
 				tails++
 			}
-			if got := countSpaceOnHost(t, p) * factor; got != want[qi] {
+			if got := countSpaceOnHost(t, p).MulUint64(uint64(factor)); got != want[qi] {
 				t.Errorf("%s query %d: the encoded space counts %d, the CPU %d", name, qi, got, want[qi])
 			}
 		}
@@ -65,7 +65,7 @@ func TestStaticSpace(t *testing.T) {
 			if !ok {
 				t.Fatalf("%s: match_space did not take the query", where)
 			}
-			if got := n * factor; got != want[qi] {
+			if got := n.MulUint64(uint64(factor)); got != want[qi] {
 				t.Errorf("%s: match_space counts %d, the CPU %d", where, got, want[qi])
 			}
 			if x.Last().Launches < 2 {
@@ -185,7 +185,7 @@ func spaceOf(t *testing.T, g *dyngraph.Graph, q *query.Query) (*spaceProgram, in
 // it checks sp_count_one's bounds against the candidates themselves, and
 // at a depth with a kept source, that scanning the source's candidates
 // finds what the lists do.
-func countSpaceOnHost(t *testing.T, p *spaceProgram) int64 {
+func countSpaceOnHost(t *testing.T, p *spaceProgram) graph.Count {
 	t.Helper()
 	idx, vid := make([]uint32, p.n), make([]uint32, p.n)
 	// room[d]: the buffer encodeSpace gives depth d, between its offset and
@@ -233,11 +233,11 @@ func countSpaceOnHost(t *testing.T, p *spaceProgram) int64 {
 		}
 		return out
 	}
-	var count int64
+	var count graph.Count
 	var walk func(d int)
 	walk = func(d int) {
 		if d == p.tail && d < p.n-1 {
-			count += tailOnHost(t, p, d, level, room, bufs)
+			count = count.Add(tailOnHost(t, p, d, level, room, bufs))
 			return
 		}
 		c := level(d, d)
@@ -247,7 +247,7 @@ func countSpaceOnHost(t *testing.T, p *spaceProgram) int64 {
 					t.Fatalf("depth %d: the one-list count is %d, the candidates %d", d, one, len(c))
 				}
 			}
-			count += int64(len(c))
+			count = count.AddUint64(uint64(len(c)))
 			return
 		}
 		if len(c) > room[d] {
@@ -268,7 +268,7 @@ func countSpaceOnHost(t *testing.T, p *spaceProgram) int64 {
 
 // tailOnHost is space.cu's sp_tail: the candidates of each depth from tail
 // on, and the product over groups of their distinct picks.
-func tailOnHost(t *testing.T, p *spaceProgram, tail int, level func(d, placed int) []uint32, room []int, bufs [][]uint32) int64 {
+func tailOnHost(t *testing.T, p *spaceProgram, tail int, level func(d, placed int) []uint32, room []int, bufs [][]uint32) graph.Count {
 	t.Helper()
 	groups := map[uint32][]int{}
 	sets := make([][]uint32, p.n) // data vertices, ascending
@@ -278,7 +278,7 @@ func tailOnHost(t *testing.T, p *spaceProgram, tail int, level func(d, placed in
 			t.Fatalf("tail depth %d: %d candidates in a buffer of %d", d, len(c), room[d])
 		}
 		if len(c) == 0 {
-			return 0
+			return graph.Count{}
 		}
 		bufs[d] = c
 		for _, y := range c {
@@ -287,7 +287,7 @@ func tailOnHost(t *testing.T, p *spaceProgram, tail int, level func(d, placed in
 		g := p.prog[d*spStride+spGroup]
 		groups[g] = append(groups[g], d)
 	}
-	total := int64(1)
+	total := graph.CountOf(1)
 	for _, ds := range groups {
 		var size [1 << incremental.MaxGroup]int64
 		for mask := 1; mask < 1<<len(ds); mask++ {
@@ -306,7 +306,7 @@ func tailOnHost(t *testing.T, p *spaceProgram, tail int, level func(d, placed in
 			}
 			size[mask] = int64(len(in))
 		}
-		total *= incremental.DistinctPicks(len(ds), &size)
+		total = total.Mul(incremental.DistinctPicks(len(ds), &size))
 	}
 	return total
 }

@@ -3,6 +3,7 @@ package replay
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -54,7 +55,7 @@ func (p *Printer) matchTx(qi int, m []graph.VertexID, tx []bundle.Tx, ret []byte
 // has its own time (the matchers take the queries of a call one after the
 // other anyway), counting only under countOnly and printing every match
 // through p where it is not nil. It returns each query's count and seconds.
-func MatchEach(s *Session, matcher incremental.Matcher, qs []*query.Query, countOnly bool, p *Printer) ([]int64, []float64, error) {
+func MatchEach(s *Session, matcher incremental.Matcher, qs []*query.Query, countOnly bool, p *Printer) ([]graph.Count, []float64, error) {
 	mode, sink := incremental.Count, incremental.Sink(nil)
 	if !countOnly {
 		mode = incremental.Enumerate
@@ -64,14 +65,14 @@ func MatchEach(s *Session, matcher incremental.Matcher, qs []*query.Query, count
 			}
 		}
 	}
-	counts, qsecs := make([]int64, len(qs)), make([]float64, len(qs))
+	counts, qsecs := make([]graph.Count, len(qs)), make([]float64, len(qs))
 	for i := range qs {
 		one := sink
 		if sink != nil {
 			one = func(w, _ int, sign graph.Sign, m []graph.VertexID) { sink(w, i, sign, m) }
 		}
 		t := time.Now()
-		var c []int64
+		var c []graph.Count
 		var err error
 		if s.core.Store() != nil {
 			b := &incremental.Binder{Matcher: matcher, Store: s.core.Store()}
@@ -95,7 +96,7 @@ func MatchEach(s *Session, matcher incremental.Matcher, qs []*query.Query, count
 
 // ReportMatch writes the table of counts and times to human and, under
 // --json, the summary line to out.
-func ReportMatch(human io.Writer, out *bufio.Writer, jsonOut bool, qs []*query.Query, counts []int64, qsecs []float64, secs float64, skipped int) error {
+func ReportMatch(human io.Writer, out *bufio.Writer, jsonOut bool, qs []*query.Query, counts []graph.Count, qsecs []float64, secs float64, skipped int) error {
 	tw := tabwriter.NewWriter(human, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "query\tmatches\tseconds")
 	for i, q := range qs {
@@ -106,13 +107,23 @@ func ReportMatch(human io.Writer, out *bufio.Writer, jsonOut bool, qs []*query.Q
 		fmt.Fprintf(human, "skipped: %d bad lines or refused updates\n", skipped)
 	}
 	fmt.Fprintf(human, "time: %.3fs\n", secs)
-	if !jsonOut {
-		return nil
+	// A count past 2^128-2 saturated: the table shows it as a bound, and
+	// the command fails rather than report a number.
+	var overflow error
+	for i, q := range qs {
+		if err := counts[i].Err(); err != nil {
+			overflow = errors.Join(overflow, fmt.Errorf("query %s: %w", q.Name, err))
+		}
 	}
+	if !jsonOut || overflow != nil {
+		return overflow
+	}
+	// Counts are JSON numbers of any size (graph.Count.MarshalJSON):
+	// past 2^53 a consumer must read them as big integers.
 	type jq struct {
-		Name    string  `json:"name"`
-		Matches int64   `json:"matches"`
-		Seconds float64 `json:"seconds"`
+		Name    string      `json:"name"`
+		Matches graph.Count `json:"matches"`
+		Seconds float64     `json:"seconds"`
 	}
 	res := struct {
 		Queries []jq    `json:"queries"`

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -71,8 +72,7 @@ func (r *Replayer) Run(ctx context.Context, progress func(int)) (Result, error) 
 		}
 		res.match += st.Match
 		for i, c := range st.Counts() {
-			res.counts[i].Positive += c.Positive
-			res.counts[i].Negative += c.Negative
+			res.counts[i].Add(c)
 		}
 		return nil
 	}
@@ -155,19 +155,29 @@ func (r *Replayer) Report(res Result) error {
 		fmt.Fprintf(tw, "%s\t%d\t%d\n", q.Name, res.counts[i].Positive, res.counts[i].Negative)
 	}
 	tw.Flush()
+	// A count past 2^128-2 saturated: the table shows it as a bound, and
+	// the replay fails rather than report a number.
+	var overflow error
+	for i, q := range r.Queries {
+		if err := res.counts[i].Err(); err != nil {
+			overflow = errors.Join(overflow, fmt.Errorf("query %s: %w", q.Name, err))
+		}
+	}
 	rate := 0.0
 	if total > 0 {
 		rate = float64(res.Replayed) / total.Seconds()
 	}
 	fmt.Fprintf(r.Human, "time: apply %.3fs, match %.3fs, reorganize %.3fs, total %.3fs (%.0f updates/s)\n",
 		res.apply.Seconds(), res.match.Seconds(), res.reorg.Seconds(), total.Seconds(), rate)
-	if !r.JSON {
-		return nil
+	if !r.JSON || overflow != nil {
+		return overflow
 	}
+	// Counts are JSON numbers of any size (graph.Count.MarshalJSON):
+	// past 2^53 a consumer must read them as big integers.
 	type jq struct {
-		Name     string `json:"name"`
-		Positive int64  `json:"positive"`
-		Negative int64  `json:"negative"`
+		Name     string      `json:"name"`
+		Positive graph.Count `json:"positive"`
+		Negative graph.Count `json:"negative"`
 	}
 	out := struct {
 		Queries     []jq    `json:"queries"`

@@ -3,6 +3,7 @@ package servicebench
 import (
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"time"
 
@@ -126,8 +127,13 @@ func (b *baselineCore) add(st *engine.Step) error {
 		return err
 	}
 	for i, c := range st.Counts() {
-		b.counts[i].Positive += c.Positive
-		b.counts[i].Negative += c.Negative
+		b.counts[i].Add(c)
+		// The baseline enumerates, as the service does: its counts are of
+		// matches delivered one by one, and the report's int64 holds them
+		// unless something is badly wrong.
+		if !fitsInt64(b.counts[i].Positive) || !fitsInt64(b.counts[i].Negative) {
+			return fmt.Errorf("servicebench: query %s enumerated +%v -%v matches, past 2^63", b.qs[i].Name, b.counts[i].Positive, b.counts[i].Negative)
+		}
 		if st.Matched {
 			b.ran[i].AddBatch(st.Devices[i], 1)
 		}
@@ -249,15 +255,22 @@ func (b *baselineCore) decode(msgs []ingest.Message, decs []*ingest.Decoder, kee
 // result is the run's figures.
 func (b *baselineCore) result(updates int, spent time.Duration) *EngineResult {
 	r := &EngineResult{Seconds: spent.Seconds()}
-	var total int64
+	var total float64
 	for i, q := range b.qs {
-		r.Matches = append(r.Matches, QueryMatches{Query: q.Name, Appeared: int64(b.counts[i].Positive), Disappeared: int64(b.counts[i].Negative),
+		pos, neg := int64(b.counts[i].Positive.Lo), int64(b.counts[i].Negative.Lo) // add checked they fit
+		r.Matches = append(r.Matches, QueryMatches{Query: q.Name, Appeared: pos, Disappeared: neg,
 			CPUBatches: b.ran[i].CPUBatches, GPUBatches: b.ran[i].GPUBatches})
-		total += int64(b.counts[i].Positive + b.counts[i].Negative)
+		total += float64(pos) + float64(neg)
 	}
 	if r.Seconds > 0 {
 		r.UpdatesPerSec = float64(updates) / r.Seconds
-		r.MatchesPerSec = float64(total) / r.Seconds
+		r.MatchesPerSec = total / r.Seconds
 	}
 	return r
+}
+
+// fitsInt64 says whether c is at most 2^63-1.
+func fitsInt64(c graph.Count) bool {
+	n, ok := c.Uint64()
+	return ok && n <= math.MaxInt64
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gcsm/gcsm/bench"
+	"github.com/gcsm/gcsm/graph"
 	"github.com/gcsm/gcsm/kernels"
 )
 
@@ -119,15 +120,15 @@ func bruteCount(q, g *snuGraph) int64 {
 var yeastQueries = []string{"query_dense_16_4", "query_dense_16_5", "query_dense_16_6", "query_dense_16_7"}
 
 // yeastAnswers writes an answers file of the oracle's counts of names.
-func yeastAnswers(t *testing.T, dir string, names []string) (data, answers string, want map[string]int64) {
+func yeastAnswers(t *testing.T, dir string, names []string) (data, answers string, want map[string]graph.Count) {
 	t.Helper()
 	data = filepath.Join(dir, "data_graph", "yeast.graph")
 	g := readSNU(t, data)
-	want = map[string]int64{}
+	want = map[string]graph.Count{}
 	var b strings.Builder
 	b.WriteString("# labeled_snu yeast, counted by the test's brute-force oracle\n")
 	for _, n := range names {
-		want[n] = bruteCount(readSNU(t, filepath.Join(dir, "query_graph", n+".graph")), g)
+		want[n] = graph.CountOf(uint64(bruteCount(readSNU(t, filepath.Join(dir, "query_graph", n+".graph")), g)))
 		fmt.Fprintf(&b, "%s %d\n", n, want[n])
 	}
 	return data, writeFile(t, t.TempDir(), "yeast.answers", b.String()), want
@@ -198,14 +199,14 @@ func TestBenchStaticTimeout(t *testing.T) {
 func TestBenchStaticWrongAnswer(t *testing.T) {
 	dir := dataset(t, "labeled_snu/yeast")
 	data, _, want := yeastAnswers(t, dir, yeastQueries[:2])
-	answers := writeFile(t, t.TempDir(), "bad.answers", fmt.Sprintf("%s %d\n%s %d\n", yeastQueries[0], want[yeastQueries[0]]+1, yeastQueries[1], want[yeastQueries[1]]))
+	answers := writeFile(t, t.TempDir(), "bad.answers", fmt.Sprintf("%s %d\n%s %d\n", yeastQueries[0], want[yeastQueries[0]].AddUint64(1), yeastQueries[1], want[yeastQueries[1]]))
 	args := []string{"bench", "static", "-d", data, "--answers", answers, "--workers", "1"}
 	for _, n := range yeastQueries[:2] {
 		args = append(args, "-q", filepath.Join(dir, "query_graph", n+".graph"))
 	}
 	out, errs := wantFailure(t, 1, args, "1 of 2 queries have counts that differ from the answers")
 	row := tableRows(out, "query")[yeastQueries[0]]
-	if len(row) != 4 || row[3] != fmt.Sprintf("WRONG(want=%d)", want[yeastQueries[0]]+1) {
+	if len(row) != 4 || row[3] != fmt.Sprintf("WRONG(want=%d)", want[yeastQueries[0]].AddUint64(1)) {
 		t.Errorf("row %q does not flag the wrong count:\n%s\n%s", row, out, errs)
 	}
 	if row := tableRows(out, "query")[yeastQueries[1]]; len(row) != 4 || row[3] != "ok" {
