@@ -6,7 +6,7 @@ import _ "embed"
 
 // sourceHash is the SHA-256 of match.cu and space.cu, one after the other,
 // when match.fatbin was generated.
-const sourceHash = "5f39115573677d85b62e8b60033b19d7fd5f14d0e3a16449a60f0ecbb79fc07b"
+const sourceHash = "c28cfd8ee9e2d5a8a6ea3c0b938be4b86d175ed1e637f6ab9a5b2f8c8bcd4ad6"
 
 // matchImage is the fatbin of match.cu (which includes space.cu): cubins for sm_80 and sm_90, and PTX
 // for compute_80 that the driver compiles for any other chip.
