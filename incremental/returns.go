@@ -99,7 +99,7 @@ func (b *Binder) Returns(qi int, sign graph.Sign, m []graph.VertexID, tx []bundl
 		view = bundle.Before
 	}
 	var buf [16]graph.Value
-	vals := buf[:0]
+	var vals []graph.Value
 	if n := len(rp.r.Props); n > len(buf) {
 		vals = make([]graph.Value, n)
 	} else {
