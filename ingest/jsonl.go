@@ -179,24 +179,9 @@ func (j *jsonLine) value(k int) []byte { return j.buf[j.val[k].start:j.val[k].en
 // unmarshal; on an error, *rec is to be dropped. (Records are 200 bytes:
 // filling the caller's spares copies that take a tenth of Decode.)
 func (j *jsonLine) record(keep *PropFilter, rec *Record) *DecodeError {
-	switch op := j.value(keyOp); string(op) {
-	case `"+"`, `"insert"`:
-		rec.Op = graph.Insert
-	case `"-"`, `"delete"`:
-		rec.Op = graph.Delete
-	case `"vertex"`:
-		rec.Op = graph.AddVertex
-	case `"set"`:
-		// A vertex's or a transfer's, as set decides below.
-		rec.Op = graph.SetVertex
-	default:
-		if absent(op) {
-			return decodeErrorf(ReasonMissingField, `missing field "op"`)
-		}
-		if err := checkUTF8(`field "op"`, bytes.Trim(op, `"`)); err != nil {
-			return err
-		}
-		return decodeErrorf(ReasonUnknownOp, "unknown op %s", clip(op))
+	var err *DecodeError
+	if rec.Op, err = j.op(); err != nil {
+		return err
 	}
 	j.text = j.text[:0]
 	ms, ts, isText, err := j.time()
@@ -279,6 +264,29 @@ func (j *jsonLine) record(keep *PropFilter, rec *Record) *DecodeError {
 	}
 	j.takeProps(rec, s)
 	return nil
+}
+
+// op reads the event's op. A set is SetVertex here, until set reads
+// whether it names a vertex or a transfer.
+func (j *jsonLine) op() (graph.Op, *DecodeError) {
+	switch op := j.value(keyOp); string(op) {
+	case `"+"`, `"insert"`:
+		return graph.Insert, nil
+	case `"-"`, `"delete"`:
+		return graph.Delete, nil
+	case `"vertex"`:
+		return graph.AddVertex, nil
+	case `"set"`:
+		return graph.SetVertex, nil
+	default:
+		if absent(op) {
+			return 0, decodeErrorf(ReasonMissingField, `missing field "op"`)
+		}
+		if err := checkUTF8(`field "op"`, bytes.Trim(op, `"`)); err != nil {
+			return 0, err
+		}
+		return 0, decodeErrorf(ReasonUnknownOp, "unknown op %s", clip(op))
+	}
 }
 
 // setFields are the fields of edge and vertex events that a set refuses:
