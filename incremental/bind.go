@@ -289,14 +289,7 @@ func (b *Binder) plan(g *dyngraph.Graph, queries []*query.Query) ([]*bindPlan, e
 					p.vprops = append(p.vprops, vprop{prop: i, vertex: ref.Index, col: b.Store.VertexColumn(ref.Name)})
 					continue
 				}
-				col := colTime
-				switch ref.Name {
-				case "ts":
-				case "id":
-					col = colID
-				default:
-					col = b.Store.EdgeColumn(ref.Name)
-				}
+				col := b.edgeColumn(ref.Name)
 				bi := &p.binds[ref.Index]
 				if !bi.bindable {
 					return nil, fmt.Errorf("query %s: property %s of a query edge that binds no transfer", q.Name, ref.Name)
@@ -664,23 +657,39 @@ func (x *expander) holdsOther() bool {
 
 // load puts transfer t's values of binding bi in view into vals.
 func (x *expander) load(vals []graph.Value, bi *bindInfo, t bundle.Tx, view bundle.View) {
-	s := x.p.store
 	for _, ep := range bi.props {
-		var v graph.Value
-		switch ep.col {
-		case colTime:
-			if ms := s.Time(t); ms != 0 {
-				v = graph.TimeValue(ms)
-			}
-		case colID:
-			if id := s.ID(t); id != "" {
-				v = graph.StringValue(id)
-			}
-		default:
-			v = s.ValueIn(t, ep.col, view)
-		}
-		vals[ep.prop] = v
+		vals[ep.prop] = transferValue(x.p.store, t, ep.col, view)
 	}
+}
+
+// edgeColumn is where the store keeps transfer property name: colTime for
+// the event time, colID for the id, else its column, added if need be.
+func (b *Binder) edgeColumn(name string) int {
+	switch name {
+	case query.PropTime:
+		return colTime
+	case query.PropID:
+		return colID
+	}
+	return b.Store.EdgeColumn(name)
+}
+
+// transferValue is transfer t's value in column col (or colTime, colID) in
+// view: an unknown time or an empty id is Null.
+func transferValue(s *bundle.Store, t bundle.Tx, col int, view bundle.View) graph.Value {
+	switch col {
+	case colTime:
+		if ms := s.Time(t); ms != 0 {
+			return graph.TimeValue(ms)
+		}
+		return graph.Value{}
+	case colID:
+		if id := s.ID(t); id != "" {
+			return graph.StringValue(id)
+		}
+		return graph.Value{}
+	}
+	return s.ValueIn(t, col, view)
 }
 
 // walk assigns bindings k onwards; changed says whether an earlier binding

@@ -30,15 +30,7 @@ func (b *Binder) retPlan(q *query.Query) *retPlan {
 			rp.vprops = append(rp.vprops, vprop{prop: i, vertex: ref.Index, col: b.Store.VertexColumn(ref.Name)})
 			continue
 		}
-		col := colTime
-		switch ref.Name {
-		case query.PropTime:
-		case query.PropID:
-			col = colID
-		default:
-			col = b.Store.EdgeColumn(ref.Name)
-		}
-		rp.eprops = append(rp.eprops, retProp{prop: i, binding: ref.Index, col: col})
+		rp.eprops = append(rp.eprops, retProp{prop: i, binding: ref.Index, col: b.edgeColumn(ref.Name)})
 	}
 	return rp
 }
@@ -49,21 +41,7 @@ func (rp *retPlan) load(s *bundle.Store, m []graph.VertexID, tx []bundle.Tx, vie
 		vals[vp.prop] = s.VertexValueIn(m[vp.vertex], vp.col, view)
 	}
 	for _, ep := range rp.eprops {
-		var v graph.Value
-		t := tx[ep.binding]
-		switch ep.col {
-		case colTime:
-			if ms := s.Time(t); ms != 0 {
-				v = graph.TimeValue(ms)
-			}
-		case colID:
-			if id := s.ID(t); id != "" {
-				v = graph.StringValue(id)
-			}
-		default:
-			v = s.ValueIn(t, ep.col, view)
-		}
-		vals[ep.prop] = v
+		vals[ep.prop] = transferValue(s, tx[ep.binding], ep.col, view)
 	}
 }
 
